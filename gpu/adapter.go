@@ -1,0 +1,105 @@
+// Package gpu is the only package that talks to WebGPU: adapter selection, the device and its
+// limits, buffers, a pipeline cache, and a recorder that turns a forward pass into one command
+// buffer and one queue submit.
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/oliverbestmann/webgpu/wgpu"
+)
+
+// ErrNoAdapter is returned when no Vulkan, Metal or DX12 adapter exists (for example a machine
+// without a GPU driver and without Mesa's software Vulkan).
+var ErrNoAdapter = errors.New("gpu: no WebGPU adapter found (install a Vulkan driver, e.g. mesa-vulkan-drivers for software Vulkan)")
+
+// backends are the native APIs we run on; GL is left out because wgpu's GL backend lacks the
+// compute features the kernels need and only adds a duplicate entry for the same device.
+const backends = wgpu.InstanceBackend(1<<0 | 1<<2 | 1<<3) // Vulkan | Metal | DX12
+
+// AdapterInfo describes one adapter as `wgpu-llama devices` lists it.
+type AdapterInfo struct {
+	Index   int    // position in the enumeration, as --device takes it
+	Name    string // device name, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)"
+	Vendor  string
+	Driver  string // driver description, e.g. "Mesa 22.3.6 (LLVM 15.0.6)"
+	Backend string // "vulkan", "metal", "d3d12"
+	Type    string // "discrete", "integrated", "cpu", "unknown"
+
+	rank int // selection preference: lower is better
+}
+
+func (a AdapterInfo) String() string {
+	return fmt.Sprintf("#%d %s (%s, %s, driver %q)", a.Index, a.Name, a.Type, a.Backend, a.Driver)
+}
+
+func newInstance() *wgpu.Instance {
+	return wgpu.CreateInstance(&wgpu.InstanceDescriptor{Backends: backends})
+}
+
+func describe(i int, a *wgpu.Adapter) AdapterInfo {
+	info := a.GetInfo()
+	ai := AdapterInfo{
+		Index:  i,
+		Name:   info.Device,
+		Vendor: info.Vendor,
+		Driver: info.Description,
+	}
+	switch info.BackendType {
+	case wgpu.BackendTypeVulkan:
+		ai.Backend = "vulkan"
+	case wgpu.BackendTypeMetal:
+		ai.Backend = "metal"
+	case wgpu.BackendTypeD3D12:
+		ai.Backend = "d3d12"
+	default:
+		ai.Backend = info.BackendType.String()
+	}
+	switch info.AdapterType {
+	case wgpu.AdapterTypeDiscreteGPU:
+		ai.Type, ai.rank = "discrete", 0
+	case wgpu.AdapterTypeIntegratedGPU:
+		ai.Type, ai.rank = "integrated", 1
+	case wgpu.AdapterTypeCPU:
+		ai.Type, ai.rank = "cpu", 3
+	default:
+		ai.Type, ai.rank = "unknown", 2
+	}
+	return ai
+}
+
+// Adapters lists every adapter the native backends offer, in enumeration order.
+func Adapters() ([]AdapterInfo, error) {
+	inst := newInstance()
+	defer inst.Release()
+	list := inst.EnumerateAdapters(&wgpu.InstanceEnumerateAdapterOptons{Backends: backends})
+	out := make([]AdapterInfo, len(list))
+	for i, a := range list {
+		out[i] = describe(i, a)
+		a.Release()
+	}
+	if len(out) == 0 {
+		return nil, ErrNoAdapter
+	}
+	return out, nil
+}
+
+// pick returns the index of the adapter to use: the requested one when index >= 0, else the
+// best by type (discrete, then integrated, then unknown, then CPU/software), ties by order.
+func pick(infos []AdapterInfo, index int) (int, error) {
+	if len(infos) == 0 {
+		return 0, ErrNoAdapter
+	}
+	if index >= 0 {
+		if index >= len(infos) {
+			return 0, fmt.Errorf("gpu: --device %d out of range: %d adapter(s) found (see `wgpu-llama devices`)", index, len(infos))
+		}
+		return index, nil
+	}
+	order := make([]AdapterInfo, len(infos))
+	copy(order, infos)
+	sort.SliceStable(order, func(i, j int) bool { return order[i].rank < order[j].rank })
+	return order[0].Index, nil
+}

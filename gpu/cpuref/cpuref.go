@@ -1,0 +1,138 @@
+// Package cpuref is the plain-Go reference for every GPU kernel: the same operation, written
+// for clarity and accumulated in float64, against which the WGSL kernels are tested and with
+// which a CPU forward pass can be written to check a GPU one.
+package cpuref
+
+import "math"
+
+// GetRows returns rows ids of w (a matrix of rows of cols values), concatenated.
+func GetRows(w []float32, cols int, ids []int32) []float32 {
+	out := make([]float32, 0, len(ids)*cols)
+	for _, id := range ids {
+		out = append(out, w[int(id)*cols:int(id+1)*cols]...)
+	}
+	return out
+}
+
+// RMSNorm normalises every row of n values of x to unit root-mean-square (plus eps) and
+// multiplies it by w.
+func RMSNorm(x, w []float32, n int, eps float32) []float32 {
+	out := make([]float32, len(x))
+	for r := 0; r < len(x)/n; r++ {
+		row := x[r*n : (r+1)*n]
+		var ss float64
+		for _, v := range row {
+			ss += float64(v) * float64(v)
+		}
+		scale := 1 / math.Sqrt(ss/float64(n)+float64(eps))
+		for i, v := range row {
+			out[r*n+i] = float32(float64(v) * scale * float64(w[i]))
+		}
+	}
+	return out
+}
+
+// MatMul returns y[t, r] = sum_k x[t, k] * w[r, k] for a rows x cols weight and nTokens rows of x.
+func MatMul(w []float32, rows, cols int, x []float32, nTokens int) []float32 {
+	y := make([]float32, nTokens*rows)
+	for t := 0; t < nTokens; t++ {
+		xr := x[t*cols : (t+1)*cols]
+		for r := 0; r < rows; r++ {
+			wr := w[r*cols : (r+1)*cols]
+			var s float64
+			for k := range wr {
+				s += float64(wr[k]) * float64(xr[k])
+			}
+			y[t*rows+r] = float32(s)
+		}
+	}
+	return y
+}
+
+// RoPE rotates, in place, adjacent pairs of the first nRot dimensions of every head of x
+// (nTokens x nHeads x headDim) by pos[t] * freqBase^(-2i/nRot), llama's "normal" RoPE.
+func RoPE(x []float32, pos []int32, nHeads, headDim, nRot int, freqBase float32) {
+	for t, p := range pos {
+		for h := 0; h < nHeads; h++ {
+			base := (t*nHeads + h) * headDim
+			for i := 0; i < nRot; i += 2 {
+				theta := float64(p) * math.Pow(float64(freqBase), -float64(i)/float64(nRot))
+				c, s := math.Cos(theta), math.Sin(theta)
+				x0, x1 := float64(x[base+i]), float64(x[base+i+1])
+				x[base+i] = float32(x0*c - x1*s)
+				x[base+i+1] = float32(x0*s + x1*c)
+			}
+		}
+	}
+}
+
+// Attention computes causal grouped-query attention: for token t and head h, softmax over
+// cache rows j <= pos[t] of q.k_j*scale, applied to v_j, where k and v hold nKVHead heads per
+// row and query heads share them in groups of nHead/nKVHead.
+func Attention(q, k, v []float32, pos []int32, nHead, nKVHead, headDim int, scale float32) []float32 {
+	out := make([]float32, len(q))
+	group := nHead / nKVHead
+	stride := nKVHead * headDim
+	for t, p := range pos {
+		for h := 0; h < nHead; h++ {
+			qo := (t*nHead + h) * headDim
+			kvo := (h / group) * headDim
+			scores := make([]float64, p+1)
+			maxS := math.Inf(-1)
+			for j := range scores {
+				var s float64
+				for d := 0; d < headDim; d++ {
+					s += float64(q[qo+d]) * float64(k[j*stride+kvo+d])
+				}
+				scores[j] = s * float64(scale)
+				maxS = math.Max(maxS, scores[j])
+			}
+			var sum float64
+			for j := range scores {
+				scores[j] = math.Exp(scores[j] - maxS)
+				sum += scores[j]
+			}
+			for d := 0; d < headDim; d++ {
+				var acc float64
+				for j, s := range scores {
+					acc += s * float64(v[j*stride+kvo+d])
+				}
+				out[qo+d] = float32(acc / sum)
+			}
+		}
+	}
+	return out
+}
+
+// SiLUMul returns silu(gate) * up elementwise, the llama FFN's gated activation.
+func SiLUMul(gate, up []float32) []float32 {
+	out := make([]float32, len(gate))
+	for i, g := range gate {
+		gf := float64(g)
+		out[i] = float32(gf / (1 + math.Exp(-gf)) * float64(up[i]))
+	}
+	return out
+}
+
+// Add returns a + b elementwise.
+func Add(a, b []float32) []float32 {
+	out := make([]float32, len(a))
+	for i := range a {
+		out[i] = a[i] + b[i]
+	}
+	return out
+}
+
+// RelErr is ||got - want|| / ||want||, the kernels' accuracy measure.
+func RelErr(got, want []float32) float64 {
+	var num, den float64
+	for i := range want {
+		d := float64(got[i]) - float64(want[i])
+		num += d * d
+		den += float64(want[i]) * float64(want[i])
+	}
+	if den == 0 {
+		return math.Sqrt(num)
+	}
+	return math.Sqrt(num / den)
+}

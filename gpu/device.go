@@ -1,0 +1,149 @@
+package gpu
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/oliverbestmann/webgpu/wgpu"
+)
+
+// Limits are the adapter limits the kernels and buffer layout depend on.
+type Limits struct {
+	MaxStorageBufferBindingSize       uint64
+	MaxBufferSize                     uint64
+	MaxStorageBuffersPerShaderStage   uint32
+	MaxComputeWorkgroupStorageSize    uint32
+	MaxComputeInvocationsPerWorkgroup uint32
+	MaxComputeWorkgroupsPerDimension  uint32
+	MinStorageBufferOffsetAlignment   uint32
+	MinUniformBufferOffsetAlignment   uint32
+}
+
+// Features are the optional capabilities a kernel variant may use.
+type Features struct {
+	ShaderF16 bool
+	Subgroups bool
+}
+
+// Device is an opened adapter: the device, its queue, and the caches that make repeated
+// forward passes allocate nothing.
+type Device struct {
+	Info     AdapterInfo
+	Limits   Limits
+	Features Features
+
+	inst    *wgpu.Instance
+	adapter *wgpu.Adapter
+	dev     *wgpu.Device
+	queue   *wgpu.Queue
+
+	mu        sync.Mutex // guards pipelines (pipeline creation may come from tests in parallel)
+	pipelines map[PipelineKey]*Pipeline
+	layouts   map[string]*layout
+
+	staging       map[uint64]*wgpu.Buffer // readback buffers by size
+	uniform       *wgpu.Buffer            // per-dispatch parameter slots
+	bindGroups    map[bindKey]*wgpu.BindGroup
+	paramsScratch []byte
+}
+
+// Open selects an adapter (index < 0: the best available, see Adapters) and creates a device
+// with the adapter's own limits, so large models can bind as much as the hardware allows.
+func Open(index int) (*Device, error) {
+	inst := newInstance()
+	list := inst.EnumerateAdapters(&wgpu.InstanceEnumerateAdapterOptons{Backends: backends})
+	infos := make([]AdapterInfo, len(list))
+	for i, a := range list {
+		infos[i] = describe(i, a)
+	}
+	chosen, err := pick(infos, index)
+	if err != nil {
+		for _, a := range list {
+			a.Release()
+		}
+		inst.Release()
+		return nil, err
+	}
+	adapter := list[chosen]
+	for i, a := range list {
+		if i != chosen {
+			a.Release()
+		}
+	}
+
+	limits := adapter.GetLimits()
+	var feats []wgpu.FeatureName
+	f := Features{
+		ShaderF16: adapter.HasFeature(wgpu.FeatureNameShaderF16),
+		Subgroups: adapter.HasFeature(wgpu.FeatureNameSubgroups),
+	}
+	if f.ShaderF16 {
+		feats = append(feats, wgpu.FeatureNameShaderF16)
+	}
+	if f.Subgroups {
+		feats = append(feats, wgpu.FeatureNameSubgroups)
+	}
+	dev, err := adapter.RequestDevice(&wgpu.DeviceDescriptor{
+		Label:            "wgpu-llama",
+		RequiredFeatures: feats,
+		RequiredLimits:   &limits,
+	})
+	if err != nil {
+		adapter.Release()
+		inst.Release()
+		return nil, fmt.Errorf("gpu: request device on %s: %w", infos[chosen], err)
+	}
+	d := &Device{
+		Info: infos[chosen],
+		Limits: Limits{
+			MaxStorageBufferBindingSize:       limits.MaxStorageBufferBindingSize,
+			MaxBufferSize:                     limits.MaxBufferSize,
+			MaxStorageBuffersPerShaderStage:   limits.MaxStorageBuffersPerShaderStage,
+			MaxComputeWorkgroupStorageSize:    limits.MaxComputeWorkgroupStorageSize,
+			MaxComputeInvocationsPerWorkgroup: limits.MaxComputeInvocationsPerWorkgroup,
+			MaxComputeWorkgroupsPerDimension:  limits.MaxComputeWorkgroupsPerDimension,
+			MinStorageBufferOffsetAlignment:   limits.MinStorageBufferOffsetAlignment,
+			MinUniformBufferOffsetAlignment:   limits.MinUniformBufferOffsetAlignment,
+		},
+		Features:   f,
+		inst:       inst,
+		adapter:    adapter,
+		dev:        dev,
+		queue:      dev.GetQueue(),
+		pipelines:  map[PipelineKey]*Pipeline{},
+		layouts:    map[string]*layout{},
+		staging:    map[uint64]*wgpu.Buffer{},
+		bindGroups: map[bindKey]*wgpu.BindGroup{},
+	}
+	return d, nil
+}
+
+// Close releases the device and everything cached on it.
+func (d *Device) Close() {
+	if d == nil || d.dev == nil {
+		return
+	}
+	for _, p := range d.pipelines {
+		p.pipeline.Release()
+	}
+	for _, l := range d.layouts {
+		l.pipeline.Release()
+		l.group.Release()
+	}
+	for _, bg := range d.bindGroups {
+		bg.Release()
+	}
+	if d.uniform != nil {
+		d.uniform.Destroy()
+		d.uniform.Release()
+	}
+	for _, b := range d.staging {
+		b.Destroy()
+		b.Release()
+	}
+	d.queue.Release()
+	d.dev.Release()
+	d.adapter.Release()
+	d.inst.Release()
+	d.dev = nil
+}

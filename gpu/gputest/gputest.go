@@ -1,0 +1,46 @@
+// Package gputest opens a GPU device for tests: it skips with a message when no adapter
+// exists, unless RequireEnv is set (as CI sets it), which turns the skip into a failure so a
+// run without a working Vulkan driver can never pass by skipping.
+package gputest
+
+import (
+	"errors"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/wgpu-llama/wgpu-llama/gpu"
+)
+
+// RequireEnv, when set to a non-empty value, makes a missing adapter a test failure.
+const RequireEnv = "WGPU_LLAMA_REQUIRE_GPU"
+
+var (
+	once   sync.Once
+	shared *gpu.Device
+	err    error
+)
+
+// Device returns a device shared by the tests of one package, opened on first use.
+func Device(tb testing.TB) *gpu.Device {
+	tb.Helper()
+	once.Do(func() { shared, err = gpu.Open(-1) })
+	Check(tb, err)
+	return shared
+}
+
+// Check handles an error from opening a GPU resource: no adapter skips (or fails under
+// RequireEnv), anything else fails.
+func Check(tb testing.TB, err error) {
+	tb.Helper()
+	if err == nil {
+		return
+	}
+	if errors.Is(err, gpu.ErrNoAdapter) {
+		if os.Getenv(RequireEnv) != "" {
+			tb.Fatalf("%s is set but no GPU adapter is available: %v", RequireEnv, err)
+		}
+		tb.Skipf("no GPU adapter (set up software Vulkan: apt-get install mesa-vulkan-drivers libvulkan1): %v", err)
+	}
+	tb.Fatalf("open GPU device: %v", err)
+}

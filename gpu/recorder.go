@@ -1,0 +1,215 @@
+package gpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/oliverbestmann/webgpu/wgpu"
+)
+
+// maxBindings bounds the storage bindings of one kernel (and the bind-group cache key).
+const maxBindings = 8
+
+type bindKey struct {
+	layout  *layout
+	uniform *wgpu.Buffer
+	ids     [maxBindings]uint64
+}
+
+// Recorder records one batch of GPU work (a forward pass) into a single compute pass of a
+// single command buffer, submitted once. Dispatch parameters go to one uniform buffer, each in
+// its own ParamsSize slot selected by a dynamic offset, so bind groups are reusable across passes.
+type Recorder struct {
+	d      *Device
+	enc    *wgpu.CommandEncoder
+	pass   *wgpu.ComputePassEncoder
+	params []byte
+	n      int // dispatches recorded
+	err    error
+}
+
+// Begin starts recording. Only one Recorder may be open on a device at a time.
+func (d *Device) Begin() (*Recorder, error) {
+	enc, err := d.dev.TryCreateCommandEncoder(nil)
+	if err != nil {
+		return nil, fmt.Errorf("gpu: create command encoder: %w", err)
+	}
+	pass := enc.BeginComputePass(&wgpu.ComputePassDescriptor{Label: "forward"})
+	return &Recorder{d: d, enc: enc, pass: pass, params: d.paramsScratch[:0]}, nil
+}
+
+// Dispatches is the number of kernels recorded so far.
+func (r *Recorder) Dispatches() int { return r.n }
+
+// Params packs kernel parameters: u32 values as they are, float32 values as their bits.
+func Params(vals ...any) []uint32 {
+	out := make([]uint32, len(vals))
+	for i, v := range vals {
+		switch x := v.(type) {
+		case uint32:
+			out[i] = x
+		case int:
+			out[i] = uint32(x)
+		case int32:
+			out[i] = uint32(x)
+		case float32:
+			out[i] = math.Float32bits(x)
+		case float64:
+			out[i] = math.Float32bits(float32(x))
+		default:
+			panic(fmt.Sprintf("gpu.Params: unsupported type %T", v))
+		}
+	}
+	return out
+}
+
+// Dispatch records one kernel launch with its parameters (binding 0) and storage buffers
+// (bindings 1..n, in the order of the pipeline's spec), over the given workgroup grid.
+// Errors are kept and reported by Submit, so a forward pass can be recorded without checks.
+func (r *Recorder) Dispatch(p *Pipeline, params []uint32, groups [3]uint32, bufs ...*Buffer) {
+	if r.err != nil {
+		return
+	}
+	if len(bufs) != p.nbind {
+		r.err = fmt.Errorf("gpu: dispatch %s: %d buffers given, kernel binds %d", p.Key, len(bufs), p.nbind)
+		return
+	}
+	if r.n >= uniformSlots {
+		r.err = fmt.Errorf("gpu: dispatch %s: more than %d dispatches in one submit", p.Key, uniformSlots)
+		return
+	}
+	if len(params)*4 > ParamsSize {
+		r.err = fmt.Errorf("gpu: dispatch %s: %d parameter words exceed %d bytes", p.Key, len(params), ParamsSize)
+		return
+	}
+	maxG := r.d.Limits.MaxComputeWorkgroupsPerDimension
+	for _, g := range groups {
+		if g == 0 || g > maxG {
+			r.err = fmt.Errorf("gpu: dispatch %s: workgroup grid %v outside 1..%d", p.Key, groups, maxG)
+			return
+		}
+	}
+	for _, b := range bufs {
+		if b == nil || b.buf == nil {
+			r.err = fmt.Errorf("gpu: dispatch %s: nil or released buffer", p.Key)
+			return
+		}
+		if b.size > r.d.Limits.MaxStorageBufferBindingSize {
+			r.err = fmt.Errorf("gpu: dispatch %s: buffer %q (%d bytes) exceeds maxStorageBufferBindingSize %d", p.Key, b.label, b.size, r.d.Limits.MaxStorageBufferBindingSize)
+			return
+		}
+	}
+	offset := uint32(len(r.params))
+	for _, v := range params {
+		r.params = binary.LittleEndian.AppendUint32(r.params, v)
+	}
+	r.params = append(r.params, make([]byte, ParamsSize-len(params)*4)...)
+
+	bg, err := r.d.bindGroup(p, bufs)
+	if err != nil {
+		r.err = fmt.Errorf("gpu: dispatch %s: %w", p.Key, err)
+		return
+	}
+	r.pass.SetPipeline(p.pipeline)
+	r.pass.SetBindGroup(0, bg, []uint32{offset})
+	r.pass.DispatchWorkgroups(groups[0], groups[1], groups[2])
+	r.n++
+}
+
+// Submit ends the pass and submits the command buffer without reading anything back.
+func (r *Recorder) Submit() error {
+	_, err := r.finish(nil, 0, 0)
+	return err
+}
+
+// SubmitAndRead ends the pass, copies size bytes of b at offset to host memory in the same
+// command buffer, submits once and waits for the bytes.
+func (r *Recorder) SubmitAndRead(b *Buffer, offset, size uint64) ([]byte, error) {
+	return r.finish(b, offset, size)
+}
+
+func (r *Recorder) finish(b *Buffer, offset, size uint64) ([]byte, error) {
+	d := r.d
+	endErr := r.pass.TryEnd()
+	r.pass.Release()
+	defer r.enc.Release()
+	if r.err != nil {
+		return nil, r.err
+	}
+	if endErr != nil {
+		return nil, fmt.Errorf("gpu: end compute pass: %w", endErr)
+	}
+	var staging *wgpu.Buffer
+	if b != nil {
+		var err error
+		if staging, err = d.copyToStaging(r.enc, b, offset, size); err != nil {
+			return nil, err
+		}
+	}
+	cmd, err := r.enc.TryFinish(nil)
+	if err != nil {
+		return nil, fmt.Errorf("gpu: finish command buffer: %w", err)
+	}
+	defer cmd.Release()
+	if len(r.params) > 0 {
+		if err := d.queue.TryWriteBuffer(d.uniform, 0, r.params); err != nil {
+			return nil, fmt.Errorf("gpu: write parameters: %w", err)
+		}
+	}
+	d.paramsScratch = r.params[:0]
+	d.queue.Submit(cmd)
+	if staging == nil {
+		return nil, nil
+	}
+	return d.mapStaging(staging, size)
+}
+
+// bindGroup returns a cached bind group for the pipeline's layout and these buffers.
+func (d *Device) bindGroup(p *Pipeline, bufs []*Buffer) (*wgpu.BindGroup, error) {
+	if err := d.ensureUniform(); err != nil {
+		return nil, err
+	}
+	key := bindKey{layout: p.layout, uniform: d.uniform}
+	for i, b := range bufs {
+		key.ids[i] = b.id
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if bg := d.bindGroups[key]; bg != nil {
+		return bg, nil
+	}
+	entries := []wgpu.BindGroupEntry{{Binding: 0, Buffer: d.uniform, Offset: 0, Size: ParamsSize}}
+	for i, b := range bufs {
+		entries = append(entries, wgpu.BindGroupEntry{Binding: uint32(i + 1), Buffer: b.buf, Size: b.size})
+	}
+	bg, err := d.dev.TryCreateBindGroup(&wgpu.BindGroupDescriptor{Label: p.Key.String(), Layout: p.layout.group, Entries: entries})
+	if err != nil {
+		return nil, err
+	}
+	if len(d.bindGroups) > 4096 { // buffers come and go; keep the cache bounded
+		for k, v := range d.bindGroups {
+			v.Release()
+			delete(d.bindGroups, k)
+		}
+	}
+	d.bindGroups[key] = bg
+	return bg, nil
+}
+
+// uniformSlots is how many dispatches one submit can parameterise.
+const uniformSlots = 4096
+
+func (d *Device) ensureUniform() error {
+	if d.uniform != nil {
+		return nil
+	}
+	buf, err := d.dev.TryCreateBuffer(&wgpu.BufferDescriptor{
+		Label: "params", Size: uniformSlots * ParamsSize, Usage: wgpu.BufferUsageUniform | wgpu.BufferUsageCopyDst,
+	})
+	if err != nil {
+		return fmt.Errorf("gpu: create parameter buffer: %w", err)
+	}
+	d.uniform = buf
+	return nil
+}
