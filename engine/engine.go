@@ -1,0 +1,229 @@
+// Package engine runs the model for many clients from one goroutine, the only one that
+// encodes GPU work: requests arrive on a queue already tokenized, each with its own result
+// channel, and leave as text pieces and a final result with llama-server's statistics.
+package engine
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/charmbracelet/log"
+
+	"github.com/wgpu-llama/wgpu-llama/gguf"
+	"github.com/wgpu-llama/wgpu-llama/gpu"
+	"github.com/wgpu-llama/wgpu-llama/model"
+	"github.com/wgpu-llama/wgpu-llama/model/tokenizer"
+)
+
+// Config says what to load and how to run it.
+type Config struct {
+	ModelPath string
+	// Alias is the model name clients see; default the file name without extension.
+	Alias string
+	// CtxSize is the context in tokens; 0 takes the model's training context.
+	CtxSize int
+	// BatchSize is the most prompt tokens per forward pass (llama-server's -ub); default 512.
+	BatchSize int
+	// Device selects an adapter by index; -1 picks the best.
+	Device int
+	Logger *log.Logger
+}
+
+// Engine owns the device, the model and the KV cache; see the package comment.
+type Engine struct {
+	info  ModelInfo
+	tok   *tokenizer.Tokenizer
+	dev   *gpu.Device
+	model *model.Model
+	kv    *model.KVCache
+	log   *log.Logger
+
+	queue   chan *request
+	quit    chan struct{}
+	done    chan struct{}
+	closeMu sync.Once
+
+	cached []int32 // tokens whose keys and values are in kv, in order
+}
+
+type request struct {
+	ctx  context.Context
+	task Task
+	out  chan Result
+}
+
+// Load opens the device, loads the model (logging progress) and starts the engine goroutine.
+func Load(ctx context.Context, cfg Config) (*Engine, error) {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = log.Default()
+	}
+	dev, err := gpu.Open(cfg.Device)
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("device", "adapter", dev.Info.Name, "type", dev.Info.Type, "backend", dev.Info.Backend, "driver", dev.Info.Driver)
+	e, err := load(ctx, cfg, dev, logger)
+	if err != nil {
+		dev.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) (*Engine, error) {
+	f, err := gguf.Open(cfg.ModelPath)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	start := time.Now()
+	lastPct := -1
+	m, err := model.Load(dev, f, model.Options{
+		MaxBatch: cfg.BatchSize,
+		Progress: func(done, total uint64) {
+			if total == 0 {
+				return
+			}
+			if pct := int(done * 100 / total); pct/10 > lastPct/10 {
+				lastPct = pct
+				logger.Info("loading model", "progress", fmt.Sprintf("%d%%", pct), "MiB", done>>20)
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", cfg.ModelPath, err)
+	}
+	if err := ctx.Err(); err != nil {
+		m.Close()
+		return nil, err
+	}
+	c := m.Config
+	nCtx := cfg.CtxSize
+	if nCtx <= 0 {
+		nCtx = c.NCtxTrain
+	}
+	if nCtx > c.NCtxTrain {
+		logger.Warn("context size exceeds the model's training context", "n_ctx", nCtx, "n_ctx_train", c.NCtxTrain)
+	}
+	kv, err := m.NewKVCache(nCtx)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	alias := cfg.Alias
+	if alias == "" {
+		alias = strings.TrimSuffix(filepath.Base(cfg.ModelPath), filepath.Ext(cfg.ModelPath))
+	}
+	var nParams uint64
+	for i := range f.Tensors {
+		nParams += f.Tensors[i].NumElements()
+	}
+	e := &Engine{
+		info: ModelInfo{
+			Name: alias, Path: cfg.ModelPath, NCtx: nCtx, NCtxTrain: c.NCtxTrain, NVocab: c.NVocab,
+			NEmbd: c.NEmbd, NParams: nParams, Size: c.TensorSize, FileType: c.FileType,
+			ChatTemplate: c.ChatTmpl, NSlots: 1,
+		},
+		tok: m.Tokenizer, dev: dev, model: m, kv: kv, log: logger,
+		queue: make(chan *request, 256),
+		quit:  make(chan struct{}),
+		done:  make(chan struct{}),
+	}
+	logger.Info("model loaded", "name", alias, "arch", c.Arch, "layers", c.NLayer, "n_embd", c.NEmbd,
+		"vocab", c.NVocab, "n_ctx", nCtx, "type", c.FileType, "took", time.Since(start).Round(time.Millisecond))
+	go e.loop()
+	return e, nil
+}
+
+// Tokenizer returns the model's tokenizer; it is safe for concurrent use.
+func (e *Engine) Tokenizer() *tokenizer.Tokenizer { return e.tok }
+
+// Info describes the loaded model.
+func (e *Engine) Info() ModelInfo { return e.info }
+
+// Submit queues a task. The returned channel yields partial results and then one final result
+// (Stop true), after which it is closed. Cancelling ctx ends the generation at the next token.
+func (e *Engine) Submit(ctx context.Context, t Task) (<-chan Result, error) {
+	if len(t.Prompt) == 0 {
+		return nil, ErrEmptyPrompt
+	}
+	if len(t.Prompt) >= e.info.NCtx {
+		return nil, fmt.Errorf("%w: the request has %d prompt tokens, the context holds %d", ErrPromptTooBig, len(t.Prompt), e.info.NCtx)
+	}
+	for _, id := range t.Prompt {
+		if id < 0 || int(id) >= e.info.NVocab {
+			return nil, fmt.Errorf("engine: prompt token %d out of range (vocabulary %d)", id, e.info.NVocab)
+		}
+	}
+	r := &request{ctx: ctx, task: t, out: make(chan Result, 64)}
+	select {
+	case e.queue <- r:
+		return r.out, nil
+	case <-e.quit:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Close stops the engine goroutine (failing queued requests) and frees the GPU.
+func (e *Engine) Close() error {
+	e.closeMu.Do(func() {
+		close(e.quit)
+		<-e.done
+		e.kv.Release()
+		e.model.Close()
+		e.dev.Close()
+	})
+	return nil
+}
+
+func (e *Engine) loop() {
+	defer close(e.done)
+	for {
+		select {
+		case <-e.quit:
+			for {
+				select {
+				case r := <-e.queue:
+					r.out <- Result{Stop: true, StopType: StopNone, Err: ErrClosed}
+					close(r.out)
+				default:
+					return
+				}
+			}
+		case r := <-e.queue:
+			e.serve(r)
+		}
+	}
+}
+
+// serve runs one request to completion in the single slot, recovering from a GPU failure so
+// one bad request cannot take the server down.
+func (e *Engine) serve(r *request) {
+	defer close(r.out)
+	defer func() {
+		if p := recover(); p != nil {
+			e.log.Error("generation failed", "panic", p)
+			e.cached = nil
+			r.send(Result{Stop: true, StopType: StopNone, Err: fmt.Errorf("engine: internal error: %v", p)})
+		}
+	}()
+	res := e.generate(r)
+	r.send(res)
+}
+
+// send delivers a result unless the client has gone.
+func (r *request) send(res Result) bool {
+	select {
+	case r.out <- res:
+		return true
+	case <-r.ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,35 @@
+// Package enginetest loads a real engine for tests of the packages above it.
+package enginetest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/charmbracelet/log"
+
+	"github.com/wgpu-llama/wgpu-llama/engine"
+	"github.com/wgpu-llama/wgpu-llama/gpu"
+	"github.com/wgpu-llama/wgpu-llama/gpu/gputest"
+	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
+)
+
+// Load starts an engine on the shared model at parts (e.g. "models", "stories260K.gguf") with
+// a 512-token context, skipping as shareddata and gputest do when the data or GPU is absent.
+// The engine is closed when the test ends.
+func Load(tb testing.TB, parts ...string) *engine.Engine {
+	tb.Helper()
+	path := shareddata.Path(tb, parts...)
+	_, err := gpu.Adapters()
+	gputest.Check(tb, err) // skip or fail exactly as the GPU tests do
+	e, err := engine.Load(context.Background(), engine.Config{ModelPath: path, CtxSize: 512, Device: -1, Logger: log.New(testWriter{tb})})
+	gputest.Check(tb, err)
+	tb.Cleanup(func() { e.Close() })
+	return e
+}
+
+type testWriter struct{ tb testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.tb.Log(string(p))
+	return len(p), nil
+}

@@ -1,0 +1,101 @@
+package engine
+
+import (
+	"time"
+)
+
+// commonPrefix is the length of the longest shared prefix of a and b.
+func commonPrefix(a, b []int32) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// generate evaluates the prompt (reusing the cached prefix) and samples until a stop
+// condition, streaming partial results; it returns the final result.
+func (e *Engine) generate(r *request) Result {
+	t := r.task
+	p := t.Params
+	res := Result{TokensEvaluated: len(t.Prompt)}
+
+	// Reuse the cached prefix but always evaluate at least one token, whose logits we need.
+	nPast := min(commonPrefix(e.cached, t.Prompt), len(t.Prompt)-1)
+	e.cached = e.cached[:nPast]
+	res.Timings.CacheN = nPast
+	res.Timings.PromptN = len(t.Prompt) - nPast
+
+	start := time.Now()
+	logits, err := e.model.Forward(e.kv, t.Prompt[nPast:], nPast)
+	if err != nil {
+		e.cached = nil
+		res.Stop, res.StopType, res.Err = true, StopNone, err
+		return res
+	}
+	e.cached = append(e.cached, t.Prompt[nPast:]...)
+	res.Timings.Prompt = time.Since(start)
+	genStart := time.Now()
+
+	smp := newSampler(p)
+	dec := e.tok.NewStreamDecoder()
+	var text []byte // generated text so far (complete UTF-8)
+	sent := 0       // bytes of text already delivered
+	var pending []int32
+	finish := func(st StopType) Result {
+		if st != StopWord {
+			text = append(text, dec.Flush()...)
+		}
+		res.Text = string(text[sent:])
+		res.Tokens = pending
+		res.Stop, res.StopType = true, st
+		res.TokensCached = len(e.cached)
+		res.Timings.Predicted = time.Since(genStart)
+		res.Timings.PredictedN = res.TokensPredicted
+		return res
+	}
+	for {
+		if r.ctx.Err() != nil {
+			return finish(StopNone)
+		}
+		if p.NPredict == 0 {
+			return finish(StopLimit)
+		}
+		id := smp.sample(logits)
+		if e.tok.IsEOG(id) && !p.IgnoreEOS {
+			return finish(StopEOS)
+		}
+		res.TokensPredicted++
+		pending = append(pending, id)
+		before := len(text)
+		text = append(text, dec.Add(id)...)
+
+		if idx, word := findStop(string(text), p.Stop, before); idx >= 0 {
+			text = text[:max(idx, sent)]
+			res.StoppingWord = word
+			return finish(StopWord)
+		}
+		if p.NPredict >= 0 && res.TokensPredicted >= p.NPredict {
+			return finish(StopLimit)
+		}
+		pos := len(e.cached)
+		if pos+1 >= e.kv.NCtx {
+			// Context full (no context shift yet): stop as llama-server does.
+			res.Truncated = true
+			return finish(StopLimit)
+		}
+		if safe := len(text) - heldBack(string(text), p.Stop); safe > sent {
+			if !r.send(Result{Text: string(text[sent:safe]), Tokens: pending, TokensEvaluated: res.TokensEvaluated, TokensPredicted: res.TokensPredicted}) {
+				return finish(StopNone)
+			}
+			sent, pending = safe, nil
+		}
+		logits, err = e.model.Forward(e.kv, []int32{id}, pos)
+		if err != nil {
+			e.cached = nil
+			res.Err = err
+			return finish(StopNone)
+		}
+		e.cached = append(e.cached, id)
+	}
+}

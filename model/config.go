@@ -1,0 +1,135 @@
+// Package model turns a GGUF file into a runnable model: hyperparameters from metadata,
+// weights uploaded to the GPU, the tokenizer, and a forward pass recorded as GPU kernels.
+package model
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/wgpu-llama/wgpu-llama/gguf"
+)
+
+// Config holds the hyperparameters of a llama-family model, read from "<arch>.*" keys.
+type Config struct {
+	Arch       string
+	Name       string
+	NEmbd      int // embedding length
+	NLayer     int
+	NHead      int
+	NKVHead    int
+	HeadDim    int
+	NFF        int
+	NVocab     int
+	NRot       int // rotary dimensions per head
+	RopeBase   float32
+	RMSEps     float32
+	NCtxTrain  int
+	FileType   string
+	ChatTmpl   string
+	TensorSize uint64
+}
+
+// Supported lists the architectures this build runs.
+var Supported = []string{"llama"}
+
+// ReadConfig reads and checks the hyperparameters; errors name the missing or bad key.
+func ReadConfig(f *gguf.File) (Config, error) {
+	arch := f.Architecture()
+	if arch == "" {
+		return Config{}, fmt.Errorf("model: general.architecture missing")
+	}
+	supported := false
+	for _, a := range Supported {
+		supported = supported || a == arch
+	}
+	if !supported {
+		return Config{}, fmt.Errorf("model: architecture %q not supported (supported: %s)", arch, strings.Join(Supported, ", "))
+	}
+	c := Config{Arch: arch}
+	c.Name, _ = f.String("general.name")
+	c.ChatTmpl, _ = f.String("tokenizer.chat_template")
+	req := func(key string, dst *int) error {
+		v, ok := f.Uint(arch + "." + key)
+		if !ok || v == 0 || v > 1<<24 {
+			return fmt.Errorf("model: metadata %s.%s missing or invalid", arch, key)
+		}
+		*dst = int(v)
+		return nil
+	}
+	for _, r := range []struct {
+		key string
+		dst *int
+	}{
+		{"embedding_length", &c.NEmbd},
+		{"block_count", &c.NLayer},
+		{"attention.head_count", &c.NHead},
+		{"feed_forward_length", &c.NFF},
+	} {
+		if err := req(r.key, r.dst); err != nil {
+			return Config{}, err
+		}
+	}
+	c.NKVHead = c.NHead
+	if v, ok := f.Uint(arch + ".attention.head_count_kv"); ok {
+		c.NKVHead = int(v)
+	}
+	if c.NKVHead == 0 || c.NHead%c.NKVHead != 0 {
+		return Config{}, fmt.Errorf("model: %s.attention.head_count_kv = %d does not divide head_count %d", arch, c.NKVHead, c.NHead)
+	}
+	c.HeadDim = c.NEmbd / c.NHead
+	if v, ok := f.Uint(arch + ".attention.key_length"); ok {
+		c.HeadDim = int(v)
+	}
+	if c.HeadDim == 0 || c.HeadDim%2 != 0 || c.HeadDim > 256 {
+		return Config{}, fmt.Errorf("model: head dimension %d unsupported (must be even and at most 256)", c.HeadDim)
+	}
+	c.NRot = c.HeadDim
+	if v, ok := f.Uint(arch + ".rope.dimension_count"); ok {
+		c.NRot = int(v)
+	}
+	if c.NRot > c.HeadDim || c.NRot%2 != 0 {
+		return Config{}, fmt.Errorf("model: %s.rope.dimension_count = %d invalid for head dimension %d", arch, c.NRot, c.HeadDim)
+	}
+	c.RopeBase = 10000
+	if v, ok := f.Float(arch + ".rope.freq_base"); ok {
+		c.RopeBase = float32(v)
+	}
+	c.RMSEps = 1e-5
+	if v, ok := f.Float(arch + ".attention.layer_norm_rms_epsilon"); ok {
+		c.RMSEps = float32(v)
+	}
+	c.NCtxTrain = 2048
+	if v, ok := f.Uint(arch + ".context_length"); ok && v > 0 {
+		c.NCtxTrain = int(v)
+	}
+	if toks, ok := f.Strings("tokenizer.ggml.tokens"); ok {
+		c.NVocab = len(toks)
+	}
+	if v, ok := f.Uint(arch + ".vocab_size"); ok && c.NVocab == 0 {
+		c.NVocab = int(v)
+	}
+	c.FileType = fileTypeName(f)
+	for i := range f.Tensors {
+		c.TensorSize += f.Tensors[i].Size
+	}
+	return c, nil
+}
+
+// fileTypeName describes general.file_type as llama.cpp does ("all F32", "mostly F16", ...).
+func fileTypeName(f *gguf.File) string {
+	v, ok := f.Uint("general.file_type")
+	if !ok {
+		return "unknown"
+	}
+	names := map[uint64]string{
+		0: "all F32", 1: "mostly F16", 2: "mostly Q4_0", 3: "mostly Q4_1", 7: "mostly Q8_0",
+		8: "mostly Q5_0", 9: "mostly Q5_1", 10: "mostly Q2_K", 11: "mostly Q3_K - Small",
+		12: "mostly Q3_K - Medium", 13: "mostly Q3_K - Large", 14: "mostly Q4_K - Small",
+		15: "mostly Q4_K - Medium", 16: "mostly Q5_K - Small", 17: "mostly Q5_K - Medium",
+		18: "mostly Q6_K", 32: "mostly BF16",
+	}
+	if n, ok := names[v]; ok {
+		return n
+	}
+	return fmt.Sprintf("file type %d", v)
+}
