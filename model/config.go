@@ -115,11 +115,12 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	return c, nil
 }
 
-// fileTypeName describes general.file_type as llama.cpp does ("all F32", "mostly F16", ...).
+// fileTypeName describes general.file_type as llama.cpp does ("all F32", "mostly F16", ...),
+// guessing from the matrices' types, as llama.cpp does, when the key is absent.
 func fileTypeName(f *gguf.File) string {
 	v, ok := f.Uint("general.file_type")
 	if !ok {
-		return "unknown"
+		return guessFileType(f)
 	}
 	names := map[uint64]string{
 		0: "all F32", 1: "mostly F16", 2: "mostly Q4_0", 3: "mostly Q4_1", 7: "mostly Q8_0",
@@ -132,4 +133,23 @@ func fileTypeName(f *gguf.File) string {
 		return n
 	}
 	return fmt.Sprintf("file type %d", v)
+}
+
+func guessFileType(f *gguf.File) string {
+	counts := map[gguf.GGMLType]int{}
+	for i := range f.Tensors {
+		if len(f.Tensors[i].Shape) >= 2 {
+			counts[f.Tensors[i].Type]++
+		}
+	}
+	best, n := gguf.TypeF32, -1
+	for t, c := range counts {
+		if c > n || (c == n && t < best) {
+			best, n = t, c
+		}
+	}
+	if best == gguf.TypeF32 && len(counts) <= 1 {
+		return "(guessed) all F32"
+	}
+	return "(guessed) mostly " + best.String()
 }

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/charmbracelet/log"
+
+	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
+)
+
+// Go's flag package accepts -name and --name alike, so llama.cpp's spellings (-m, --model,
+// -c, --ctx-size, -ub) register as they are; aliases share one variable.
+
+func stringVar(fs *flag.FlagSet, p *string, value, usage string, names ...string) {
+	for _, n := range names {
+		fs.StringVar(p, n, value, usage)
+	}
+}
+
+func intVar(fs *flag.FlagSet, p *int, value int, usage string, names ...string) {
+	for _, n := range names {
+		fs.IntVar(p, n, value, usage)
+	}
+}
+
+func floatVar(fs *flag.FlagSet, p *float64, value float64, usage string, names ...string) {
+	for _, n := range names {
+		fs.Float64Var(p, n, value, usage)
+	}
+}
+
+// newFlagSet returns a flag set that reports errors instead of exiting, with usage text.
+func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: %s\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args and rejects leftover positional arguments, which llama.cpp's tools
+// also refuse.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
+
+// defaultModel is the model used when -m is not given: stories260K from the shared test data
+// ($WGPU_LLAMA_SHARED, else ../shared beside the repository), so a fresh checkout runs at once.
+func defaultModel() (string, error) {
+	dirs := []string{}
+	if d := shareddata.Dir(); d != "" {
+		dirs = append(dirs, d)
+	}
+	dirs = append(dirs, filepath.Join("..", "shared"))
+	for _, d := range dirs {
+		p := filepath.Join(d, "models", "stories260K.gguf")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("no model given (-m FILE) and no default model at %s", strings.Join(dirs, " or "))
+}
+
+// newLogger logs to stderr with charmbracelet/log, at debug level when verbose.
+func newLogger(stderr io.Writer, verbose bool) *log.Logger {
+	l := log.NewWithOptions(stderr, log.Options{ReportTimestamp: true})
+	if verbose {
+		l.SetLevel(log.DebugLevel)
+	}
+	return l
+}

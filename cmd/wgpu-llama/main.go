@@ -1,0 +1,59 @@
+// Command wgpu-llama is llama-server remade in Go on WebGPU: it serves a GGUF model over
+// llama-server's HTTP API, completes a prompt on the command line, inspects GGUF files and
+// lists GPU adapters.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `usage: wgpu-llama [serve] -m FILE [--host H] [--port P] [-c N] ...   start the HTTP server
+       wgpu-llama complete -m FILE -p PROMPT [-n N] [--temp T] [--seed S]  print a completion
+       wgpu-llama inspect FILE                                             show GGUF metadata and tensors
+       wgpu-llama devices                                                  list GPU adapters
+
+Run "wgpu-llama COMMAND -h" for a command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "error:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+// run dispatches to a subcommand; with no subcommand (or flags first) it serves, as
+// llama-server does.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return runServe(ctx, args, stderr)
+	case "complete":
+		return runComplete(ctx, args, stdout, stderr)
+	case "inspect":
+		return runInspect(args, stdout, stderr)
+	case "devices":
+		return runDevices(args, stdout, stderr)
+	case "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+}
