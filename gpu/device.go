@@ -31,6 +31,10 @@ type Device struct {
 	Info     AdapterInfo
 	Limits   Limits
 	Features Features
+	// BarrierFree selects kernel variants without workgroup barriers. Set for CPU adapters
+	// (lavapipe runs a barrier as a context switch of every invocation); tests flip it to
+	// cover both families on one adapter.
+	BarrierFree bool
 
 	inst    *wgpu.Instance
 	adapter *wgpu.Adapter

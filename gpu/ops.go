@@ -117,12 +117,25 @@ func (r *Recorder) MatMul(w Weight, x *Buffer, xRow0, nTokens int, y *Buffer, ac
 	if accumulate {
 		extra = append(extra, "ADD")
 	}
-	params := Params(w.Cols, w.Rows, nTokens, xRow0)
-	if nTokens <= matvecMaxTokens {
-		if w.Cols%2 != 0 {
-			r.fail("gpu: matvec needs an even row length, got %d", w.Cols)
+	if w.Cols%2 != 0 {
+		r.fail("gpu: matmul needs an even row length, got %d", w.Cols)
+		return
+	}
+	if r.d.BarrierFree {
+		// CPU adapters run barrier-free code fastest: whole rows per invocation, the weights
+		// read once per group of up to matvecMaxTokens tokens.
+		p := r.kernel("matvec", bindRRRW, 64, weightDefines(w.Type, append(extra, "ROW_PER_THREAD")...)...)
+		if p == nil {
 			return
 		}
+		for t0 := 0; t0 < nTokens; t0 += matvecMaxTokens {
+			nt := min(matvecMaxTokens, nTokens-t0)
+			r.Dispatch(p, Params(w.Cols, w.Rows, nt, xRow0+t0, t0), r.elementwise(w.Rows), w.Buf, x, y)
+		}
+		return
+	}
+	params := Params(w.Cols, w.Rows, nTokens, xRow0, 0)
+	if nTokens <= matvecMaxTokens {
 		p := r.kernel("matvec", bindRRRW, 64, weightDefines(w.Type, extra...)...)
 		if p == nil {
 			return

@@ -131,8 +131,18 @@ func TestRMSNorm(t *testing.T) {
 	}
 }
 
+// TestMatMul covers the matrix-vector, tiled and barrier-free kernels, each weight type, with
+// and without the fused residual add.
 func TestMatMul(t *testing.T) {
 	d := gputest.Device(t)
+	defer func(v bool) { d.BarrierFree = v }(d.BarrierFree)
+	for _, bf := range []bool{false, true} {
+		d.BarrierFree = bf
+		t.Run(fmt.Sprintf("barrier-free=%v", bf), func(t *testing.T) { testMatMul(t, d) })
+	}
+}
+
+func testMatMul(t *testing.T, d *gpu.Device) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, typ := range []gpu.WeightType{gpu.F32, gpu.F16} {
 		for _, c := range []struct{ rows, cols, tokens, row0 int }{

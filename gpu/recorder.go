@@ -36,7 +36,9 @@ func (d *Device) Begin() (*Recorder, error) {
 		return nil, fmt.Errorf("gpu: create command encoder: %w", err)
 	}
 	pass := enc.BeginComputePass(&wgpu.ComputePassDescriptor{Label: "forward"})
-	return &Recorder{d: d, enc: enc, pass: pass, params: d.paramsScratch[:0]}, nil
+	params := d.paramsScratch[:0]
+	d.paramsScratch = nil // owned by this recorder until it finishes
+	return &Recorder{d: d, enc: enc, pass: pass, params: params}, nil
 }
 
 // Dispatches is the number of kernels recorded so far.

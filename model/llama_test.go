@@ -12,7 +12,15 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/model"
 )
 
-func load(t *testing.T, parts ...string) *model.Model {
+func load(t testing.TB, parts ...string) *model.Model {
+	return loadBatch(t, 16, parts...)
+}
+
+func loadB(b *testing.B) *model.Model {
+	return loadBatch(b, 512, "models", "stories260K.gguf")
+}
+
+func loadBatch(t testing.TB, maxBatch int, parts ...string) *model.Model {
 	t.Helper()
 	path := shareddata.Path(t, parts...)
 	dev := gputest.Device(t)
@@ -21,7 +29,7 @@ func load(t *testing.T, parts ...string) *model.Model {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	m, err := model.Load(dev, f, model.Options{MaxBatch: 16})
+	m, err := model.Load(dev, f, model.Options{MaxBatch: maxBatch})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ func runComplete(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		topK                int
 		seed                int
 		verbose, noSpecials bool
+		ignoreEOS           bool
 	)
 	stringVar(fs, &modelPath, "", "model GGUF file (default: stories260K from the shared test data)", "m", "model")
 	stringVar(fs, &prompt, "", "prompt text", "p", "prompt")
@@ -32,6 +33,7 @@ func runComplete(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	floatVar(fs, &topP, 0.95, "top-p sampling (1: off)", "top-p")
 	floatVar(fs, &minP, 0.05, "min-p sampling (0: off)", "min-p")
 	intVar(fs, &seed, -1, "sampling seed (-1: random)", "s", "seed")
+	fs.BoolVar(&ignoreEOS, "ignore-eos", false, "keep generating past end-of-generation tokens")
 	fs.BoolVar(&verbose, "v", false, "verbose logging")
 	fs.BoolVar(&noSpecials, "no-parse-special", false, "treat special-token text in the prompt as plain text")
 	if err := parseFlags(fs, args); err != nil {
@@ -54,7 +56,7 @@ func runComplete(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	ids := tok.Encode(prompt, true, !noSpecials)
 	p := engine.DefaultParams()
 	p.NPredict, p.Temperature, p.TopK, p.TopP, p.MinP = nPredict, float32(temp), topK, float32(topP), float32(minP)
-	p.Seed = engine.SeedRandom
+	p.Seed, p.IgnoreEOS = engine.SeedRandom, ignoreEOS
 	if seed >= 0 {
 		p.Seed = uint32(seed)
 	}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/wgpu-llama/wgpu-llama/gpu"
+	"github.com/wgpu-llama/wgpu-llama/gpu/gputest"
+	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
+)
+
+func requireGPU(t *testing.T) {
+	t.Helper()
+	_, err := gpu.Adapters()
+	gputest.Check(t, err)
+}
+
+// TestCompleteGreedy is the walking skeleton's first acceptance check: llama.cpp's greedy
+// output for stories260K, byte for byte on stdout.
+func TestCompleteGreedy(t *testing.T) {
+	path := shareddata.Path(t, "models", "stories260K.gguf")
+	requireGPU(t)
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"complete", "-m", path, "-p", "Once upon a time", "-n", "32", "--temp", "0"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	const want = " Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw\n\n"
+	if stdout.String() != want {
+		t.Errorf("stdout %q\nwant   %q", stdout.String(), want)
+	}
+	if !strings.Contains(stderr.String(), "model loaded") {
+		t.Errorf("stderr lacks the load log:\n%s", stderr.String())
+	}
+}
+
+// TestCompleteEveryModel generates greedily with every real model in the shared models dir.
+func TestCompleteEveryModel(t *testing.T) {
+	for _, name := range []string{"stories260K.gguf", "llama-2-tiny-random.gguf"} {
+		path := shareddata.Path(t, "models", name)
+		requireGPU(t)
+		var stdout, stderr bytes.Buffer
+		if err := run(context.Background(), []string{"complete", "-m", path, "-p", "Hello", "-n", "8", "--temp", "0", "-c", "256"}, &stdout, &stderr); err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, stderr.String())
+		}
+		if !strings.HasPrefix(stdout.String(), " Hello") || len(stdout.String()) <= len(" Hello\n\n") {
+			t.Errorf("%s: stdout %q", name, stdout.String())
+		}
+	}
+}
+
+func TestCLIErrors(t *testing.T) {
+	cases := [][]string{
+		{"frobnicate"},
+		{"complete", "--no-such-flag"},
+		{"complete", "-m", "/nonexistent.gguf", "-p", "x"},
+		{"serve", "extra-arg"},
+		{"devices", "x"},
+	}
+	for _, args := range cases {
+		var stdout, stderr bytes.Buffer
+		if err := run(context.Background(), args, &stdout, &stderr); err == nil {
+			t.Errorf("%q: expected an error", args)
+		}
+	}
+}
+
+func TestDevices(t *testing.T) {
+	requireGPU(t)
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"devices"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	out := stdout.String()
+	if !strings.HasPrefix(out, "INDEX") || !strings.Contains(out, "vulkan") && !strings.Contains(out, "metal") && !strings.Contains(out, "d3d12") {
+		t.Errorf("devices output:\n%s", out)
+	}
+}

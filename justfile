@@ -1,0 +1,31 @@
+# wgpu-llama tasks. Shared test data (models, reference outputs) lives beside the repository.
+
+export WGPU_LLAMA_SHARED := env_var_or_default("WGPU_LLAMA_SHARED", parent_directory(justfile_directory()) / "shared")
+
+# Start the server on the default model (stories260K from the shared data); extra flags pass through.
+serve *ARGS:
+    go run ./cmd/wgpu-llama {{ARGS}}
+
+# Build the binary into ./wgpu-llama.
+build:
+    go build -o wgpu-llama ./cmd/wgpu-llama
+
+# The whole test suite: gofmt, vet, all tests (GPU ones on software Vulkan), race detector on CPU-only packages.
+test:
+    @test -z "$(gofmt -l $(git ls-files '*.go' | grep -v '^gen/'))" || { echo "gofmt needed:"; gofmt -l $(git ls-files '*.go' | grep -v '^gen/'); exit 1; }
+    go vet ./...
+    go test -race ./gguf/... ./model/tokenizer/... ./model/chat/... ./shaders/... ./server/...
+    go test -count=1 ./...
+
+# Regenerate gen/ from openapi/openapi.yaml with the ogen version pinned in go.mod.
+gen:
+    go generate ./openapi/
+
+# Fail when gen/ differs from what the spec generates.
+check-gen: gen
+    git diff --exit-code --stat -- gen/
+    @test -z "$(git status --porcelain -- gen/)" || { echo "gen/ has untracked generated files"; git status --porcelain -- gen/; exit 1; }
+
+# List GPU adapters.
+devices:
+    go run ./cmd/wgpu-llama devices
