@@ -52,3 +52,25 @@ func BenchmarkMatVec(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAttentionPrompt is causal attention for a 128-token prompt (stories260K's shape).
+func BenchmarkAttentionPrompt(b *testing.B) {
+	d := gputest.Device(b)
+	const nTok, nHead, nKV, hd = 128, 8, 4, 8
+	q, _ := d.NewBuffer("q", nTok*nHead*hd*4)
+	k, _ := d.NewBuffer("k", nTok*nKV*hd*4)
+	v, _ := d.NewBuffer("v", nTok*nKV*hd*4)
+	out, _ := d.NewBuffer("o", nTok*nHead*hd*4)
+	pos := make([]int32, nTok)
+	for i := range pos {
+		pos[i] = int32(i)
+	}
+	pb, _ := d.Upload("pos", gpu.Bytes(pos))
+	for i := 0; i < b.N; i++ {
+		r, _ := d.Begin()
+		r.Attention(q, k, v, pb, out, nTok, nHead, nKV, hd, 0.3)
+		if _, err := r.SubmitAndRead(out, 0, 4); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
