@@ -1,0 +1,239 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/ogen-go/ogen/ogenerrors"
+	"github.com/ogen-go/ogen/validate"
+
+	"github.com/wgpu-llama/wgpu-llama/gen"
+)
+
+// decodeError is ogen's error handler for requests that fail before a handler runs: unreadable
+// or malformed bodies, wrong field types and failed schema constraints.
+//
+// llama-server answers 500 server_error with the JSON library's message for a body that does
+// not parse; we answer 400 invalid_request_error naming the problem (and the field, when one is
+// at fault), since the client, not the server, has to fix it.
+func (s *Server) decodeError(ctx context.Context, w http.ResponseWriter, _ *http.Request, err error) {
+	ae := decodeFailure(err)
+	s.noteError(ctx, ae)
+	writeError(w, ae)
+}
+
+// requestTypes maps operations to their request body types, to name the type a field expects.
+var requestTypes = map[string]reflect.Type{
+	string(gen.CreateCompletionOperation):      reflect.TypeFor[gen.CompletionRequest](),
+	string(gen.CreateCompletionAliasOperation): reflect.TypeFor[gen.CompletionRequest](),
+	string(gen.CreateChatCompletionOperation):  reflect.TypeFor[gen.ChatCompletionRequest](),
+	string(gen.ApplyTemplateOperation):         reflect.TypeFor[gen.ApplyTemplateRequest](),
+}
+
+// decodeFailure turns an ogen decode or validation error into a client-facing error.
+func decodeFailure(err error) *apiError {
+	var (
+		tooBig *http.MaxBytesError
+		verr   *validate.Error
+		body   *ogenerrors.DecodeBodyError
+		ctErr  *validate.InvalidContentTypeError
+		reqErr *ogenerrors.DecodeRequestError
+	)
+	var reqType reflect.Type
+	if errors.As(err, &reqErr) {
+		reqType = requestTypes[reqErr.OperationName()]
+	}
+	switch {
+	case errors.As(err, &tooBig):
+		return &apiError{typ: errRequestTooLarge, cause: err,
+			message: fmt.Sprintf("request body too large: the limit is %d bytes", tooBig.Limit)}
+	case errors.Is(err, validate.ErrBodyRequired):
+		return &apiError{typ: errInvalidRequest, cause: err, message: "the request body is empty; expected a JSON object"}
+	case errors.As(err, &ctErr):
+		return &apiError{typ: errInvalidRequest, cause: err, message: "unsupported Content-Type " + ctErr.ContentType}
+	case errors.As(err, &body):
+		return &apiError{typ: errInvalidRequest, cause: err, message: describeDecode(body.Err, reqType)}
+	case errors.As(err, &verr):
+		return &apiError{typ: errInvalidRequest, cause: err, message: describeValidation(verr, "")}
+	}
+	return &apiError{typ: errInvalidRequest, cause: err, message: "invalid request: " + err.Error()}
+}
+
+// describeDecode explains a JSON decoding failure, naming the field and the type it expects
+// when a field is at fault: "'max_tokens' must be an integer", "invalid JSON: unexpected EOF".
+func describeDecode(err error, reqType reflect.Type) string {
+	var path []string
+	detail := err
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if verr, ok := e.(*validate.Error); ok {
+			return describeValidation(verr, strings.Join(path, "."))
+		}
+		next := errors.Unwrap(e)
+		if next == nil {
+			break
+		}
+		layer := strings.TrimSuffix(e.Error(), ": "+next.Error())
+		if name, ok := strings.CutPrefix(layer, "decode field "); ok {
+			path = append(path, strings.Trim(name, `"`))
+			detail = next
+		}
+	}
+	if len(path) == 0 {
+		msg := err.Error()
+		for strings.HasPrefix(msg, "decode ") { // drop ogen's "decode CompletionRequest: "
+			_, rest, ok := strings.Cut(msg, ": ")
+			if !ok {
+				break
+			}
+			msg = rest
+		}
+		return "invalid JSON: " + msg
+	}
+	field := strings.Join(path, ".")
+	if want := expectedType(reqType, path); want != "" {
+		return fmt.Sprintf("'%s' must be %s", field, want)
+	}
+	return fmt.Sprintf("invalid '%s': %s", field, detail)
+}
+
+// describeValidation explains failed schema constraints; prefix is the path of the object that
+// holds the fields, "" at the top level.
+func describeValidation(verr *validate.Error, prefix string) string {
+	msgs := make([]string, 0, len(verr.Fields))
+	for _, f := range verr.Fields {
+		name := f.Name
+		if prefix != "" {
+			name = prefix + "." + name
+		}
+		if errors.Is(f.Error, validate.ErrFieldRequired) {
+			msgs = append(msgs, fmt.Sprintf("'%s' is required", name))
+			continue
+		}
+		msgs = append(msgs, fmt.Sprintf("'%s' %s", name, describeLimit(f.Error)))
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// describeLimit rewords ogen's "int: value -2 less than -1" as "must be at least -1 (got -2)".
+func describeLimit(err error) string {
+	msg := err.Error()
+	if _, rest, ok := strings.Cut(msg, "value "); ok {
+		for sep, bound := range map[string]string{" less than ": "at least", " greater than ": "at most"} {
+			got, limit, ok := strings.Cut(rest, sep)
+			if !ok {
+				continue
+			}
+			g, err1 := strconv.ParseFloat(got, 64)
+			l, err2 := strconv.ParseFloat(limit, 64)
+			if err1 == nil && err2 == nil {
+				return fmt.Sprintf("must be %s %v (got %v)", bound, l, g)
+			}
+		}
+	}
+	return "is invalid: " + msg
+}
+
+// sumTypes describes the generated oneOf types, which reflection cannot name.
+var sumTypes = map[reflect.Type]string{
+	reflect.TypeFor[gen.Stop]():               "a string or an array of strings",
+	reflect.TypeFor[gen.Prompt]():             "a string or an array of token ids and strings",
+	reflect.TypeFor[gen.PromptPiece]():        "a token id or a string",
+	reflect.TypeFor[gen.ChatMessageContent](): "a string or an array of content parts",
+}
+
+// expectedType names the JSON type of the field at path in the generated request type t, or ""
+// when the path cannot be followed.
+func expectedType(t reflect.Type, path []string) string {
+	if t == nil {
+		return ""
+	}
+	for _, key := range path {
+		t = fieldType(unwrap(t), key)
+		if t == nil {
+			return ""
+		}
+	}
+	return describeType(t)
+}
+
+// unwrap strips ogen's Opt/OptNil wrappers and slices down to the element type.
+func unwrap(t reflect.Type) reflect.Type {
+	for {
+		switch {
+		case t.Kind() == reflect.Slice:
+			t = t.Elem()
+		case t.Kind() == reflect.Struct && isOptional(t):
+			f, _ := t.FieldByName("Value")
+			t = f.Type
+		default:
+			return t
+		}
+	}
+}
+
+func isOptional(t reflect.Type) bool {
+	_, hasSet := t.FieldByName("Set")
+	_, hasValue := t.FieldByName("Value")
+	return hasSet && hasValue && strings.HasPrefix(t.Name(), "Opt")
+}
+
+// fieldType finds the field with JSON name key in struct t, looking inside the variants of
+// sum types.
+func fieldType(t reflect.Type, key string) reflect.Type {
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name == key {
+			return f.Type
+		}
+	}
+	if _, isSum := sumTypes[t]; isSum {
+		for i := range t.NumField() {
+			if ft := fieldType(unwrap(t.Field(i).Type), key); ft != nil {
+				return ft
+			}
+		}
+	}
+	return nil
+}
+
+func describeType(t reflect.Type) string {
+	nullable := false
+	if t.Kind() == reflect.Struct && isOptional(t) {
+		_, nullable = t.FieldByName("Null")
+		f, _ := t.FieldByName("Value")
+		t = f.Type
+	}
+	var what string
+	if d, ok := sumTypes[t]; ok {
+		what = d
+	} else {
+		switch t.Kind() {
+		case reflect.Int, reflect.Int32, reflect.Int64:
+			what = "an integer"
+		case reflect.Float32, reflect.Float64:
+			what = "a number"
+		case reflect.Bool:
+			what = "a boolean"
+		case reflect.String:
+			what = "a string"
+		case reflect.Slice:
+			what = "an array"
+		case reflect.Struct:
+			what = "an object"
+		default:
+			return ""
+		}
+	}
+	if nullable {
+		what += " (or null)"
+	}
+	return what
+}

@@ -1,0 +1,155 @@
+package server
+
+import (
+	"context"
+	"mime"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// middleware wraps a handler; chain applies them so the first listed runs first.
+type middleware func(http.Handler) http.Handler
+
+func chain(h http.Handler, ms ...middleware) http.Handler {
+	for i := len(ms) - 1; i >= 0; i-- {
+		h = ms[i](h)
+	}
+	return h
+}
+
+// requestStats collects what a handler wants in the request's log line; logRequests puts one in
+// every request's context.
+type requestStats struct {
+	path            string
+	promptTokens    atomic.Int64
+	predictedTokens atomic.Int64
+}
+
+type statsKey struct{}
+
+func statsFrom(ctx context.Context) *requestStats {
+	st, _ := ctx.Value(statsKey{}).(*requestStats)
+	return st
+}
+
+// noteTokens records a request's token counts for its log line.
+func noteTokens(ctx context.Context, prompt, predicted int) {
+	if st := statsFrom(ctx); st != nil {
+		st.promptTokens.Store(int64(prompt))
+		st.predictedTokens.Store(int64(predicted))
+	}
+}
+
+// requestPath is the path of the request ctx belongs to, for log lines.
+func requestPath(ctx context.Context) string {
+	if st := statsFrom(ctx); st != nil {
+		return st.path
+	}
+	return ""
+}
+
+// statusRecorder remembers the status written through it. Unwrap lets
+// http.NewResponseController reach the underlying writer's Flush.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// logRequests logs one line per request: method, path, status, duration and, for generation
+// requests, token counts. Health checks log at debug level so polling does not flood the log.
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		st := &requestStats{path: r.URL.Path}
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), statsKey{}, st)))
+
+		kv := []any{
+			"method", r.Method,
+			"path", r.URL.Path,
+			"status", rec.status,
+			"duration", time.Since(start).Round(time.Microsecond),
+		}
+		if n := st.promptTokens.Load(); n > 0 {
+			kv = append(kv, "prompt_tokens", n, "predicted_tokens", st.predictedTokens.Load())
+		}
+		if r.URL.Path == "/health" && rec.status == http.StatusOK {
+			s.logger.Debug("request", kv...)
+			return
+		}
+		s.logger.Info("request", kv...)
+	})
+}
+
+// cors sets the headers llama-server sends on every response (Access-Control-Allow-Origin
+// echoing the request's Origin, empty when it has none) and answers CORS preflight (OPTIONS)
+// requests for any path itself, before the loading check, as llama-server does.
+func cors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Server", "wgpu-llama")
+		h.Set("Access-Control-Allow-Origin", r.Header.Get("Origin"))
+		if r.Method == http.MethodOptions {
+			h.Set("Access-Control-Allow-Credentials", "true")
+			h.Set("Access-Control-Allow-Methods", "GET, POST")
+			h.Set("Access-Control-Allow-Headers", "*")
+			h.Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// requireBackend answers 503 "Loading model" on every route (health included) until SetBackend.
+func (s *Server) requireBackend(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.model() == nil {
+			writeError(w, errLoading)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitBody caps request bodies at Config.MaxBodyBytes; reading past it fails with
+// *http.MaxBytesError, which decodeError turns into 413.
+func (s *Server) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// jsonBody labels request bodies as JSON. llama-server parses every body as JSON whatever its
+// Content-Type (so `curl -d '{...}'`, which sends application/x-www-form-urlencoded, works),
+// while the generated decoders dispatch on Content-Type.
+func jsonBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch {
+			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+				r.Header.Set("Content-Type", "application/json")
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}

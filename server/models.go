@@ -1,0 +1,72 @@
+package server
+
+import (
+	"context"
+
+	"github.com/wgpu-llama/wgpu-llama/gen"
+)
+
+// GetHealth implements GET /health: {"status":"ok"} once the model is loaded (requireBackend
+// answers 503 "Loading model" before that).
+func (s *Server) GetHealth(context.Context) (*gen.HealthResponse, error) {
+	if s.model() == nil {
+		return nil, errLoading
+	}
+	return &gen.HealthResponse{Status: "ok"}, nil
+}
+
+// ListModels implements GET /v1/models: the loaded model in OpenAI's list ("data") and in
+// llama-server's ollama-style list ("models").
+func (s *Server) ListModels(context.Context) (*gen.ModelsResponse, error) {
+	m := s.model()
+	if m == nil {
+		return nil, errLoading
+	}
+	info := m.info
+	return &gen.ModelsResponse{
+		Models: []gen.ModelListing{{
+			Name:         m.name,
+			Model:        m.name,
+			ModifiedAt:   "",
+			Size:         "",
+			Digest:       "",
+			Type:         "model",
+			Description:  "",
+			Tags:         []string{""},
+			Capabilities: []string{"completion"},
+			Parameters:   "",
+			Details: gen.ModelListingDetails{
+				ParentModel:       "",
+				Format:            "gguf",
+				Family:            "",
+				Families:          []string{""},
+				ParameterSize:     "",
+				QuantizationLevel: "",
+			},
+		}},
+		Object: "list",
+		Data: []gen.ModelEntry{{
+			ID:      m.name,
+			Aliases: []string{m.name},
+			Tags:    []string{},
+			Object:  "model",
+			Created: m.created,
+			OwnedBy: "llamacpp", // as llama-server, which some clients key on
+			Meta: gen.ModelMeta{
+				VocabType: m.tok != nil,
+				NVocab:    info.NVocab,
+				NCtx:      info.NCtx,
+				NCtxTrain: info.NCtxTrain,
+				NEmbd:     info.NEmbd,
+				NParams:   int64(info.NParams),
+				Size:      int64(info.Size),
+				Ftype:     info.FileType,
+			},
+		}},
+	}, nil
+}
+
+// ListModelsAlias implements GET /models, an alias of GET /v1/models.
+func (s *Server) ListModelsAlias(ctx context.Context) (*gen.ModelsResponse, error) {
+	return s.ListModels(ctx)
+}

@@ -1,0 +1,138 @@
+// Package server is wgpu-llama's HTTP layer: llama-server's API (health, models, native and
+// OpenAI-style completions, template rendering) on top of a Backend that generates tokens.
+//
+// Routing, request decoding and validation come from package gen, which ogen generates from
+// openapi/openapi.yaml. Server implements gen.Handler for the plain JSON operations and
+// gen.RawHandler for the completion operations, whose responses it writes itself because they
+// may be server-sent event streams (see sse.go). Requests are turned into finished engine tasks
+// here, on the request goroutine: parameters are checked, chat templates rendered and prompts
+// tokenized before the engine sees them.
+package server
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/charmbracelet/log"
+
+	"github.com/wgpu-llama/wgpu-llama/engine"
+	"github.com/wgpu-llama/wgpu-llama/gen"
+	"github.com/wgpu-llama/wgpu-llama/model/chat"
+	"github.com/wgpu-llama/wgpu-llama/model/tokenizer"
+)
+
+// Backend generates text for the server; the engine satisfies it.
+type Backend interface {
+	// Submit queues t and returns the channel its results arrive on, closed after the final
+	// (Stop true) result. Cancelling ctx abandons the task.
+	Submit(ctx context.Context, t engine.Task) (<-chan engine.Result, error)
+	// Tokenizer is the loaded model's tokenizer.
+	Tokenizer() *tokenizer.Tokenizer
+	// Info describes the loaded model.
+	Info() engine.ModelInfo
+}
+
+// Defaults for Config's zero values.
+const (
+	// DefaultMaxBodyBytes bounds request bodies when Config.MaxBodyBytes is 0.
+	DefaultMaxBodyBytes = 32 << 20
+	// DefaultSystemFingerprint is reported in OpenAI-style responses when Config.SystemFingerprint is empty.
+	DefaultSystemFingerprint = "wgpu-llama"
+)
+
+// Config holds the server's settings.
+type Config struct {
+	// Alias is the model name reported to clients (llama-server's --alias); empty uses the
+	// backend's ModelInfo.Name.
+	Alias string
+	// MaxBodyBytes limits request bodies; larger ones get 413. 0 means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// SystemFingerprint is the system_fingerprint of OpenAI-style responses (llama-server reports
+	// its build, e.g. "b10587-3f545becc"). Empty means DefaultSystemFingerprint.
+	SystemFingerprint string
+}
+
+// Server serves the API. Until SetBackend is called every route answers 503 "Loading model".
+type Server struct {
+	cfg    Config
+	logger *log.Logger
+	api    *gen.Server
+	ready  atomic.Pointer[loaded]
+}
+
+// loaded is what SetBackend prepares once per model.
+type loaded struct {
+	backend  Backend
+	tok      *tokenizer.Tokenizer
+	info     engine.ModelInfo
+	name     string
+	template chat.Template
+	created  int64 // Unix time the model became ready, the "created" of /v1/models
+}
+
+var (
+	_ gen.Handler    = (*Server)(nil)
+	_ gen.RawHandler = (*Server)(nil)
+)
+
+// New returns a server with no backend; logger receives request logs and warnings.
+func New(cfg Config, logger *log.Logger) *Server {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.SystemFingerprint == "" {
+		cfg.SystemFingerprint = DefaultSystemFingerprint
+	}
+	if logger == nil {
+		logger = log.Default()
+	}
+	s := &Server{cfg: cfg, logger: logger}
+	api, err := gen.NewServer(s, s,
+		gen.WithNotFound(notFound),
+		gen.WithMethodNotAllowed(methodNotAllowed),
+		gen.WithErrorHandler(s.decodeError),
+	)
+	if err != nil {
+		// Only invalid static options make NewServer fail.
+		panic("server: building the generated router: " + err.Error())
+	}
+	s.api = api
+	return s
+}
+
+// SetBackend makes the server ready, serving b from now on.
+func (s *Server) SetBackend(b Backend) {
+	info := b.Info()
+	name := s.cfg.Alias
+	if name == "" {
+		name = info.Name
+	}
+	l := &loaded{
+		backend:  b,
+		tok:      b.Tokenizer(),
+		info:     info,
+		name:     name,
+		template: chat.ForModel(info.ChatTemplate, s.logger),
+		created:  time.Now().Unix(),
+	}
+	s.ready.Store(l)
+	s.logger.Info("model ready", "model", name, "n_ctx", info.NCtx, "slots", info.NSlots, "chat_template", l.template.Name)
+}
+
+// Handler returns the HTTP handler: the generated router behind logging, CORS, the loading
+// gate and the request body limit.
+func (s *Server) Handler() http.Handler {
+	return chain(s.api,
+		s.logRequests,
+		cors,
+		s.requireBackend,
+		s.limitBody,
+		jsonBody,
+	)
+}
+
+// model returns the loaded backend, or nil while loading. requireBackend answers 503 before any
+// handler runs, so handlers see nil only in tests that call them directly.
+func (s *Server) model() *loaded { return s.ready.Load() }
