@@ -13,40 +13,31 @@ import (
 func runComplete(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("complete", "wgpu-llama complete -m FILE -p PROMPT [-n N] [--temp T] [--seed S]", stderr)
 	var (
-		modelPath, prompt   string
-		nPredict, device    int
-		ctxSize, batch      int
-		temp, topP, minP    float64
-		topK                int
-		seed                int
-		verbose, noSpecials bool
-		ignoreEOS           bool
+		mf                    modelFlags
+		prompt                string
+		nPredict, topK, seed  int
+		temp, topP, minP      float64
+		noSpecials, ignoreEOS bool
 	)
-	stringVar(fs, &modelPath, "", "model GGUF file (default: stories260K from the shared test data)", "m", "model")
+	mf.register(fs)
 	stringVar(fs, &prompt, "", "prompt text", "p", "prompt")
 	intVar(fs, &nPredict, -1, "tokens to generate (-1: until end of generation or a full context)", "n", "n-predict")
-	intVar(fs, &ctxSize, 4096, "context size in tokens (0: the model's)", "c", "ctx-size")
-	intVar(fs, &batch, 512, "prompt tokens per forward pass", "ub", "ubatch-size")
-	intVar(fs, &device, -1, "GPU adapter index from `wgpu-llama devices` (-1: best)", "device")
 	floatVar(fs, &temp, 0.8, "temperature (0: greedy)", "temp", "temperature")
 	intVar(fs, &topK, 40, "top-k sampling (0: off)", "top-k")
 	floatVar(fs, &topP, 0.95, "top-p sampling (1: off)", "top-p")
 	floatVar(fs, &minP, 0.05, "min-p sampling (0: off)", "min-p")
 	intVar(fs, &seed, -1, "sampling seed (-1: random)", "s", "seed")
 	fs.BoolVar(&ignoreEOS, "ignore-eos", false, "keep generating past end-of-generation tokens")
-	fs.BoolVar(&verbose, "v", false, "verbose logging")
 	fs.BoolVar(&noSpecials, "no-parse-special", false, "treat special-token text in the prompt as plain text")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if modelPath == "" {
-		var err error
-		if modelPath, err = defaultModel(); err != nil {
-			return err
-		}
+	logger := newLogger(stderr, mf.verbose)
+	cfg, err := mf.engineConfig("", logger)
+	if err != nil {
+		return err
 	}
-	logger := newLogger(stderr, verbose)
-	eng, err := engine.Load(ctx, engine.Config{ModelPath: modelPath, CtxSize: ctxSize, BatchSize: batch, Device: device, Logger: logger})
+	eng, err := engine.Load(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/charmbracelet/log"
 
+	"github.com/wgpu-llama/wgpu-llama/engine"
 	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
 )
 
@@ -81,4 +82,33 @@ func newLogger(stderr io.Writer, verbose bool) *log.Logger {
 		l.SetLevel(log.DebugLevel)
 	}
 	return l
+}
+
+// modelFlags are the flags every command that loads a model shares.
+type modelFlags struct {
+	path    string
+	ctxSize int
+	batch   int
+	device  int
+	verbose bool
+}
+
+func (m *modelFlags) register(fs *flag.FlagSet) {
+	stringVar(fs, &m.path, "", "model GGUF file (default: stories260K from the shared test data)", "m", "model")
+	intVar(fs, &m.ctxSize, 4096, "context size in tokens (0: the model's)", "c", "ctx-size")
+	intVar(fs, &m.batch, 512, "prompt tokens per forward pass", "ub", "ubatch-size")
+	intVar(fs, &m.device, -1, "GPU adapter index from `wgpu-llama devices` (-1: best)", "device")
+	fs.BoolVar(&m.verbose, "v", false, "verbose logging")
+}
+
+// engineConfig resolves the default model and returns the engine configuration.
+func (m *modelFlags) engineConfig(alias string, logger *log.Logger) (engine.Config, error) {
+	path := m.path
+	if path == "" {
+		var err error
+		if path, err = defaultModel(); err != nil {
+			return engine.Config{}, err
+		}
+	}
+	return engine.Config{ModelPath: path, Alias: alias, CtxSize: m.ctxSize, BatchSize: m.batch, Device: m.device, Logger: logger}, nil
 }

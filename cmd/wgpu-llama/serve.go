@@ -19,29 +19,22 @@ import (
 func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := newFlagSet("serve", "wgpu-llama [serve] -m FILE [--host H] [--port P] [-c N] [-a ALIAS] [--device N]", stderr)
 	var (
-		modelPath, host, alias string
-		port, ctxSize, batch   int
-		device                 int
-		verbose                bool
+		mf          modelFlags
+		host, alias string
+		port        int
 	)
-	stringVar(fs, &modelPath, "", "model GGUF file (default: stories260K from the shared test data)", "m", "model")
+	mf.register(fs)
 	stringVar(fs, &host, "127.0.0.1", "address to listen on", "host")
 	intVar(fs, &port, 8080, "port to listen on", "port")
-	intVar(fs, &ctxSize, 4096, "context size in tokens (0: the model's)", "c", "ctx-size")
-	intVar(fs, &batch, 512, "prompt tokens per forward pass", "ub", "ubatch-size")
 	stringVar(fs, &alias, "", "model name reported to clients (default: the file name)", "a", "alias")
-	intVar(fs, &device, -1, "GPU adapter index from `wgpu-llama devices` (-1: best)", "device")
-	fs.BoolVar(&verbose, "v", false, "verbose logging")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if modelPath == "" {
-		var err error
-		if modelPath, err = defaultModel(); err != nil {
-			return err
-		}
+	logger := newLogger(stderr, mf.verbose)
+	cfg, err := mf.engineConfig(alias, logger)
+	if err != nil {
+		return err
 	}
-	logger := newLogger(stderr, verbose)
 	srv := server.New(server.Config{Alias: alias}, logger)
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
@@ -52,7 +45,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	go func() { serveErr <- httpSrv.Serve(ln) }()
 	logger.Info("listening", "url", "http://"+ln.Addr().String())
 
-	eng, err := engine.Load(ctx, engine.Config{ModelPath: modelPath, Alias: alias, CtxSize: ctxSize, BatchSize: batch, Device: device, Logger: logger})
+	eng, err := engine.Load(ctx, cfg)
 	if err != nil {
 		httpSrv.Close()
 		return err
