@@ -39,10 +39,12 @@ func BenchmarkMatVec(b *testing.B) {
 	for i := range w {
 		w[i] = float32(rng.NormFloat64())
 	}
-	wb, _ := d.Upload("w", gpu.Bytes(w))
+	W, err := d.UploadWeight("w", gpu.F32, rows, cols, gpu.Bytes(w))
+	if err != nil {
+		b.Fatal(err)
+	}
 	x, _ := d.NewBuffer("x", cols*4)
 	y, _ := d.NewBuffer("y", rows*4)
-	W := gpu.Weight{Buf: wb, Type: gpu.F32, Rows: rows, Cols: cols}
 	b.SetBytes(rows * cols * 4)
 	for i := 0; i < b.N; i++ {
 		r, _ := d.Begin()
@@ -68,7 +70,7 @@ func BenchmarkAttentionPrompt(b *testing.B) {
 	pb, _ := d.Upload("pos", gpu.Bytes(pos))
 	for i := 0; i < b.N; i++ {
 		r, _ := d.Begin()
-		r.Attention(q, k, v, pb, out, nTok, nHead, nKV, hd, 0.3)
+		r.Attention(q, k, v, pb, out, false, nHead*hd, nTok, nHead, nKV, hd, 0.3)
 		if _, err := r.SubmitAndRead(out, 0, 4); err != nil {
 			b.Fatal(err)
 		}

@@ -101,7 +101,7 @@ func (d *Device) Read(b *Buffer, offset, size uint64) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gpu: read %q: %w", b.label, err)
 	}
-	d.queue.Submit(cmd)
+	d.submit(cmd)
 	cmd.Release()
 	return d.mapStaging(staging, size)
 }

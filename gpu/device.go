@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/oliverbestmann/webgpu/wgpu"
 )
@@ -35,6 +36,9 @@ type Device struct {
 	// (lavapipe runs a barrier as a context switch of every invocation); tests flip it to
 	// cover both families on one adapter.
 	BarrierFree bool
+	// MaxBinding is the largest buffer one weight chunk may use; it starts at the adapter's
+	// maxStorageBufferBindingSize, and tests lower it to exercise split weights.
+	MaxBinding uint64
 
 	inst    *wgpu.Instance
 	adapter *wgpu.Adapter
@@ -45,6 +49,7 @@ type Device struct {
 	pipelines map[PipelineKey]*Pipeline
 	layouts   map[string]*layout
 
+	submits       atomic.Uint64
 	staging       map[uint64]*wgpu.Buffer // readback buffers by size
 	uniform       *wgpu.Buffer            // per-dispatch parameter slots
 	bindGroups    map[bindKey]*wgpu.BindGroup
@@ -109,15 +114,17 @@ func Open(index int) (*Device, error) {
 			MinStorageBufferOffsetAlignment:   limits.MinStorageBufferOffsetAlignment,
 			MinUniformBufferOffsetAlignment:   limits.MinUniformBufferOffsetAlignment,
 		},
-		Features:   f,
-		inst:       inst,
-		adapter:    adapter,
-		dev:        dev,
-		queue:      dev.GetQueue(),
-		pipelines:  map[PipelineKey]*Pipeline{},
-		layouts:    map[string]*layout{},
-		staging:    map[uint64]*wgpu.Buffer{},
-		bindGroups: map[bindKey]*wgpu.BindGroup{},
+		Features:    f,
+		BarrierFree: infos[chosen].Type == "cpu",
+		MaxBinding:  limits.MaxStorageBufferBindingSize,
+		inst:        inst,
+		adapter:     adapter,
+		dev:         dev,
+		queue:       dev.GetQueue(),
+		pipelines:   map[PipelineKey]*Pipeline{},
+		layouts:     map[string]*layout{},
+		staging:     map[uint64]*wgpu.Buffer{},
+		bindGroups:  map[bindKey]*wgpu.BindGroup{},
 	}
 	return d, nil
 }
@@ -150,4 +157,13 @@ func (d *Device) Close() {
 	d.adapter.Release()
 	d.inst.Release()
 	d.dev = nil
+}
+
+// Submits counts queue submissions since the device opened; tests use it to check that a
+// forward pass is one submit.
+func (d *Device) Submits() uint64 { return d.submits.Load() }
+
+func (d *Device) submit(cmd *wgpu.CommandBuffer) {
+	d.submits.Add(1)
+	d.queue.Submit(cmd)
 }

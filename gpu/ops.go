@@ -6,30 +6,6 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/shaders"
 )
 
-// WeightType is the storage format of a weight matrix on the device.
-type WeightType uint8
-
-// Weight formats the kernels read directly.
-const (
-	F32 WeightType = iota
-	F16            // IEEE half, two per u32 word; row length must be even
-)
-
-func (t WeightType) String() string {
-	if t == F16 {
-		return "f16"
-	}
-	return "f32"
-}
-
-// Weight is a row-major matrix (ggml layout: Rows rows of Cols contiguous elements) on the device.
-type Weight struct {
-	Buf  *Buffer
-	Type WeightType
-	Rows int
-	Cols int
-}
-
 // matvecMaxTokens is the largest batch the matrix-vector kernel handles (its MAXT); larger
 // batches use the tiled matrix-matrix kernel.
 const matvecMaxTokens = 8
@@ -77,11 +53,13 @@ func (r *Recorder) fail(format string, args ...any) {
 	}
 }
 
+// weightDefines selects a weight type's block decoder (and the K-quant scale unpacker).
 func weightDefines(t WeightType, extra ...string) []string {
-	if t == F16 {
-		return append([]string{"W_F16"}, extra...)
+	defs := []string{t.define()}
+	if t == Q4_K || t == Q5_K {
+		defs = append(defs, "K_SCALES")
 	}
-	return extra
+	return append(defs, extra...)
 }
 
 // Binding signatures shared by the kernels (after the parameter block).
@@ -93,11 +71,17 @@ var (
 
 // GetRows writes the embedding rows of the token ids (u32) into out (nTokens x w.Cols f32).
 func (r *Recorder) GetRows(w Weight, ids, out *Buffer, nTokens int) {
+	if w.Cols%4 != 0 {
+		r.fail("gpu: get_rows needs a row length that is a multiple of 4, got %d", w.Cols)
+		return
+	}
 	p := r.kernel("get_rows", bindRRRW, 64, weightDefines(w.Type)...)
 	if p == nil {
 		return
 	}
-	r.Dispatch(p, Params(w.Cols, nTokens), r.elementwise(w.Cols*nTokens), w.Buf, ids, out)
+	for _, c := range w.Chunks {
+		r.Dispatch(p, Params(w.Cols, nTokens, c.Row0, c.Rows), r.elementwise(w.Cols/4*nTokens), c.Buf, ids, out)
+	}
 }
 
 // RMSNorm normalises each of rows rows of n values of x and multiplies by w, into out.
@@ -110,93 +94,134 @@ func (r *Recorder) RMSNorm(x, w, out *Buffer, n, rows int, eps float32) {
 }
 
 // MatMul computes y[t, :] = W x[xRow0+t, :] for nTokens rows of x, or adds it to y when
-// accumulate is set (the residual add fused into the projection). Few tokens take the
-// matrix-vector kernel, which reads each weight once; more take the tiled kernel.
+// accumulate is set (the residual add fused into the projection). The weight is dequantized
+// inside the kernel. CPU adapters take the barrier-free matrix-vector kernel over groups of
+// up to matvecMaxTokens tokens; GPUs take the cooperative matrix-vector kernel for few tokens
+// and the tiled kernel for more.
 func (r *Recorder) MatMul(w Weight, x *Buffer, xRow0, nTokens int, y *Buffer, accumulate bool) {
-	var extra []string
+	r.MatMulAt(w, x, xRow0, nTokens, y, w.Rows, 0, accumulate)
+}
+
+// MatMulAt is MatMul writing into rows of yStride floats of y starting at column yCol, so
+// several projections (q, k and v of different types) can fill one fused row.
+func (r *Recorder) MatMulAt(w Weight, x *Buffer, xRow0, nTokens int, y *Buffer, yStride, yCol int, accumulate bool) {
+	if w.Cols%4 != 0 {
+		r.fail("gpu: matmul needs a row length that is a multiple of 4, got %d", w.Cols)
+		return
+	}
+	extra := []string{}
 	if accumulate {
 		extra = append(extra, "ADD")
 	}
-	if w.Cols%2 != 0 {
-		r.fail("gpu: matmul needs an even row length, got %d", w.Cols)
-		return
-	}
-	if r.d.BarrierFree {
-		// CPU adapters run barrier-free code fastest: whole rows per invocation, the weights
-		// read once per group of up to matvecMaxTokens tokens.
+	switch {
+	case r.d.BarrierFree:
 		p := r.kernel("matvec", bindRRRW, 64, weightDefines(w.Type, append(extra, "ROW_PER_THREAD")...)...)
-		if p == nil {
-			return
+		for _, c := range w.Chunks {
+			for t0 := 0; t0 < nTokens && p != nil; t0 += matvecMaxTokens {
+				nt := min(matvecMaxTokens, nTokens-t0)
+				r.Dispatch(p, Params(w.Cols, c.Rows, nt, xRow0+t0, t0, yStride, yCol+c.Row0), r.elementwise(c.Rows), c.Buf, x, y)
+			}
 		}
-		for t0 := 0; t0 < nTokens; t0 += matvecMaxTokens {
-			nt := min(matvecMaxTokens, nTokens-t0)
-			r.Dispatch(p, Params(w.Cols, w.Rows, nt, xRow0+t0, t0), r.elementwise(w.Rows), w.Buf, x, y)
-		}
-		return
-	}
-	params := Params(w.Cols, w.Rows, nTokens, xRow0, 0)
-	if nTokens <= matvecMaxTokens {
+	case nTokens <= matvecMaxTokens:
 		p := r.kernel("matvec", bindRRRW, 64, weightDefines(w.Type, extra...)...)
-		if p == nil {
-			return
+		for _, c := range w.Chunks {
+			if p != nil {
+				r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, xRow0, 0, yStride, yCol+c.Row0), r.grid(c.Rows), c.Buf, x, y)
+			}
 		}
-		r.Dispatch(p, params, r.grid(w.Rows), w.Buf, x, y)
+	default:
+		p := r.kernel("matmul", bindRRRW, 256, weightDefines(w.Type, extra...)...)
+		for _, c := range w.Chunks {
+			if p != nil {
+				r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, xRow0, 0, yStride, yCol+c.Row0),
+					[3]uint32{uint32((c.Rows + 31) / 32), uint32((nTokens + 31) / 32), 1}, c.Buf, x, y)
+			}
+		}
+	}
+}
+
+// kvDefines selects the KV cache format.
+func kvDefines(f16 bool) []string {
+	if f16 {
+		return []string{"KV_F16"}
+	}
+	return nil
+}
+
+// RoPEKV takes the fused qkv rows of nTokens tokens (nHead query heads, then nKVHead key and
+// value heads), rotates q in place, and writes rotated k and plain v into the caches at row
+// pos[t] (u32 positions), in f16 when kvF16.
+func (r *Recorder) RoPEKV(qkv, pos, kCache, vCache *Buffer, kvF16 bool, nTokens, nHead, nKVHead, headDim, nRot int, freqBase float32) {
+	if headDim%2 != 0 || nRot > headDim || nRot%2 != 0 {
+		r.fail("gpu: rope: head_dim %d, n_rot %d unsupported", headDim, nRot)
 		return
 	}
-	p := r.kernel("matmul", bindRRRW, 256, weightDefines(w.Type, extra...)...)
+	p := r.kernel("rope_kv", []Access{ReadWrite, ReadOnly, ReadWrite, ReadWrite}, 64, kvDefines(kvF16)...)
 	if p == nil {
 		return
 	}
-	r.Dispatch(p, params, [3]uint32{uint32((w.Rows + 15) / 16), uint32((nTokens + 15) / 16), 1}, w.Buf, x, y)
+	pairs := nTokens * (nHead + 2*nKVHead) * headDim / 2
+	r.Dispatch(p, Params(nTokens, nHead, nKVHead, headDim, nRot, freqBase), r.elementwise(pairs), qkv, pos, kCache, vCache)
 }
 
-// RoPE rotates x (nTokens x nHeads x headDim) in place by the positions in pos (u32).
-func (r *Recorder) RoPE(x, pos *Buffer, nTokens, nHeads, headDim, nRot int, freqBase float32) {
-	p := r.kernel("rope", bindRWR, 64)
-	if p == nil {
-		return
-	}
-	r.Dispatch(p, Params(nTokens, nHeads, headDim, nRot, freqBase), r.elementwise(nTokens*nHeads*headDim/2), x, pos)
-}
-
-// RoPEToCache rotates src and writes the rows into cache at row pos[t] (keys into the KV cache).
-func (r *Recorder) RoPEToCache(src, pos, cache *Buffer, nTokens, nHeads, headDim, nRot int, freqBase float32) {
-	p := r.kernel("rope", bindRRRW, 64, "TO_CACHE")
-	if p == nil {
-		return
-	}
-	r.Dispatch(p, Params(nTokens, nHeads, headDim, nRot, freqBase), r.elementwise(nTokens*nHeads*headDim/2), src, pos, cache)
-}
-
-// SetRows copies row t of src (width f32) to row pos[t] of dst (values into the KV cache).
-func (r *Recorder) SetRows(src, pos, dst *Buffer, width, nTokens int) {
-	p := r.kernel("set_rows", bindRRRW, 64)
-	if p == nil {
-		return
-	}
-	r.Dispatch(p, Params(width, nTokens), r.elementwise(width*nTokens), src, pos, dst)
-}
-
-// Attention computes causal grouped-query attention of q against the cache rows 0..pos[t].
-func (r *Recorder) Attention(q, kCache, vCache, pos, out *Buffer, nTokens, nHead, nKVHead, headDim int, scale float32) {
-	if headDim > 256 || nKVHead == 0 || nHead%nKVHead != 0 {
+// Attention computes causal grouped-query attention of q (rows of qStride floats, heads first)
+// against the cache rows 0..pos[t], writing nTokens x nHead x headDim to out.
+func (r *Recorder) Attention(q, kCache, vCache, pos, out *Buffer, kvF16 bool, qStride, nTokens, nHead, nKVHead, headDim int, scale float32) {
+	if headDim > 256 || headDim%2 != 0 || nKVHead == 0 || nHead%nKVHead != 0 {
 		r.fail("gpu: attention: head_dim %d (max 256), %d heads over %d kv heads unsupported", headDim, nHead, nKVHead)
 		return
 	}
-	p := r.kernel("attention", bindAttn, 64)
+	// On CPU adapters prompts take the barrier-free kernel; a single token has too few
+	// (token, head) pairs to spread over the cores, so it stays cooperative.
+	if r.d.BarrierFree && nTokens > 1 && headDim%4 == 0 {
+		p := r.kernel("attention", bindAttn, 64, append(kvDefines(kvF16), "ROW_PER_THREAD")...)
+		if p != nil {
+			r.Dispatch(p, Params(nTokens, nHead, nKVHead, headDim, scale, qStride), r.elementwise(nTokens*nHead*headDim/4), q, kCache, vCache, pos, out)
+		}
+		return
+	}
+	p := r.kernel("attention", bindAttn, 64, kvDefines(kvF16)...)
 	if p == nil {
 		return
 	}
-	r.Dispatch(p, Params(nTokens, nHead, nKVHead, headDim, scale), [3]uint32{uint32(nHead), uint32(nTokens), 1}, q, kCache, vCache, pos, out)
+	r.Dispatch(p, Params(nTokens, nHead, nKVHead, headDim, scale, qStride), [3]uint32{uint32(nHead), uint32(nTokens), 1}, q, kCache, vCache, pos, out)
 }
 
-// SiLUMul computes gate = silu(gate) * up over n elements.
-func (r *Recorder) SiLUMul(gate, up *Buffer, n int) {
-	p := r.kernel("glu", bindRWR, 64)
+// splitChunk is the keys per workgroup of split-K decode attention.
+const splitChunk = 256
+
+// AttentionSplitSize is the scratch AttentionSplit needs, in floats, for nTokens tokens at up
+// to nKeys keys.
+func AttentionSplitSize(nTokens, nHead, headDim, nKeys int) int {
+	return nTokens * nHead * ((nKeys + splitChunk - 1) / splitChunk) * (headDim + 2)
+}
+
+// AttentionSplit is Attention for decoding at long contexts: the nKeys keys (at most, over
+// the tokens) are split in 256-key ranges handled by separate workgroups, whose partial
+// softmax results land in part (AttentionSplitSize floats) and are merged by a second kernel.
+func (r *Recorder) AttentionSplit(q, kCache, vCache, pos, part, out *Buffer, kvF16 bool, qStride, nTokens, nHead, nKVHead, headDim, nKeys int, scale float32) {
+	if headDim > 256 || headDim%2 != 0 || nKVHead == 0 || nHead%nKVHead != 0 {
+		r.fail("gpu: attention: head_dim %d (max 256), %d heads over %d kv heads unsupported", headDim, nHead, nKVHead)
+		return
+	}
+	nSplit := (nKeys + splitChunk - 1) / splitChunk
+	params := Params(nTokens, nHead, nKVHead, headDim, scale, qStride, nSplit, splitChunk)
+	p := r.kernel("attention_split", bindAttn, 64, kvDefines(kvF16)...)
+	merge := r.kernel("attention_split", []Access{ReadOnly, ReadWrite}, 64, "MERGE")
+	if p == nil || merge == nil {
+		return
+	}
+	r.Dispatch(p, params, [3]uint32{uint32(nHead), uint32(nSplit), uint32(nTokens)}, q, kCache, vCache, pos, part)
+	r.Dispatch(merge, params, [3]uint32{uint32(nHead), uint32(nTokens), 1}, part, out)
+}
+
+// SiLUMul computes out[t, i] = silu(gu[t, i]) * gu[t, n+i] over the fused gate|up rows.
+func (r *Recorder) SiLUMul(gu, out *Buffer, n, nTokens int) {
+	p := r.kernel("glu", []Access{ReadOnly, ReadWrite}, 64)
 	if p == nil {
 		return
 	}
-	r.Dispatch(p, Params(n), r.elementwise(n), gate, up)
+	r.Dispatch(p, Params(n, nTokens), r.elementwise(n*nTokens), gu, out)
 }
 
 // Add computes a += b over n elements.

@@ -12,8 +12,8 @@ import (
 )
 
 const (
-	tolF32 = 1e-4
-	tolF16 = 1e-2
+	tolF32   = 1e-4
+	tolQuant = 1e-3
 )
 
 func randVec(rng *rand.Rand, n int) []float32 {
@@ -54,25 +54,33 @@ func empty(t *testing.T, d *gpu.Device, n int) *gpu.Buffer {
 	return b
 }
 
-// weight uploads a random matrix in the given format and returns it with the values the GPU
-// sees (f16-rounded for F16), so the reference uses exactly the same weights.
+// allTypes is every weight format the kernels read.
+var allTypes = []gpu.WeightType{gpu.F32, gpu.F16, gpu.BF16, gpu.Q8_0, gpu.Q4_0, gpu.Q4_1, gpu.Q5_0, gpu.Q5_1,
+	gpu.Q2_K, gpu.Q3_K, gpu.Q4_K, gpu.Q5_K, gpu.Q6_K}
+
+// weight quantizes a random matrix to typ with the reference quantizer, uploads it, and returns
+// the values the reference dequantizer decodes, so the CPU reference uses exactly the weights
+// the GPU sees.
 func weight(t *testing.T, d *gpu.Device, rng *rand.Rand, typ gpu.WeightType, rows, cols int) (gpu.Weight, []float32) {
 	t.Helper()
+	gt, ok := gguf.ParseGGMLType(typ.String())
+	if !ok {
+		t.Fatalf("no ggml type %s", typ)
+	}
 	w := randVec(rng, rows*cols)
-	if typ == gpu.F32 {
-		return gpu.Weight{Buf: upload(t, d, w), Type: typ, Rows: rows, Cols: cols}, w
-	}
-	h := make([]uint16, len(w))
-	for i, v := range w {
-		h[i] = gguf.F32ToF16(v)
-		w[i] = gguf.F16ToF32(h[i])
-	}
-	b, err := d.Upload("w16", gpu.Bytes(h))
+	data, err := gguf.Quantize(gt, w)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(b.Release)
-	return gpu.Weight{Buf: b, Type: typ, Rows: rows, Cols: cols}, w
+	if err := gguf.Dequantize(gt, data, w); err != nil {
+		t.Fatal(err)
+	}
+	gw, err := d.UploadWeight("w", typ, rows, cols, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw.Release)
+	return gw, w
 }
 
 // run records fn into one pass, submits, and reads n floats of out.
@@ -100,22 +108,25 @@ func check(t *testing.T, name string, got, want []float32, tol float64) {
 	}
 }
 
+// tolFor is the bound on ||gpu - ref|| / ||ref||: f32 accumulation over exactly the same
+// (dequantized) weights, so the only differences are summation order.
 func tolFor(typ gpu.WeightType) float64 {
-	if typ == gpu.F16 {
-		return tolF16
+	if typ == gpu.F32 {
+		return tolF32
 	}
-	return tolF32
+	return tolQuant
 }
 
 func TestGetRows(t *testing.T) {
 	d := gputest.Device(t)
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, typ := range []gpu.WeightType{gpu.F32, gpu.F16} {
-		w, wv := weight(t, d, rng, typ, 50, 24)
+	for _, typ := range allTypes {
+		cols := max(typ.BlockSize(), 32) * 2
+		w, wv := weight(t, d, rng, typ, 50, cols)
 		ids := []int32{3, 49, 0, 7, 7}
-		out := empty(t, d, len(ids)*24)
-		got := run(t, d, out, len(ids)*24, func(r *gpu.Recorder) { r.GetRows(w, uploadU32(t, d, ids), out, len(ids)) })
-		check(t, "get_rows "+typ.String(), got, cpuref.GetRows(wv, 24, ids), tolFor(typ))
+		out := empty(t, d, len(ids)*cols)
+		got := run(t, d, out, len(ids)*cols, func(r *gpu.Recorder) { r.GetRows(w, uploadU32(t, d, ids), out, len(ids)) })
+		check(t, "get_rows "+typ.String(), got, cpuref.GetRows(wv, cols, ids), tolFor(typ))
 	}
 }
 
@@ -144,11 +155,16 @@ func TestMatMul(t *testing.T) {
 
 func testMatMul(t *testing.T, d *gpu.Device) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	for _, typ := range []gpu.WeightType{gpu.F32, gpu.F16} {
+	for _, typ := range allTypes {
+		// Row lengths in blocks; row and token counts that are not multiples of the tiles.
+		bs := max(typ.BlockSize(), 4)
 		for _, c := range []struct{ rows, cols, tokens, row0 int }{
-			{64, 64, 1, 0}, {172, 64, 3, 2}, {64, 172, 8, 0}, {512, 64, 1, 4}, // matrix-vector
-			{64, 64, 9, 0}, {100, 172, 37, 1}, {33, 48, 16, 0}, // tiled
+			{64, 2 * bs, 1, 0}, {43, 3 * bs, 3, 2}, {37, bs, 8, 0}, // matrix-vector
+			{33, 2 * bs, 9, 0}, {70, bs, 37, 1}, // tiled
 		} {
+			if typ == gpu.F32 || typ == gpu.F16 || typ == gpu.BF16 {
+				c.cols = 4 * (c.cols + 40) // odd multiples of 4, not of the 16-wide tile
+			}
 			for _, acc := range []bool{false, true} {
 				name := fmt.Sprintf("%s %dx%d t=%d row0=%d add=%v", typ, c.rows, c.cols, c.tokens, c.row0, acc)
 				w, wv := weight(t, d, rng, typ, c.rows, c.cols)
@@ -168,76 +184,151 @@ func testMatMul(t *testing.T, d *gpu.Device) {
 	}
 }
 
-func TestRoPE(t *testing.T) {
-	d := gputest.Device(t)
-	rng := rand.New(rand.NewPCG(7, 8))
-	const nTok, nHeads, headDim = 5, 4, 16
-	for _, nRot := range []int{16, 8} {
-		x := randVec(rng, nTok*nHeads*headDim)
-		pos := []int32{0, 1, 2, 100, 2047}
-		want := append([]float32(nil), x...)
-		cpuref.RoPE(want, pos, nHeads, headDim, nRot, 10000)
-
-		buf := upload(t, d, x)
-		got := run(t, d, buf, len(x), func(r *gpu.Recorder) { r.RoPE(buf, uploadU32(t, d, pos), nTok, nHeads, headDim, nRot, 10000) })
-		check(t, fmt.Sprintf("rope n_rot=%d", nRot), got, want, tolF32)
-
-		// The cache variant writes row t to row pos[t] of a larger buffer.
-		const nCtx = 2048
-		cache := empty(t, d, nCtx*nHeads*headDim)
-		gotC := run(t, d, cache, nCtx*nHeads*headDim, func(r *gpu.Recorder) {
-			r.RoPEToCache(upload(t, d, x), uploadU32(t, d, pos), cache, nTok, nHeads, headDim, nRot, 10000)
-		})
-		var picked []float32
-		for _, p := range pos {
-			row := int(p) * nHeads * headDim
-			picked = append(picked, gotC[row:row+nHeads*headDim]...)
-		}
-		check(t, fmt.Sprintf("rope to cache n_rot=%d", nRot), picked, want, tolF32)
+// f16Round returns v rounded to half precision, as an f16 cache stores it.
+func f16Round(v []float32) []float32 {
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = gguf.F16ToF32(gguf.F32ToF16(x))
 	}
+	return out
 }
 
-func TestSetRows(t *testing.T) {
-	d := gputest.Device(t)
-	rng := rand.New(rand.NewPCG(9, 10))
-	const width, nCtx = 24, 16
-	src := randVec(rng, 3*width)
-	pos := []int32{5, 0, 15}
-	dst0 := randVec(rng, nCtx*width)
-	dst := upload(t, d, dst0)
-	got := run(t, d, dst, nCtx*width, func(r *gpu.Recorder) { r.SetRows(upload(t, d, src), uploadU32(t, d, pos), dst, width, 3) })
-	want := append([]float32(nil), dst0...)
-	for i, p := range pos {
-		copy(want[int(p)*width:], src[i*width:(i+1)*width])
+// cacheFloats reads n values of a KV cache in either format.
+func cacheFloats(t *testing.T, d *gpu.Device, b *gpu.Buffer, n int, f16 bool) []float32 {
+	t.Helper()
+	if !f16 {
+		raw, err := d.Read(b, 0, uint64(n*4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return gpu.Float32s(raw)
 	}
-	check(t, "set_rows", got, want, tolF32)
+	raw, err := d.Read(b, 0, uint64(n*2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = gguf.F16ToF32(uint16(raw[2*i]) | uint16(raw[2*i+1])<<8)
+	}
+	return out
+}
+
+// TestRoPEKV checks the fused step after the QKV projection: q rotated in place, k rotated
+// into the cache and v copied into it, at the tokens' positions, for both cache formats.
+func TestRoPEKV(t *testing.T) {
+	d := gputest.Device(t)
+	rng := rand.New(rand.NewPCG(7, 8))
+	const nTok, nHead, nKV, headDim, nCtx = 5, 4, 2, 16, 64
+	const row = (nHead + 2*nKV) * headDim
+	for _, f16 := range []bool{false, true} {
+		for _, nRot := range []int{16, 8} {
+			name := fmt.Sprintf("f16=%v n_rot=%d", f16, nRot)
+			qkv := randVec(rng, nTok*row)
+			pos := []int32{0, 1, 2, 40, 63}
+			var q, k, v []float32
+			for tk := 0; tk < nTok; tk++ {
+				r := qkv[tk*row : (tk+1)*row]
+				q = append(q, r[:nHead*headDim]...)
+				k = append(k, r[nHead*headDim:(nHead+nKV)*headDim]...)
+				v = append(v, r[(nHead+nKV)*headDim:]...)
+			}
+			cpuref.RoPE(q, pos, nHead, headDim, nRot, 10000)
+			cpuref.RoPE(k, pos, nKV, headDim, nRot, 10000)
+
+			buf := upload(t, d, qkv)
+			elt := 4
+			if f16 {
+				elt = 2
+			}
+			kc := empty(t, d, nCtx*nKV*headDim*elt/4)
+			vc := empty(t, d, nCtx*nKV*headDim*elt/4)
+			got := run(t, d, buf, len(qkv), func(r *gpu.Recorder) {
+				r.RoPEKV(buf, uploadU32(t, d, pos), kc, vc, f16, nTok, nHead, nKV, headDim, nRot, 10000)
+			})
+			var gotQ []float32
+			for tk := 0; tk < nTok; tk++ {
+				gotQ = append(gotQ, got[tk*row:tk*row+nHead*headDim]...)
+			}
+			check(t, "rope q "+name, gotQ, q, tolF32)
+			kAll := cacheFloats(t, d, kc, nCtx*nKV*headDim, f16)
+			vAll := cacheFloats(t, d, vc, nCtx*nKV*headDim, f16)
+			var gotK, gotV []float32
+			for _, p := range pos {
+				o := int(p) * nKV * headDim
+				gotK = append(gotK, kAll[o:o+nKV*headDim]...)
+				gotV = append(gotV, vAll[o:o+nKV*headDim]...)
+			}
+			tol := tolF32
+			if f16 {
+				tol = 1e-3 // half precision storage
+			}
+			check(t, "rope k to cache "+name, gotK, k, tol)
+			check(t, "v to cache "+name, gotV, v, tol)
+		}
+	}
 }
 
 func TestAttention(t *testing.T) {
 	d := gputest.Device(t)
+	defer func(v bool) { d.BarrierFree = v }(d.BarrierFree)
+	for _, bf := range []bool{false, true} {
+		d.BarrierFree = bf
+		t.Run(fmt.Sprintf("barrier-free=%v", bf), func(t *testing.T) { testAttention(t, d) })
+	}
+}
+
+func testAttention(t *testing.T, d *gpu.Device) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	for _, c := range []struct{ nHead, nKV, headDim, nCtx int }{{8, 4, 8, 200}, {4, 4, 64, 70}, {6, 2, 128, 130}, {2, 1, 256, 10}} {
-		// Prompt tokens at the end of the filled cache, each attending causally to its prefix.
-		pos := []int32{int32(c.nCtx - 3), int32(c.nCtx - 2), int32(c.nCtx - 1)}
-		q := randVec(rng, len(pos)*c.nHead*c.headDim)
-		k := randVec(rng, c.nCtx*c.nKV*c.headDim)
-		v := randVec(rng, c.nCtx*c.nKV*c.headDim)
-		scale := float32(0.3)
-		out := empty(t, d, len(q))
-		got := run(t, d, out, len(q), func(r *gpu.Recorder) {
-			r.Attention(upload(t, d, q), upload(t, d, k), upload(t, d, v), uploadU32(t, d, pos), out, len(pos), c.nHead, c.nKV, c.headDim, scale)
-		})
-		check(t, fmt.Sprintf("attention %+v", c), got, cpuref.Attention(q, k, v, pos, c.nHead, c.nKV, c.headDim, scale), tolF32)
+	for _, c := range []struct{ nHead, nKV, headDim, nCtx int }{{8, 4, 8, 200}, {4, 4, 64, 70}, {6, 2, 128, 130}, {2, 1, 256, 10}, {4, 2, 64, 1000}} {
+		for _, f16 := range []bool{false, true} {
+			// Prompt tokens at the end of the filled cache, each attending causally to its
+			// prefix; q rows carry 5 extra floats, as the fused qkv rows carry k and v.
+			pos := []int32{int32(c.nCtx - 3), int32(c.nCtx - 2), int32(c.nCtx - 1)}
+			qWidth := c.nHead * c.headDim
+			qStride := qWidth + 5
+			qRows := randVec(rng, len(pos)*qStride)
+			var q []float32
+			for i := range pos {
+				q = append(q, qRows[i*qStride:i*qStride+qWidth]...)
+			}
+			k := randVec(rng, c.nCtx*c.nKV*c.headDim)
+			v := randVec(rng, c.nCtx*c.nKV*c.headDim)
+			kb, vb := upload(t, d, k), upload(t, d, v)
+			if f16 {
+				k, v = f16Round(k), f16Round(v)
+				kb, vb = uploadF16(t, d, k), uploadF16(t, d, v)
+			}
+			scale := float32(0.3)
+			want := cpuref.Attention(q, k, v, pos, c.nHead, c.nKV, c.headDim, scale)
+			out := empty(t, d, len(q))
+			got := run(t, d, out, len(q), func(r *gpu.Recorder) {
+				r.Attention(upload(t, d, qRows), kb, vb, uploadU32(t, d, pos), out, f16, qStride, len(pos), c.nHead, c.nKV, c.headDim, scale)
+			})
+			check(t, fmt.Sprintf("attention %+v f16=%v", c, f16), got, want, tolF32)
+
+			part := empty(t, d, gpu.AttentionSplitSize(len(pos), c.nHead, c.headDim, c.nCtx))
+			out2 := empty(t, d, len(q))
+			got = run(t, d, out2, len(q), func(r *gpu.Recorder) {
+				r.AttentionSplit(upload(t, d, qRows), kb, vb, uploadU32(t, d, pos), part, out2, f16, qStride, len(pos), c.nHead, c.nKV, c.headDim, c.nCtx, scale)
+			})
+			check(t, fmt.Sprintf("split attention %+v f16=%v", c, f16), got, want, tolF32)
+		}
 	}
 }
 
 func TestSiLUMulAndAdd(t *testing.T) {
 	d := gputest.Device(t)
 	rng := rand.New(rand.NewPCG(13, 14))
-	const n = 1000
-	g, u := randVec(rng, n), randVec(rng, n)
-	gb := upload(t, d, g)
-	got := run(t, d, gb, n, func(r *gpu.Recorder) { r.SiLUMul(gb, upload(t, d, u), n) })
+	const n, nTok = 1000, 3
+	gu := randVec(rng, 2*n*nTok)
+	var g, u []float32
+	for tk := 0; tk < nTok; tk++ {
+		g = append(g, gu[2*n*tk:2*n*tk+n]...)
+		u = append(u, gu[2*n*tk+n:2*n*(tk+1)]...)
+	}
+	out := empty(t, d, n*nTok)
+	got := run(t, d, out, n*nTok, func(r *gpu.Recorder) { r.SiLUMul(upload(t, d, gu), out, n, nTok) })
 	check(t, "silu_mul", got, cpuref.SiLUMul(g, u), tolF32)
 
 	a, b := randVec(rng, n), randVec(rng, n)
@@ -257,6 +348,20 @@ func TestLargeGrid(t *testing.T) {
 	check(t, "add 2-D grid", got, cpuref.Add(a, b), tolF32)
 }
 
+func uploadF16(t *testing.T, d *gpu.Device, v []float32) *gpu.Buffer {
+	t.Helper()
+	h := make([]uint16, len(v))
+	for i, x := range v {
+		h[i] = gguf.F32ToF16(x)
+	}
+	b, err := d.Upload("f16", gpu.Bytes(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Release)
+	return b
+}
+
 func TestDispatchErrors(t *testing.T) {
 	d := gputest.Device(t)
 	r, err := d.Begin()
@@ -264,8 +369,45 @@ func TestDispatchErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := empty(t, d, 4)
-	r.Attention(a, a, a, a, a, 1, 3, 2, 8, 1) // 3 heads over 2 kv heads
+	r.Attention(a, a, a, a, a, false, 24, 1, 3, 2, 8, 1) // 3 heads over 2 kv heads
 	if err := r.Submit(); err == nil {
 		t.Fatal("expected an error for an invalid head grouping")
+	}
+}
+
+// TestSplitWeight lowers the binding limit so weights split into several buffers, as an 8B
+// model's embedding table does on lavapipe, and checks the products and lookups are unchanged,
+// including into a column range of a wider output row (the fused qkv layout).
+func TestSplitWeight(t *testing.T) {
+	d := gputest.Device(t)
+	defer func(v uint64, bf bool) { d.MaxBinding, d.BarrierFree = v, bf }(d.MaxBinding, d.BarrierFree)
+	rng := rand.New(rand.NewPCG(17, 18))
+	const rows, cols = 100, 64
+	for _, typ := range []gpu.WeightType{gpu.F32, gpu.Q8_0} {
+		d.MaxBinding = 40 * 4 * cols // at most 40 f32 rows a chunk
+		w, wv := weight(t, d, rng, typ, rows, cols)
+		if typ == gpu.F32 && len(w.Chunks) != 3 {
+			t.Fatalf("%s: %d chunks, want 3", typ, len(w.Chunks))
+		}
+		for _, bf := range []bool{false, true} {
+			d.BarrierFree = bf
+			for _, nTok := range []int{1, 20} {
+				const stride, col = rows + 7, 3
+				x := randVec(rng, nTok*cols)
+				y0 := randVec(rng, nTok*stride)
+				out := upload(t, d, y0)
+				got := run(t, d, out, len(y0), func(r *gpu.Recorder) { r.MatMulAt(w, upload(t, d, x), 0, nTok, out, stride, col, false) })
+				want := append([]float32(nil), y0...)
+				ref := cpuref.MatMul(wv, rows, cols, x, nTok)
+				for tk := 0; tk < nTok; tk++ {
+					copy(want[tk*stride+col:], ref[tk*rows:(tk+1)*rows])
+				}
+				check(t, fmt.Sprintf("split %s barrier-free=%v tokens=%d", typ, bf, nTok), got, want, tolFor(typ))
+			}
+		}
+		ids := []int32{0, 39, 40, 99, 41}
+		out := empty(t, d, len(ids)*cols)
+		got := run(t, d, out, len(ids)*cols, func(r *gpu.Recorder) { r.GetRows(w, uploadU32(t, d, ids), out, len(ids)) })
+		check(t, "split get_rows "+typ.String(), got, cpuref.GetRows(wv, cols, ids), tolFor(typ))
 	}
 }

@@ -160,7 +160,7 @@ func (r *Recorder) finish(b *Buffer, offset, size uint64) ([]byte, error) {
 		}
 	}
 	d.paramsScratch = r.params[:0]
-	d.queue.Submit(cmd)
+	d.submit(cmd)
 	if staging == nil {
 		return nil, nil
 	}

@@ -11,9 +11,11 @@ import (
 
 // layer holds one transformer block's weights on the device.
 type layer struct {
-	attnNorm, ffnNorm       *gpu.Buffer
-	wq, wk, wv, wo          gpu.Weight
-	ffnGate, ffnUp, ffnDown gpu.Weight
+	attnNorm, ffnNorm *gpu.Buffer
+	qkv               []proj // into rows of [q | k | v]
+	wo                gpu.Weight
+	gateUp            []proj // into rows of [gate | up]
+	ffnDown           gpu.Weight
 }
 
 // Model is a loaded llama-architecture model: weights on the GPU plus the tokenizer.
@@ -26,15 +28,17 @@ type Model struct {
 	outputNorm *gpu.Buffer
 	output     gpu.Weight
 	layers     []layer
-	weights    []*gpu.Buffer
+	vectors    []*gpu.Buffer
+	weights    []gpu.Weight
 
 	maxBatch int
+	kvF16    bool
 	scratch  scratch
 }
 
 // scratch holds the activations of one forward pass, sized for maxBatch tokens.
 type scratch struct {
-	x, xn, q, k, v, attn, gate, up, logits, ids, pos *gpu.Buffer
+	x, xn, qkv, attn, gu, ffn, logits, ids, pos *gpu.Buffer
 }
 
 // Options tune loading.
@@ -44,6 +48,8 @@ type Options struct {
 	MaxBatch int
 	// Progress, when set, is called after each tensor upload with bytes done and total.
 	Progress func(done, total uint64)
+	// KVF32 keeps the KV cache in f32 instead of f16 (llama.cpp's --cache-type-k f32).
+	KVF32 bool
 }
 
 // Load reads a GGUF model's hyperparameters, tokenizer and weights and uploads the weights.
@@ -63,13 +69,13 @@ func Load(dev *gpu.Device, f *gguf.File, opts Options) (*Model, error) {
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 512
 	}
-	m := &Model{Config: cfg, Tokenizer: tok, dev: dev, maxBatch: opts.MaxBatch}
+	m := &Model{Config: cfg, Tokenizer: tok, dev: dev, maxBatch: opts.MaxBatch, kvF16: !opts.KVF32}
 	l := &loader{f: f, dev: dev, progress: opts.Progress, total: cfg.TensorSize}
 	if err := m.loadWeights(l); err != nil {
 		l.release()
 		return nil, err
 	}
-	m.weights = l.bufs
+	m.vectors, m.weights = l.bufs, l.weights
 	if err := m.allocScratch(); err != nil {
 		m.Close()
 		return nil, err
@@ -107,22 +113,17 @@ func (m *Model) loadWeights(l *loader) error {
 				return err
 			}
 		}
-		for _, w := range []struct {
-			name       string
-			rows, cols int
-			dst        *gpu.Weight
-		}{
-			{"attn_q", qDim, c.NEmbd, &ly.wq},
-			{"attn_k", kvDim, c.NEmbd, &ly.wk},
-			{"attn_v", kvDim, c.NEmbd, &ly.wv},
-			{"attn_output", c.NEmbd, qDim, &ly.wo},
-			{"ffn_gate", c.NFF, c.NEmbd, &ly.ffnGate},
-			{"ffn_up", c.NFF, c.NEmbd, &ly.ffnUp},
-			{"ffn_down", c.NEmbd, c.NFF, &ly.ffnDown},
-		} {
-			if *w.dst, err = l.matrix(p+w.name+".weight", w.rows, w.cols); err != nil {
-				return err
-			}
+		if ly.qkv, err = l.fused([]string{p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, []int{qDim, kvDim, kvDim}, c.NEmbd); err != nil {
+			return err
+		}
+		if ly.gateUp, err = l.fused([]string{p + "ffn_gate.weight", p + "ffn_up.weight"}, []int{c.NFF, c.NFF}, c.NEmbd); err != nil {
+			return err
+		}
+		if ly.wo, err = l.matrix(p+"attn_output.weight", c.NEmbd, qDim); err != nil {
+			return err
+		}
+		if ly.ffnDown, err = l.matrix(p+"ffn_down.weight", c.NEmbd, c.NFF); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -139,12 +140,10 @@ func (m *Model) allocScratch() error {
 	}{
 		{"x", t * c.NEmbd, &m.scratch.x},
 		{"xn", t * c.NEmbd, &m.scratch.xn},
-		{"q", t * c.NHead * c.HeadDim, &m.scratch.q},
-		{"k", t * c.NKVHead * c.HeadDim, &m.scratch.k},
-		{"v", t * c.NKVHead * c.HeadDim, &m.scratch.v},
+		{"qkv", t * m.qkvWidth(), &m.scratch.qkv},
 		{"attn", t * c.NHead * c.HeadDim, &m.scratch.attn},
-		{"gate", t * c.NFF, &m.scratch.gate},
-		{"up", t * c.NFF, &m.scratch.up},
+		{"gate_up", t * 2 * c.NFF, &m.scratch.gu},
+		{"ffn", t * c.NFF, &m.scratch.ffn},
 		{"logits", c.NVocab, &m.scratch.logits},
 		{"ids", t, &m.scratch.ids},
 		{"pos", t, &m.scratch.pos},
@@ -158,14 +157,23 @@ func (m *Model) allocScratch() error {
 
 // Close releases the model's device memory.
 func (m *Model) Close() {
-	for _, b := range m.weights {
+	for _, b := range m.vectors {
 		b.Release()
+	}
+	for _, w := range m.weights {
+		w.Release()
 	}
 	s := &m.scratch
-	for _, b := range []*gpu.Buffer{s.x, s.xn, s.q, s.k, s.v, s.attn, s.gate, s.up, s.logits, s.ids, s.pos} {
+	for _, b := range []*gpu.Buffer{s.x, s.xn, s.qkv, s.attn, s.gu, s.ffn, s.logits, s.ids, s.pos} {
 		b.Release()
 	}
-	m.weights = nil
+	m.vectors, m.weights = nil, nil
+}
+
+// qkvWidth is the length of a fused [q | k | v] row.
+func (m *Model) qkvWidth() int {
+	c := m.Config
+	return (c.NHead + 2*c.NKVHead) * c.HeadDim
 }
 
 // KVCache is one sequence's keys and values for every layer, resident on the GPU.
@@ -174,10 +182,13 @@ type KVCache struct {
 	k, v []*gpu.Buffer
 }
 
-// NewKVCache allocates a cache of nCtx positions.
+// NewKVCache allocates a cache of nCtx positions, f16 unless the model was loaded with KVF32.
 func (m *Model) NewKVCache(nCtx int) (*KVCache, error) {
 	c := m.Config
 	row := uint64(c.NKVHead * c.HeadDim * 4)
+	if m.kvF16 {
+		row /= 2
+	}
 	kv := &KVCache{NCtx: nCtx}
 	for i := 0; i < c.NLayer; i++ {
 		k, err := m.dev.NewBuffer(fmt.Sprintf("cache_k_l%d", i), uint64(nCtx)*row)
@@ -248,22 +259,22 @@ func (m *Model) pass(kv *KVCache, tokens []int32, pos0 int, wantLogits bool) ([]
 	}
 	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
 	r.GetRows(m.tokEmbd, s.ids, s.x, n)
+	qkvW := m.qkvWidth()
 	for i := range m.layers {
 		ly := &m.layers[i]
 		r.RMSNorm(s.x, ly.attnNorm, s.xn, c.NEmbd, n, c.RMSEps)
-		r.MatMul(ly.wq, s.xn, 0, n, s.q, false)
-		r.MatMul(ly.wk, s.xn, 0, n, s.k, false)
-		r.MatMul(ly.wv, s.xn, 0, n, s.v, false)
-		r.RoPE(s.q, s.pos, n, c.NHead, c.HeadDim, c.NRot, c.RopeBase)
-		r.RoPEToCache(s.k, s.pos, kv.k[i], n, c.NKVHead, c.HeadDim, c.NRot, c.RopeBase)
-		r.SetRows(s.v, s.pos, kv.v[i], c.NKVHead*c.HeadDim, n)
-		r.Attention(s.q, kv.k[i], kv.v[i], s.pos, s.attn, n, c.NHead, c.NKVHead, c.HeadDim, scale)
+		for _, p := range ly.qkv {
+			r.MatMulAt(p.w, s.xn, 0, n, s.qkv, qkvW, p.col, false)
+		}
+		r.RoPEKV(s.qkv, s.pos, kv.k[i], kv.v[i], m.kvF16, n, c.NHead, c.NKVHead, c.HeadDim, c.NRot, c.RopeBase)
+		r.Attention(s.qkv, kv.k[i], kv.v[i], s.pos, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, scale)
 		r.MatMul(ly.wo, s.attn, 0, n, s.x, true)
 		r.RMSNorm(s.x, ly.ffnNorm, s.xn, c.NEmbd, n, c.RMSEps)
-		r.MatMul(ly.ffnGate, s.xn, 0, n, s.gate, false)
-		r.MatMul(ly.ffnUp, s.xn, 0, n, s.up, false)
-		r.SiLUMul(s.gate, s.up, n*c.NFF)
-		r.MatMul(ly.ffnDown, s.gate, 0, n, s.x, true)
+		for _, p := range ly.gateUp {
+			r.MatMulAt(p.w, s.xn, 0, n, s.gu, 2*c.NFF, p.col, false)
+		}
+		r.SiLUMul(s.gu, s.ffn, c.NFF, n)
+		r.MatMul(ly.ffnDown, s.ffn, 0, n, s.x, true)
 	}
 	if !wantLogits {
 		return nil, r.Submit()

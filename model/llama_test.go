@@ -209,3 +209,27 @@ func equal(a, b []int32) bool {
 	}
 	return true
 }
+
+// TestOneSubmitPerPass checks that decoding a token, or a prompt that fits one batch, is
+// exactly one queue submission (weights never move, nothing else is read back).
+func TestOneSubmitPerPass(t *testing.T) {
+	m := load(t, "models", "stories260K.gguf")
+	kv, err := m.NewKVCache(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kv.Release()
+	dev := gputest.Device(t)
+	before := dev.Submits()
+	if _, err := m.Forward(kv, []int32{1, 403, 407, 261, 378}, 0); err != nil {
+		t.Fatal(err)
+	}
+	for pos := 5; pos < 15; pos++ {
+		if _, err := m.Forward(kv, []int32{403}, pos); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := dev.Submits() - before; n != 11 {
+		t.Errorf("%d submits for a prompt pass and 10 decode steps, want 11", n)
+	}
+}

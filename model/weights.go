@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/wgpu-llama/wgpu-llama/gguf"
 	"github.com/wgpu-llama/wgpu-llama/gpu"
@@ -16,7 +17,8 @@ type loader struct {
 	progress func(done, total uint64)
 	done     uint64
 	total    uint64
-	bufs     []*gpu.Buffer // everything uploaded, released on failure
+	bufs     []*gpu.Buffer // vectors uploaded, released on failure
+	weights  []gpu.Weight  // matrices uploaded, released on failure
 }
 
 func (l *loader) tensor(name string, shape ...int) (*gguf.TensorInfo, error) {
@@ -43,16 +45,20 @@ func (l *loader) tensor(name string, shape ...int) (*gguf.TensorInfo, error) {
 	return t, nil
 }
 
+func (l *loader) progressed(t *gguf.TensorInfo) {
+	l.done += t.Size
+	if l.progress != nil {
+		l.progress(l.done, l.total)
+	}
+}
+
 func (l *loader) upload(t *gguf.TensorInfo, data []byte) (*gpu.Buffer, error) {
 	b, err := l.dev.Upload(t.Name, data)
 	if err != nil {
 		return nil, fmt.Errorf("model: upload %q: %w", t.Name, err)
 	}
 	l.bufs = append(l.bufs, b)
-	l.done += t.Size
-	if l.progress != nil {
-		l.progress(l.done, l.total)
-	}
+	l.progressed(t)
 	return b, nil
 }
 
@@ -80,7 +86,7 @@ func float32s(t *gguf.TensorInfo, data []byte) ([]float32, error) {
 }
 
 func unsupportedType(t *gguf.TensorInfo) error {
-	return fmt.Errorf("model: tensor %q: type %s not supported yet (supported: F32, F16, BF16)", t.Name, t.Type)
+	return fmt.Errorf("model: tensor %q: type %s not supported yet (supported: %s)", t.Name, t.Type, strings.Join(gpu.WeightTypeNames(), ", "))
 }
 
 // vector loads a 1-D tensor (norm weights) as f32.
@@ -96,35 +102,86 @@ func (l *loader) vector(name string, n int) (*gpu.Buffer, error) {
 	return l.upload(t, gpu.Bytes(v))
 }
 
-// matrix loads a rows x cols weight (ggml shape [cols, rows]), keeping F16 as F16 where the
-// kernels can read it and widening anything else they cannot.
+// matrix loads a rows x cols weight (ggml shape [cols, rows]) in its own format; the kernels
+// dequantize it as they read it.
 func (l *loader) matrix(name string, rows, cols int) (gpu.Weight, error) {
 	t, err := l.tensor(name, cols, rows)
 	if err != nil {
 		return gpu.Weight{}, err
 	}
-	data := l.f.TensorData(t)
-	w := gpu.Weight{Rows: rows, Cols: cols, Type: gpu.F32}
-	if t.Type == gguf.TypeF16 && cols%2 == 0 {
-		w.Type = gpu.F16
-		w.Buf, err = l.upload(t, data)
-		return w, err
+	typ, ok := gpu.WeightTypeByName(t.Type.String())
+	if !ok {
+		return gpu.Weight{}, unsupportedType(t)
 	}
-	if t.Type == gguf.TypeF32 {
-		w.Buf, err = l.upload(t, data)
-		return w, err
-	}
-	v, err := float32s(t, data)
+	w, err := l.dev.UploadWeight(t.Name, typ, rows, cols, l.f.TensorData(t))
 	if err != nil {
-		return gpu.Weight{}, err
+		return gpu.Weight{}, fmt.Errorf("model: %w", err)
 	}
-	w.Buf, err = l.upload(t, gpu.Bytes(v))
-	return w, err
+	l.weights = append(l.weights, w)
+	l.progressed(t)
+	return w, nil
 }
 
 func (l *loader) release() {
 	for _, b := range l.bufs {
 		b.Release()
 	}
-	l.bufs = nil
+	for _, w := range l.weights {
+		w.Release()
+	}
+	l.bufs, l.weights = nil, nil
+}
+
+// proj is one projection writing a column range of a fused output row.
+type proj struct {
+	w   gpu.Weight
+	col int
+}
+
+// fused loads projections that share an input (q, k, v; gate, up) so that their outputs land
+// side by side in one row: when all have the same type the matrices are concatenated into one
+// weight, computed by one dispatch; otherwise each writes its own column range.
+func (l *loader) fused(names []string, rows []int, cols int) ([]proj, error) {
+	infos := make([]*gguf.TensorInfo, len(names))
+	same := true
+	for i, name := range names {
+		t, err := l.tensor(name, cols, rows[i])
+		if err != nil {
+			return nil, err
+		}
+		infos[i] = t
+		same = same && t.Type == infos[0].Type
+	}
+	if !same {
+		var out []proj
+		col := 0
+		for i, name := range names {
+			w, err := l.matrix(name, rows[i], cols)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, proj{w: w, col: col})
+			col += rows[i]
+		}
+		return out, nil
+	}
+	typ, ok := gpu.WeightTypeByName(infos[0].Type.String())
+	if !ok {
+		return nil, unsupportedType(infos[0])
+	}
+	var data []byte
+	total := 0
+	for i, t := range infos {
+		data = append(data, l.f.TensorData(t)...)
+		total += rows[i]
+	}
+	w, err := l.dev.UploadWeight(strings.Join(names, "+"), typ, total, cols, data)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	l.weights = append(l.weights, w)
+	for _, t := range infos {
+		l.progressed(t)
+	}
+	return []proj{{w: w}}, nil
 }

@@ -2,26 +2,101 @@
 // out[t, h, :] = softmax_j(q[t, h, :] . k[j, h / group, :] * scale) v[j, h / group, :] for the
 // cache rows j = 0 .. pos[t]. One workgroup per (head, token); keys are processed 64 at a time
 // with an online (running max) softmax, so any context length fits in fixed workgroup memory.
+// q is read from the fused qkv rows (row stride q_stride floats). Define KV_F16 reads an f16
+// cache (pairs packed in u32).
 
 struct Params {
     n_tokens: u32,
     n_head: u32,
     n_kv_head: u32,
-    head_dim: u32, // at most 256
+    head_dim: u32, // at most 256, even
     scale: f32,
+    q_stride: u32, // floats per token row of q
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<f32>;         // (n_tokens, n_head, head_dim)
+@group(0) @binding(1) var<storage, read> q: array<f32>;         // (n_tokens, q_stride), heads first
+#ifdef KV_F16
+@group(0) @binding(2) var<storage, read> kc: array<u32>;        // (n_ctx, n_kv_head, head_dim / 2)
+@group(0) @binding(3) var<storage, read> vc: array<u32>;
+#else
 @group(0) @binding(2) var<storage, read> kc: array<f32>;        // (n_ctx, n_kv_head, head_dim)
-@group(0) @binding(3) var<storage, read> vc: array<f32>;        // (n_ctx, n_kv_head, head_dim)
+@group(0) @binding(3) var<storage, read> vc: array<f32>;
+#endif
 @group(0) @binding(4) var<storage, read> pos: array<u32>;       // (n_tokens)
 @group(0) @binding(5) var<storage, read_write> out: array<f32>; // (n_tokens, n_head, head_dim)
 
 const WG: u32 = 64u;
 const MAXD: u32 = 256u;
 const NEG: f32 = -3.0e38;
-var<workgroup> qs: array<f32, MAXD>;
+var<workgroup> qs: array<f32, MAXD>; // cooperative variant only
+
+// k_pair and v_at read the cache in either format; offsets are in elements.
+fn k_pair(off: u32) -> vec2<f32> {
+#ifdef KV_F16
+    return unpack2x16float(kc[off / 2u]);
+#else
+    return vec2<f32>(kc[off], kc[off + 1u]);
+#endif
+}
+
+fn v_at(off: u32) -> f32 {
+#ifdef KV_F16
+    let pair = unpack2x16float(vc[off / 2u]);
+    return select(pair.x, pair.y, (off & 1u) == 1u);
+#else
+    return vc[off];
+#endif
+}
+
+#ifdef ROW_PER_THREAD
+// One invocation per (token, head, group of 4 dimensions), no barriers: each recomputes the
+// scores it needs, which is cheaper on CPU adapters than sharing them through workgroup memory.
+fn k_dot(q_off: u32, k_off: u32) -> f32 {
+    var dot = 0.0;
+    for (var i = 0u; i < p.head_dim; i += 2u) {
+        let kv = k_pair(k_off + i);
+        dot += q[q_off + i] * kv.x + q[q_off + i + 1u] * kv.y;
+    }
+    return dot;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let d = p.head_dim;
+    let groups = d / 4u;
+    let idx = gid.x + gid.y * nwg.x * WG;
+    if (idx >= p.n_tokens * p.n_head * groups) {
+        return;
+    }
+    let g = idx % groups;
+    let h = (idx / groups) % p.n_head;
+    let t = idx / (groups * p.n_head);
+    let kvh = h / (p.n_head / p.n_kv_head);
+    let q_off = t * p.q_stride + h * d;
+    let kv_stride = p.n_kv_head * d;
+    var m = NEG;
+    var l = 0.0;
+    var acc = vec4<f32>(0.0);
+    let n_keys = pos[t] + 1u;
+    for (var j = 0u; j < n_keys; j++) {
+        let off = j * kv_stride + kvh * d;
+        let s = k_dot(q_off, off) * p.scale;
+        let m_new = max(m, s);
+        let corr = exp(m - m_new);
+        let pr = exp(s - m_new);
+        l = l * corr + pr;
+        let vo = off + 4u * g;
+        acc = acc * corr + pr * vec4<f32>(v_at(vo), v_at(vo + 1u), v_at(vo + 2u), v_at(vo + 3u));
+        m = m_new;
+    }
+    let o = (t * p.n_head + h) * d + 4u * g;
+    out[o] = acc.x / l;
+    out[o + 1u] = acc.y / l;
+    out[o + 2u] = acc.z / l;
+    out[o + 3u] = acc.w / l;
+}
+#else
 var<workgroup> scores: array<f32, WG>;
 
 @compute @workgroup_size(WG)
@@ -30,7 +105,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let t = wg.y;
     let d = p.head_dim;
     let kvh = h / (p.n_head / p.n_kv_head);
-    let q_off = (t * p.n_head + h) * d;
+    let q_off = t * p.q_stride + h * d;
     for (var i = lid.x; i < d; i += WG) {
         qs[i] = q[q_off + i];
     }
@@ -47,8 +122,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         if (j < n_keys) {
             let k_off = j * kv_stride + kvh * d;
             var dot = 0.0;
-            for (var i = 0u; i < d; i++) {
-                dot += qs[i] * kc[k_off + i];
+            for (var i = 0u; i < d; i += 2u) {
+                let kv = k_pair(k_off + i);
+                dot += qs[i] * kv.x + qs[i + 1u] * kv.y;
             }
             s = dot * p.scale;
         }
@@ -72,7 +148,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             for (var a = 0u; a < 4u; a++) {
                 let dim = lid.x + a * WG;
                 if (dim < d) {
-                    acc[a] += pr * vc[v_off + dim];
+                    acc[a] += pr * v_at(v_off + dim);
                 }
             }
         }
@@ -82,7 +158,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     for (var a = 0u; a < 4u; a++) {
         let dim = lid.x + a * WG;
         if (dim < d) {
-            out[q_off + dim] = acc[a] / l;
+            out[(t * p.n_head + h) * d + dim] = acc[a] / l;
         }
     }
 }
+#endif

@@ -1,19 +1,23 @@
-// SiLU-gated linear unit of the llama FFN, in place: gate[i] = silu(gate[i]) * up[i].
+// SiLU-gated linear unit of the llama FFN over the fused gate|up projection:
+// out[t, i] = silu(gu[t, i]) * gu[t, n + i].
 
 struct Params {
-    n: u32,
+    n: u32,        // FFN width
+    n_tokens: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read_write> gate: array<f32>; // (n)
-@group(0) @binding(2) var<storage, read> up: array<f32>;         // (n)
+@group(0) @binding(1) var<storage, read> gu: array<f32>;         // (n_tokens, 2 n)
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;  // (n_tokens, n)
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = gid.x + gid.y * nwg.x * 64u;
-    if (i >= p.n) {
+    if (i >= p.n * p.n_tokens) {
         return;
     }
-    let g = gate[i];
-    gate[i] = g / (1.0 + exp(-g)) * up[i];
+    let t = i / p.n;
+    let c = i % p.n;
+    let g = gu[t * 2u * p.n + c];
+    out[i] = g / (1.0 + exp(-g)) * gu[t * 2u * p.n + p.n + c];
 }

@@ -1,36 +1,37 @@
-// Matrix-vector product for a few tokens: y[t, r] = sum_k x[x_row0 + t, k] * W[r, k]
-// (ggml's mul_mat with W as src0). One workgroup per output row; the weight row is read once
-// for all tokens. Defines: W_F16 (weights are packed f16 pairs), ADD (accumulate into y: the
-// residual add fused into the projection epilogue), ROW_PER_THREAD (each invocation computes
-// whole rows with no workgroup barriers: what CPU adapters such as lavapipe run fastest, where
-// a barrier costs far more than a reduction saves). k must be even.
+// Fused dequantize + matrix-vector product for decode and small batches:
+// y[y_row0 + t, y_col0 + r] (+)= sum_k x[x_row0 + t, k] * W[r, k] for t < n_tok <= MAXT.
+// The weight is read once for all tokens and accumulated in f32. W is any type of
+// dequant.inc (define T_<TYPE>), rows of k elements, k a multiple of the block size.
+// Variants: ADD accumulates into y (the residual add fused into the projection epilogue);
+// ROW_PER_THREAD gives each invocation whole rows and no workgroup barriers, what CPU adapters
+// such as lavapipe run fastest; otherwise a 64-wide workgroup shares each row and reduces.
 
 struct Params {
     k: u32,       // row length (input features)
-    n: u32,       // rows (output features)
-    t: u32,       // tokens, at most MAXT
+    n: u32,       // rows of this weight (chunk)
+    n_tok: u32,   // tokens, at most MAXT
     x_row0: u32,  // first row of x to read
-    y_row0: u32,  // first row of y to write (a token group of a longer batch)
+    y_row0: u32,  // first row of y to write
+    y_stride: u32,// row length of y (all rows of the whole weight)
+    y_col0: u32,  // column of y for weight row 0 (a chunk of a split weight)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-#ifdef W_F16
-@group(0) @binding(1) var<storage, read> w: array<u32>;       // (n, k) f16 pairs
-#else
-@group(0) @binding(1) var<storage, read> w: array<f32>;       // (n, k)
-#endif
-@group(0) @binding(2) var<storage, read> x: array<f32>;       // (x_row0 + t, k)
-@group(0) @binding(3) var<storage, read_write> y: array<f32>; // (t, n)
+@group(0) @binding(1) var<storage, read> w: array<u32>;            // (n, k) packed blocks
+@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;      // (x_row0 + n_tok, k)
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;      // (y_row0 + n_tok, y_stride)
+
+//#include dequant.inc
 
 const WG: u32 = 64u;
 const MAXT: u32 = 8u;
-var<workgroup> partial: array<f32, 512>; // WG * MAXT
 
-fn load_w2(pair: u32) -> vec2<f32> {
-#ifdef W_F16
-    return unpack2x16float(w[pair]);
+fn store(t: u32, row: u32, v: f32) {
+    let o = (p.y_row0 + t) * p.y_stride + p.y_col0 + row;
+#ifdef ADD
+    y[o] += v;
 #else
-    return vec2<f32>(w[2u * pair], w[2u * pair + 1u]);
+    y[o] = v;
 #endif
 }
 
@@ -41,26 +42,27 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (row >= p.n) {
         return;
     }
-    let half_k = p.k / 2u;
-    let wbase = row * half_k;
+    let k4 = p.k / 4u;
+    let nb = p.k / BS;
+    let base0 = row * nb * BW;
     var acc: array<f32, MAXT>;
-    for (var i = 0u; i < half_k; i++) {
-        let wv = load_w2(wbase + i);
-        for (var t = 0u; t < p.t; t++) {
-            let xb = (p.x_row0 + t) * p.k + 2u * i;
-            acc[t] += wv.x * x[xb] + wv.y * x[xb + 1u];
+    for (var b = 0u; b < nb; b++) {
+        let base = base0 + b * BW;
+        for (var j = 0u; j < BS; j += 4u) {
+            let wv = dq4(base, j);
+            let xi = (b * BS + j) / 4u;
+            for (var t = 0u; t < p.n_tok; t++) {
+                acc[t] += dot(wv, x[(p.x_row0 + t) * k4 + xi]);
+            }
         }
     }
-    for (var t = 0u; t < p.t; t++) {
-        let o = (p.y_row0 + t) * p.n + row;
-#ifdef ADD
-        y[o] += acc[t];
-#else
-        y[o] = acc[t];
-#endif
+    for (var t = 0u; t < p.n_tok; t++) {
+        store(t, row, acc[t]);
     }
 }
 #else
+var<workgroup> partial: array<f32, 512>; // WG * MAXT
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_id) lid: vec3<u32>) {
@@ -68,35 +70,31 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     if (row >= p.n) {
         return;
     }
-    let half_k = p.k / 2u;
-    let wbase = row * half_k;
+    let k4 = p.k / 4u;
+    let base0 = row * (p.k / BS) * BW;
     var acc: array<f32, MAXT>;
-    for (var i = lid.x; i < half_k; i += WG) {
-        let wv = load_w2(wbase + i);
-        for (var t = 0u; t < p.t; t++) {
-            let xb = (p.x_row0 + t) * p.k + 2u * i;
-            acc[t] += wv.x * x[xb] + wv.y * x[xb + 1u];
+    // Neighbouring invocations take neighbouring 4-element groups, so their loads coalesce.
+    for (var c = lid.x; c < k4; c += WG) {
+        let e = 4u * c;
+        let wv = dq4(base0 + (e / BS) * BW, e % BS);
+        for (var t = 0u; t < p.n_tok; t++) {
+            acc[t] += dot(wv, x[(p.x_row0 + t) * k4 + c]);
         }
     }
-    for (var t = 0u; t < p.t; t++) {
+    for (var t = 0u; t < p.n_tok; t++) {
         partial[t * WG + lid.x] = acc[t];
     }
     workgroupBarrier();
     for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
         if (lid.x < stride) {
-            for (var t = 0u; t < p.t; t++) {
+            for (var t = 0u; t < p.n_tok; t++) {
                 partial[t * WG + lid.x] += partial[t * WG + lid.x + stride];
             }
         }
         workgroupBarrier();
     }
-    if (lid.x < p.t) {
-        let o = (p.y_row0 + lid.x) * p.n + row;
-#ifdef ADD
-        y[o] += partial[lid.x * WG];
-#else
-        y[o] = partial[lid.x * WG];
-#endif
+    if (lid.x < p.n_tok) {
+        store(lid.x, row, partial[lid.x * WG]);
     }
 }
 #endif

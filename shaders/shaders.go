@@ -13,29 +13,59 @@ import (
 //go:embed *.wgsl
 var files embed.FS
 
-// Source returns kernel family name (a file name without .wgsl) with the given defines applied.
+// includeSuffix marks shared code (block decoders) that kernels pull in with #include.
+const includeSuffix = ".inc"
+
+// Source returns kernel family name (a file name without .wgsl) with the given defines applied
+// and its #include lines expanded.
 func Source(name string, defines ...string) (string, error) {
-	b, err := files.ReadFile(name + ".wgsl")
-	if err != nil {
-		return "", fmt.Errorf("shaders: no kernel family %q", name)
-	}
 	set := map[string]bool{}
 	for _, d := range defines {
 		set[d] = true
 	}
-	out, err := Preprocess(string(b), set)
+	out, err := expand(name, set, 0)
 	if err != nil {
 		return "", fmt.Errorf("shaders: %s.wgsl: %w", name, err)
 	}
 	return out, nil
 }
 
-// Families lists the embedded kernel families.
+func expand(name string, set map[string]bool, depth int) (string, error) {
+	if depth > 4 {
+		return "", fmt.Errorf("#include nested too deeply at %q", name)
+	}
+	b, err := files.ReadFile(name + ".wgsl")
+	if err != nil {
+		return "", fmt.Errorf("no kernel family or include %q", name)
+	}
+	src, err := Preprocess(string(b), set)
+	if err != nil {
+		return "", err
+	}
+	var out strings.Builder
+	for _, line := range strings.SplitAfter(src, "\n") {
+		if inc, ok := strings.CutPrefix(strings.TrimSpace(line), "//#include "); ok {
+			body, err := expand(strings.TrimSpace(inc), set, depth+1)
+			if err != nil {
+				return "", err
+			}
+			out.WriteString(body)
+			continue
+		}
+		out.WriteString(line)
+	}
+	return out.String(), nil
+}
+
+// Families lists the embedded kernel families (includes excluded).
 func Families() []string {
 	entries, _ := files.ReadDir(".")
 	var names []string
 	for _, e := range entries {
-		names = append(names, strings.TrimSuffix(e.Name(), ".wgsl"))
+		name := strings.TrimSuffix(e.Name(), ".wgsl")
+		if !strings.HasSuffix(name, includeSuffix) {
+			names = append(names, name)
+		}
 	}
 	sort.Strings(names)
 	return names

@@ -1,0 +1,190 @@
+package gpu
+
+import (
+	"fmt"
+	"strings"
+)
+
+// WeightType is the storage format of a weight matrix on the device: ggml's block types, as
+// the kernels in shaders/dequant.inc.wgsl read them.
+type WeightType uint8
+
+// Weight formats the kernels read directly.
+const (
+	F32 WeightType = iota
+	F16
+	BF16
+	Q8_0
+	Q4_0
+	Q4_1
+	Q5_0
+	Q5_1
+	Q2_K
+	Q3_K
+	Q4_K
+	Q5_K
+	Q6_K
+	numWeightTypes
+)
+
+// padding says where Pack inserts two bytes to make a ggml block whole u32 words.
+type padding uint8
+
+const (
+	padNone      padding = iota
+	padAfterHalf         // after the leading f16 scale, so the quants that follow are aligned
+	padEnd
+)
+
+type weightInfo struct {
+	name       string
+	blockSize  int // elements per block
+	blockBytes int // bytes per block in GGUF
+	words      int // u32 words per packed block
+	pad        padding
+}
+
+var weightTypes = [numWeightTypes]weightInfo{
+	F32:  {"F32", 4, 16, 4, padNone},
+	F16:  {"F16", 4, 8, 2, padNone},
+	BF16: {"BF16", 4, 8, 2, padNone},
+	Q8_0: {"Q8_0", 32, 34, 9, padAfterHalf},
+	Q4_0: {"Q4_0", 32, 18, 5, padAfterHalf},
+	Q4_1: {"Q4_1", 32, 20, 5, padNone},
+	Q5_0: {"Q5_0", 32, 22, 6, padAfterHalf},
+	Q5_1: {"Q5_1", 32, 24, 6, padNone},
+	Q2_K: {"Q2_K", 256, 84, 21, padNone},
+	Q3_K: {"Q3_K", 256, 110, 28, padEnd},
+	Q4_K: {"Q4_K", 256, 144, 36, padNone},
+	Q5_K: {"Q5_K", 256, 176, 44, padNone},
+	Q6_K: {"Q6_K", 256, 210, 53, padEnd},
+}
+
+func (t WeightType) String() string {
+	if t < numWeightTypes {
+		return weightTypes[t].name
+	}
+	return fmt.Sprintf("WeightType(%d)", t)
+}
+
+// BlockSize is the number of elements per block; a row's length must be a multiple of it.
+func (t WeightType) BlockSize() int { return weightTypes[t].blockSize }
+
+// define is the shader define selecting the type's block decoder.
+func (t WeightType) define() string { return "T_" + weightTypes[t].name }
+
+// WeightTypeByName maps a ggml type name ("Q4_K") to the device format.
+func WeightTypeByName(name string) (WeightType, bool) {
+	for i, w := range weightTypes {
+		if strings.EqualFold(w.name, name) {
+			return WeightType(i), true
+		}
+	}
+	return 0, false
+}
+
+// WeightTypeNames lists the supported types, for error messages.
+func WeightTypeNames() []string {
+	out := make([]string, len(weightTypes))
+	for i, w := range weightTypes {
+		out[i] = w.name
+	}
+	return out
+}
+
+// Pack converts rows of ggml blocks to the kernels' layout, padding each block to whole words.
+func Pack(t WeightType, data []byte) ([]byte, error) {
+	info := weightTypes[t]
+	if len(data)%info.blockBytes != 0 {
+		return nil, fmt.Errorf("gpu: %d bytes of %s data is not a whole number of %d-byte blocks", len(data), info.name, info.blockBytes)
+	}
+	if info.pad == padNone {
+		return data, nil
+	}
+	n := len(data) / info.blockBytes
+	out := make([]byte, n*info.words*4)
+	for i := 0; i < n; i++ {
+		src := data[i*info.blockBytes : (i+1)*info.blockBytes]
+		dst := out[i*info.words*4 : (i+1)*info.words*4]
+		if info.pad == padAfterHalf {
+			copy(dst[:2], src[:2])
+			copy(dst[4:], src[2:])
+		} else {
+			copy(dst, src)
+		}
+	}
+	return out, nil
+}
+
+// WeightChunk is a run of whole rows of a weight that fits in one storage binding.
+type WeightChunk struct {
+	Buf  *Buffer
+	Row0 int
+	Rows int
+}
+
+// Weight is a row-major matrix (ggml layout: Rows rows of Cols elements) on the device, split
+// into chunks when it exceeds the adapter's maxStorageBufferBindingSize (an 8B model's
+// embedding table does on lavapipe), so kernels never see the split except as extra dispatches.
+type Weight struct {
+	Type   WeightType
+	Rows   int
+	Cols   int
+	Chunks []WeightChunk
+}
+
+// Bytes is the weight's size on the device.
+func (w Weight) Bytes() uint64 {
+	var n uint64
+	for _, c := range w.Chunks {
+		n += c.Buf.Size()
+	}
+	return n
+}
+
+// Release frees the weight's buffers.
+func (w Weight) Release() {
+	for _, c := range w.Chunks {
+		c.Buf.Release()
+	}
+}
+
+// UploadWeight packs a rows x cols matrix given as ggml blocks of type t and uploads it,
+// split into chunks of whole rows no larger than d.MaxBinding.
+func (d *Device) UploadWeight(label string, t WeightType, rows, cols int, data []byte) (Weight, error) {
+	if t >= numWeightTypes {
+		return Weight{}, fmt.Errorf("gpu: weight %q: unknown type %d", label, t)
+	}
+	info := weightTypes[t]
+	if rows <= 0 || cols <= 0 || cols%info.blockSize != 0 {
+		return Weight{}, fmt.Errorf("gpu: weight %q: %d x %d of %s: row length must be a positive multiple of %d", label, rows, cols, info.name, info.blockSize)
+	}
+	rowBlocks := cols / info.blockSize
+	if len(data) != rows*rowBlocks*info.blockBytes {
+		return Weight{}, fmt.Errorf("gpu: weight %q: %d bytes for %d x %d %s, want %d", label, len(data), rows, cols, info.name, rows*rowBlocks*info.blockBytes)
+	}
+	packed, err := Pack(t, data)
+	if err != nil {
+		return Weight{}, fmt.Errorf("gpu: weight %q: %w", label, err)
+	}
+	rowBytes := rowBlocks * info.words * 4
+	perChunk := int(d.MaxBinding / uint64(rowBytes))
+	if perChunk == 0 {
+		return Weight{}, fmt.Errorf("gpu: weight %q: one row of %d bytes exceeds the binding limit %d", label, rowBytes, d.MaxBinding)
+	}
+	w := Weight{Type: t, Rows: rows, Cols: cols}
+	for r0 := 0; r0 < rows; r0 += perChunk {
+		n := min(perChunk, rows-r0)
+		name := label
+		if r0 > 0 || n < rows {
+			name = fmt.Sprintf("%s[%d:%d]", label, r0, r0+n)
+		}
+		buf, err := d.Upload(name, packed[r0*rowBytes:(r0+n)*rowBytes])
+		if err != nil {
+			w.Release()
+			return Weight{}, err
+		}
+		w.Chunks = append(w.Chunks, WeightChunk{Buf: buf, Row0: r0, Rows: n})
+	}
+	return w, nil
+}
