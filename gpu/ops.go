@@ -84,6 +84,22 @@ func (r *Recorder) GetRows(w Weight, ids, out *Buffer, nTokens int) {
 	}
 }
 
+// matvecKernel returns the matrix-vector kernel for t, with block sums (XSUM) when given.
+func (r *Recorder) matvecKernel(t WeightType, sums bool, extra []string) *Pipeline {
+	if sums && (t == Q4_1 || t == Q5_1) {
+		return r.kernel("matvec", []Access{ReadOnly, ReadOnly, ReadWrite, ReadOnly}, 64, weightDefines(t, append(extra, "XSUM")...)...)
+	}
+	return r.kernel("matvec", bindRRRW, 64, weightDefines(t, extra...)...)
+}
+
+// withSums appends the block-sum binding when there is one.
+func withSums(sums *Buffer, bufs ...*Buffer) []*Buffer {
+	if sums != nil {
+		return append(bufs, sums)
+	}
+	return bufs
+}
+
 // RMSNorm normalises each of rows rows of n values of x and multiplies by w, into out.
 func (r *Recorder) RMSNorm(x, w, out *Buffer, n, rows int, eps float32) {
 	p := r.kernel("rms_norm", bindRRRW, 64)
@@ -99,12 +115,14 @@ func (r *Recorder) RMSNorm(x, w, out *Buffer, n, rows int, eps float32) {
 // up to matvecMaxTokens tokens; GPUs take the cooperative matrix-vector kernel for few tokens
 // and the tiled kernel for more.
 func (r *Recorder) MatMul(w Weight, x *Buffer, xRow0, nTokens int, y *Buffer, accumulate bool) {
-	r.MatMulAt(w, x, xRow0, nTokens, y, w.Rows, 0, accumulate)
+	r.MatMulAt(w, x, nil, xRow0, nTokens, y, w.Rows, 0, accumulate)
 }
 
 // MatMulAt is MatMul writing into rows of yStride floats of y starting at column yCol, so
-// several projections (q, k and v of different types) can fill one fused row.
-func (r *Recorder) MatMulAt(w Weight, x *Buffer, xRow0, nTokens int, y *Buffer, yStride, yCol int, accumulate bool) {
+// several projections (q, k and v of different types) can fill one fused row. For Q4_1 and
+// Q5_1 weights, xSums may hold x's Q8_1 block sums (QuantizeActivations with ActQ8_1): the
+// matrix-vector kernels then apply each block minimum to the rounded sum as llama.cpp does.
+func (r *Recorder) MatMulAt(w Weight, x, xSums *Buffer, xRow0, nTokens int, y *Buffer, yStride, yCol int, accumulate bool) {
 	if w.Cols%4 != 0 {
 		r.fail("gpu: matmul needs a row length that is a multiple of 4, got %d", w.Cols)
 		return
@@ -115,18 +133,18 @@ func (r *Recorder) MatMulAt(w Weight, x *Buffer, xRow0, nTokens int, y *Buffer, 
 	}
 	switch {
 	case r.d.BarrierFree:
-		p := r.kernel("matvec", bindRRRW, 64, weightDefines(w.Type, append(extra, "ROW_PER_THREAD")...)...)
+		p := r.matvecKernel(w.Type, xSums != nil, append(extra, "ROW_PER_THREAD"))
 		for _, c := range w.Chunks {
 			for t0 := 0; t0 < nTokens && p != nil; t0 += matvecMaxTokens {
 				nt := min(matvecMaxTokens, nTokens-t0)
-				r.Dispatch(p, Params(w.Cols, c.Rows, nt, xRow0+t0, t0, yStride, yCol+c.Row0), r.elementwise(c.Rows), c.Buf, x, y)
+				r.Dispatch(p, Params(w.Cols, c.Rows, nt, xRow0+t0, t0, yStride, yCol+c.Row0), r.elementwise(c.Rows), withSums(xSums, c.Buf, x, y)...)
 			}
 		}
 	case nTokens <= matvecMaxTokens:
-		p := r.kernel("matvec", bindRRRW, 64, weightDefines(w.Type, extra...)...)
+		p := r.matvecKernel(w.Type, xSums != nil, extra)
 		for _, c := range w.Chunks {
 			if p != nil {
-				r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, xRow0, 0, yStride, yCol+c.Row0), r.grid(c.Rows), c.Buf, x, y)
+				r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, xRow0, 0, yStride, yCol+c.Row0), r.grid(c.Rows), withSums(xSums, c.Buf, x, y)...)
 			}
 		}
 	default:
@@ -173,7 +191,7 @@ func (r *Recorder) Attention(q, kCache, vCache, pos, out *Buffer, kvF16 bool, qS
 	}
 	// On CPU adapters prompts take the barrier-free kernel; a single token has too few
 	// (token, head) pairs to spread over the cores, so it stays cooperative.
-	if r.d.BarrierFree && nTokens > 1 && headDim%4 == 0 {
+	if r.d.BarrierFree && headDim%4 == 0 {
 		p := r.kernel("attention", bindAttn, 64, append(kvDefines(kvF16), "ROW_PER_THREAD")...)
 		if p != nil {
 			r.Dispatch(p, Params(nTokens, nHead, nKVHead, headDim, scale, qStride), r.elementwise(nTokens*nHead*headDim/4), q, kCache, vCache, pos, out)

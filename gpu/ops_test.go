@@ -396,7 +396,7 @@ func TestSplitWeight(t *testing.T) {
 				x := randVec(rng, nTok*cols)
 				y0 := randVec(rng, nTok*stride)
 				out := upload(t, d, y0)
-				got := run(t, d, out, len(y0), func(r *gpu.Recorder) { r.MatMulAt(w, upload(t, d, x), 0, nTok, out, stride, col, false) })
+				got := run(t, d, out, len(y0), func(r *gpu.Recorder) { r.MatMulAt(w, upload(t, d, x), nil, 0, nTok, out, stride, col, false) })
 				want := append([]float32(nil), y0...)
 				ref := cpuref.MatMul(wv, rows, cols, x, nTok)
 				for tk := 0; tk < nTok; tk++ {
@@ -409,5 +409,27 @@ func TestSplitWeight(t *testing.T) {
 		out := empty(t, d, len(ids)*cols)
 		got := run(t, d, out, len(ids)*cols, func(r *gpu.Recorder) { r.GetRows(w, uploadU32(t, d, ids), out, len(ids)) })
 		check(t, "split get_rows "+typ.String(), got, cpuref.GetRows(wv, cols, ids), tolFor(typ))
+	}
+}
+
+// TestQuantizeActivations checks each activation rounding against its Go reference, on rows
+// read from an offset.
+func TestQuantizeActivations(t *testing.T) {
+	d := gputest.Device(t)
+	rng := rand.New(rand.NewPCG(19, 20))
+	const k, nRows, row0 = 512, 3, 2
+	x := randVec(rng, (row0+nRows)*k)
+	x[row0*k+5] = 0 // a zero and an all-zero block
+	for i := 0; i < 32; i++ {
+		x[(row0+1)*k+i] = 0
+	}
+	src := x[row0*k:]
+	for _, c := range []struct {
+		a   gpu.ActQuant
+		ref func([]float32) []float32
+	}{{gpu.ActQ8_0, cpuref.ActQ8_0}, {gpu.ActQ8_K, cpuref.ActQ8_K}, {gpu.ActF16, cpuref.ActF16}, {gpu.ActBF16, cpuref.ActBF16}} {
+		out := empty(t, d, nRows*k)
+		got := run(t, d, out, nRows*k, func(r *gpu.Recorder) { r.QuantizeActivations(c.a, upload(t, d, x), row0, nRows, k, out, nil) })
+		check(t, fmt.Sprintf("act %d", c.a), got, c.ref(src), 1e-6)
 	}
 }

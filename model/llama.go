@@ -13,9 +13,9 @@ import (
 type layer struct {
 	attnNorm, ffnNorm *gpu.Buffer
 	qkv               []proj // into rows of [q | k | v]
-	wo                gpu.Weight
+	wo                []proj
 	gateUp            []proj // into rows of [gate | up]
-	ffnDown           gpu.Weight
+	ffnDown           []proj
 }
 
 // Model is a loaded llama-architecture model: weights on the GPU plus the tokenizer.
@@ -26,19 +26,20 @@ type Model struct {
 	dev        *gpu.Device
 	tokEmbd    gpu.Weight
 	outputNorm *gpu.Buffer
-	output     gpu.Weight
+	output     []proj
 	layers     []layer
 	vectors    []*gpu.Buffer
 	weights    []gpu.Weight
 
 	maxBatch int
 	kvF16    bool
+	actQuant bool
 	scratch  scratch
 }
 
 // scratch holds the activations of one forward pass, sized for maxBatch tokens.
 type scratch struct {
-	x, xn, qkv, attn, gu, ffn, logits, ids, pos *gpu.Buffer
+	x, xn, qkv, attn, gu, ffn, xq, xsums, logits, ids, pos *gpu.Buffer
 }
 
 // Options tune loading.
@@ -50,6 +51,10 @@ type Options struct {
 	Progress func(done, total uint64)
 	// KVF32 keeps the KV cache in f32 instead of f16 (llama.cpp's --cache-type-k f32).
 	KVF32 bool
+	// ExactActivations off (true here) feeds matmuls f32 activations. By default activations
+	// are rounded as llama.cpp's CPU backend rounds them for each weight type (8-bit blocks
+	// for quantized weights, f16 for f16), so quantized models reproduce llama.cpp's output.
+	RawActivations bool
 }
 
 // Load reads a GGUF model's hyperparameters, tokenizer and weights and uploads the weights.
@@ -69,7 +74,7 @@ func Load(dev *gpu.Device, f *gguf.File, opts Options) (*Model, error) {
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 512
 	}
-	m := &Model{Config: cfg, Tokenizer: tok, dev: dev, maxBatch: opts.MaxBatch, kvF16: !opts.KVF32}
+	m := &Model{Config: cfg, Tokenizer: tok, dev: dev, maxBatch: opts.MaxBatch, kvF16: !opts.KVF32, actQuant: !opts.RawActivations}
 	l := &loader{f: f, dev: dev, progress: opts.Progress, total: cfg.TensorSize}
 	if err := m.loadWeights(l); err != nil {
 		l.release()
@@ -93,13 +98,13 @@ func (m *Model) loadWeights(l *loader) error {
 	if m.outputNorm, err = l.vector("output_norm.weight", c.NEmbd); err != nil {
 		return err
 	}
+	out := m.tokEmbd // tied embeddings unless the file has its own output matrix
 	if _, ok := l.f.Tensor("output.weight"); ok {
-		if m.output, err = l.matrix("output.weight", c.NVocab, c.NEmbd); err != nil {
+		if out, err = l.matrix("output.weight", c.NVocab, c.NEmbd); err != nil {
 			return err
 		}
-	} else {
-		m.output = m.tokEmbd // tied embeddings
 	}
+	m.output = []proj{{w: out}}
 	m.layers = make([]layer, c.NLayer)
 	for i := range m.layers {
 		ly := &m.layers[i]
@@ -119,12 +124,15 @@ func (m *Model) loadWeights(l *loader) error {
 		if ly.gateUp, err = l.fused([]string{p + "ffn_gate.weight", p + "ffn_up.weight"}, []int{c.NFF, c.NFF}, c.NEmbd); err != nil {
 			return err
 		}
-		if ly.wo, err = l.matrix(p+"attn_output.weight", c.NEmbd, qDim); err != nil {
+		wo, err := l.matrix(p+"attn_output.weight", c.NEmbd, qDim)
+		if err != nil {
 			return err
 		}
-		if ly.ffnDown, err = l.matrix(p+"ffn_down.weight", c.NEmbd, c.NFF); err != nil {
+		down, err := l.matrix(p+"ffn_down.weight", c.NEmbd, c.NFF)
+		if err != nil {
 			return err
 		}
+		ly.wo, ly.ffnDown = []proj{{w: wo}}, []proj{{w: down}}
 	}
 	return nil
 }
@@ -144,6 +152,8 @@ func (m *Model) allocScratch() error {
 		{"attn", t * c.NHead * c.HeadDim, &m.scratch.attn},
 		{"gate_up", t * 2 * c.NFF, &m.scratch.gu},
 		{"ffn", t * c.NFF, &m.scratch.ffn},
+		{"act", t * max(c.NEmbd, c.NHead*c.HeadDim, c.NFF), &m.scratch.xq},
+		{"act_sums", t * max(c.NEmbd, c.NHead*c.HeadDim, c.NFF) / 32, &m.scratch.xsums},
 		{"logits", c.NVocab, &m.scratch.logits},
 		{"ids", t, &m.scratch.ids},
 		{"pos", t, &m.scratch.pos},
@@ -164,7 +174,7 @@ func (m *Model) Close() {
 		w.Release()
 	}
 	s := &m.scratch
-	for _, b := range []*gpu.Buffer{s.x, s.xn, s.qkv, s.attn, s.gu, s.ffn, s.logits, s.ids, s.pos} {
+	for _, b := range []*gpu.Buffer{s.x, s.xn, s.qkv, s.attn, s.gu, s.ffn, s.xq, s.xsums, s.logits, s.ids, s.pos} {
 		b.Release()
 	}
 	m.vectors, m.weights = nil, nil
@@ -263,28 +273,45 @@ func (m *Model) pass(kv *KVCache, tokens []int32, pos0 int, wantLogits bool) ([]
 	for i := range m.layers {
 		ly := &m.layers[i]
 		r.RMSNorm(s.x, ly.attnNorm, s.xn, c.NEmbd, n, c.RMSEps)
-		for _, p := range ly.qkv {
-			r.MatMulAt(p.w, s.xn, 0, n, s.qkv, qkvW, p.col, false)
-		}
+		m.project(r, ly.qkv, s.xn, 0, n, c.NEmbd, s.qkv, qkvW, false)
 		r.RoPEKV(s.qkv, s.pos, kv.k[i], kv.v[i], m.kvF16, n, c.NHead, c.NKVHead, c.HeadDim, c.NRot, c.RopeBase)
 		r.Attention(s.qkv, kv.k[i], kv.v[i], s.pos, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, scale)
-		r.MatMul(ly.wo, s.attn, 0, n, s.x, true)
+		m.project(r, ly.wo, s.attn, 0, n, c.NHead*c.HeadDim, s.x, c.NEmbd, true)
 		r.RMSNorm(s.x, ly.ffnNorm, s.xn, c.NEmbd, n, c.RMSEps)
-		for _, p := range ly.gateUp {
-			r.MatMulAt(p.w, s.xn, 0, n, s.gu, 2*c.NFF, p.col, false)
-		}
+		m.project(r, ly.gateUp, s.xn, 0, n, c.NEmbd, s.gu, 2*c.NFF, false)
 		r.SiLUMul(s.gu, s.ffn, c.NFF, n)
-		r.MatMul(ly.ffnDown, s.ffn, 0, n, s.x, true)
+		m.project(r, ly.ffnDown, s.ffn, 0, n, c.NFF, s.x, c.NEmbd, true)
 	}
 	if !wantLogits {
 		return nil, r.Submit()
 	}
 	// Only the last token needs logits: normalise its row and project it alone.
 	r.RMSNorm(s.x, m.outputNorm, s.xn, c.NEmbd, n, c.RMSEps)
-	r.MatMul(m.output, s.xn, n-1, 1, s.logits, false)
+	m.project(r, m.output, s.xn, n-1, 1, c.NEmbd, s.logits, c.NVocab, false)
 	b, err := r.SubmitAndRead(s.logits, 0, uint64(c.NVocab)*4)
 	if err != nil {
 		return nil, err
 	}
 	return gpu.Float32s(b), nil
+}
+
+// project runs projections of the nTokens rows of x (k wide) from xRow0 into columns of the
+// yStride-wide rows of y, first rounding the activations as llama.cpp would for each weight
+// type (see Options.RawActivations); projections of one type share one rounding.
+func (m *Model) project(r *gpu.Recorder, ps []proj, x *gpu.Buffer, xRow0, nTokens, k int, y *gpu.Buffer, yStride int, accumulate bool) {
+	rounded := gpu.ActNone
+	for _, p := range ps {
+		in, sums, row0 := x, (*gpu.Buffer)(nil), xRow0
+		if a := gpu.ActFor(p.w.Type); m.actQuant && a != gpu.ActNone && k%a.Block() == 0 {
+			if a != rounded {
+				r.QuantizeActivations(a, x, xRow0, nTokens, k, m.scratch.xq, m.scratch.xsums)
+				rounded = a
+			}
+			in, row0 = m.scratch.xq, 0
+			if a == gpu.ActQ8_1 {
+				sums = m.scratch.xsums
+			}
+		}
+		r.MatMulAt(p.w, in, sums, row0, nTokens, y, yStride, p.col, accumulate)
+	}
 }

@@ -52,13 +52,32 @@ fn v_at(off: u32) -> f32 {
 #ifdef ROW_PER_THREAD
 // One invocation per (token, head, group of 4 dimensions), no barriers: each recomputes the
 // scores it needs, which is cheaper on CPU adapters than sharing them through workgroup memory.
+// Keys are taken one at a time in order, as llama.cpp's CPU flash attention does; with an f16
+// cache it also rounds as that does (q to f16, the running output kept in f16), so results
+// match llama.cpp's to the last bit that matters for greedy decoding.
 fn k_dot(q_off: u32, k_off: u32) -> f32 {
     var dot = 0.0;
     for (var i = 0u; i < p.head_dim; i += 2u) {
         let kv = k_pair(k_off + i);
-        dot += q[q_off + i] * kv.x + q[q_off + i + 1u] * kv.y;
+        dot += q16(q[q_off + i]) * kv.x + q16(q[q_off + i + 1u]) * kv.y;
     }
     return dot;
+}
+
+fn q16(v: f32) -> f32 {
+#ifdef KV_F16
+    return unpack2x16float(pack2x16float(vec2<f32>(v, 0.0))).x;
+#else
+    return v;
+#endif
+}
+
+fn acc16(v: vec4<f32>) -> vec4<f32> {
+#ifdef KV_F16
+    return vec4<f32>(unpack2x16float(pack2x16float(v.xy)), unpack2x16float(pack2x16float(v.zw)));
+#else
+    return v;
+#endif
 }
 
 @compute @workgroup_size(WG)
@@ -82,13 +101,18 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     for (var j = 0u; j < n_keys; j++) {
         let off = j * kv_stride + kvh * d;
         let s = k_dot(q_off, off) * p.scale;
-        let m_new = max(m, s);
-        let corr = exp(m - m_new);
-        let pr = exp(s - m_new);
-        l = l * corr + pr;
+        var ms = 1.0;
+        var vs = 1.0;
+        if (s > m) {
+            ms = exp(m - s);
+            m = s;
+            acc = acc16(acc * ms);
+        } else {
+            vs = exp(s - m);
+        }
         let vo = off + 4u * g;
-        acc = acc * corr + pr * vec4<f32>(v_at(vo), v_at(vo + 1u), v_at(vo + 2u), v_at(vo + 3u));
-        m = m_new;
+        acc = acc16(fma(vec4<f32>(v_at(vo), v_at(vo + 1u), v_at(vo + 2u), v_at(vo + 3u)), vec4<f32>(vs), acc));
+        l = l * ms + vs;
     }
     let o = (t * p.n_head + h) * d + 4u * g;
     out[o] = acc.x / l;

@@ -73,12 +73,19 @@ fn dq4(base: u32, j: u32) -> vec4<f32> {
 #endif
 
 #ifdef T_Q4_1
-// block_q4_1 { f16 d, m; u8 qs[16] }: y = d * q + m
+// block_q4_1 { f16 d, m; u8 qs[16] }: y = d * q + m. dq4_scaled and block_min give the two
+// terms apart, for kernels that apply m to a block's activation sum as llama.cpp does.
 const BS: u32 = 32u;
 const BW: u32 = 5u;
-fn dq4(base: u32, j: u32) -> vec4<f32> {
+fn dq4_scaled(base: u32, j: u32) -> vec4<f32> {
     let q = (bytes4(w[base + 1u + (j % 16u) / 4u]) >> vec4<u32>(select(0u, 4u, j >= 16u))) & vec4<u32>(0xFu);
-    return f16lo(w[base]) * vec4<f32>(q) + f16hi(w[base]);
+    return f16lo(w[base]) * vec4<f32>(q);
+}
+fn block_min(base: u32) -> f32 {
+    return f16hi(w[base]);
+}
+fn dq4(base: u32, j: u32) -> vec4<f32> {
+    return dq4_scaled(base, j) + block_min(base);
 }
 #endif
 
@@ -95,13 +102,19 @@ fn dq4(base: u32, j: u32) -> vec4<f32> {
 #endif
 
 #ifdef T_Q5_1
-// block_q5_1 { f16 d, m; u32 qh; u8 qs[16] }: y = d * q + m
+// block_q5_1 { f16 d, m; u32 qh; u8 qs[16] }: y = d * q + m (terms apart as for Q4_1)
 const BS: u32 = 32u;
 const BW: u32 = 6u;
-fn dq4(base: u32, j: u32) -> vec4<f32> {
+fn dq4_scaled(base: u32, j: u32) -> vec4<f32> {
     let lo = (bytes4(w[base + 2u + (j % 16u) / 4u]) >> vec4<u32>(select(0u, 4u, j >= 16u))) & vec4<u32>(0xFu);
     let hi = ((vec4<u32>(w[base + 1u]) >> (vec4<u32>(0u, 1u, 2u, 3u) + j)) & vec4<u32>(1u)) << vec4<u32>(4u);
-    return f16lo(w[base]) * vec4<f32>(lo | hi) + f16hi(w[base]);
+    return f16lo(w[base]) * vec4<f32>(lo | hi);
+}
+fn block_min(base: u32) -> f32 {
+    return f16hi(w[base]);
+}
+fn dq4(base: u32, j: u32) -> vec4<f32> {
+    return dq4_scaled(base, j) + block_min(base);
 }
 #endif
 

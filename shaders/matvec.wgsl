@@ -5,6 +5,9 @@
 // Variants: ADD accumulates into y (the residual add fused into the projection epilogue);
 // ROW_PER_THREAD gives each invocation whole rows and no workgroup barriers, what CPU adapters
 // such as lavapipe run fastest; otherwise a 64-wide workgroup shares each row and reduces.
+// XSUM (Q4_1, Q5_1): x holds Q8_1-rounded activations and xs their per-32 block sums as
+// llama.cpp's Q8_1 stores them (f16 of d * sum q); the block minimum multiplies that sum, as
+// in ggml_vec_dot_q4_1_q8_1, instead of every activation.
 
 struct Params {
     k: u32,       // row length (input features)
@@ -20,6 +23,9 @@ struct Params {
 @group(0) @binding(1) var<storage, read> w: array<u32>;            // (n, k) packed blocks
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;      // (x_row0 + n_tok, k)
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;      // (y_row0 + n_tok, y_stride)
+#ifdef XSUM
+@group(0) @binding(4) var<storage, read> xs: array<f32>;           // (x_row0 + n_tok, k / 32)
+#endif
 
 //#include dequant.inc
 
@@ -49,12 +55,22 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     for (var b = 0u; b < nb; b++) {
         let base = base0 + b * BW;
         for (var j = 0u; j < BS; j += 4u) {
+#ifdef XSUM
+            let wv = dq4_scaled(base, j);
+#else
             let wv = dq4(base, j);
+#endif
             let xi = (b * BS + j) / 4u;
             for (var t = 0u; t < p.n_tok; t++) {
                 acc[t] += dot(wv, x[(p.x_row0 + t) * k4 + xi]);
             }
         }
+#ifdef XSUM
+        let mn = block_min(base);
+        for (var t = 0u; t < p.n_tok; t++) {
+            acc[t] += mn * xs[(p.x_row0 + t) * nb + b];
+        }
+#endif
     }
     for (var t = 0u; t < p.n_tok; t++) {
         store(t, row, acc[t]);
@@ -76,7 +92,18 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     // Neighbouring invocations take neighbouring 4-element groups, so their loads coalesce.
     for (var c = lid.x; c < k4; c += WG) {
         let e = 4u * c;
-        let wv = dq4(base0 + (e / BS) * BW, e % BS);
+        let base = base0 + (e / BS) * BW;
+#ifdef XSUM
+        let wv = dq4_scaled(base, e % BS);
+        if (e % BS == 0u) {
+            let mn = block_min(base);
+            for (var t = 0u; t < p.n_tok; t++) {
+                acc[t] += mn * xs[(p.x_row0 + t) * (p.k / BS) + e / BS];
+            }
+        }
+#else
+        let wv = dq4(base, e % BS);
+#endif
         for (var t = 0u; t < p.n_tok; t++) {
             acc[t] += dot(wv, x[(p.x_row0 + t) * k4 + c]);
         }

@@ -18,6 +18,8 @@ const usage = `usage: wgpu-llama [serve] -m FILE [--host H] [--port P] [-c N] ..
        wgpu-llama complete -m FILE -p PROMPT [-n N] [--temp T] [--seed S]  print a completion
        wgpu-llama inspect FILE                                             show GGUF metadata and tensors
        wgpu-llama devices                                                  list GPU adapters
+       wgpu-llama quantize IN.gguf OUT.gguf TYPE                           convert a model, like llama-quantize
+       wgpu-llama gen-model [--preset NAME] [--type TYPE] --out FILE       write a random llama model
 
 Run "wgpu-llama COMMAND -h" for a command's flags.
 `
@@ -49,6 +51,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runInspect(args, stdout, stderr)
 	case "devices":
 		return runDevices(args, stdout, stderr)
+	case "quantize":
+		return runQuantize(args, stdout, stderr)
+	case "gen-model":
+		return runGenModel(args, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -3,7 +3,11 @@
 // which a CPU forward pass can be written to check a GPU one.
 package cpuref
 
-import "math"
+import (
+	"math"
+
+	"github.com/wgpu-llama/wgpu-llama/gguf"
+)
 
 // GetRows returns rows ids of w (a matrix of rows of cols values), concatenated.
 func GetRows(w []float32, cols int, ids []int32) []float32 {
@@ -136,3 +140,68 @@ func RelErr(got, want []float32) float64 {
 	}
 	return math.Sqrt(num / den)
 }
+
+// ActQ8_0 rounds x in blocks of 32 as llama.cpp's quantize_row_q8_0 does for activations:
+// d = amax/127 kept as f16, q = round-half-even(x * 127/amax), value d*q.
+func ActQ8_0(x []float32) []float32 {
+	out := make([]float32, len(x))
+	for b := 0; b < len(x); b += 32 {
+		var amax float32
+		for _, v := range x[b : b+32] {
+			amax = max(amax, float32(math.Abs(float64(v))))
+		}
+		d := f16Round(amax / 127)
+		var id float32
+		if amax != 0 {
+			id = 127 / amax
+		}
+		for j, v := range x[b : b+32] {
+			out[b+j] = d * float32(math.RoundToEven(float64(v*id)))
+		}
+	}
+	return out
+}
+
+// ActQ8_K rounds x in blocks of 256 as llama.cpp's quantize_row_q8_K does: iscale = -127 over
+// the value of largest magnitude, q = min(127, round-half-even(iscale*x)), value q/iscale.
+func ActQ8_K(x []float32) []float32 {
+	out := make([]float32, len(x))
+	for b := 0; b < len(x); b += 256 {
+		var amax, mx float32
+		for _, v := range x[b : b+256] {
+			if a := float32(math.Abs(float64(v))); a > amax {
+				amax, mx = a, v
+			}
+		}
+		if amax == 0 {
+			continue
+		}
+		iscale := -127 / mx
+		d := 1 / iscale
+		for j, v := range x[b : b+256] {
+			out[b+j] = d * float32(math.Min(127, math.RoundToEven(float64(iscale*v))))
+		}
+	}
+	return out
+}
+
+// ActF16 rounds every value to half precision (round to nearest even).
+func ActF16(x []float32) []float32 {
+	out := make([]float32, len(x))
+	for i, v := range x {
+		out[i] = f16Round(v)
+	}
+	return out
+}
+
+// ActBF16 rounds every value to bfloat16 (round to nearest even).
+func ActBF16(x []float32) []float32 {
+	out := make([]float32, len(x))
+	for i, v := range x {
+		b := math.Float32bits(v)
+		out[i] = math.Float32frombits((b + 0x7FFF + (b>>16)&1) & 0xFFFF0000)
+	}
+	return out
+}
+
+func f16Round(v float32) float32 { return gguf.F16ToF32(gguf.F32ToF16(v)) }

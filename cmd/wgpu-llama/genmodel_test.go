@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wgpu-llama/wgpu-llama/gguf"
+	"github.com/wgpu-llama/wgpu-llama/model/tokenizer"
+)
+
+func genModel(t *testing.T, args ...string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "model.gguf")
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), append([]string{"gen-model", "--out", out}, args...), &stdout, &stderr); err != nil {
+		t.Fatalf("gen-model %q: %v\n%s", args, err, stderr.String())
+	}
+	if strings.TrimSpace(stdout.String()) != out {
+		t.Errorf("stdout %q, want the file name", stdout.String())
+	}
+	return out
+}
+
+func TestGenModel(t *testing.T) {
+	cases := []struct {
+		args             []string
+		dim, ff          uint64
+		matrix, ffnDown  gguf.GGMLType
+		output, firstAtV gguf.GGMLType
+	}{
+		{[]string{"--preset", "tiny", "--type", "Q8_0"}, 64, 172, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ8_0},
+		{[]string{"--preset", "tiny", "--type", "F16"}, 64, 172, gguf.TypeF16, gguf.TypeF16, gguf.TypeF16, gguf.TypeF16},
+		{[]string{"--type", "Q4_K_M", "--dim", "256", "--ff", "512"}, 256, 512, gguf.TypeQ4_K, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ4_K},
+	}
+	for _, c := range cases {
+		f, err := gguf.Open(genModel(t, c.args...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if d, _ := f.Uint("llama.embedding_length"); d != c.dim {
+			t.Errorf("%q: dim %d", c.args, d)
+		}
+		if h, _ := f.Uint("llama.attention.head_count"); h != 4 {
+			t.Errorf("%q: heads %d, want the preset's 4", c.args, h)
+		}
+		for name, want := range map[string]gguf.GGMLType{
+			"blk.0.attn_q.weight": c.matrix, "blk.0.ffn_down.weight": c.ffnDown, "output.weight": c.output,
+			"blk.0.attn_v.weight": c.firstAtV, "blk.1.attn_norm.weight": gguf.TypeF32,
+		} {
+			ti, ok := f.Tensor(name)
+			if !ok || ti.Type != want {
+				t.Errorf("%q: %s is %v, want %s", c.args, name, ti, want)
+			}
+		}
+		if ti, _ := f.Tensor("blk.0.ffn_down.weight"); ti.Shape[0] != c.ff || ti.Shape[1] != c.dim {
+			t.Errorf("%q: ffn_down shape %v", c.args, ti.Shape)
+		}
+		tk, err := tokenizer.FromGGUF(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range tk.Encode("Once upon a time", true, false) {
+			if id == tk.UNK() {
+				t.Errorf("%q: <unk> in Once upon a time", c.args)
+			}
+		}
+	}
+}
+
+func TestGenModelSeed(t *testing.T) {
+	read := func(args ...string) []byte {
+		b, err := os.ReadFile(genModel(t, args...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	a, b, c := read("--seed", "7"), read("--seed", "7"), read("--seed", "8")
+	if !bytes.Equal(a, b) {
+		t.Error("same seed, different files")
+	}
+	if bytes.Equal(a, c) {
+		t.Error("different seeds, same file")
+	}
+}
+
+func TestGenModelErrors(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "m.gguf")
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--preset", "70b", "--out", out}, `unknown preset "70b"`},
+		{[]string{"--type", "Q9", "--out", out}, "unknown quantization type"},
+		{[]string{"--preset", "tiny"}, "--out FILE is required"},
+		{[]string{"--heads", "3", "--out", out}, "not a multiple of heads"},
+		{[]string{"--arch", "gpt2", "--out", out}, "only llama"},
+		{[]string{"--vocab", "100", "--out", out}, "below the minimum"},
+		{[]string{"--type", "Q4_K", "--out", filepath.Join(out, "no", "dir")}, "no such file"},
+	}
+	for _, c := range cases {
+		var stdout, stderr bytes.Buffer
+		err := run(context.Background(), append([]string{"gen-model"}, c.args...), &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("gen-model %q: %v, want an error containing %q", c.args, err, c.want)
+		}
+	}
+}

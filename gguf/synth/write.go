@@ -1,0 +1,173 @@
+package synth
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+
+	"github.com/wgpu-llama/wgpu-llama/gguf"
+	"github.com/wgpu-llama/wgpu-llama/gguf/quantize"
+)
+
+// weightScale is the standard deviation of the random matrices (synth256's, and a common
+// initialisation), small enough that activations stay in range through the layers.
+const weightScale = 0.02
+
+// Tensors lists the model's tensors in file order (convert_hf_to_gguf's: token_embd, each
+// layer, output_norm, output) as float32, before the mix assigns their types.
+func (c Config) Tensors() []quantize.Tensor {
+	d, kv, ff, v := uint64(c.Dim), uint64(c.KVHeads*c.headDim()), uint64(c.FF), uint64(c.Vocab)
+	ts := []quantize.Tensor{{Name: "token_embd.weight", Shape: []uint64{d, v}}}
+	for i := range c.Layers {
+		blk := func(name string, shape ...uint64) {
+			ts = append(ts, quantize.Tensor{Name: fmt.Sprintf("blk.%d.%s.weight", i, name), Shape: shape})
+		}
+		blk("attn_norm", d)
+		blk("attn_q", d, d)
+		blk("attn_k", d, kv)
+		blk("attn_v", d, kv)
+		blk("attn_output", d, d)
+		blk("ffn_norm", d)
+		blk("ffn_gate", d, ff)
+		blk("ffn_up", d, ff)
+		blk("ffn_down", ff, d)
+	}
+	ts = append(ts,
+		quantize.Tensor{Name: "output_norm.weight", Shape: []uint64{d}},
+		quantize.Tensor{Name: "output.weight", Shape: []uint64{d, v}})
+	for i := range ts {
+		ts[i].Type = gguf.TypeF32
+	}
+	return ts
+}
+
+// Plan returns the tensors with the types the mix gives them, in file order.
+func (c Config) Plan() ([]quantize.TensorPlan, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	m := quantize.Model{Arch: "llama", Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads}
+	return quantize.PlanTensors(m, c.Tensors(), c.Mix)
+}
+
+// KVs returns the metadata, with the key names and value types of llama.cpp's converters
+// (as in stories260K.gguf), so llama.cpp loads the file too.
+func (c Config) KVs() ([]gguf.KV, error) {
+	tokens, scores, types, err := Vocab(c.Vocab)
+	if err != nil {
+		return nil, err
+	}
+	u32 := func(k string, v int) gguf.KV { return gguf.KV{Key: k, Type: gguf.TypeUint32, Value: uint32(v)} }
+	f32 := func(k string, v float32) gguf.KV { return gguf.KV{Key: k, Type: gguf.TypeFloat32, Value: v} }
+	str := func(k, v string) gguf.KV { return gguf.KV{Key: k, Type: gguf.TypeString, Value: v} }
+	boolean := func(k string, v bool) gguf.KV { return gguf.KV{Key: k, Type: gguf.TypeBool, Value: v} }
+	name := c.Name
+	if name == "" {
+		name = "synth"
+	}
+	return []gguf.KV{
+		str("general.architecture", "llama"),
+		str("general.name", name),
+		u32("general.alignment", gguf.DefaultAlignment),
+		u32("llama.context_length", c.Ctx),
+		u32("llama.embedding_length", c.Dim),
+		u32("llama.block_count", c.Layers),
+		u32("llama.feed_forward_length", c.FF),
+		u32("llama.attention.head_count", c.Heads),
+		u32("llama.attention.head_count_kv", c.KVHeads),
+		u32("llama.rope.dimension_count", c.headDim()),
+		f32("llama.rope.freq_base", c.RopeBase),
+		f32("llama.attention.layer_norm_rms_epsilon", c.NormEps),
+		u32("llama.vocab_size", c.Vocab),
+		u32("general.file_type", int(c.Mix.FileType())),
+		u32("general.quantization_version", quantize.QuantizationVersion),
+		str("tokenizer.ggml.model", "llama"),
+		{Key: "tokenizer.ggml.tokens", Type: gguf.TypeArray, Value: gguf.Array{Elem: gguf.TypeString, Values: tokens}},
+		{Key: "tokenizer.ggml.scores", Type: gguf.TypeArray, Value: gguf.Array{Elem: gguf.TypeFloat32, Values: scores}},
+		{Key: "tokenizer.ggml.token_type", Type: gguf.TypeArray, Value: gguf.Array{Elem: gguf.TypeInt32, Values: types}},
+		u32("tokenizer.ggml.unknown_token_id", 0),
+		u32("tokenizer.ggml.bos_token_id", 1),
+		u32("tokenizer.ggml.eos_token_id", 2),
+		boolean("tokenizer.ggml.add_bos_token", true),
+		boolean("tokenizer.ggml.add_eos_token", false),
+		boolean("tokenizer.ggml.add_space_prefix", true),
+	}, nil
+}
+
+// Write generates the model and writes it to w as GGUF. Tensors are generated and converted
+// one batch of rows at a time on all CPUs, so memory stays small at any model size; each row
+// draws from its own PCG stream keyed by seed, tensor and row, so the bytes depend only on the
+// configuration. Matrices are normal(0, 0.02) rounded to float16 (so F32 and F16 files hold the
+// same values), norms are 1. progress, if not nil, is called after each tensor.
+func Write(w io.Writer, c Config, progress func(quantize.Progress)) (quantize.Summary, error) {
+	kvs, srcs, sum, err := c.sources(progress)
+	if err == nil {
+		err = gguf.WriteStream(w, kvs, srcs)
+	}
+	return *sum, err
+}
+
+// WriteFile writes the model to path, through a temporary file renamed into place once
+// complete.
+func WriteFile(path string, c Config, progress func(quantize.Progress)) (quantize.Summary, error) {
+	kvs, srcs, sum, err := c.sources(progress)
+	if err == nil {
+		err = gguf.WriteFileStream(path, kvs, srcs)
+	}
+	return *sum, err
+}
+
+// sources returns the metadata and the tensor generators; the Summary fills in as they run.
+func (c Config) sources(progress func(quantize.Progress)) ([]gguf.KV, []gguf.TensorSource, *quantize.Summary, error) {
+	sum := &quantize.Summary{}
+	plans, err := c.Plan()
+	if err != nil {
+		return nil, nil, sum, err
+	}
+	kvs, err := c.KVs()
+	if err != nil {
+		return nil, nil, sum, err
+	}
+	sum.Plans = plans
+	srcs := make([]gguf.TensorSource, len(plans))
+	for i, p := range plans {
+		if p.Fallback() {
+			sum.Fallbacks++
+		}
+		srcs[i] = gguf.TensorSource{Name: p.Name, Shape: p.Shape, Type: p.To, Write: func(w io.Writer) error {
+			rowLen := p.Shape[0]
+			if err := quantize.Rows(w, p.To, rowLen, p.Elements()/rowLen, fillFunc(c.Seed, i, rowLen, len(p.Shape) == 1)); err != nil {
+				return fmt.Errorf("synth: tensor %s: %w", p.Name, err)
+			}
+			size := p.Size()
+			sum.Elements += p.Elements()
+			sum.OldSize += 4 * p.Elements()
+			sum.NewSize += size
+			if progress != nil {
+				progress(quantize.Progress{Index: i + 1, Count: len(plans), Plan: p, OldSize: 4 * p.Elements(), NewSize: size})
+			}
+			return nil
+		}}
+	}
+	return kvs, srcs, sum, nil
+}
+
+// fillFunc returns the row generator for tensor number index: ones for norm vectors, seeded
+// normal noise otherwise.
+func fillFunc(seed uint64, index int, rowLen uint64, ones bool) func([]float32, uint64) error {
+	return func(dst []float32, row uint64) error {
+		if ones {
+			for i := range dst {
+				dst[i] = 1
+			}
+			return nil
+		}
+		for r := uint64(0); r < uint64(len(dst))/rowLen; r++ {
+			rng := rand.New(rand.NewPCG(seed, uint64(index)<<40|(row+r)))
+			for j := range dst[r*rowLen : (r+1)*rowLen] {
+				dst[r*rowLen+uint64(j)] = gguf.F16ToF32(gguf.F32ToF16(float32(rng.NormFloat64() * weightScale)))
+			}
+		}
+		return nil
+	}
+}
