@@ -301,11 +301,19 @@ func testAttention(t *testing.T, d *gpu.Device) {
 			}
 			scale := float32(0.3)
 			want := cpuref.Attention(q, k, v, pos, c.nHead, c.nKV, c.headDim, scale)
+			wantSeq := want
+			if f16 && d.BarrierFree {
+				// The barrier-free kernel rounds as llama.cpp's flash attention does.
+				wantSeq = cpuref.AttentionF16(q, k, v, pos, c.nHead, c.nKV, c.headDim, scale)
+				if e := cpuref.RelErr(wantSeq, want); e > 1e-2 {
+					t.Errorf("f16 rounding moved the reference by %.3g", e)
+				}
+			}
 			out := empty(t, d, len(q))
 			got := run(t, d, out, len(q), func(r *gpu.Recorder) {
 				r.Attention(upload(t, d, qRows), kb, vb, uploadU32(t, d, pos), out, f16, qStride, len(pos), c.nHead, c.nKV, c.headDim, scale)
 			})
-			check(t, fmt.Sprintf("attention %+v f16=%v", c, f16), got, want, tolF32)
+			check(t, fmt.Sprintf("attention %+v f16=%v", c, f16), got, wantSeq, tolF32)
 
 			part := empty(t, d, gpu.AttentionSplitSize(len(pos), c.nHead, c.headDim, c.nCtx))
 			out2 := empty(t, d, len(q))
@@ -427,9 +435,73 @@ func TestQuantizeActivations(t *testing.T) {
 	for _, c := range []struct {
 		a   gpu.ActQuant
 		ref func([]float32) []float32
-	}{{gpu.ActQ8_0, cpuref.ActQ8_0}, {gpu.ActQ8_K, cpuref.ActQ8_K}, {gpu.ActF16, cpuref.ActF16}, {gpu.ActBF16, cpuref.ActBF16}} {
+	}{{gpu.ActQ8_0, cpuref.ActQ8_0}, {gpu.ActQ8_1, cpuref.ActQ8_0}, {gpu.ActQ8_K, cpuref.ActQ8_K}, {gpu.ActF16, cpuref.ActF16}, {gpu.ActBF16, cpuref.ActBF16}} {
 		out := empty(t, d, nRows*k)
-		got := run(t, d, out, nRows*k, func(r *gpu.Recorder) { r.QuantizeActivations(c.a, upload(t, d, x), row0, nRows, k, out, nil) })
+		sums := empty(t, d, nRows*k/32)
+		got := run(t, d, out, nRows*k, func(r *gpu.Recorder) { r.QuantizeActivations(c.a, upload(t, d, x), row0, nRows, k, out, sums) })
 		check(t, fmt.Sprintf("act %d", c.a), got, c.ref(src), 1e-6)
+		if c.a == gpu.ActQ8_1 {
+			got, err := d.Read(sums, 0, uint64(nRows*k/32*4))
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, "act Q8_1 sums", gpu.Float32s(got), cpuref.ActQ8_1Sums(src), 1e-6)
+		}
+	}
+}
+
+// TestMatVecBlockSums checks the Q4_1/Q5_1 product that applies each block minimum to the Q8_1
+// block sum (as ggml_vec_dot_q4_1_q8_1 does) rather than to every rounded activation.
+func TestMatVecBlockSums(t *testing.T) {
+	d := gputest.Device(t)
+	defer func(v bool) { d.BarrierFree = v }(d.BarrierFree)
+	rng := rand.New(rand.NewPCG(21, 22))
+	const rows, cols = 37, 96
+	for _, typ := range []gpu.WeightType{gpu.Q4_1, gpu.Q5_1} {
+		gt, _ := gguf.ParseGGMLType(typ.String())
+		raw, err := gguf.Quantize(gt, randVec(rng, rows*cols))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wv := make([]float32, rows*cols)
+		if err := gguf.Dequantize(gt, raw, wv); err != nil {
+			t.Fatal(err)
+		}
+		blockBytes := len(raw) / (rows * cols / 32)
+		mins := make([]float32, rows*cols/32) // m is the second f16 of each block
+		for b := range mins {
+			mins[b] = gguf.F16ToF32(uint16(raw[b*blockBytes+2]) | uint16(raw[b*blockBytes+3])<<8)
+		}
+		w, err := d.UploadWeight("w", typ, rows, cols, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Release)
+		for _, bf := range []bool{false, true} {
+			d.BarrierFree = bf
+			for _, nTok := range []int{1, 3} {
+				x := randVec(rng, nTok*cols)
+				xq, sums := cpuref.ActQ8_0(x), cpuref.ActQ8_1Sums(x)
+				want := make([]float32, nTok*rows)
+				for tk := 0; tk < nTok; tk++ {
+					for r := 0; r < rows; r++ {
+						var acc float64
+						for b := 0; b < cols/32; b++ {
+							mb := mins[r*cols/32+b]
+							for i := 0; i < 32; i++ {
+								acc += float64(wv[r*cols+32*b+i]-mb) * float64(xq[tk*cols+32*b+i])
+							}
+							acc += float64(mb) * float64(sums[tk*cols/32+b])
+						}
+						want[tk*rows+r] = float32(acc)
+					}
+				}
+				out := empty(t, d, nTok*rows)
+				got := run(t, d, out, nTok*rows, func(r *gpu.Recorder) {
+					r.MatMulAt(w, upload(t, d, xq), upload(t, d, sums), 0, nTok, out, rows, 0, false)
+				})
+				check(t, fmt.Sprintf("%s block sums barrier-free=%v tokens=%d", typ, bf, nTok), got, want, 1e-5)
+			}
+		}
 	}
 }

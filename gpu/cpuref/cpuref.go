@@ -205,3 +205,69 @@ func ActBF16(x []float32) []float32 {
 }
 
 func f16Round(v float32) float32 { return gguf.F16ToF32(gguf.F32ToF16(v)) }
+
+// AttentionF16 is Attention as llama.cpp's CPU flash attention computes it over an f16 cache:
+// q rounded to f16, keys taken in order with a running maximum, and the running output kept in
+// f16 (rounded after every rescale and every accumulated value row). k and v hold f16 values.
+func AttentionF16(q, k, v []float32, pos []int32, nHead, nKVHead, headDim int, scale float32) []float32 {
+	out := make([]float32, len(q))
+	group := nHead / nKVHead
+	stride := nKVHead * headDim
+	acc := make([]float32, headDim)
+	for t, p := range pos {
+		for h := 0; h < nHead; h++ {
+			qo := (t*nHead + h) * headDim
+			kvo := (h / group) * headDim
+			m, l := float32(math.Inf(-1)), float32(0)
+			clear(acc)
+			for j := 0; j <= int(p); j++ {
+				var s float32
+				for d := 0; d < headDim; d++ {
+					s += f16Round(q[qo+d]) * k[j*stride+kvo+d]
+				}
+				s *= scale
+				ms, vs := float32(1), float32(1)
+				if s > m {
+					ms = float32(math.Exp(float64(m - s)))
+					m = s
+					for d := range acc {
+						acc[d] = f16Round(acc[d] * ms)
+					}
+				} else {
+					vs = float32(math.Exp(float64(s - m)))
+				}
+				for d := range acc {
+					acc[d] = f16Round(v[j*stride+kvo+d]*vs + acc[d])
+				}
+				l = l*ms + vs
+			}
+			for d := range acc {
+				out[qo+d] = acc[d] / l
+			}
+		}
+	}
+	return out
+}
+
+// ActQ8_1Sums is the per-32-block sum llama.cpp's Q8_1 stores beside ActQ8_0's values:
+// f16(d * sum q) with the unrounded d = amax/127.
+func ActQ8_1Sums(x []float32) []float32 {
+	out := make([]float32, len(x)/32)
+	for b := range out {
+		blk := x[32*b : 32*b+32]
+		var amax float32
+		for _, v := range blk {
+			amax = max(amax, float32(math.Abs(float64(v))))
+		}
+		var id float32
+		if amax != 0 {
+			id = 127 / amax
+		}
+		var sum float32
+		for _, v := range blk {
+			sum += float32(math.RoundToEven(float64(v * id)))
+		}
+		out[b] = f16Round(amax / 127 * sum)
+	}
+	return out
+}
