@@ -315,3 +315,27 @@ func (m *Model) project(r *gpu.Recorder, ps []proj, x *gpu.Buffer, xRow0, nToken
 		r.MatMulAt(p.w, in, sums, row0, nTokens, y, yStride, p.col, accumulate)
 	}
 }
+
+// WeightBytes is the size of the weights on the device: what one decode step reads.
+func (m *Model) WeightBytes() uint64 {
+	var n uint64
+	for _, b := range m.vectors {
+		n += b.Size()
+	}
+	for _, w := range m.weights {
+		n += w.Bytes()
+	}
+	return n
+}
+
+// Params is the number of weight parameters.
+func (m *Model) Params() uint64 {
+	var n uint64
+	for _, b := range m.vectors {
+		n += b.Size() / 4
+	}
+	for _, w := range m.weights {
+		n += uint64(w.Rows) * uint64(w.Cols)
+	}
+	return n
+}

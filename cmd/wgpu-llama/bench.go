@@ -1,0 +1,155 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/wgpu-llama/wgpu-llama/gguf"
+	"github.com/wgpu-llama/wgpu-llama/gpu"
+	"github.com/wgpu-llama/wgpu-llama/model"
+)
+
+// benchResult is one test's figures, also the --json shape.
+type benchResult struct {
+	Test            string  `json:"test"`
+	TokensPerSecond float64 `json:"tokens_per_second"`
+	Stddev          float64 `json:"stddev"`
+	GBPerSecond     float64 `json:"gb_per_second"`
+	Adapter         string  `json:"adapter"`
+	Model           string  `json:"model"`
+	SizeBytes       uint64  `json:"size_bytes"`
+	Params          uint64  `json:"params"`
+	Reps            int     `json:"reps"`
+}
+
+// runBench implements `wgpu-llama bench`, like llama-bench: prompt processing (ppN: N prompt
+// tokens in one batch) and generation (tgN: N tokens one at a time from an empty context),
+// each repeated, reported as mean ± stddev tokens/s and the weight bytes read per second.
+func runBench(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench", "wgpu-llama bench -m FILE [-p 512] [-n 128] [-r 5] [--json]", stderr)
+	var (
+		mf          modelFlags
+		nPrompt     int
+		nGen, reps  int
+		jsonOut     bool
+		rawActivity bool
+	)
+	mf.register(fs)
+	intVar(fs, &nPrompt, 512, "prompt tokens for the pp test (0: skip)", "p", "n-prompt")
+	intVar(fs, &nGen, 128, "generated tokens for the tg test (0: skip)", "n", "n-gen")
+	intVar(fs, &reps, 5, "repetitions of each test", "r", "repetitions")
+	fs.BoolVar(&jsonOut, "json", false, "print a JSON array, one object per test")
+	fs.BoolVar(&rawActivity, "raw-activations", false, "skip llama.cpp-style activation rounding")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if reps < 1 || nPrompt < 0 || nGen < 0 {
+		return fmt.Errorf("bench: -r must be at least 1 and -p, -n not negative")
+	}
+	logger := newLogger(stderr, mf.verbose)
+	cfg, err := mf.engineConfig("", logger)
+	if err != nil {
+		return err
+	}
+	dev, err := gpu.Open(cfg.Device)
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	f, err := gguf.Open(cfg.ModelPath)
+	if err != nil {
+		return err
+	}
+	batch := max(cfg.BatchSize, nPrompt, 1)
+	m, err := model.Load(dev, f, model.Options{MaxBatch: batch, RawActivations: rawActivity})
+	f.Close()
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	kv, err := m.NewKVCache(max(nPrompt, nGen, 1))
+	if err != nil {
+		return err
+	}
+	defer kv.Release()
+
+	base := benchResult{Adapter: dev.Info.Name, Model: filepath.Base(cfg.ModelPath), SizeBytes: m.WeightBytes(), Params: m.Params(), Reps: reps}
+	rng := rand.New(rand.NewPCG(1, 2))
+	token := func() int32 { return int32(3 + rng.IntN(m.Config.NVocab-3)) }
+	var results []benchResult
+	if nPrompt > 0 {
+		prompt := make([]int32, nPrompt)
+		for i := range prompt {
+			prompt[i] = token()
+		}
+		r, err := measure(reps, nPrompt, func() error { _, err := m.Forward(kv, prompt, 0); return err })
+		if err != nil {
+			return err
+		}
+		r.Test, r.Adapter, r.Model, r.SizeBytes, r.Params, r.Reps = fmt.Sprintf("pp%d", nPrompt), base.Adapter, base.Model, base.SizeBytes, base.Params, reps
+		r.GBPerSecond = float64(base.SizeBytes) / 1e9 * r.TokensPerSecond / float64(nPrompt)
+		results = append(results, r)
+	}
+	if nGen > 0 {
+		r, err := measure(reps, nGen, func() error {
+			for pos := 0; pos < nGen; pos++ {
+				if _, err := m.Forward(kv, []int32{token()}, pos); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		r.Test, r.Adapter, r.Model, r.SizeBytes, r.Params, r.Reps = fmt.Sprintf("tg%d", nGen), base.Adapter, base.Model, base.SizeBytes, base.Params, reps
+		r.GBPerSecond = float64(base.SizeBytes) / 1e9 * r.TokensPerSecond // every weight once per token
+		results = append(results, r)
+	}
+	if jsonOut {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(results)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 1, ' ', tabwriter.Debug)
+	fmt.Fprintln(tw, " model\t size\t params\t adapter\t test\t t/s\t GB/s")
+	for _, r := range results {
+		fmt.Fprintf(tw, " %s\t %.2f MiB\t %.2f M\t %s\t %s\t %.2f ± %.2f\t %.2f\n", r.Model, float64(r.SizeBytes)/(1<<20),
+			float64(r.Params)/1e6, r.Adapter, r.Test, r.TokensPerSecond, r.Stddev, r.GBPerSecond)
+	}
+	return tw.Flush()
+}
+
+// measure runs fn once to warm up (pipeline compilation) and then reps times, returning mean
+// and sample standard deviation of tokens/s.
+func measure(reps, tokens int, fn func() error) (benchResult, error) {
+	if err := fn(); err != nil {
+		return benchResult{}, err
+	}
+	rates := make([]float64, reps)
+	for i := range rates {
+		start := time.Now()
+		if err := fn(); err != nil {
+			return benchResult{}, err
+		}
+		rates[i] = float64(tokens) / time.Since(start).Seconds()
+	}
+	var mean, sd float64
+	for _, r := range rates {
+		mean += r
+	}
+	mean /= float64(reps)
+	if reps > 1 {
+		for _, r := range rates {
+			sd += (r - mean) * (r - mean)
+		}
+		sd = math.Sqrt(sd / float64(reps-1))
+	}
+	return benchResult{TokensPerSecond: mean, Stddev: sd}, nil
+}

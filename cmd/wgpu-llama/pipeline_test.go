@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
+)
+
+func runOK(t *testing.T, args ...string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("%q: %v\n%s", args, err, stderr.String())
+	}
+	return stdout.String()
+}
+
+// TestQuantizedQ8Greedy quantizes stories260K to Q8_0 with our quantizer and checks that the
+// first 16 greedy tokens equal the F32 original's.
+func TestQuantizedQ8Greedy(t *testing.T) {
+	src := shareddata.Path(t, "models", "stories260K.gguf")
+	requireGPU(t)
+	q8 := filepath.Join(t.TempDir(), "q8.gguf")
+	runOK(t, "quantize", src, q8, "Q8_0")
+	args := []string{"-p", "Once upon a time", "-n", "16", "--temp", "0", "-c", "128"}
+	want := runOK(t, append([]string{"complete", "-m", src}, args...)...)
+	got := runOK(t, append([]string{"complete", "-m", q8}, args...)...)
+	if got != want {
+		t.Errorf("Q8_0: %q\nF32:  %q", got, want)
+	}
+}
+
+// TestGenModelEveryType generates a small model of every type, inspects it and generates
+// from it.
+func TestGenModelEveryType(t *testing.T) {
+	requireGPU(t)
+	for _, typ := range []string{"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1",
+		"Q2_K", "Q3_K_S", "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K"} {
+		t.Run(typ, func(t *testing.T) {
+			path := genModel(t, "--preset", "tiny", "--type", typ, "--dim", "256", "--ff", "512", "--layers", "1")
+			if out := runOK(t, "inspect", path); !strings.Contains(out, "blk.0.attn_q.weight") {
+				t.Fatalf("inspect output lacks the tensor table:\n%s", out)
+			}
+			out := runOK(t, "complete", "-m", path, "-p", "Once upon a time", "-n", "4", "--temp", "0", "-c", "64")
+			if !strings.HasPrefix(out, " Once upon a time") || len(out) <= len(" Once upon a time\n\n") {
+				t.Errorf("complete output %q", out)
+			}
+		})
+	}
+}
+
+// TestBench runs both bench tests briefly and checks the JSON shape.
+func TestBench(t *testing.T) {
+	path := shareddata.Path(t, "models", "stories260K.gguf")
+	requireGPU(t)
+	out := runOK(t, "bench", "-m", path, "-p", "16", "-n", "8", "-r", "2", "--json")
+	var res []map[string]any
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("bench --json: %v\n%s", err, out)
+	}
+	if len(res) != 2 || res[0]["test"] != "pp16" || res[1]["test"] != "tg8" {
+		t.Fatalf("bench tests %v", res)
+	}
+	for _, r := range res {
+		for _, k := range []string{"tokens_per_second", "stddev", "gb_per_second"} {
+			if v, ok := r[k].(float64); !ok || v < 0 || (k == "tokens_per_second" && v == 0) {
+				t.Errorf("%v: %s = %v", r["test"], k, r[k])
+			}
+		}
+		if s, _ := r["adapter"].(string); s == "" {
+			t.Errorf("%v: no adapter", r["test"])
+		}
+	}
+	if table := runOK(t, "bench", "-m", path, "-p", "8", "-n", "0", "-r", "1"); !strings.Contains(table, "pp8") {
+		t.Errorf("bench table:\n%s", table)
+	}
+}
