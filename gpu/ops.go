@@ -133,7 +133,11 @@ func (r *Recorder) MatMulAt(w Weight, x, xSums *Buffer, xRow0, nTokens int, y *B
 	}
 	switch {
 	case r.d.BarrierFree:
-		p := r.matvecKernel(w.Type, xSums != nil, append(extra, "ROW_PER_THREAD"))
+		variant := append(extra, "ROW_PER_THREAD")
+		if nTokens > 1 {
+			variant = append(variant, "MULTI")
+		}
+		p := r.matvecKernel(w.Type, xSums != nil, variant)
 		for _, c := range w.Chunks {
 			for t0 := 0; t0 < nTokens && p != nil; t0 += matvecMaxTokens {
 				nt := min(matvecMaxTokens, nTokens-t0)

@@ -28,7 +28,11 @@ fn byte_at(base: u32, k: u32) -> u32 {
 #ifdef T_F32
 const BS: u32 = 4u;
 const BW: u32 = 4u;
-fn dq4(base: u32, j: u32) -> vec4<f32> {
+const SB: u32 = 4u;
+fn sb_params(base: u32, j0: u32) -> vec2<f32> {
+    return vec2<f32>(0.0);
+}
+fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
     return bitcast<vec4<f32>>(vec4<u32>(w[base], w[base + 1u], w[base + 2u], w[base + 3u]));
 }
 #endif
@@ -36,7 +40,11 @@ fn dq4(base: u32, j: u32) -> vec4<f32> {
 #ifdef T_F16
 const BS: u32 = 4u;
 const BW: u32 = 2u;
-fn dq4(base: u32, j: u32) -> vec4<f32> {
+const SB: u32 = 4u;
+fn sb_params(base: u32, j0: u32) -> vec2<f32> {
+    return vec2<f32>(0.0);
+}
+fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
     return vec4<f32>(unpack2x16float(w[base]), unpack2x16float(w[base + 1u]));
 }
 #endif
@@ -44,7 +52,11 @@ fn dq4(base: u32, j: u32) -> vec4<f32> {
 #ifdef T_BF16
 const BS: u32 = 4u;
 const BW: u32 = 2u;
-fn dq4(base: u32, j: u32) -> vec4<f32> {
+const SB: u32 = 4u;
+fn sb_params(base: u32, j0: u32) -> vec2<f32> {
+    return vec2<f32>(0.0);
+}
+fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
     let a = w[base];
     let b = w[base + 1u];
     return bitcast<vec4<f32>>(vec4<u32>(a << 16u, a & 0xFFFF0000u, b << 16u, b & 0xFFFF0000u));
@@ -55,111 +67,124 @@ fn dq4(base: u32, j: u32) -> vec4<f32> {
 // block_q8_0 { f16 d; pad; i8 qs[32] }: y = d * q
 const BS: u32 = 32u;
 const BW: u32 = 9u;
-fn dq4(base: u32, j: u32) -> vec4<f32> {
+const SB: u32 = 32u;
+fn sb_params(base: u32, j0: u32) -> vec2<f32> {
+    return vec2<f32>(f16lo(w[base]), 0.0);
+}
+fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
     let q = vec4<i32>(bitcast<i32>(w[base + 1u + j / 4u])) << vec4<u32>(24u, 16u, 8u, 0u);
-    return f16lo(w[base]) * vec4<f32>(q >> vec4<u32>(24u));
+    return sp.x * vec4<f32>(q >> vec4<u32>(24u));
 }
 #endif
 
+// nibbles4 is elements j..j+3 of a 32-element block whose 16 quant bytes start at word qw:
+// element l < 16 is the low nibble of byte l, 16 + l the high nibble.
+fn nibbles4(qw: u32, j: u32) -> vec4<u32> {
+    return (bytes4(w[qw + (j % 16u) / 4u]) >> vec4<u32>(select(0u, 4u, j >= 16u))) & vec4<u32>(0xFu);
+}
+
+// high4 is the fifth bits of elements j..j+3 from a 32-bit mask (bit e for element e).
+fn high4(qh: u32, j: u32) -> vec4<u32> {
+    return ((vec4<u32>(qh) >> (vec4<u32>(0u, 1u, 2u, 3u) + j)) & vec4<u32>(1u)) << vec4<u32>(4u);
+}
+
 #ifdef T_Q4_0
-// block_q4_0 { f16 d; pad; u8 qs[16] }: element l < 16 is the low nibble of qs[l], 16 + l the
-// high nibble; y = d * (q - 8)
+// block_q4_0 { f16 d; pad; u8 qs[16] }: y = (q - 8) * d
 const BS: u32 = 32u;
 const BW: u32 = 5u;
-fn dq4(base: u32, j: u32) -> vec4<f32> {
-    let q = (bytes4(w[base + 1u + (j % 16u) / 4u]) >> vec4<u32>(select(0u, 4u, j >= 16u))) & vec4<u32>(0xFu);
-    return f16lo(w[base]) * (vec4<f32>(q) - 8.0);
+const SB: u32 = 32u;
+fn sb_params(base: u32, j0: u32) -> vec2<f32> {
+    return vec2<f32>(f16lo(w[base]), 0.0);
+}
+fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
+    return (vec4<f32>(nibbles4(base + 1u, j)) - 8.0) * sp.x;
 }
 #endif
 
 #ifdef T_Q4_1
-// block_q4_1 { f16 d, m; u8 qs[16] }: y = d * q + m. dq4_scaled and block_min give the two
-// terms apart, for kernels that apply m to a block's activation sum as llama.cpp does.
+// block_q4_1 { f16 d, m; u8 qs[16] }: y = d * q + m
 const BS: u32 = 32u;
 const BW: u32 = 5u;
-fn dq4_scaled(base: u32, j: u32) -> vec4<f32> {
-    let q = (bytes4(w[base + 1u + (j % 16u) / 4u]) >> vec4<u32>(select(0u, 4u, j >= 16u))) & vec4<u32>(0xFu);
-    return f16lo(w[base]) * vec4<f32>(q);
+const SB: u32 = 32u;
+fn sb_params(base: u32, j0: u32) -> vec2<f32> {
+    return unpack2x16float(w[base]);
 }
-fn block_min(base: u32) -> f32 {
-    return f16hi(w[base]);
-}
-fn dq4(base: u32, j: u32) -> vec4<f32> {
-    return dq4_scaled(base, j) + block_min(base);
+fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
+    return sp.x * vec4<f32>(nibbles4(base + 1u, j)) + sp.y;
 }
 #endif
 
 #ifdef T_Q5_0
 // block_q5_0 { f16 d; pad; u32 qh; u8 qs[16] }: bit e of qh is element e's fifth bit;
-// y = d * (q - 16)
+// y = (q - 16) * d
 const BS: u32 = 32u;
 const BW: u32 = 6u;
-fn dq4(base: u32, j: u32) -> vec4<f32> {
-    let lo = (bytes4(w[base + 2u + (j % 16u) / 4u]) >> vec4<u32>(select(0u, 4u, j >= 16u))) & vec4<u32>(0xFu);
-    let hi = ((vec4<u32>(w[base + 1u]) >> (vec4<u32>(0u, 1u, 2u, 3u) + j)) & vec4<u32>(1u)) << vec4<u32>(4u);
-    return f16lo(w[base]) * (vec4<f32>(lo | hi) - 16.0);
+const SB: u32 = 32u;
+fn sb_params(base: u32, j0: u32) -> vec2<f32> {
+    return vec2<f32>(f16lo(w[base]), 0.0);
+}
+fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
+    return (vec4<f32>(nibbles4(base + 2u, j) | high4(w[base + 1u], j)) - 16.0) * sp.x;
 }
 #endif
 
 #ifdef T_Q5_1
-// block_q5_1 { f16 d, m; u32 qh; u8 qs[16] }: y = d * q + m (terms apart as for Q4_1)
+// block_q5_1 { f16 d, m; u32 qh; u8 qs[16] }: y = d * q + m
 const BS: u32 = 32u;
 const BW: u32 = 6u;
-fn dq4_scaled(base: u32, j: u32) -> vec4<f32> {
-    let lo = (bytes4(w[base + 2u + (j % 16u) / 4u]) >> vec4<u32>(select(0u, 4u, j >= 16u))) & vec4<u32>(0xFu);
-    let hi = ((vec4<u32>(w[base + 1u]) >> (vec4<u32>(0u, 1u, 2u, 3u) + j)) & vec4<u32>(1u)) << vec4<u32>(4u);
-    return f16lo(w[base]) * vec4<f32>(lo | hi);
+const SB: u32 = 32u;
+fn sb_params(base: u32, j0: u32) -> vec2<f32> {
+    return unpack2x16float(w[base]);
 }
-fn block_min(base: u32) -> f32 {
-    return f16hi(w[base]);
-}
-fn dq4(base: u32, j: u32) -> vec4<f32> {
-    return dq4_scaled(base, j) + block_min(base);
+fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
+    return sp.x * vec4<f32>(nibbles4(base + 2u, j) | high4(w[base + 1u], j)) + sp.y;
 }
 #endif
 
 #ifdef T_Q2_K
 // block_q2_K { u8 scales[16]; u8 qs[64]; f16 d, dmin }: per 16 elements a 4-bit scale and
-// 4-bit min; y = d * (sc & 15) * q - dmin * (sc >> 4)
+// 4-bit min; y = (d * (sc & 15)) * q - dmin * (sc >> 4)
 const BS: u32 = 256u;
 const BW: u32 = 21u;
-fn dq4(base: u32, j: u32) -> vec4<f32> {
-    let n = j / 128u;
+const SB: u32 = 16u;
+fn sb_params(base: u32, j0: u32) -> vec2<f32> {
+    let r = j0 % 128u;
+    let sc = byte_at(base, 8u * (j0 / 128u) + 2u * (r / 32u) + (r % 32u) / 16u);
+    let dm = unpack2x16float(w[base + 20u]);
+    return vec2<f32>(dm.x * f32(sc & 0xFu), dm.y * f32(sc >> 4u));
+}
+fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
     let r = j % 128u;
-    let shift = 2u * (r / 32u);
-    let half = (r % 32u) / 16u;
-    let qbyte = 32u * n + 16u * half + r % 16u;
-    let q = (bytes4(w[base + 4u + qbyte / 4u]) >> vec4<u32>(shift)) & vec4<u32>(3u);
-    let sc = byte_at(base, 8u * n + 2u * (r / 32u) + half);
-    let dl = f16lo(w[base + 20u]) * f32(sc & 0xFu);
-    let ml = f16hi(w[base + 20u]) * f32(sc >> 4u);
-    return dl * vec4<f32>(q) - ml;
+    let qbyte = 32u * (j / 128u) + 16u * ((r % 32u) / 16u) + r % 16u;
+    let q = (bytes4(w[base + 4u + qbyte / 4u]) >> vec4<u32>(2u * (r / 32u))) & vec4<u32>(3u);
+    return sp.x * vec4<f32>(q) - sp.y;
 }
 #endif
 
 #ifdef T_Q3_K
 // block_q3_K { u8 hmask[32]; u8 qs[64]; u8 scales[12]; f16 d; pad }: 2 low bits in qs, the
 // third (inverted) in hmask, 6-bit signed scales packed in 12 bytes;
-// y = d * (sc - 32) * (q - (hbit ? 0 : 4))
+// y = (d * (sc - 32)) * (q - (hbit ? 0 : 4))
 const BS: u32 = 256u;
 const BW: u32 = 28u;
-fn dq4(base: u32, j: u32) -> vec4<f32> {
-    let n = j / 128u;
-    let r = j % 128u;
-    let jj = r / 32u;
-    let half = (r % 32u) / 16u;
-    let l = r % 16u;
-    let qbyte = 32u * n + 16u * half + l;
-    let q = (bytes4(w[base + 8u + qbyte / 4u]) >> vec4<u32>(2u * jj)) & vec4<u32>(3u);
-    let hbyte = 16u * half + l;
-    let h = (bytes4(w[base + hbyte / 4u]) >> vec4<u32>(4u * n + jj)) & vec4<u32>(1u);
-    let s = 8u * n + 2u * jj + half;
+const SB: u32 = 16u;
+fn sb_params(base: u32, j0: u32) -> vec2<f32> {
+    let r = j0 % 128u;
+    let s = 8u * (j0 / 128u) + 2u * (r / 32u) + (r % 32u) / 16u;
     let g = s / 4u;
     let b = s % 4u;
     let low = (w[base + 24u + g % 2u] >> (8u * b + 4u * (g / 2u))) & 0xFu;
     let top = (w[base + 26u] >> (8u * b + 2u * g)) & 3u;
-    let dl = f16lo(w[base + 27u]) * f32(i32(low | (top << 4u)) - 32);
-    return dl * (vec4<f32>(q) - 4.0 * vec4<f32>(vec4<u32>(1u) - h));
+    return vec2<f32>(f16lo(w[base + 27u]) * f32(i32(low | (top << 4u)) - 32), 0.0);
+}
+fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
+    let n = j / 128u;
+    let r = j % 128u;
+    let jj = r / 32u;
+    let l = r % 32u; // 16 * half + l within the 32 bytes of this 128-element half
+    let q = (bytes4(w[base + 8u + (32u * n + l) / 4u]) >> vec4<u32>(2u * jj)) & vec4<u32>(3u);
+    let h = (bytes4(w[base + l / 4u]) >> vec4<u32>(4u * n + jj)) & vec4<u32>(1u);
+    return sp.x * (vec4<f32>(q) - 4.0 * vec4<f32>(vec4<u32>(1u) - h));
 }
 #endif
 
@@ -175,22 +200,28 @@ fn scale_min(base: u32, is: u32) -> vec2<f32> {
     let m = (byte_at(sb, is + 4u) >> 4u) | ((byte_at(sb, is) >> 6u) << 4u);
     return vec2<f32>(f32(sc), f32(m));
 }
+
+// k_params is the sub-block's d * sc and dmin * m.
+fn k_params(base: u32, j0: u32) -> vec2<f32> {
+    let sm = scale_min(base, 2u * (j0 / 64u) + (j0 % 64u) / 32u);
+    let dm = unpack2x16float(w[base]);
+    return vec2<f32>(dm.x * sm.x, dm.y * sm.y);
+}
 #endif
 
 #ifdef T_Q4_K
 // block_q4_K { f16 d, dmin; u8 scales[12]; u8 qs[128] }: per 32 elements a 6-bit scale and min;
-// y = d * sc * q - dmin * m
+// y = (d * sc) * q - dmin * m
 const BS: u32 = 256u;
 const BW: u32 = 36u;
-fn dq4(base: u32, j: u32) -> vec4<f32> {
-    let c = j / 64u;
-    let hi = (j % 64u) / 32u;
-    let qbyte = 32u * c + j % 32u;
-    let q = (bytes4(w[base + 4u + qbyte / 4u]) >> vec4<u32>(4u * hi)) & vec4<u32>(0xFu);
-    let sm = scale_min(base, 2u * c + hi);
-    let d = f16lo(w[base]) * sm.x;
-    let m = f16hi(w[base]) * sm.y;
-    return d * vec4<f32>(q) - m;
+const SB: u32 = 32u;
+fn sb_params(base: u32, j0: u32) -> vec2<f32> {
+    return k_params(base, j0);
+}
+fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
+    let qbyte = 32u * (j / 64u) + j % 32u;
+    let q = (bytes4(w[base + 4u + qbyte / 4u]) >> vec4<u32>(4u * ((j % 64u) / 32u))) & vec4<u32>(0xFu);
+    return sp.x * vec4<f32>(q) - sp.y;
 }
 #endif
 
@@ -199,37 +230,44 @@ fn dq4(base: u32, j: u32) -> vec4<f32> {
 // per element in qh
 const BS: u32 = 256u;
 const BW: u32 = 44u;
-fn dq4(base: u32, j: u32) -> vec4<f32> {
+const SB: u32 = 32u;
+fn sb_params(base: u32, j0: u32) -> vec2<f32> {
+    return k_params(base, j0);
+}
+fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
     let c = j / 64u;
     let hi = (j % 64u) / 32u;
     let l = j % 32u;
-    let qbyte = 32u * c + l;
-    let lo = (bytes4(w[base + 12u + qbyte / 4u]) >> vec4<u32>(4u * hi)) & vec4<u32>(0xFu);
+    let lo = (bytes4(w[base + 12u + (32u * c + l) / 4u]) >> vec4<u32>(4u * hi)) & vec4<u32>(0xFu);
     let h = (bytes4(w[base + 4u + l / 4u]) >> vec4<u32>(2u * c + hi)) & vec4<u32>(1u);
-    let sm = scale_min(base, 2u * c + hi);
-    let d = f16lo(w[base]) * sm.x;
-    let m = f16hi(w[base]) * sm.y;
-    return d * vec4<f32>(lo + 16u * h) - m;
+    return sp.x * vec4<f32>(lo + 16u * h) - sp.y;
 }
 #endif
 
 #ifdef T_Q6_K
 // block_q6_K { u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d; pad }: 4 low bits in ql, 2 high in
-// qh; y = d * sc * (q - 32)
+// qh; y = (d * sc) * (q - 32)
 const BS: u32 = 256u;
 const BW: u32 = 53u;
-fn dq4(base: u32, j: u32) -> vec4<f32> {
+const SB: u32 = 16u;
+fn sb_params(base: u32, j0: u32) -> vec2<f32> {
+    let r = j0 % 128u;
+    let s = 8u * (j0 / 128u) + (r % 32u) / 16u + 2u * (r / 32u);
+    let sc = bitcast<i32>(w[base + 48u + s / 4u] << (24u - 8u * (s % 4u))) >> 24u;
+    return vec2<f32>(f16lo(w[base + 52u]) * f32(sc), 0.0);
+}
+fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
     let n = j / 128u;
     let r = j % 128u;
     let quarter = r / 32u;
     let l = r % 32u;
     let qlbyte = 64u * n + l + 32u * (quarter % 2u);
     let lo = (bytes4(w[base + qlbyte / 4u]) >> vec4<u32>(4u * (quarter / 2u))) & vec4<u32>(0xFu);
-    let qhbyte = 32u * n + l;
-    let hi = (bytes4(w[base + 32u + qhbyte / 4u]) >> vec4<u32>(2u * quarter)) & vec4<u32>(3u);
-    let s = 8u * n + l / 16u + 2u * quarter;
-    let sc = bitcast<i32>(w[base + 48u + s / 4u] << (24u - 8u * (s % 4u))) >> 24u;
-    let d = f16lo(w[base + 52u]) * f32(sc);
-    return d * (vec4<f32>(lo | (hi << vec4<u32>(4u))) - 32.0);
+    let hi = (bytes4(w[base + 32u + (32u * n + l) / 4u]) >> vec4<u32>(2u * quarter)) & vec4<u32>(3u);
+    return sp.x * (vec4<f32>(lo | (hi << vec4<u32>(4u))) - 32.0);
 }
 #endif
+
+fn dq4(base: u32, j: u32) -> vec4<f32> {
+    return sb_q4(base, j, sb_params(base, j));
+}

@@ -42,39 +42,85 @@ fn store(t: u32, row: u32, v: f32) {
 }
 
 #ifdef ROW_PER_THREAD
+// xv reads activation row t (clamped to the last real row, so the unrolled token lanes past
+// n_tok read valid memory and their sums are simply not stored).
+fn xv(t: u32, xi: u32) -> vec4<f32> {
+    return x[(p.x_row0 + min(t, p.n_tok - 1u)) * (p.k / 4u) + xi];
+}
+
+// Accumulators are named variables, not an array indexed by a runtime token count, so CPU
+// compilers keep them in registers; MULTI computes 8 token lanes, else 1. Each 4-element
+// product is added to one running sum (and each block's minimum term after the block): this
+// order keeps the near-tie greedy steps of llama.cpp's outputs on the same side.
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let row = gid.x + gid.y * nwg.x * WG;
     if (row >= p.n) {
         return;
     }
-    let k4 = p.k / 4u;
     let nb = p.k / BS;
     let base0 = row * nb * BW;
-    var acc: array<f32, MAXT>;
+    var a0 = 0.0;
+#ifdef MULTI
+    var a1 = 0.0;
+    var a2 = 0.0;
+    var a3 = 0.0;
+    var a4 = 0.0;
+    var a5 = 0.0;
+    var a6 = 0.0;
+    var a7 = 0.0;
+#endif
     for (var b = 0u; b < nb; b++) {
         let base = base0 + b * BW;
-        for (var j = 0u; j < BS; j += 4u) {
 #ifdef XSUM
-            let wv = dq4_scaled(base, j);
-#else
-            let wv = dq4(base, j);
+        let mn = sb_params(base, 0u).y;
 #endif
-            let xi = (b * BS + j) / 4u;
-            for (var t = 0u; t < p.n_tok; t++) {
-                acc[t] += dot(wv, x[(p.x_row0 + t) * k4 + xi]);
+        // Scales decode once per sub-block; its SB/4 steps unroll.
+        for (var j0 = 0u; j0 < BS; j0 += SB) {
+#ifdef XSUM
+            let sp = vec2<f32>(sb_params(base, j0).x, 0.0);
+#else
+            let sp = sb_params(base, j0);
+#endif
+            for (var jj = 0u; jj < SB; jj += 4u) {
+                let j = j0 + jj;
+                let wv = sb_q4(base, j, sp);
+                let xi = (b * BS + j) / 4u;
+                a0 += dot(wv, xv(0u, xi));
+#ifdef MULTI
+                a1 += dot(wv, xv(1u, xi));
+                a2 += dot(wv, xv(2u, xi));
+                a3 += dot(wv, xv(3u, xi));
+                a4 += dot(wv, xv(4u, xi));
+                a5 += dot(wv, xv(5u, xi));
+                a6 += dot(wv, xv(6u, xi));
+                a7 += dot(wv, xv(7u, xi));
+#endif
             }
         }
 #ifdef XSUM
-        let mn = block_min(base);
-        for (var t = 0u; t < p.n_tok; t++) {
-            acc[t] += mn * xs[(p.x_row0 + t) * nb + b];
-        }
+        a0 += mn * xs[(p.x_row0 + 0u) * nb + b];
+#ifdef MULTI
+        a1 += mn * xs[(p.x_row0 + min(1u, p.n_tok - 1u)) * nb + b];
+        a2 += mn * xs[(p.x_row0 + min(2u, p.n_tok - 1u)) * nb + b];
+        a3 += mn * xs[(p.x_row0 + min(3u, p.n_tok - 1u)) * nb + b];
+        a4 += mn * xs[(p.x_row0 + min(4u, p.n_tok - 1u)) * nb + b];
+        a5 += mn * xs[(p.x_row0 + min(5u, p.n_tok - 1u)) * nb + b];
+        a6 += mn * xs[(p.x_row0 + min(6u, p.n_tok - 1u)) * nb + b];
+        a7 += mn * xs[(p.x_row0 + min(7u, p.n_tok - 1u)) * nb + b];
+#endif
 #endif
     }
-    for (var t = 0u; t < p.n_tok; t++) {
-        store(t, row, acc[t]);
-    }
+    store(0u, row, a0);
+#ifdef MULTI
+    if (p.n_tok > 1u) { store(1u, row, a1); }
+    if (p.n_tok > 2u) { store(2u, row, a2); }
+    if (p.n_tok > 3u) { store(3u, row, a3); }
+    if (p.n_tok > 4u) { store(4u, row, a4); }
+    if (p.n_tok > 5u) { store(5u, row, a5); }
+    if (p.n_tok > 6u) { store(6u, row, a6); }
+    if (p.n_tok > 7u) { store(7u, row, a7); }
+#endif
 }
 #else
 var<workgroup> partial: array<f32, 512>; // WG * MAXT
@@ -94,9 +140,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         let e = 4u * c;
         let base = base0 + (e / BS) * BW;
 #ifdef XSUM
-        let wv = dq4_scaled(base, e % BS);
+        let sp = sb_params(base, e % BS);
+        let wv = sb_q4(base, e % BS, vec2<f32>(sp.x, 0.0));
         if (e % BS == 0u) {
-            let mn = block_min(base);
+            let mn = sp.y;
             for (var t = 0u; t < p.n_tok; t++) {
                 acc[t] += mn * xs[(p.x_row0 + t) * (p.k / BS) + e / BS];
             }
