@@ -6,6 +6,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -32,6 +33,11 @@ type Config struct {
 	Device int
 	Logger *log.Logger
 }
+
+// InlineSoftwareBelow is the model file size under which a software adapter runs dispatches
+// inline (gpu.PreferInlineSoftware): below it, per-dispatch overhead outweighs kernel time
+// (stories260K decodes about 2.7x faster inline; a 134M-parameter Q4_K_M model 1.6x slower).
+const InlineSoftwareBelow = 16 << 20
 
 // Engine owns the device, the model and the KV cache; see the package comment.
 type Engine struct {
@@ -61,6 +67,9 @@ func Load(ctx context.Context, cfg Config) (*Engine, error) {
 	logger := cfg.Logger
 	if logger == nil {
 		logger = log.Default()
+	}
+	if st, err := os.Stat(cfg.ModelPath); err == nil && st.Size() < InlineSoftwareBelow {
+		gpu.PreferInlineSoftware()
 	}
 	dev, err := gpu.Open(cfg.Device)
 	if err != nil {

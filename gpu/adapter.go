@@ -6,6 +6,7 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 
 	"github.com/oliverbestmann/webgpu/wgpu"
@@ -102,4 +103,19 @@ func pick(infos []AdapterInfo, index int) (int, error) {
 	copy(order, infos)
 	sort.SliceStable(order, func(i, j int) bool { return order[i].rank < order[j].rank })
 	return order[0].Index, nil
+}
+
+// lavapipeThreadsEnv is Mesa's software rasterizer thread count. With 0, lavapipe runs each
+// dispatch inline in the submitting thread: about 2–4 µs a dispatch instead of ~50 µs through
+// its thread pool, at the cost of using one core.
+const lavapipeThreadsEnv = "LP_NUM_THREADS"
+
+// PreferInlineSoftware asks a software (lavapipe) adapter opened after this call to run
+// dispatches inline, which wins when the kernels are tiny (small models, where dispatch
+// overhead dominates) and loses when they are large. It does nothing if the user has set
+// LP_NUM_THREADS, and nothing on hardware adapters.
+func PreferInlineSoftware() {
+	if _, set := os.LookupEnv(lavapipeThreadsEnv); !set {
+		os.Setenv(lavapipeThreadsEnv, "0")
+	}
 }

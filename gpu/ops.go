@@ -134,8 +134,11 @@ func (r *Recorder) MatMulAt(w Weight, x, xSums *Buffer, xRow0, nTokens int, y *B
 	switch {
 	case r.d.BarrierFree:
 		variant := append(extra, "ROW_PER_THREAD")
-		if nTokens > 1 {
+		switch {
+		case nTokens > 1:
 			variant = append(variant, "MULTI")
+		case w.Type == Q4_K || w.Type == Q6_K:
+			variant = append(variant, "BLOCK_DOT") // hand-ordered block loops for decode
 		}
 		p := r.matvecKernel(w.Type, xSums != nil, variant)
 		for _, c := range w.Chunks {

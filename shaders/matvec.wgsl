@@ -27,6 +27,10 @@ struct Params {
 @group(0) @binding(4) var<storage, read> xs: array<f32>;           // (x_row0 + n_tok, k / 32)
 #endif
 
+fn xload(i: u32) -> vec4<f32> {
+    return x[i];
+}
+
 //#include dequant.inc
 
 const WG: u32 = 64u;
@@ -70,6 +74,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     var a6 = 0.0;
     var a7 = 0.0;
 #endif
+#ifdef BLOCK_DOT
+    // One token: the type's own block loop (see dequant.inc's block_dot).
+    let xrow = p.x_row0 * (p.k / 4u);
+    for (var b = 0u; b < nb; b++) {
+        a0 += block_dot(base0 + b * BW, xrow + b * (BS / 4u));
+    }
+#else
     for (var b = 0u; b < nb; b++) {
         let base = base0 + b * BW;
 #ifdef XSUM
@@ -111,6 +122,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 #endif
 #endif
     }
+#endif
     store(0u, row, a0);
 #ifdef MULTI
     if (p.n_tok > 1u) { store(1u, row, a1); }

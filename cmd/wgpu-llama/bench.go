@@ -6,10 +6,12 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
 
+	"github.com/wgpu-llama/wgpu-llama/engine"
 	"github.com/wgpu-llama/wgpu-llama/gguf"
 	"github.com/wgpu-llama/wgpu-llama/gpu"
 	"github.com/wgpu-llama/wgpu-llama/model"
@@ -56,6 +58,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	cfg, err := mf.engineConfig("", logger)
 	if err != nil {
 		return err
+	}
+	if st, err := os.Stat(cfg.ModelPath); err == nil && st.Size() < engine.InlineSoftwareBelow {
+		gpu.PreferInlineSoftware()
 	}
 	dev, err := gpu.Open(cfg.Device)
 	if err != nil {
