@@ -186,10 +186,15 @@ func (m *Model) qkvWidth() int {
 	return (c.NHead + 2*c.NKVHead) * c.HeadDim
 }
 
+// splitAttentionFrom is the context length from which decoding on a GPU splits each head's
+// keys over several workgroups (gpu.AttentionSplit); below it one workgroup per head suffices.
+const splitAttentionFrom = 512
+
 // KVCache is one sequence's keys and values for every layer, resident on the GPU.
 type KVCache struct {
 	NCtx int
 	k, v []*gpu.Buffer
+	part *gpu.Buffer // split-K attention partials, on GPUs with contexts long enough to split
 }
 
 // NewKVCache allocates a cache of nCtx positions, f16 unless the model was loaded with KVF32.
@@ -214,6 +219,14 @@ func (m *Model) NewKVCache(nCtx int) (*KVCache, error) {
 		}
 		kv.v = append(kv.v, v)
 	}
+	if !m.dev.BarrierFree && nCtx >= splitAttentionFrom {
+		var err error
+		kv.part, err = m.dev.NewBuffer("attention_partials", uint64(gpu.AttentionSplitSize(1, c.NHead, c.HeadDim, nCtx))*4)
+		if err != nil {
+			kv.Release()
+			return nil, fmt.Errorf("model: KV cache of %d tokens: %w", nCtx, err)
+		}
+	}
 	return kv, nil
 }
 
@@ -222,7 +235,8 @@ func (kv *KVCache) Release() {
 	for _, b := range append(kv.k, kv.v...) {
 		b.Release()
 	}
-	kv.k, kv.v = nil, nil
+	kv.part.Release()
+	kv.k, kv.v, kv.part = nil, nil, nil
 }
 
 // Forward runs tokens at positions pos0, pos0+1, ... through the model, writing their keys and
@@ -275,7 +289,11 @@ func (m *Model) pass(kv *KVCache, tokens []int32, pos0 int, wantLogits bool) ([]
 		r.RMSNorm(s.x, ly.attnNorm, s.xn, c.NEmbd, n, c.RMSEps)
 		m.project(r, ly.qkv, s.xn, 0, n, c.NEmbd, s.qkv, qkvW, false)
 		r.RoPEKV(s.qkv, s.pos, kv.k[i], kv.v[i], m.kvF16, n, c.NHead, c.NKVHead, c.HeadDim, c.NRot, c.RopeBase)
-		r.Attention(s.qkv, kv.k[i], kv.v[i], s.pos, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, scale)
+		if kv.part != nil && n == 1 && pos0+1 >= splitAttentionFrom {
+			r.AttentionSplit(s.qkv, kv.k[i], kv.v[i], s.pos, kv.part, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, pos0+1, scale)
+		} else {
+			r.Attention(s.qkv, kv.k[i], kv.v[i], s.pos, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, scale)
+		}
 		m.project(r, ly.wo, s.attn, 0, n, c.NHead*c.HeadDim, s.x, c.NEmbd, true)
 		r.RMSNorm(s.x, ly.ffnNorm, s.xn, c.NEmbd, n, c.RMSEps)
 		m.project(r, ly.gateUp, s.xn, 0, n, c.NEmbd, s.gu, 2*c.NFF, false)

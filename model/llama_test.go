@@ -233,3 +233,43 @@ func TestOneSubmitPerPass(t *testing.T) {
 		t.Errorf("%d submits for a prompt pass and 10 decode steps, want 11", n)
 	}
 }
+
+// TestSplitAttentionDecode runs the GPU (barrier) kernels, where decoding past 512 tokens
+// splits attention over key ranges, and checks the logits against the barrier-free kernels.
+func TestSplitAttentionDecode(t *testing.T) {
+	m := load(t, "models", "stories260K.gguf")
+	dev := gputest.Device(t)
+	defer func(v bool) { dev.BarrierFree = v }(dev.BarrierFree)
+	logits := func(barrierFree bool) []float32 {
+		dev.BarrierFree = barrierFree
+		kv, err := m.NewKVCache(1024)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer kv.Release()
+		prompt := make([]int32, 700)
+		for i := range prompt {
+			prompt[i] = int32(3 + (i*7)%500)
+		}
+		if _, err := m.Forward(kv, prompt, 0); err != nil {
+			t.Fatal(err)
+		}
+		out, err := m.Forward(kv, []int32{403}, len(prompt))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	split, seq := logits(false), logits(true)
+	var num, den float64
+	for i := range seq {
+		d := float64(split[i] - seq[i])
+		num += d * d
+		den += float64(seq[i]) * float64(seq[i])
+	}
+	// The barrier-free kernel rounds its running sums to f16 as llama.cpp does; the split
+	// kernel keeps f32, so they agree to f16 precision.
+	if e := math.Sqrt(num / den); e > 1e-2 {
+		t.Errorf("split-K vs sequential attention logits: relative error %.3g", e)
+	}
+}
