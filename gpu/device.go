@@ -36,6 +36,9 @@ type Device struct {
 	// (lavapipe runs a barrier as a context switch of every invocation); tests flip it to
 	// cover both families on one adapter.
 	BarrierFree bool
+	// F16Math lets GPU kernels multiply in half precision (set when the adapter has
+	// shader-f16 and is not a CPU adapter, where f16 is emulated and slower).
+	F16Math bool
 	// MaxBinding is the largest buffer one weight chunk may use; it starts at the adapter's
 	// maxStorageBufferBindingSize, and tests lower it to exercise split weights.
 	MaxBinding uint64
@@ -116,6 +119,7 @@ func Open(index int) (*Device, error) {
 		},
 		Features:    f,
 		BarrierFree: infos[chosen].Type == "cpu",
+		F16Math:     f.ShaderF16 && infos[chosen].Type != "cpu",
 		MaxBinding:  limits.MaxStorageBufferBindingSize,
 		inst:        inst,
 		adapter:     adapter,

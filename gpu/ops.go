@@ -148,6 +148,9 @@ func (r *Recorder) MatMulAt(w Weight, x, xSums *Buffer, xRow0, nTokens int, y *B
 			}
 		}
 	case nTokens <= matvecMaxTokens:
+		if r.d.F16Math {
+			extra = append(extra, "F16_MATH")
+		}
 		p := r.matvecKernel(w.Type, xSums != nil, extra)
 		for _, c := range w.Chunks {
 			if p != nil {

@@ -14,6 +14,7 @@ import (
 const (
 	tolF32   = 1e-4
 	tolQuant = 1e-3
+	tolF16   = 1e-2 // half-precision arithmetic
 )
 
 func randVec(rng *rand.Rand, n int) []float32 {
@@ -146,14 +147,21 @@ func TestRMSNorm(t *testing.T) {
 // and without the fused residual add.
 func TestMatMul(t *testing.T) {
 	d := gputest.Device(t)
-	defer func(v bool) { d.BarrierFree = v }(d.BarrierFree)
+	defer func(v, f bool) { d.BarrierFree, d.F16Math = v, f }(d.BarrierFree, d.F16Math)
 	for _, bf := range []bool{false, true} {
-		d.BarrierFree = bf
-		t.Run(fmt.Sprintf("barrier-free=%v", bf), func(t *testing.T) { testMatMul(t, d) })
+		d.BarrierFree, d.F16Math = bf, false
+		t.Run(fmt.Sprintf("barrier-free=%v", bf), func(t *testing.T) { testMatMul(t, d, 1) })
 	}
+	if !d.Features.ShaderF16 {
+		t.Log("adapter lacks shader-f16: half-precision kernels not tested here")
+		return
+	}
+	d.BarrierFree, d.F16Math = false, true
+	t.Run("f16-math", func(t *testing.T) { testMatMul(t, d, tolF16/tolQuant) })
 }
 
-func testMatMul(t *testing.T, d *gpu.Device) {
+// testMatMul checks every type; tolScale widens the bounds for half-precision arithmetic.
+func testMatMul(t *testing.T, d *gpu.Device, tolScale float64) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, typ := range allTypes {
 		// Row lengths in blocks; row and token counts that are not multiples of the tiles.
@@ -178,7 +186,7 @@ func testMatMul(t *testing.T, d *gpu.Device) {
 				if acc {
 					want = cpuref.Add(y0, want)
 				}
-				check(t, name, got, want, tolFor(typ))
+				check(t, name, got, want, tolFor(typ)*tolScale)
 			}
 		}
 	}

@@ -8,6 +8,12 @@
 // XSUM (Q4_1, Q5_1): x holds Q8_1-rounded activations and xs their per-32 block sums as
 // llama.cpp's Q8_1 stores them (f16 of d * sum q); the block minimum multiplies that sum, as
 // in ggml_vec_dot_q4_1_q8_1, instead of every activation.
+// F16_MATH (adapters with shader-f16, cooperative variant): each 4-element product is taken
+// in half precision (packed f16 arithmetic), accumulated in f32.
+
+#ifdef F16_MATH
+enable f16;
+#endif
 
 struct Params {
     k: u32,       // row length (input features)
@@ -164,7 +170,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         let wv = dq4(base, e % BS);
 #endif
         for (var t = 0u; t < p.n_tok; t++) {
+#ifdef F16_MATH
+            acc[t] += f32(dot(vec4<f16>(wv), vec4<f16>(x[(p.x_row0 + t) * k4 + c])));
+#else
             acc[t] += dot(wv, x[(p.x_row0 + t) * k4 + c]);
+#endif
         }
     }
     for (var t = 0u; t < p.n_tok; t++) {
