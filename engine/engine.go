@@ -31,7 +31,11 @@ type Config struct {
 	BatchSize int
 	// Device selects an adapter by index; -1 picks the best.
 	Device int
-	Logger *log.Logger
+	// KVF32 keeps the KV cache in f32 rather than f16.
+	KVF32 bool
+	// RawActivations skips rounding matmul activations as llama.cpp does (model.Options).
+	RawActivations bool
+	Logger         *log.Logger
 }
 
 // InlineSoftwareBelow is the model file size under which a software adapter runs dispatches
@@ -93,7 +97,9 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 	start := time.Now()
 	lastPct := -1
 	m, err := model.Load(dev, f, model.Options{
-		MaxBatch: cfg.BatchSize,
+		MaxBatch:       cfg.BatchSize,
+		KVF32:          cfg.KVF32,
+		RawActivations: cfg.RawActivations,
 		Progress: func(done, total uint64) {
 			if total == 0 {
 				return

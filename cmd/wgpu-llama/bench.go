@@ -36,18 +36,16 @@ type benchResult struct {
 func runBench(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench", "wgpu-llama bench -m FILE [-p 512] [-n 128] [-r 5] [--json]", stderr)
 	var (
-		mf          modelFlags
-		nPrompt     int
-		nGen, reps  int
-		jsonOut     bool
-		rawActivity bool
+		mf         modelFlags
+		nPrompt    int
+		nGen, reps int
+		jsonOut    bool
 	)
 	mf.register(fs)
 	intVar(fs, &nPrompt, 512, "prompt tokens for the pp test (0: skip)", "p", "n-prompt")
 	intVar(fs, &nGen, 128, "generated tokens for the tg test (0: skip)", "n", "n-gen")
 	intVar(fs, &reps, 5, "repetitions of each test", "r", "repetitions")
 	fs.BoolVar(&jsonOut, "json", false, "print a JSON array, one object per test")
-	fs.BoolVar(&rawActivity, "raw-activations", false, "skip llama.cpp-style activation rounding")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -72,7 +70,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	batch := max(cfg.BatchSize, nPrompt, 1)
-	m, err := model.Load(dev, f, model.Options{MaxBatch: batch, RawActivations: rawActivity})
+	m, err := model.Load(dev, f, model.Options{MaxBatch: batch, KVF32: cfg.KVF32, RawActivations: cfg.RawActivations})
 	f.Close()
 	if err != nil {
 		return err

@@ -78,3 +78,21 @@ func TestDevices(t *testing.T) {
 		t.Errorf("devices output:\n%s", out)
 	}
 }
+
+// TestCompleteF32Cache runs with llama.cpp's --cache-type-k/-v f32 spelling and rejects
+// unsupported cache types.
+func TestCompleteF32Cache(t *testing.T) {
+	path := shareddata.Path(t, "models", "stories260K.gguf")
+	requireGPU(t)
+	args := []string{"complete", "-m", path, "-p", "Once upon a time", "-n", "16", "--temp", "0"}
+	f16 := runOK(t, args...)
+	if f32 := runOK(t, append(args, "-ctk", "f32", "-ctv", "f32")...); f32 != f16 || !strings.HasPrefix(f32, " Once upon a time, there was a little girl") {
+		t.Errorf("f32 cache: %q, f16 cache: %q", f32, f16)
+	}
+	for _, args := range [][]string{{"-ctk", "q8_0", "-ctv", "q8_0"}, {"-ctk", "f32"}} {
+		var stdout, stderr bytes.Buffer
+		if err := run(context.Background(), append([]string{"complete", "-m", path, "-p", "x"}, args...), &stdout, &stderr); err == nil {
+			t.Errorf("%q: expected an error", args)
+		}
+	}
+}

@@ -86,11 +86,13 @@ func newLogger(stderr io.Writer, verbose bool) *log.Logger {
 
 // modelFlags are the flags every command that loads a model shares.
 type modelFlags struct {
-	path    string
-	ctxSize int
-	batch   int
-	device  int
-	verbose bool
+	path           string
+	ctxSize        int
+	batch          int
+	device         int
+	verbose        bool
+	cacheK, cacheV string
+	rawActivations bool
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
@@ -99,6 +101,9 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	intVar(fs, &m.batch, 512, "prompt tokens per forward pass", "ub", "ubatch-size")
 	intVar(fs, &m.device, -1, "GPU adapter index from `wgpu-llama devices` (-1: best)", "device")
 	fs.BoolVar(&m.verbose, "v", false, "verbose logging")
+	stringVar(fs, &m.cacheK, "f16", "KV cache type for keys: f16 or f32", "ctk", "cache-type-k")
+	stringVar(fs, &m.cacheV, "f16", "KV cache type for values: f16 or f32 (same as keys)", "ctv", "cache-type-v")
+	fs.BoolVar(&m.rawActivations, "raw-activations", false, "feed matmuls f32 activations instead of rounding them as llama.cpp's CPU backend does")
 }
 
 // engineConfig resolves the default model and returns the engine configuration.
@@ -110,5 +115,14 @@ func (m *modelFlags) engineConfig(alias string, logger *log.Logger) (engine.Conf
 			return engine.Config{}, err
 		}
 	}
-	return engine.Config{ModelPath: path, Alias: alias, CtxSize: m.ctxSize, BatchSize: m.batch, Device: m.device, Logger: logger}, nil
+	for _, t := range []string{m.cacheK, m.cacheV} {
+		if t != "f16" && t != "f32" {
+			return engine.Config{}, fmt.Errorf("cache type %q not supported (supported: f16, f32)", t)
+		}
+	}
+	if m.cacheK != m.cacheV {
+		return engine.Config{}, fmt.Errorf("different key (%s) and value (%s) cache types are not supported", m.cacheK, m.cacheV)
+	}
+	return engine.Config{ModelPath: path, Alias: alias, CtxSize: m.ctxSize, BatchSize: m.batch, Device: m.device,
+		KVF32: m.cacheK == "f32", RawActivations: m.rawActivations, Logger: logger}, nil
 }
