@@ -6,6 +6,9 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/shaders"
 )
 
+// matvecRows is how many rows one workgroup of the cooperative matrix-vector kernel computes.
+const matvecRows = 4
+
 // matvecMaxTokens is the largest batch the matrix-vector kernel handles (its MAXT); larger
 // batches use the tiled matrix-matrix kernel.
 const matvecMaxTokens = 8
@@ -154,7 +157,7 @@ func (r *Recorder) MatMulAt(w Weight, x, xSums *Buffer, xRow0, nTokens int, y *B
 		p := r.matvecKernel(w.Type, xSums != nil, extra)
 		for _, c := range w.Chunks {
 			if p != nil {
-				r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, xRow0, 0, yStride, yCol+c.Row0), r.grid(c.Rows), withSums(xSums, c.Buf, x, y)...)
+				r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, xRow0, 0, yStride, yCol+c.Row0), r.grid((c.Rows+matvecRows-1)/matvecRows), withSums(xSums, c.Buf, x, y)...)
 			}
 		}
 	default:

@@ -4,7 +4,8 @@
 // dequant.inc (define T_<TYPE>), rows of k elements, k a multiple of the block size.
 // Variants: ADD accumulates into y (the residual add fused into the projection epilogue);
 // ROW_PER_THREAD gives each invocation whole rows and no workgroup barriers, what CPU adapters
-// such as lavapipe run fastest; otherwise a 64-wide workgroup shares each row and reduces.
+// such as lavapipe run fastest; otherwise 64 invocations share each row and reduce, 4 rows
+// to a workgroup.
 // XSUM (Q4_1, Q5_1): x holds Q8_1-rounded activations and xs their per-32 block sums as
 // llama.cpp's Q8_1 stores them (f16 of d * sum q); the block minimum multiplies that sum, as
 // in ggml_vec_dot_q4_1_q8_1, instead of every activation.
@@ -141,20 +142,20 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 #endif
 }
 #else
-var<workgroup> partial: array<f32, 512>; // WG * MAXT
+// Cooperative variant: a 64 x 4 workgroup computes 4 rows, 64 invocations sharing each row.
+const ROWS: u32 = 4u;
+var<workgroup> partial: array<f32, 2048>; // ROWS * MAXT * WG
 
-@compute @workgroup_size(WG)
+@compute @workgroup_size(64, 4)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_id) lid: vec3<u32>) {
-    let row = wg.x + wg.y * nwg.x;
-    if (row >= p.n) {
-        return;
-    }
+    let row = (wg.x + wg.y * nwg.x) * ROWS + lid.y;
+    let live = row < p.n; // every invocation reaches the barriers, live or not
     let k4 = p.k / 4u;
     let base0 = row * (p.k / BS) * BW;
     var acc: array<f32, MAXT>;
     // Neighbouring invocations take neighbouring 4-element groups, so their loads coalesce.
-    for (var c = lid.x; c < k4; c += WG) {
+    for (var c = lid.x; live && c < k4; c += WG) {
         let e = 4u * c;
         let base = base0 + (e / BS) * BW;
 #ifdef XSUM
@@ -177,20 +178,21 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 #endif
         }
     }
+    let slot = lid.y * MAXT * WG;
     for (var t = 0u; t < p.n_tok; t++) {
-        partial[t * WG + lid.x] = acc[t];
+        partial[slot + t * WG + lid.x] = acc[t];
     }
     workgroupBarrier();
     for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
         if (lid.x < stride) {
             for (var t = 0u; t < p.n_tok; t++) {
-                partial[t * WG + lid.x] += partial[t * WG + lid.x + stride];
+                partial[slot + t * WG + lid.x] += partial[slot + t * WG + lid.x + stride];
             }
         }
         workgroupBarrier();
     }
-    if (lid.x < p.n_tok) {
-        store(lid.x, row, partial[lid.x * WG]);
+    if (live && lid.x < p.n_tok) {
+        store(lid.x, row, partial[slot + lid.x * WG]);
     }
 }
 #endif
