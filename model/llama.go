@@ -51,9 +51,9 @@ type Options struct {
 	Progress func(done, total uint64)
 	// KVF32 keeps the KV cache in f32 instead of f16 (llama.cpp's --cache-type-k f32).
 	KVF32 bool
-	// ExactActivations off (true here) feeds matmuls f32 activations. By default activations
-	// are rounded as llama.cpp's CPU backend rounds them for each weight type (8-bit blocks
-	// for quantized weights, f16 for f16), so quantized models reproduce llama.cpp's output.
+	// RawActivations feeds matmuls plain f32 activations. By default they are rounded as
+	// llama.cpp's CPU backend rounds them for each weight type (8-bit blocks for quantized
+	// weights, f16 for f16), so quantized models reproduce llama.cpp's greedy output.
 	RawActivations bool
 }
 

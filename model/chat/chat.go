@@ -1,8 +1,9 @@
 // Package chat renders chat messages into the prompt text a model was trained on, as
 // llama-server's chat templates do.
 //
-// Only llama.cpp's built-in ChatML fallback is implemented; Jinja templates from GGUF files come
-// later and will plug in behind ForModel.
+// Templates are Jinja sources (tokenizer.chat_template from the GGUF, a file, or one of
+// llama.cpp's built-in names) rendered by package jinja with llama-server's context and message
+// normalisation; llama.cpp's ChatML template is the fallback when a model has none.
 package chat
 
 import (
@@ -15,6 +16,22 @@ import (
 type Message struct {
 	Role    string
 	Content string
+	// ReasoningContent is an assistant's reasoning ("thinking") text, if any.
+	ReasoningContent string
+	// Name is the optional author name.
+	Name string
+	// ToolCallID links a "tool" message to the call it answers.
+	ToolCallID string
+	// ToolCalls are the function calls an assistant message makes.
+	ToolCalls []ToolCall
+}
+
+// ToolCall is one function call of an assistant message.
+type ToolCall struct {
+	ID   string
+	Name string
+	// Arguments is the JSON text of the arguments, as OpenAI's API carries it.
+	Arguments string
 }
 
 // ChatMLSource is llama.cpp's built-in ChatML template (CHATML_TEMPLATE_SRC in common/chat.cpp),
@@ -43,38 +60,29 @@ func ChatML(msgs []Message, addGenerationPrompt bool) string {
 	return b.String()
 }
 
-// Template renders conversations into prompts for one model.
-type Template struct {
-	// Source is the Jinja source whose output Render reproduces (what /props reports as
-	// chat_template).
-	Source string
-	// Name says which renderer is used, for logs ("chatml").
-	Name string
-
-	render func(msgs []Message, addGenerationPrompt bool) (string, error)
-}
-
-// Render renders msgs, ending with the assistant's turn opener when addGenerationPrompt is set.
-// The error is for templates that reject a conversation; ChatML never does.
-func (t Template) Render(msgs []Message, addGenerationPrompt bool) (string, error) {
-	if t.render == nil {
-		return ChatML(msgs, addGenerationPrompt), nil
-	}
-	return t.render(msgs, addGenerationPrompt)
-}
-
 // ForModel picks the template for a model whose GGUF holds tokenizer.chat_template src ("" when
 // it has none). It is the one place that makes this choice: without a template llama-server falls
-// back to ChatML, and so do we; a GGUF template cannot be rendered until Jinja support lands, so
-// for now it is logged as ignored and ChatML is used as well.
+// back to ChatML, and so do we; a template that does not parse is logged and ChatML is used too.
+// The returned template renders bos_token and eos_token as ""; set them with WithSpecialTokens.
 func ForModel(src string, logger *log.Logger) Template {
-	if src != "" && src != ChatMLSource && logger != nil {
-		logger.Warn("chat template from the GGUF is not supported yet (no Jinja renderer); using ChatML",
-			"template_bytes", len(src))
+	if src == "" || src == ChatMLSource {
+		return chatMLTemplate()
 	}
-	return Template{
-		Source: ChatMLSource,
-		Name:   "chatml",
-		render: func(msgs []Message, add bool) (string, error) { return ChatML(msgs, add), nil },
+	t, err := New(src, "gguf")
+	if err != nil {
+		if logger != nil {
+			logger.Warn("chat template from the GGUF does not parse; using ChatML", "err", err)
+		}
+		return chatMLTemplate()
 	}
+	return t
+}
+
+// chatMLTemplate is the fallback template.
+func chatMLTemplate() Template {
+	t, err := New(ChatMLSource, "chatml")
+	if err != nil {
+		panic("chat: the built-in ChatML template does not parse: " + err.Error())
+	}
+	return t
 }

@@ -19,13 +19,13 @@ func TestChatML(t *testing.T) {
 		{"empty with generation prompt", nil, true, "<|im_start|>assistant\n"},
 		{
 			"system and user",
-			[]Message{{"system", "Be brief."}, {"user", "Hi"}},
+			[]Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi"}},
 			true,
 			"<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n",
 		},
 		{
 			"no generation prompt",
-			[]Message{{"user", "Hi"}, {"assistant", "Hello"}},
+			[]Message{{Role: "user", Content: "Hi"}, {Role: "assistant", Content: "Hello"}},
 			false,
 			"<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello<|im_end|>\n",
 		},
@@ -94,9 +94,22 @@ func TestChatMLSourceMatchesReference(t *testing.T) {
 	}
 }
 
+func TestForModelUsesGGUFTemplate(t *testing.T) {
+	tmpl := ForModel("{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}", nil).WithSpecialTokens("<s>", "</s>")
+	if tmpl.Name != "gguf" {
+		t.Errorf("ForModel with a GGUF template = %q, want the GGUF template", tmpl.Name)
+	}
+	got, err := tmpl.Render([]Message{{Role: "user", Content: "Hi"}}, true)
+	if err != nil || got != "<s>Hi" {
+		t.Errorf("Render = %q, %v; want %q", got, err, "<s>Hi")
+	}
+}
+
 func TestForModelFallsBackToChatML(t *testing.T) {
-	tmpl := ForModel("{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}", nil)
-	if tmpl.Source != ChatMLSource || tmpl.Name != "chatml" {
-		t.Errorf("ForModel with a GGUF template = %q/%q, want the ChatML fallback", tmpl.Name, tmpl.Source)
+	for _, src := range []string{"", "{% if %}"} {
+		tmpl := ForModel(src, nil)
+		if tmpl.Source != ChatMLSource || tmpl.Name != "chatml" {
+			t.Errorf("ForModel(%q) = %q/%q, want the ChatML fallback", src, tmpl.Name, tmpl.Source)
+		}
 	}
 }

@@ -117,7 +117,7 @@ func TestFromGGUFErrors(t *testing.T) {
 	}{
 		{"no model", []kv{{"tokenizer.ggml.tokens", tokens}}, "tokenizer.ggml.model is missing"},
 		{"model type", []kv{{"tokenizer.ggml.model", uint32(1)}}, "tokenizer.ggml.model is uint32, want string"},
-		{"unsupported", []kv{{"tokenizer.ggml.model", "gpt2"}}, `tokenizer model "gpt2" not supported yet (supported: llama)`},
+		{"unsupported", []kv{{"tokenizer.ggml.model", "t5"}}, `tokenizer model "t5" not supported yet (supported: llama, gpt2, bert)`},
 		{"no tokens", []kv{{"tokenizer.ggml.model", "llama"}}, "tokenizer.ggml.tokens is missing"},
 		{"tokens type", []kv{{"tokenizer.ggml.model", "llama"}, {"tokenizer.ggml.tokens", []int32{1}}},
 			"tokenizer.ggml.tokens is array of int32, want array of strings"},

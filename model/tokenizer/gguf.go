@@ -25,18 +25,39 @@ const (
 	keyAddEOS         = "tokenizer.ggml.add_eos_token"
 	keyAddSpacePrefix = "tokenizer.ggml.add_space_prefix"
 	keyName           = "general.name"
+	keyPre            = "tokenizer.ggml.pre"
+	keyMerges         = "tokenizer.ggml.merges"
+	keySEP            = "tokenizer.ggml.seperator_token_id" // sic, as in GGUF and llama.cpp
+	keyAddSEP         = "tokenizer.ggml.add_sep_token"
+	keyLowercase      = "tokenizer.ggml.normalizer.lowercase"
+	keyStripAccents   = "tokenizer.ggml.normalizer.strip_accents"
 )
 
-// FromGGUF loads the vocabulary stored in a model file, with llama.cpp's defaults for absent
-// keys (BOS 1, EOS 2, UNK 0, add BOS and space prefix on, EOS off) and its tolerance of special
-// ids outside the vocabulary, which fall back to those defaults.
+// modelDefaults are llama.cpp's per-model defaults for absent keys.
+type modelDefaults struct {
+	bos, eos, unk, sep, pad        int32
+	addBOS, addSpacePrefix, addSEP bool
+}
+
+var defaultsByModel = map[string]modelDefaults{
+	"llama": {bos: 1, eos: 2, unk: 0, sep: -1, pad: -1, addBOS: true, addSpacePrefix: true},
+	"gpt2":  {bos: 11, eos: 11, unk: -1, sep: -1, pad: -1},
+	"bert":  {bos: 101, eos: -1, unk: 100, sep: 102, pad: 0, addBOS: true, addSEP: true},
+}
+
+// FromGGUF loads the vocabulary stored in a model file, with llama.cpp's per-model defaults for
+// absent keys (SentencePiece: BOS 1, EOS 2, UNK 0, add BOS and space prefix on; BPE: BOS and EOS
+// 11, add BOS only for the pre-tokenizers llama.cpp adds it for; WordPiece: [CLS] 101 as BOS,
+// UNK 100, SEP 102, PAD 0) and its tolerance of special ids outside the vocabulary, which fall
+// back to those defaults.
 func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 	model, err := stringKey(f, keyModel)
 	if err != nil {
 		return nil, err
 	}
-	if model != "llama" {
-		return nil, fmt.Errorf("tokenizer model %q not supported yet (supported: llama)", model)
+	defs, ok := defaultsByModel[model]
+	if !ok {
+		return nil, fmt.Errorf("tokenizer model %q not supported yet (supported: llama, gpt2, bert)", model)
 	}
 	tokens, ok := f.Strings(keyTokens)
 	if !ok {
@@ -48,6 +69,21 @@ func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 	}
 	v := Vocab{Model: model, Tokens: tokens}
 	v.Name, _ = f.String(keyName)
+	if model == "gpt2" {
+		if _, present := f.Lookup(keyPre); present {
+			if v.Pre, err = stringKey(f, keyPre); err != nil {
+				return nil, err
+			}
+		}
+		pt, err := preTypeFor(v.Pre)
+		if err != nil {
+			return nil, err
+		}
+		defs.addBOS = pt.addBOS
+		if v.Merges, ok = f.Strings(keyMerges); !ok {
+			return nil, keyError(f, keyMerges, "array of strings")
+		}
+	}
 
 	if _, present := f.Lookup(keyScores); present {
 		scores, ok := f.Float32s(keyScores)
@@ -85,8 +121,8 @@ func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 		dst *int32
 		def int32
 	}{
-		{keyBOS, &v.BOS, 1}, {keyEOS, &v.EOS, 2}, {keyEOT, &v.EOT, -1},
-		{keyUNK, &v.UNK, 0}, {keyPAD, &v.PAD, -1},
+		{keyBOS, &v.BOS, defs.bos}, {keyEOS, &v.EOS, defs.eos}, {keyEOT, &v.EOT, -1},
+		{keyUNK, &v.UNK, defs.unk}, {keyPAD, &v.PAD, defs.pad}, {keySEP, &v.SEP, defs.sep},
 	}
 	for _, s := range ids {
 		if int(s.def) >= n {
@@ -106,20 +142,36 @@ func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 		}
 	}
 
-	if v.AddBOS, err = boolKey(f, keyAddBOS, true); err != nil {
+	if v.AddBOS, err = boolKey(f, keyAddBOS, defs.addBOS); err != nil {
 		return nil, err
 	}
 	if v.AddEOS, err = boolKey(f, keyAddEOS, false); err != nil {
 		return nil, err
 	}
-	if v.AddSpacePrefix, err = boolKey(f, keyAddSpacePrefix, true); err != nil {
+	if v.AddSEP, err = boolKey(f, keyAddSEP, defs.addSEP); err != nil {
 		return nil, err
 	}
+	if v.AddSpacePrefix, err = boolKey(f, keyAddSpacePrefix, defs.addSpacePrefix); err != nil {
+		return nil, err
+	}
+	// BERT normaliser: accents are stripped exactly when lowercasing unless said otherwise.
+	lowercase, err := boolKey(f, keyLowercase, true)
+	if err != nil {
+		return nil, err
+	}
+	stripAccents, err := boolKey(f, keyStripAccents, lowercase)
+	if err != nil {
+		return nil, err
+	}
+	v.KeepCase, v.KeepAccents = !lowercase, !stripAccents
 	if v.AddBOS && v.BOS < 0 {
 		return nil, fmt.Errorf("tokenizer: %s is true, but %s is not set", keyAddBOS, keyBOS)
 	}
 	if v.AddEOS && v.EOS < 0 {
 		return nil, fmt.Errorf("tokenizer: %s is true, but %s is not set", keyAddEOS, keyEOS)
+	}
+	if v.AddSEP && v.SEP < 0 {
+		return nil, fmt.Errorf("tokenizer: %s is true, but %s is not set", keyAddSEP, keySEP)
 	}
 	return New(v)
 }

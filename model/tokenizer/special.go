@@ -65,7 +65,8 @@ func isSpace(c byte) bool {
 	return c == ' ' || (c >= '\t' && c <= '\r')
 }
 
-// Encode tokenizes text as llama_tokenize does. addSpecial adds BOS/EOS as the vocabulary asks;
+// Encode tokenizes text as llama_tokenize does. addSpecial adds the special tokens the model
+// asks for (BOS/EOS as the vocabulary says; WordPiece always wraps the text in BOS and SEP);
 // parseSpecial lets control tokens written in the text (e.g. "<s>") become those tokens instead
 // of being spelled out.
 func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) []int32 {
@@ -74,6 +75,40 @@ func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) []int32 {
 		frags = t.partition(text, parseSpecial)
 	}
 	out := make([]int32, 0, len(text)/3+3)
+	switch t.kind {
+	case kindBPE:
+		var session bpeSession
+		if addSpecial && t.addBOS {
+			out = append(out, t.bos)
+		}
+		for _, f := range frags {
+			if f.tok >= 0 {
+				out = append(out, f.tok)
+				continue
+			}
+			out = session.tokenize(t, text[f.off:f.end], out)
+		}
+		if addSpecial && t.addEOS {
+			out = append(out, t.eos)
+		}
+		return out
+	case kindWPM:
+		var session wpmSession
+		if addSpecial && t.bos >= 0 {
+			out = append(out, t.bos)
+		}
+		for _, f := range frags {
+			if f.tok >= 0 {
+				out = append(out, f.tok)
+				continue
+			}
+			out = session.tokenize(t, text[f.off:f.end], out)
+		}
+		if addSpecial && t.sep >= 0 {
+			out = append(out, t.sep)
+		}
+		return out
+	}
 	if addSpecial && t.addBOS {
 		out = append(out, t.bos)
 	}

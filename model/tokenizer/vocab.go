@@ -1,8 +1,9 @@
 // Package tokenizer turns text into token ids and back exactly as llama.cpp does, so prompts,
 // /tokenize answers and streamed text match llama-server token for token.
 //
-// Only the SentencePiece ("llama") tokenizer is implemented; the vocabulary comes either from a
-// GGUF file (FromGGUF) or from plain slices (New).
+// Three of llama.cpp's tokenizer models are implemented: SentencePiece ("llama"), byte-level BPE
+// ("gpt2", with llama.cpp's pre-tokenizer regexes) and WordPiece ("bert"). The vocabulary comes
+// either from a GGUF file (FromGGUF) or from plain slices (New).
 package tokenizer
 
 import (
@@ -32,20 +33,44 @@ const (
 // build one without a file. Special ids are -1 when the vocabulary has no such token; note that
 // the zero value 0 is a real id.
 type Vocab struct {
-	Model  string      // tokenizer.ggml.model; only "llama" (SentencePiece) is supported
+	Model  string      // tokenizer.ggml.model: "llama" (SentencePiece), "gpt2" (BPE) or "bert" (WordPiece)
 	Name   string      // general.name; llama.cpp keys per-model quirks on it (Phi-3 strips spaces after special tokens)
 	Tokens []string    // token text, indexed by id
-	Scores []float32   // merge priority per token; nil means all zero
+	Scores []float32   // merge priority per token (SentencePiece); nil means all zero
 	Types  []TokenType // nil means all TypeNormal
 
+	// Pre is tokenizer.ggml.pre, the BPE pre-tokenizer ("" is llama.cpp's "default"); Merges
+	// is tokenizer.ggml.merges ("left right", highest priority first). Both are for "gpt2" only.
+	Pre    string
+	Merges []string
+
 	BOS, EOS, EOT, UNK, PAD int32
+	// SEP is the separator WordPiece appends after the text (BERT's [SEP]); -1 when none. Note
+	// that the zero value is a real id.
+	SEP int32
 
 	// EOG lists further end-of-generation ids the file names (EOM, FIM pad/repo/sep). Tokens
 	// recognised by their text (<|eot_id|>, <|im_end|>, <|end|>, ...) are added regardless.
 	EOG []int32
 
 	AddBOS, AddEOS, AddSpacePrefix bool
+	// AddSEP is tokenizer.ggml.add_sep_token; llama.cpp reports it but WordPiece appends SEP
+	// whenever special tokens are added.
+	AddSEP bool
+
+	// KeepCase and KeepAccents turn off the BERT normaliser's lowercasing and accent stripping,
+	// which llama.cpp applies by default ("bert" only).
+	KeepCase, KeepAccents bool
 }
+
+// modelKind is llama.cpp's llama_vocab_type for the models implemented.
+type modelKind uint8
+
+const (
+	kindSPM modelKind = iota
+	kindBPE
+	kindWPM
+)
 
 // tokenAttr mirrors llama.cpp's llama_token_attr bit set: llama.cpp adjusts types after loading
 // (e.g. marks end-of-turn tokens as control), which a single TokenType cannot express.
@@ -95,8 +120,15 @@ type Tokenizer struct {
 	pairs   *tokenPairs
 	charIDs [nSmallChars]int32 // token of each smallChar, -1 when not a token
 
-	bos, eos, eot, eom, unk, pad   int32
-	addBOS, addEOS, addSpacePrefix bool
+	kind        modelKind
+	bpe         *bpeModel // kindBPE only
+	maxTokenLen int       // longest token in bytes, bounding WordPiece's search
+	cleanSpaces bool      // Detokenize tidies spaces around punctuation (clean_spaces)
+
+	lowercase, stripAccents bool // BERT normaliser (kindWPM)
+
+	bos, eos, eot, eom, unk, pad, sep      int32
+	addBOS, addEOS, addSpacePrefix, addSEP bool
 }
 
 // Texts llama.cpp recognises as special tokens when the file does not name them; each match is
@@ -125,8 +157,16 @@ var (
 // New checks v and builds the lookup tables, applying the same post-load adjustments as
 // llama.cpp (special-token detection by text, end-of-generation set, per-model quirks).
 func New(v Vocab) (*Tokenizer, error) {
-	if v.Model != "llama" {
-		return nil, fmt.Errorf("tokenizer model %q not supported yet (supported: llama)", v.Model)
+	var kind modelKind
+	switch v.Model {
+	case "llama":
+		kind = kindSPM
+	case "gpt2":
+		kind = kindBPE
+	case "bert":
+		kind = kindWPM
+	default:
+		return nil, fmt.Errorf("tokenizer model %q not supported yet (supported: llama, gpt2, bert)", v.Model)
 	}
 	n := len(v.Tokens)
 	if n == 0 {
@@ -144,7 +184,7 @@ func New(v Vocab) (*Tokenizer, error) {
 	for _, s := range []struct {
 		name string
 		id   int32
-	}{{"BOS", v.BOS}, {"EOS", v.EOS}, {"EOT", v.EOT}, {"UNK", v.UNK}, {"PAD", v.PAD}} {
+	}{{"BOS", v.BOS}, {"EOS", v.EOS}, {"EOT", v.EOT}, {"UNK", v.UNK}, {"PAD", v.PAD}, {"SEP", v.SEP}} {
 		if s.id < -1 || int(s.id) >= n {
 			return nil, fmt.Errorf("tokenizer: %s id %d out of range [0, %d) (use -1 for none)", s.name, s.id, n)
 		}
@@ -160,6 +200,9 @@ func New(v Vocab) (*Tokenizer, error) {
 	if v.AddEOS && v.EOS < 0 {
 		return nil, errors.New("tokenizer: AddEOS is set but there is no EOS token")
 	}
+	if v.AddSEP && v.SEP < 0 {
+		return nil, errors.New("tokenizer: AddSEP is set but there is no SEP token")
+	}
 
 	t := &Tokenizer{
 		tokens:         make([]string, n),
@@ -173,9 +216,25 @@ func New(v Vocab) (*Tokenizer, error) {
 		eom:            -1,
 		unk:            v.UNK,
 		pad:            v.PAD,
+		sep:            v.SEP,
 		addBOS:         v.AddBOS,
 		addEOS:         v.AddEOS,
 		addSpacePrefix: v.AddSpacePrefix,
+		addSEP:         v.AddSEP,
+		kind:           kind,
+		lowercase:      !v.KeepCase,
+		stripAccents:   !v.KeepAccents,
+	}
+	switch kind {
+	case kindBPE:
+		m, err := newBPEModel(v.Pre, v.Merges)
+		if err != nil {
+			return nil, err
+		}
+		t.bpe = m
+		t.cleanSpaces = m.pre.cleanSpaces
+	case kindWPM:
+		t.cleanSpaces = true
 	}
 	for i, s := range v.Tokens {
 		if s == "" {
@@ -186,6 +245,7 @@ func New(v Vocab) (*Tokenizer, error) {
 		}
 		t.ids[s] = int32(i)
 		t.tokens[i] = s
+		t.maxTokenLen = max(t.maxTokenLen, len(s))
 		if v.Scores != nil {
 			t.scores[i] = v.Scores[i]
 		}
@@ -297,7 +357,9 @@ func (t *Tokenizer) buildCaches() {
 			t.charIDs[c] = id
 		}
 	}
-	t.pairs = newTokenPairs(t.tokens)
+	if t.kind == kindSPM {
+		t.pairs = newTokenPairs(t.tokens)
+	}
 }
 
 // applyModelQuirks sets the strip attributes llama.cpp assigns by model name after loading.
@@ -337,6 +399,24 @@ func (t *Tokenizer) UNK() int32 { return t.unk }
 
 // PAD is the padding id, -1 when there is none.
 func (t *Tokenizer) PAD() int32 { return t.pad }
+
+// SEP is the separator id (BERT's [SEP]), -1 when there is none.
+func (t *Tokenizer) SEP() int32 { return t.sep }
+
+// AddSEP reports tokenizer.ggml.add_sep_token (llama.cpp's add_sep), which rerankers use to
+// join a query and a document.
+func (t *Tokenizer) AddSEP() bool { return t.addSEP }
+
+// Model is the tokenizer model: "llama", "gpt2" or "bert".
+func (t *Tokenizer) Model() string {
+	switch t.kind {
+	case kindBPE:
+		return "gpt2"
+	case kindWPM:
+		return "bert"
+	}
+	return "llama"
+}
 
 // AddBOS reports whether Encode with addSpecial prepends BOS, which callers building prompts
 // from pieces need to know.

@@ -263,7 +263,7 @@ func TestNewErrors(t *testing.T) {
 		modify func(*Vocab)
 		want   string
 	}{
-		{"model", func(v *Vocab) { v.Model = "gpt2" }, `tokenizer model "gpt2" not supported yet (supported: llama)`},
+		{"model", func(v *Vocab) { v.Model = "t5" }, `tokenizer model "t5" not supported yet (supported: llama, gpt2, bert)`},
 		{"empty", func(v *Vocab) { v.Tokens, v.Scores, v.Types = nil, nil, nil }, "empty vocabulary"},
 		{"scores", func(v *Vocab) { v.Scores = v.Scores[:3] }, "scores"},
 		{"types", func(v *Vocab) { v.Types = v.Types[1:] }, "token types"},
