@@ -179,20 +179,48 @@ func kvDefines(f16 bool) []string {
 	return nil
 }
 
+// Rope describes rotary position embedding: nRot dimensions of each head rotate by
+// pos * FreqBase^(-2i/nRot), pairing adjacent elements (llama) or, with NeoX, element i with
+// i + nRot/2 (GPT-NeoX, Qwen, Phi-3).
+type Rope struct {
+	NRot     int
+	FreqBase float32
+	NeoX     bool
+}
+
 // RoPEKV takes the fused qkv rows of nTokens tokens (nHead query heads, then nKVHead key and
-// value heads), rotates q in place, and writes rotated k and plain v into the caches at row
-// pos[t] (u32 positions), in f16 when kvF16.
-func (r *Recorder) RoPEKV(qkv, pos, kCache, vCache *Buffer, kvF16 bool, nTokens, nHead, nKVHead, headDim, nRot int, freqBase float32) {
-	if headDim%2 != 0 || nRot > headDim || nRot%2 != 0 {
-		r.fail("gpu: rope: head_dim %d, n_rot %d unsupported", headDim, nRot)
+// value heads), adds the projection bias when bias is not nil, rotates q in place, and writes
+// rotated k and plain v into the caches at row pos[t] (u32 positions), in f16 when kvF16.
+func (r *Recorder) RoPEKV(qkv, pos, kCache, vCache, bias *Buffer, kvF16 bool, nTokens, nHead, nKVHead, headDim int, rope Rope) {
+	if headDim%2 != 0 || rope.NRot > headDim || rope.NRot%2 != 0 || (rope.NeoX && rope.NRot%4 != 0) {
+		r.fail("gpu: rope: head_dim %d, n_rot %d (neox %v) unsupported", headDim, rope.NRot, rope.NeoX)
 		return
 	}
-	p := r.kernel("rope_kv", []Access{ReadWrite, ReadOnly, ReadWrite, ReadWrite}, 64, kvDefines(kvF16)...)
+	defs := kvDefines(kvF16)
+	bind := []Access{ReadWrite, ReadOnly, ReadWrite, ReadWrite}
+	bufs := []*Buffer{qkv, pos, kCache, vCache}
+	if rope.NeoX {
+		defs = append(defs, "NEOX")
+	}
+	if bias != nil {
+		defs, bind, bufs = append(defs, "BIAS"), append(bind, ReadOnly), append(bufs, bias)
+	}
+	p := r.kernel("rope_kv", bind, 64, defs...)
 	if p == nil {
 		return
 	}
 	pairs := nTokens * (nHead + 2*nKVHead) * headDim / 2
-	r.Dispatch(p, Params(nTokens, nHead, nKVHead, headDim, nRot, freqBase), r.elementwise(pairs), qkv, pos, kCache, vCache)
+	r.Dispatch(p, Params(nTokens, nHead, nKVHead, headDim, rope.NRot, rope.FreqBase), r.elementwise(pairs), bufs...)
+}
+
+// HeadNorm RMS-normalises every query and key head vector of the fused qkv rows in place,
+// multiplying by qNorm or kNorm (headDim values each): QK-norm.
+func (r *Recorder) HeadNorm(qkv, qNorm, kNorm *Buffer, nTokens, nHead, nKVHead, headDim int, eps float32) {
+	p := r.kernel("head_norm", []Access{ReadWrite, ReadOnly, ReadOnly}, 64)
+	if p == nil {
+		return
+	}
+	r.Dispatch(p, Params(nTokens, nHead, nKVHead, headDim, eps), r.elementwise(nTokens*(nHead+nKVHead)), qkv, qNorm, kNorm)
 }
 
 // Attention computes causal grouped-query attention of q (rows of qStride floats, heads first)

@@ -222,59 +222,96 @@ func cacheFloats(t *testing.T, d *gpu.Device, b *gpu.Buffer, n int, f16 bool) []
 	return out
 }
 
-// TestRoPEKV checks the fused step after the QKV projection: q rotated in place, k rotated
-// into the cache and v copied into it, at the tokens' positions, for both cache formats.
+// TestRoPEKV checks the fused step after the QKV projection: bias added, q rotated in place,
+// k rotated into the cache and v copied into it, at the tokens' positions, for both cache
+// formats and both pairings (llama's adjacent, GPT-NeoX's halves).
 func TestRoPEKV(t *testing.T) {
 	d := gputest.Device(t)
 	rng := rand.New(rand.NewPCG(7, 8))
 	const nTok, nHead, nKV, headDim, nCtx = 5, 4, 2, 16, 64
 	const row = (nHead + 2*nKV) * headDim
 	for _, f16 := range []bool{false, true} {
-		for _, nRot := range []int{16, 8} {
-			name := fmt.Sprintf("f16=%v n_rot=%d", f16, nRot)
-			qkv := randVec(rng, nTok*row)
-			pos := []int32{0, 1, 2, 40, 63}
-			var q, k, v []float32
-			for tk := 0; tk < nTok; tk++ {
-				r := qkv[tk*row : (tk+1)*row]
-				q = append(q, r[:nHead*headDim]...)
-				k = append(k, r[nHead*headDim:(nHead+nKV)*headDim]...)
-				v = append(v, r[(nHead+nKV)*headDim:]...)
-			}
-			cpuref.RoPE(q, pos, nHead, headDim, nRot, 10000)
-			cpuref.RoPE(k, pos, nKV, headDim, nRot, 10000)
+		for _, neox := range []bool{false, true} {
+			for _, nRot := range []int{16, 8} {
+				name := fmt.Sprintf("f16=%v neox=%v n_rot=%d", f16, neox, nRot)
+				qkv := randVec(rng, nTok*row)
+				var bias []float32
+				var biasBuf *gpu.Buffer
+				if neox { // exercise the fused bias on one of the variants
+					bias = randVec(rng, row)
+					biasBuf = upload(t, d, bias)
+				}
+				pos := []int32{0, 1, 2, 40, 63}
+				var q, k, v []float32
+				for tk := 0; tk < nTok; tk++ {
+					r := append([]float32(nil), qkv[tk*row:(tk+1)*row]...)
+					for i := range bias {
+						r[i] += bias[i]
+					}
+					q = append(q, r[:nHead*headDim]...)
+					k = append(k, r[nHead*headDim:(nHead+nKV)*headDim]...)
+					v = append(v, r[(nHead+nKV)*headDim:]...)
+				}
+				rope := cpuref.RoPE
+				if neox {
+					rope = cpuref.RoPENeoX
+				}
+				rope(q, pos, nHead, headDim, nRot, 10000)
+				rope(k, pos, nKV, headDim, nRot, 10000)
 
-			buf := upload(t, d, qkv)
-			elt := 4
-			if f16 {
-				elt = 2
+				buf := upload(t, d, qkv)
+				elt := 4
+				if f16 {
+					elt = 2
+				}
+				kc := empty(t, d, nCtx*nKV*headDim*elt/4)
+				vc := empty(t, d, nCtx*nKV*headDim*elt/4)
+				got := run(t, d, buf, len(qkv), func(r *gpu.Recorder) {
+					r.RoPEKV(buf, uploadU32(t, d, pos), kc, vc, biasBuf, f16, nTok, nHead, nKV, headDim, gpu.Rope{NRot: nRot, FreqBase: 10000, NeoX: neox})
+				})
+				var gotQ []float32
+				for tk := 0; tk < nTok; tk++ {
+					gotQ = append(gotQ, got[tk*row:tk*row+nHead*headDim]...)
+				}
+				check(t, "rope q "+name, gotQ, q, tolF32)
+				kAll := cacheFloats(t, d, kc, nCtx*nKV*headDim, f16)
+				vAll := cacheFloats(t, d, vc, nCtx*nKV*headDim, f16)
+				var gotK, gotV []float32
+				for _, p := range pos {
+					o := int(p) * nKV * headDim
+					gotK = append(gotK, kAll[o:o+nKV*headDim]...)
+					gotV = append(gotV, vAll[o:o+nKV*headDim]...)
+				}
+				tol := tolF32
+				if f16 {
+					tol = 1e-3 // half precision storage
+				}
+				check(t, "rope k to cache "+name, gotK, k, tol)
+				check(t, "v to cache "+name, gotV, v, tol)
 			}
-			kc := empty(t, d, nCtx*nKV*headDim*elt/4)
-			vc := empty(t, d, nCtx*nKV*headDim*elt/4)
-			got := run(t, d, buf, len(qkv), func(r *gpu.Recorder) {
-				r.RoPEKV(buf, uploadU32(t, d, pos), kc, vc, f16, nTok, nHead, nKV, headDim, nRot, 10000)
-			})
-			var gotQ []float32
-			for tk := 0; tk < nTok; tk++ {
-				gotQ = append(gotQ, got[tk*row:tk*row+nHead*headDim]...)
-			}
-			check(t, "rope q "+name, gotQ, q, tolF32)
-			kAll := cacheFloats(t, d, kc, nCtx*nKV*headDim, f16)
-			vAll := cacheFloats(t, d, vc, nCtx*nKV*headDim, f16)
-			var gotK, gotV []float32
-			for _, p := range pos {
-				o := int(p) * nKV * headDim
-				gotK = append(gotK, kAll[o:o+nKV*headDim]...)
-				gotV = append(gotV, vAll[o:o+nKV*headDim]...)
-			}
-			tol := tolF32
-			if f16 {
-				tol = 1e-3 // half precision storage
-			}
-			check(t, "rope k to cache "+name, gotK, k, tol)
-			check(t, "v to cache "+name, gotV, v, tol)
 		}
 	}
+}
+
+// TestHeadNorm checks QK-norm: each query and key head vector RMS-normalised with its own
+// weight, value heads untouched.
+func TestHeadNorm(t *testing.T) {
+	d := gputest.Device(t)
+	rng := rand.New(rand.NewPCG(23, 24))
+	const nTok, nHead, nKV, headDim = 3, 4, 2, 32
+	const row = (nHead + 2*nKV) * headDim
+	qkv := randVec(rng, nTok*row)
+	qn, kn := randVec(rng, headDim), randVec(rng, headDim)
+	want := append([]float32(nil), qkv...)
+	for tk := 0; tk < nTok; tk++ {
+		q := want[tk*row : tk*row+nHead*headDim]
+		k := want[tk*row+nHead*headDim : tk*row+(nHead+nKV)*headDim]
+		copy(q, cpuref.RMSNorm(q, qn, headDim, 1e-6))
+		copy(k, cpuref.RMSNorm(k, kn, headDim, 1e-6))
+	}
+	buf := upload(t, d, qkv)
+	got := run(t, d, buf, len(qkv), func(r *gpu.Recorder) { r.HeadNorm(buf, upload(t, d, qn), upload(t, d, kn), nTok, nHead, nKV, headDim, 1e-6) })
+	check(t, "head norm", got, want, tolF32)
 }
 
 func TestAttention(t *testing.T) {

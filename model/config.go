@@ -22,6 +22,7 @@ type Config struct {
 	NVocab     int
 	NRot       int // rotary dimensions per head
 	RopeBase   float32
+	RopeNeoX   bool // GPT-NeoX rotary pairing (i, i + NRot/2) rather than adjacent pairs
 	RMSEps     float32
 	NCtxTrain  int
 	FileType   string
@@ -30,7 +31,7 @@ type Config struct {
 }
 
 // Supported lists the architectures this build runs.
-var Supported = []string{"llama"}
+var Supported = []string{"llama", "phi3", "qwen2", "qwen3"}
 
 // ReadConfig reads and checks the hyperparameters; errors name the missing or bad key.
 func ReadConfig(f *gguf.File) (Config, error) {
@@ -45,7 +46,7 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	if !supported {
 		return Config{}, fmt.Errorf("model: architecture %q not supported (supported: %s)", arch, strings.Join(Supported, ", "))
 	}
-	c := Config{Arch: arch}
+	c := Config{Arch: arch, RopeNeoX: arch != "llama"} // llama.cpp's rope type per architecture
 	c.Name, _ = f.String("general.name")
 	c.ChatTmpl, _ = f.String("tokenizer.chat_template")
 	req := func(key string, dst *int) error {

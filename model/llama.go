@@ -12,13 +12,16 @@ import (
 // layer holds one transformer block's weights on the device.
 type layer struct {
 	attnNorm, ffnNorm *gpu.Buffer
-	qkv               []proj // into rows of [q | k | v]
+	qkv               []proj      // into rows of [q | k | v]
+	qkvBias           *gpu.Buffer // Qwen2: bias of the q, k and v projections, or nil
+	qNorm, kNorm      *gpu.Buffer // Qwen3: per-head RMSNorm weights of q and k, or nil
 	wo                []proj
 	gateUp            []proj // into rows of [gate | up]
 	ffnDown           []proj
 }
 
-// Model is a loaded llama-architecture model: weights on the GPU plus the tokenizer.
+// Model is a loaded model of a llama-like architecture (llama, qwen2, qwen3, phi3): weights
+// on the GPU plus the tokenizer.
 type Model struct {
 	Config    Config
 	Tokenizer *tokenizer.Tokenizer
@@ -90,7 +93,7 @@ func Load(dev *gpu.Device, f *gguf.File, opts Options) (*Model, error) {
 
 func (m *Model) loadWeights(l *loader) error {
 	c := m.Config
-	qDim, kvDim := c.NHead*c.HeadDim, c.NKVHead*c.HeadDim
+	qDim := c.NHead * c.HeadDim
 	var err error
 	if m.tokEmbd, err = l.matrix("token_embd.weight", c.NVocab, c.NEmbd); err != nil {
 		return err
@@ -118,10 +121,17 @@ func (m *Model) loadWeights(l *loader) error {
 				return err
 			}
 		}
-		if ly.qkv, err = l.fused([]string{p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, []int{qDim, kvDim, kvDim}, c.NEmbd); err != nil {
+		if err := m.loadAttention(l, ly, p); err != nil {
 			return err
 		}
-		if ly.gateUp, err = l.fused([]string{p + "ffn_gate.weight", p + "ffn_up.weight"}, []int{c.NFF, c.NFF}, c.NEmbd); err != nil {
+		if _, ok := l.f.Tensor(p + "ffn_gate.weight"); ok {
+			ly.gateUp, err = l.fused([]string{p + "ffn_gate.weight", p + "ffn_up.weight"}, []int{c.NFF, c.NFF}, c.NEmbd)
+		} else { // Phi-3: one matrix for gate and up
+			var w gpu.Weight
+			w, err = l.matrix(p+"ffn_up.weight", 2*c.NFF, c.NEmbd)
+			ly.gateUp = []proj{{w: w}}
+		}
+		if err != nil {
 			return err
 		}
 		wo, err := l.matrix(p+"attn_output.weight", c.NEmbd, qDim)
@@ -133,6 +143,41 @@ func (m *Model) loadWeights(l *loader) error {
 			return err
 		}
 		ly.wo, ly.ffnDown = []proj{{w: wo}}, []proj{{w: down}}
+	}
+	return nil
+}
+
+// loadAttention loads a layer's q, k, v projections (separate or Phi-3's fused attn_qkv) and
+// their optional biases (Qwen2) and per-head norms (Qwen3).
+func (m *Model) loadAttention(l *loader, ly *layer, p string) error {
+	c := m.Config
+	qDim, kvDim := c.NHead*c.HeadDim, c.NKVHead*c.HeadDim
+	var err error
+	if _, ok := l.f.Tensor(p + "attn_qkv.weight"); ok {
+		var w gpu.Weight
+		w, err = l.matrix(p+"attn_qkv.weight", qDim+2*kvDim, c.NEmbd)
+		ly.qkv = []proj{{w: w}}
+	} else {
+		ly.qkv, err = l.fused([]string{p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, []int{qDim, kvDim, kvDim}, c.NEmbd)
+	}
+	if err != nil {
+		return err
+	}
+	if _, ok := l.f.Tensor(p + "attn_q.bias"); ok {
+		if ly.qkvBias, err = l.concatVectors([]string{p + "attn_q.bias", p + "attn_k.bias", p + "attn_v.bias"}, []int{qDim, kvDim, kvDim}); err != nil {
+			return err
+		}
+	}
+	if _, ok := l.f.Tensor(p + "attn_q_norm.weight"); ok {
+		if ly.qkvBias != nil {
+			return fmt.Errorf("model: %sattn_q_norm with q/k/v biases is not supported", p)
+		}
+		if ly.qNorm, err = l.vector(p+"attn_q_norm.weight", c.HeadDim); err != nil {
+			return err
+		}
+		if ly.kNorm, err = l.vector(p+"attn_k_norm.weight", c.HeadDim); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -288,7 +333,10 @@ func (m *Model) pass(kv *KVCache, tokens []int32, pos0 int, wantLogits bool) ([]
 		ly := &m.layers[i]
 		r.RMSNorm(s.x, ly.attnNorm, s.xn, c.NEmbd, n, c.RMSEps)
 		m.project(r, ly.qkv, s.xn, 0, n, c.NEmbd, s.qkv, qkvW, false)
-		r.RoPEKV(s.qkv, s.pos, kv.k[i], kv.v[i], m.kvF16, n, c.NHead, c.NKVHead, c.HeadDim, c.NRot, c.RopeBase)
+		if ly.qNorm != nil {
+			r.HeadNorm(s.qkv, ly.qNorm, ly.kNorm, n, c.NHead, c.NKVHead, c.HeadDim, c.RMSEps)
+		}
+		r.RoPEKV(s.qkv, s.pos, kv.k[i], kv.v[i], ly.qkvBias, m.kvF16, n, c.NHead, c.NKVHead, c.HeadDim, gpu.Rope{NRot: c.NRot, FreqBase: c.RopeBase, NeoX: c.RopeNeoX})
 		if kv.part != nil && n == 1 && pos0+1 >= splitAttentionFrom {
 			r.AttentionSplit(s.qkv, kv.k[i], kv.v[i], s.pos, kv.part, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, pos0+1, scale)
 		} else {

@@ -102,6 +102,28 @@ func (l *loader) vector(name string, n int) (*gpu.Buffer, error) {
 	return l.upload(t, gpu.Bytes(v))
 }
 
+// concatVectors loads 1-D tensors (biases) of the given lengths end to end into one f32 buffer.
+func (l *loader) concatVectors(names []string, lens []int) (*gpu.Buffer, error) {
+	var all []float32
+	var last *gguf.TensorInfo
+	for i, name := range names {
+		t, err := l.tensor(name, lens[i])
+		if err != nil {
+			return nil, err
+		}
+		v, err := float32s(t, l.f.TensorData(t))
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, v...)
+		if i < len(names)-1 {
+			l.progressed(t)
+		}
+		last = t
+	}
+	return l.upload(last, gpu.Bytes(all))
+}
+
 // matrix loads a rows x cols weight (ggml shape [cols, rows]) in its own format; the kernels
 // dequantize it as they read it.
 func (l *loader) matrix(name string, rows, cols int) (gpu.Weight, error) {

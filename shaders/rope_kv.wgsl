@@ -3,7 +3,9 @@
 // Rotary position embedding (llama's "normal" RoPE: adjacent pairs of the first n_rot
 // dimensions of a head turn by pos * freq_base^(-2i/n_rot)) is applied to q in place and to k
 // on its way into the KV cache at row pos[t]; v is copied into the cache unchanged.
-// Define KV_F16 stores the cache as f16 pairs (one u32 per pair), else f32.
+// Define KV_F16 stores the cache as f16 pairs (one u32 per pair), else f32. NEOX pairs element
+// j with j + n_rot/2 (GPT-NeoX style, n_rot a multiple of 4) instead of adjacent elements.
+// BIAS adds the projection bias (one row of the qkv width) first.
 
 struct Params {
     n_tokens: u32,
@@ -24,6 +26,9 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> kc: array<f32>;  // (n_ctx, n_kv_head, head_dim)
 @group(0) @binding(4) var<storage, read_write> vc: array<f32>;
 #endif
+#ifdef BIAS
+@group(0) @binding(5) var<storage, read> bias: array<f32>;      // (n_head + 2 n_kv_head, head_dim)
+#endif
 
 fn store_pair(is_k: bool, off: u32, v: vec2<f32>) {
 #ifdef KV_F16
@@ -43,9 +48,45 @@ fn store_pair(is_k: bool, off: u32, v: vec2<f32>) {
 #endif
 }
 
+fn theta(t: u32, i: u32) -> f32 {
+    return f32(pos[t]) * pow(p.freq_base, -f32(2u * i) / f32(p.n_rot));
+}
+
+fn rotate(v: vec2<f32>, th: f32) -> vec2<f32> {
+    let c = cos(th);
+    let s = sin(th);
+    return vec2<f32>(v.x * c - v.y * s, v.x * s + v.y * c);
+}
+
+// load reads two adjacent values of a head slot, with the projection bias added (BIAS).
+fn load(row: u32, slot: u32, e: u32) -> vec2<f32> {
+    let o = (row * (p.n_head + 2u * p.n_kv_head) + slot) * p.head_dim + e;
+    var v = vec2<f32>(qkv[o], qkv[o + 1u]);
+#ifdef BIAS
+    let b = slot * p.head_dim + e;
+    v += vec2<f32>(bias[b], bias[b + 1u]);
+#endif
+    return v;
+}
+
+// save writes two adjacent values back to q (in place) or into the cache row pos[t].
+fn save(t: u32, slot: u32, e: u32, v: vec2<f32>) {
+    if (slot < p.n_head) {
+        let o = (t * (p.n_head + 2u * p.n_kv_head) + slot) * p.head_dim + e;
+        qkv[o] = v.x;
+        qkv[o + 1u] = v.y;
+        return;
+    }
+    let is_v = slot >= p.n_head + p.n_kv_head;
+    let kvh = select(slot - p.n_head, slot - p.n_head - p.n_kv_head, is_v);
+    store_pair(!is_v, (pos[t] * p.n_kv_head + kvh) * p.head_dim + e, v);
+}
+
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    // One invocation per pair of dimensions of every head slot of every token.
+    // One invocation per pair of dimensions of every head slot of every token; with NEOX the
+    // first n_rot / 4 invocations of a head each take two pairs (a quad), so every rotated
+    // element and its partner half a rotation away belong to one invocation.
     let half_d = p.head_dim / 2u;
     let slots = p.n_head + 2u * p.n_kv_head;
     let i = gid.x + gid.y * nwg.x * 64u;
@@ -54,21 +95,35 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }
     let t = i / (slots * half_d);
     let slot = (i / half_d) % slots;
-    let j = i % half_d;
-    let src = (t * slots + slot) * p.head_dim + 2u * j;
-    var v = vec2<f32>(qkv[src], qkv[src + 1u]);
-    let is_v = slot >= p.n_head + p.n_kv_head;
-    if (!is_v && 2u * j < p.n_rot) {
-        let theta = f32(pos[t]) * pow(p.freq_base, -f32(2u * j) / f32(p.n_rot));
-        let c = cos(theta);
-        let s = sin(theta);
-        v = vec2<f32>(v.x * c - v.y * s, v.x * s + v.y * c);
-    }
-    if (slot < p.n_head) {
-        qkv[src] = v.x;
-        qkv[src + 1u] = v.y;
+    let u = i % half_d;
+    let rot = slot < p.n_head + p.n_kv_head; // q and k rotate, v does not
+#ifdef NEOX
+    // GPT-NeoX style: element j pairs with j + n_rot / 2.
+    let h = p.n_rot / 2u;
+    if (u < p.n_rot / 4u) {
+        let a = load(t, slot, 2u * u);
+        let b = load(t, slot, 2u * u + h);
+        var ya = a;
+        var yb = b;
+        if (rot) {
+            let r0 = rotate(vec2<f32>(a.x, b.x), theta(t, 2u * u));
+            let r1 = rotate(vec2<f32>(a.y, b.y), theta(t, 2u * u + 1u));
+            ya = vec2<f32>(r0.x, r1.x);
+            yb = vec2<f32>(r0.y, r1.y);
+        }
+        save(t, slot, 2u * u, ya);
+        save(t, slot, 2u * u + h, yb);
         return;
     }
-    let kvh = select(slot - p.n_head, slot - p.n_head - p.n_kv_head, is_v);
-    store_pair(!is_v, (pos[t] * p.n_kv_head + kvh) * p.head_dim + 2u * j, v);
+    if (u < h) {
+        return; // the second halves of the quads
+    }
+    save(t, slot, 2u * u, load(t, slot, 2u * u));
+#else
+    var v = load(t, slot, 2u * u);
+    if (rot && 2u * u < p.n_rot) {
+        v = rotate(v, theta(t, u));
+    }
+    save(t, slot, 2u * u, v);
+#endif
 }

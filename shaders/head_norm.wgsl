@@ -1,0 +1,42 @@
+// Per-head RMSNorm of the query and key heads in the fused qkv rows (Qwen3's and Gemma 3's
+// QK-norm), in place, before RoPE: every head vector of head_dim values is scaled to unit RMS
+// (plus eps) and multiplied by q_norm (query heads) or k_norm (key heads). One invocation per
+// head vector; value heads are left alone.
+
+struct Params {
+    n_tokens: u32,
+    n_head: u32,
+    n_kv_head: u32,
+    head_dim: u32,
+    eps: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> qkv: array<f32>; // (n_tokens, n_head + 2 n_kv_head, head_dim)
+@group(0) @binding(2) var<storage, read> q_norm: array<f32>;    // (head_dim)
+@group(0) @binding(3) var<storage, read> k_norm: array<f32>;    // (head_dim)
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let heads = p.n_head + p.n_kv_head;
+    let i = gid.x + gid.y * nwg.x * 64u;
+    if (i >= p.n_tokens * heads) {
+        return;
+    }
+    let t = i / heads;
+    let slot = i % heads;
+    let base = (t * (heads + p.n_kv_head) + slot) * p.head_dim;
+    var ss = 0.0;
+    for (var e = 0u; e < p.head_dim; e++) {
+        let v = qkv[base + e];
+        ss += v * v;
+    }
+    let scale = inverseSqrt(ss / f32(p.head_dim) + p.eps);
+    for (var e = 0u; e < p.head_dim; e++) {
+        var w = k_norm[e];
+        if (slot < p.n_head) {
+            w = q_norm[e];
+        }
+        qkv[base + e] = qkv[base + e] * scale * w;
+    }
+}
