@@ -99,7 +99,7 @@ func BenchmarkAttentionPrompt(b *testing.B) {
 	pb, _ := d.Upload("pos", gpu.Bytes(pos))
 	for i := 0; i < b.N; i++ {
 		r, _ := d.Begin()
-		r.Attention(q, k, v, pb, out, false, nHead*hd, nTok, nHead, nKV, hd, 0.3)
+		r.Attention(q, k, v, pb, out, false, nHead*hd, nTok, nHead, nKV, hd, gpu.AttnParams{Scale: 0.3})
 		if _, err := r.SubmitAndRead(out, 0, 4); err != nil {
 			b.Fatal(err)
 		}

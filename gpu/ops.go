@@ -74,6 +74,11 @@ var (
 
 // GetRows writes the embedding rows of the token ids (u32) into out (nTokens x w.Cols f32).
 func (r *Recorder) GetRows(w Weight, ids, out *Buffer, nTokens int) {
+	r.GetRowsScaled(w, ids, out, nTokens, 1)
+}
+
+// GetRowsScaled is GetRows with the rows multiplied by scale (Gemma's embedding scale).
+func (r *Recorder) GetRowsScaled(w Weight, ids, out *Buffer, nTokens int, scale float32) {
 	if w.Cols%4 != 0 {
 		r.fail("gpu: get_rows needs a row length that is a multiple of 4, got %d", w.Cols)
 		return
@@ -83,7 +88,7 @@ func (r *Recorder) GetRows(w Weight, ids, out *Buffer, nTokens int) {
 		return
 	}
 	for _, c := range w.Chunks {
-		r.Dispatch(p, Params(w.Cols, nTokens, c.Row0, c.Rows), r.elementwise(w.Cols/4*nTokens), c.Buf, ids, out)
+		r.Dispatch(p, Params(w.Cols, nTokens, c.Row0, c.Rows, scale), r.elementwise(w.Cols/4*nTokens), c.Buf, ids, out)
 	}
 }
 
@@ -183,9 +188,10 @@ func kvDefines(f16 bool) []string {
 // pos * FreqBase^(-2i/nRot), pairing adjacent elements (llama) or, with NeoX, element i with
 // i + nRot/2 (GPT-NeoX, Qwen, Phi-3).
 type Rope struct {
-	NRot     int
-	FreqBase float32
-	NeoX     bool
+	NRot      int
+	FreqBase  float32
+	FreqScale float32 // linear scaling: positions are multiplied by it (0 means 1)
+	NeoX      bool
 }
 
 // RoPEKV takes the fused qkv rows of nTokens tokens (nHead query heads, then nKVHead key and
@@ -210,7 +216,11 @@ func (r *Recorder) RoPEKV(qkv, pos, kCache, vCache, bias *Buffer, kvF16 bool, nT
 		return
 	}
 	pairs := nTokens * (nHead + 2*nKVHead) * headDim / 2
-	r.Dispatch(p, Params(nTokens, nHead, nKVHead, headDim, rope.NRot, rope.FreqBase), r.elementwise(pairs), bufs...)
+	scale := rope.FreqScale
+	if scale == 0 {
+		scale = 1
+	}
+	r.Dispatch(p, Params(nTokens, nHead, nKVHead, headDim, rope.NRot, rope.FreqBase, scale), r.elementwise(pairs), bufs...)
 }
 
 // HeadNorm RMS-normalises every query and key head vector of the fused qkv rows in place,
@@ -223,9 +233,20 @@ func (r *Recorder) HeadNorm(qkv, qNorm, kNorm *Buffer, nTokens, nHead, nKVHead, 
 	r.Dispatch(p, Params(nTokens, nHead, nKVHead, headDim, eps), r.elementwise(nTokens*(nHead+nKVHead)), qkv, qNorm, kNorm)
 }
 
+// AttnParams are attention's options beyond its shapes.
+type AttnParams struct {
+	Scale   float32 // multiplies q.k, usually 1/sqrt(head_dim)
+	SoftCap float32 // > 0: scores pass through SoftCap * tanh(score / SoftCap) (Gemma 2)
+	Window  int     // > 0: each token sees only the last Window positions (sliding window)
+}
+
+func (a AttnParams) params(base ...any) []uint32 {
+	return Params(append(base, a.SoftCap, a.Window)...)
+}
+
 // Attention computes causal grouped-query attention of q (rows of qStride floats, heads first)
-// against the cache rows 0..pos[t], writing nTokens x nHead x headDim to out.
-func (r *Recorder) Attention(q, kCache, vCache, pos, out *Buffer, kvF16 bool, qStride, nTokens, nHead, nKVHead, headDim int, scale float32) {
+// against the cache rows up to pos[t], writing nTokens x nHead x headDim to out.
+func (r *Recorder) Attention(q, kCache, vCache, pos, out *Buffer, kvF16 bool, qStride, nTokens, nHead, nKVHead, headDim int, ap AttnParams) {
 	if headDim > 256 || headDim%2 != 0 || nKVHead == 0 || nHead%nKVHead != 0 {
 		r.fail("gpu: attention: head_dim %d (max 256), %d heads over %d kv heads unsupported", headDim, nHead, nKVHead)
 		return
@@ -235,7 +256,7 @@ func (r *Recorder) Attention(q, kCache, vCache, pos, out *Buffer, kvF16 bool, qS
 	if r.d.BarrierFree && headDim%4 == 0 {
 		p := r.kernel("attention", bindAttn, 64, append(kvDefines(kvF16), "ROW_PER_THREAD")...)
 		if p != nil {
-			r.Dispatch(p, Params(nTokens, nHead, nKVHead, headDim, scale, qStride), r.elementwise(nTokens*nHead*headDim/4), q, kCache, vCache, pos, out)
+			r.Dispatch(p, ap.params(nTokens, nHead, nKVHead, headDim, ap.Scale, qStride), r.elementwise(nTokens*nHead*headDim/4), q, kCache, vCache, pos, out)
 		}
 		return
 	}
@@ -243,7 +264,7 @@ func (r *Recorder) Attention(q, kCache, vCache, pos, out *Buffer, kvF16 bool, qS
 	if p == nil {
 		return
 	}
-	r.Dispatch(p, Params(nTokens, nHead, nKVHead, headDim, scale, qStride), [3]uint32{uint32(nHead), uint32(nTokens), 1}, q, kCache, vCache, pos, out)
+	r.Dispatch(p, ap.params(nTokens, nHead, nKVHead, headDim, ap.Scale, qStride), [3]uint32{uint32(nHead), uint32(nTokens), 1}, q, kCache, vCache, pos, out)
 }
 
 // splitChunk is the keys per workgroup of split-K decode attention.
@@ -258,13 +279,13 @@ func AttentionSplitSize(nTokens, nHead, headDim, nKeys int) int {
 // AttentionSplit is Attention for decoding at long contexts: the nKeys keys (at most, over
 // the tokens) are split in 256-key ranges handled by separate workgroups, whose partial
 // softmax results land in part (AttentionSplitSize floats) and are merged by a second kernel.
-func (r *Recorder) AttentionSplit(q, kCache, vCache, pos, part, out *Buffer, kvF16 bool, qStride, nTokens, nHead, nKVHead, headDim, nKeys int, scale float32) {
+func (r *Recorder) AttentionSplit(q, kCache, vCache, pos, part, out *Buffer, kvF16 bool, qStride, nTokens, nHead, nKVHead, headDim, nKeys int, ap AttnParams) {
 	if headDim > 256 || headDim%2 != 0 || nKVHead == 0 || nHead%nKVHead != 0 {
 		r.fail("gpu: attention: head_dim %d (max 256), %d heads over %d kv heads unsupported", headDim, nHead, nKVHead)
 		return
 	}
 	nSplit := (nKeys + splitChunk - 1) / splitChunk
-	params := Params(nTokens, nHead, nKVHead, headDim, scale, qStride, nSplit, splitChunk)
+	params := ap.params(nTokens, nHead, nKVHead, headDim, ap.Scale, qStride, nSplit, splitChunk)
 	p := r.kernel("attention_split", bindAttn, 64, kvDefines(kvF16)...)
 	merge := r.kernel("attention_split", []Access{ReadOnly, ReadWrite}, 64, "MERGE")
 	if p == nil || merge == nil {
@@ -276,11 +297,29 @@ func (r *Recorder) AttentionSplit(q, kCache, vCache, pos, part, out *Buffer, kvF
 
 // SiLUMul computes out[t, i] = silu(gu[t, i]) * gu[t, n+i] over the fused gate|up rows.
 func (r *Recorder) SiLUMul(gu, out *Buffer, n, nTokens int) {
-	p := r.kernel("glu", []Access{ReadOnly, ReadWrite}, 64)
+	r.GLU(gu, out, n, nTokens, false)
+}
+
+// GLU is SiLUMul with GELU (tanh approximation, as ggml's) instead of SiLU when gelu is set.
+func (r *Recorder) GLU(gu, out *Buffer, n, nTokens int, gelu bool) {
+	var defs []string
+	if gelu {
+		defs = append(defs, "GELU")
+	}
+	p := r.kernel("glu", []Access{ReadOnly, ReadWrite}, 64, defs...)
 	if p == nil {
 		return
 	}
 	r.Dispatch(p, Params(n, nTokens), r.elementwise(n*nTokens), gu, out)
+}
+
+// SoftCap computes x = limit * tanh(x / limit) over n elements in place.
+func (r *Recorder) SoftCap(x *Buffer, n int, limit float32) {
+	p := r.kernel("softcap", []Access{ReadWrite}, 64)
+	if p == nil {
+		return
+	}
+	r.Dispatch(p, Params(n, limit), r.elementwise(n), x)
 }
 
 // Add computes a += b over n elements.

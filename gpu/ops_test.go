@@ -126,8 +126,12 @@ func TestGetRows(t *testing.T) {
 		w, wv := weight(t, d, rng, typ, 50, cols)
 		ids := []int32{3, 49, 0, 7, 7}
 		out := empty(t, d, len(ids)*cols)
-		got := run(t, d, out, len(ids)*cols, func(r *gpu.Recorder) { r.GetRows(w, uploadU32(t, d, ids), out, len(ids)) })
-		check(t, "get_rows "+typ.String(), got, cpuref.GetRows(wv, cols, ids), tolFor(typ))
+		got := run(t, d, out, len(ids)*cols, func(r *gpu.Recorder) { r.GetRowsScaled(w, uploadU32(t, d, ids), out, len(ids), 1.5) })
+		want := cpuref.GetRows(wv, cols, ids)
+		for i := range want {
+			want[i] *= 1.5
+		}
+		check(t, "get_rows "+typ.String(), got, want, tolFor(typ))
 	}
 }
 
@@ -310,7 +314,9 @@ func TestHeadNorm(t *testing.T) {
 		copy(k, cpuref.RMSNorm(k, kn, headDim, 1e-6))
 	}
 	buf := upload(t, d, qkv)
-	got := run(t, d, buf, len(qkv), func(r *gpu.Recorder) { r.HeadNorm(buf, upload(t, d, qn), upload(t, d, kn), nTok, nHead, nKV, headDim, 1e-6) })
+	got := run(t, d, buf, len(qkv), func(r *gpu.Recorder) {
+		r.HeadNorm(buf, upload(t, d, qn), upload(t, d, kn), nTok, nHead, nKV, headDim, 1e-6)
+	})
 	check(t, "head norm", got, want, tolF32)
 }
 
@@ -325,7 +331,12 @@ func TestAttention(t *testing.T) {
 
 func testAttention(t *testing.T, d *gpu.Device) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	for _, c := range []struct{ nHead, nKV, headDim, nCtx int }{{8, 4, 8, 200}, {4, 4, 64, 70}, {6, 2, 128, 130}, {2, 1, 256, 10}, {4, 2, 64, 1000}} {
+	for _, c := range []struct {
+		nHead, nKV, headDim, nCtx int
+		softCap                   float32
+		window                    int
+	}{{8, 4, 8, 200, 0, 0}, {4, 4, 64, 70, 0, 0}, {6, 2, 128, 130, 0, 0}, {2, 1, 256, 10, 0, 0}, {4, 2, 64, 1000, 0, 0},
+		{4, 2, 16, 300, 2, 0}, {4, 2, 16, 300, 0, 40}, {4, 2, 16, 700, 1.5, 300}} {
 		for _, f16 := range []bool{false, true} {
 			// Prompt tokens at the end of the filled cache, each attending causally to its
 			// prefix; q rows carry 5 extra floats, as the fused qkv rows carry k and v.
@@ -344,26 +355,26 @@ func testAttention(t *testing.T, d *gpu.Device) {
 				k, v = f16Round(k), f16Round(v)
 				kb, vb = uploadF16(t, d, k), uploadF16(t, d, v)
 			}
-			scale := float32(0.3)
-			want := cpuref.Attention(q, k, v, pos, c.nHead, c.nKV, c.headDim, scale)
+			ap := gpu.AttnParams{Scale: 0.3, SoftCap: c.softCap, Window: c.window}
+			want := cpuref.AttentionOpts(q, k, v, pos, c.nHead, c.nKV, c.headDim, ap.Scale, c.softCap, c.window)
 			wantSeq := want
 			if f16 && d.BarrierFree {
 				// The barrier-free kernel rounds as llama.cpp's flash attention does.
-				wantSeq = cpuref.AttentionF16(q, k, v, pos, c.nHead, c.nKV, c.headDim, scale)
+				wantSeq = cpuref.AttentionF16(q, k, v, pos, c.nHead, c.nKV, c.headDim, ap.Scale, c.softCap, c.window)
 				if e := cpuref.RelErr(wantSeq, want); e > 1e-2 {
 					t.Errorf("f16 rounding moved the reference by %.3g", e)
 				}
 			}
 			out := empty(t, d, len(q))
 			got := run(t, d, out, len(q), func(r *gpu.Recorder) {
-				r.Attention(upload(t, d, qRows), kb, vb, uploadU32(t, d, pos), out, f16, qStride, len(pos), c.nHead, c.nKV, c.headDim, scale)
+				r.Attention(upload(t, d, qRows), kb, vb, uploadU32(t, d, pos), out, f16, qStride, len(pos), c.nHead, c.nKV, c.headDim, ap)
 			})
 			check(t, fmt.Sprintf("attention %+v f16=%v", c, f16), got, wantSeq, tolF32)
 
 			part := empty(t, d, gpu.AttentionSplitSize(len(pos), c.nHead, c.headDim, c.nCtx))
 			out2 := empty(t, d, len(q))
 			got = run(t, d, out2, len(q), func(r *gpu.Recorder) {
-				r.AttentionSplit(upload(t, d, qRows), kb, vb, uploadU32(t, d, pos), part, out2, f16, qStride, len(pos), c.nHead, c.nKV, c.headDim, c.nCtx, scale)
+				r.AttentionSplit(upload(t, d, qRows), kb, vb, uploadU32(t, d, pos), part, out2, f16, qStride, len(pos), c.nHead, c.nKV, c.headDim, c.nCtx, ap)
 			})
 			check(t, fmt.Sprintf("split attention %+v f16=%v", c, f16), got, want, tolF32)
 		}
@@ -383,6 +394,16 @@ func TestSiLUMulAndAdd(t *testing.T) {
 	out := empty(t, d, n*nTok)
 	got := run(t, d, out, n*nTok, func(r *gpu.Recorder) { r.SiLUMul(upload(t, d, gu), out, n, nTok) })
 	check(t, "silu_mul", got, cpuref.SiLUMul(g, u), tolF32)
+	got = run(t, d, out, n*nTok, func(r *gpu.Recorder) { r.GLU(upload(t, d, gu), out, n, nTok, true) })
+	check(t, "gelu_mul", got, cpuref.GELUMul(g, u), tolF32)
+
+	x := randVec(rng, n)
+	for i := range x {
+		x[i] *= 40 // well into tanh's curve
+	}
+	xb := upload(t, d, x)
+	got = run(t, d, xb, n, func(r *gpu.Recorder) { r.SoftCap(xb, n, 30) })
+	check(t, "softcap", got, cpuref.SoftCap(x, 30), tolF32)
 
 	a, b := randVec(rng, n), randVec(rng, n)
 	ab := upload(t, d, a)
@@ -422,7 +443,7 @@ func TestDispatchErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := empty(t, d, 4)
-	r.Attention(a, a, a, a, a, false, 24, 1, 3, 2, 8, 1) // 3 heads over 2 kv heads
+	r.Attention(a, a, a, a, a, false, 24, 1, 3, 2, 8, gpu.AttnParams{Scale: 1}) // 3 heads over 2 kv heads
 	if err := r.Submit(); err == nil {
 		t.Fatal("expected an error for an invalid head grouping")
 	}
@@ -549,4 +570,21 @@ func TestMatVecBlockSums(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRoPELinearScaling checks FreqScale: positions 2p at scale 0.5 rotate as positions p.
+func TestRoPELinearScaling(t *testing.T) {
+	d := gputest.Device(t)
+	rng := rand.New(rand.NewPCG(25, 26))
+	const nHead, nKV, headDim = 2, 1, 8
+	const row = (nHead + 2*nKV) * headDim
+	qkv := randVec(rng, 3*row)
+	rot := func(pos []int32, scale float32) []float32 {
+		buf := upload(t, d, qkv)
+		kc, vc := empty(t, d, 64*nKV*headDim), empty(t, d, 64*nKV*headDim)
+		return run(t, d, buf, len(qkv), func(r *gpu.Recorder) {
+			r.RoPEKV(buf, uploadU32(t, d, pos), kc, vc, nil, false, 3, nHead, nKV, headDim, gpu.Rope{NRot: headDim, FreqBase: 10000, FreqScale: scale})
+		})
+	}
+	check(t, "linear rope scaling", rot([]int32{2, 10, 40}, 0.5), rot([]int32{1, 5, 20}, 1), 1e-6)
 }

@@ -4,6 +4,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/wgpu-llama/wgpu-llama/gguf"
@@ -11,27 +12,38 @@ import (
 
 // Config holds the hyperparameters of a llama-family model, read from "<arch>.*" keys.
 type Config struct {
-	Arch       string
-	Name       string
-	NEmbd      int // embedding length
-	NLayer     int
-	NHead      int
-	NKVHead    int
-	HeadDim    int
-	NFF        int
-	NVocab     int
-	NRot       int // rotary dimensions per head
-	RopeBase   float32
-	RopeNeoX   bool // GPT-NeoX rotary pairing (i, i + NRot/2) rather than adjacent pairs
-	RMSEps     float32
-	NCtxTrain  int
-	FileType   string
-	ChatTmpl   string
-	TensorSize uint64
+	Arch      string
+	Name      string
+	NEmbd     int // embedding length
+	NLayer    int
+	NHead     int
+	NKVHead   int
+	HeadDim   int
+	NFF       int
+	NVocab    int
+	NRot      int // rotary dimensions per head
+	RopeBase  float32
+	RopeNeoX  bool    // GPT-NeoX rotary pairing (i, i + NRot/2) rather than adjacent pairs
+	RopeScale float32 // linear RoPE scaling of positions (1: none); Gemma 3: global layers only
+
+	// Gemma's differences from llama.
+	EmbedScale    float32 // multiplies token embeddings (0: none)
+	AttnScale     float32 // multiplies q.k (default 1/sqrt(HeadDim))
+	AttnSoftCap   float32 // > 0: attention scores soft-capped (Gemma 2)
+	FinalSoftCap  float32 // > 0: logits soft-capped (Gemma 2)
+	SlidingWindow int     // > 0: window of the sliding-window layers
+	SWAPattern    int     // layer il slides when il % SWAPattern < SWAPattern-1 (0: none)
+	RopeBaseSWA   float32 // RoPE base of sliding-window layers (0: RopeBase)
+	GELU          bool    // GELU-gated FFN instead of SiLU
+	RMSEps        float32
+	NCtxTrain     int
+	FileType      string
+	ChatTmpl      string
+	TensorSize    uint64
 }
 
 // Supported lists the architectures this build runs.
-var Supported = []string{"llama", "phi3", "qwen2", "qwen3"}
+var Supported = []string{"gemma2", "gemma3", "llama", "phi3", "qwen2", "qwen3"}
 
 // ReadConfig reads and checks the hyperparameters; errors name the missing or bad key.
 func ReadConfig(f *gguf.File) (Config, error) {
@@ -99,6 +111,16 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	if v, ok := f.Float(arch + ".attention.layer_norm_rms_epsilon"); ok {
 		c.RMSEps = float32(v)
 	}
+	c.RopeScale = 1
+	if t, _ := f.String(arch + ".rope.scaling.type"); t == "linear" {
+		if v, ok := f.Float(arch + ".rope.scaling.factor"); ok && v > 0 {
+			c.RopeScale = float32(1 / v)
+		}
+	}
+	c.AttnScale = float32(1 / math.Sqrt(float64(c.HeadDim)))
+	if arch == "gemma2" || arch == "gemma3" {
+		readGemma(f, &c)
+	}
 	c.NCtxTrain = 2048
 	if v, ok := f.Uint(arch + ".context_length"); ok && v > 0 {
 		c.NCtxTrain = int(v)
@@ -114,6 +136,39 @@ func ReadConfig(f *gguf.File) (Config, error) {
 		c.TensorSize += f.Tensors[i].Size
 	}
 	return c, nil
+}
+
+// readGemma reads Gemma 2/3 settings, with llama.cpp's defaults where the file is silent.
+func readGemma(f *gguf.File, c *Config) {
+	a := c.Arch
+	c.EmbedScale = float32(math.Sqrt(float64(c.NEmbd)))
+	c.GELU = true
+	c.SlidingWindow = 4096
+	if v, ok := f.Uint(a + ".attention.sliding_window"); ok {
+		c.SlidingWindow = int(v)
+	}
+	// The 27B models scale queries by n_embd/n_head instead of the head size.
+	if (a == "gemma2" && c.NLayer == 46) || (a == "gemma3" && c.NLayer == 62) {
+		c.AttnScale = float32(1 / math.Sqrt(float64(c.NEmbd/c.NHead)))
+	}
+	if a == "gemma2" {
+		c.SWAPattern = 2
+		c.AttnSoftCap, c.FinalSoftCap = 50, 30
+		if v, ok := f.Float(a + ".attn_logit_softcapping"); ok {
+			c.AttnSoftCap = float32(v)
+		}
+		if v, ok := f.Float(a + ".final_logit_softcapping"); ok {
+			c.FinalSoftCap = float32(v)
+		}
+		return
+	}
+	c.SWAPattern = 6
+	c.RopeBaseSWA = 10000
+}
+
+// SlidingLayer says whether layer il attends within the sliding window.
+func (c *Config) SlidingLayer(il int) bool {
+	return c.SWAPattern > 0 && c.SlidingWindow > 0 && il%c.SWAPattern < c.SWAPattern-1
 }
 
 // fileTypeName describes general.file_type as llama.cpp does ("all F32", "mostly F16", ...),

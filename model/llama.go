@@ -2,7 +2,6 @@ package model
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/wgpu-llama/wgpu-llama/gguf"
 	"github.com/wgpu-llama/wgpu-llama/gpu"
@@ -14,14 +13,15 @@ type layer struct {
 	attnNorm, ffnNorm *gpu.Buffer
 	qkv               []proj      // into rows of [q | k | v]
 	qkvBias           *gpu.Buffer // Qwen2: bias of the q, k and v projections, or nil
-	qNorm, kNorm      *gpu.Buffer // Qwen3: per-head RMSNorm weights of q and k, or nil
+	qNorm, kNorm      *gpu.Buffer // Qwen3, Gemma 3: per-head RMSNorm weights of q and k, or nil
+	postAttn, postFFN *gpu.Buffer // Gemma: RMSNorm weights applied to the block outputs, or nil
 	wo                []proj
 	gateUp            []proj // into rows of [gate | up]
 	ffnDown           []proj
 }
 
-// Model is a loaded model of a llama-like architecture (llama, qwen2, qwen3, phi3): weights
-// on the GPU plus the tokenizer.
+// Model is a loaded model of a llama-like architecture (llama, qwen2, qwen3, phi3, gemma2,
+// gemma3): weights on the GPU plus the tokenizer.
 type Model struct {
 	Config    Config
 	Tokenizer *tokenizer.Tokenizer
@@ -42,7 +42,7 @@ type Model struct {
 
 // scratch holds the activations of one forward pass, sized for maxBatch tokens.
 type scratch struct {
-	x, xn, qkv, attn, gu, ffn, xq, xsums, logits, ids, pos *gpu.Buffer
+	x, xn, qkv, attn, gu, ffn, xq, xsums, tmp, logits, ids, pos *gpu.Buffer
 }
 
 // Options tune loading.
@@ -143,6 +143,14 @@ func (m *Model) loadWeights(l *loader) error {
 			return err
 		}
 		ly.wo, ly.ffnDown = []proj{{w: wo}}, []proj{{w: down}}
+		if _, ok := l.f.Tensor(p + "attn_post_norm.weight"); ok {
+			if ly.postAttn, err = l.vector(p+"attn_post_norm.weight", c.NEmbd); err != nil {
+				return err
+			}
+			if ly.postFFN, err = l.vector(p+"ffn_post_norm.weight", c.NEmbd); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -198,6 +206,7 @@ func (m *Model) allocScratch() error {
 		{"gate_up", t * 2 * c.NFF, &m.scratch.gu},
 		{"ffn", t * c.NFF, &m.scratch.ffn},
 		{"act", t * max(c.NEmbd, c.NHead*c.HeadDim, c.NFF), &m.scratch.xq},
+		{"block_out", t * c.NEmbd, &m.scratch.tmp},
 		{"act_sums", t * max(c.NEmbd, c.NHead*c.HeadDim, c.NFF) / 32, &m.scratch.xsums},
 		{"logits", c.NVocab, &m.scratch.logits},
 		{"ids", t, &m.scratch.ids},
@@ -219,7 +228,7 @@ func (m *Model) Close() {
 		w.Release()
 	}
 	s := &m.scratch
-	for _, b := range []*gpu.Buffer{s.x, s.xn, s.qkv, s.attn, s.gu, s.ffn, s.xq, s.xsums, s.logits, s.ids, s.pos} {
+	for _, b := range []*gpu.Buffer{s.x, s.xn, s.qkv, s.attn, s.gu, s.ffn, s.xq, s.xsums, s.tmp, s.logits, s.ids, s.pos} {
 		b.Release()
 	}
 	m.vectors, m.weights = nil, nil
@@ -326,8 +335,11 @@ func (m *Model) pass(kv *KVCache, tokens []int32, pos0 int, wantLogits bool) ([]
 	if err != nil {
 		return nil, err
 	}
-	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
-	r.GetRows(m.tokEmbd, s.ids, s.x, n)
+	embScale := c.EmbedScale
+	if embScale == 0 {
+		embScale = 1
+	}
+	r.GetRowsScaled(m.tokEmbd, s.ids, s.x, n, embScale)
 	qkvW := m.qkvWidth()
 	for i := range m.layers {
 		ly := &m.layers[i]
@@ -336,17 +348,18 @@ func (m *Model) pass(kv *KVCache, tokens []int32, pos0 int, wantLogits bool) ([]
 		if ly.qNorm != nil {
 			r.HeadNorm(s.qkv, ly.qNorm, ly.kNorm, n, c.NHead, c.NKVHead, c.HeadDim, c.RMSEps)
 		}
-		r.RoPEKV(s.qkv, s.pos, kv.k[i], kv.v[i], ly.qkvBias, m.kvF16, n, c.NHead, c.NKVHead, c.HeadDim, gpu.Rope{NRot: c.NRot, FreqBase: c.RopeBase, NeoX: c.RopeNeoX})
+		rope, ap := m.layerAttention(i)
+		r.RoPEKV(s.qkv, s.pos, kv.k[i], kv.v[i], ly.qkvBias, m.kvF16, n, c.NHead, c.NKVHead, c.HeadDim, rope)
 		if kv.part != nil && n == 1 && pos0+1 >= splitAttentionFrom {
-			r.AttentionSplit(s.qkv, kv.k[i], kv.v[i], s.pos, kv.part, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, pos0+1, scale)
+			r.AttentionSplit(s.qkv, kv.k[i], kv.v[i], s.pos, kv.part, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, pos0+1, ap)
 		} else {
-			r.Attention(s.qkv, kv.k[i], kv.v[i], s.pos, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, scale)
+			r.Attention(s.qkv, kv.k[i], kv.v[i], s.pos, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, ap)
 		}
-		m.project(r, ly.wo, s.attn, 0, n, c.NHead*c.HeadDim, s.x, c.NEmbd, true)
+		m.residual(r, ly.wo, s.attn, c.NHead*c.HeadDim, ly.postAttn, n)
 		r.RMSNorm(s.x, ly.ffnNorm, s.xn, c.NEmbd, n, c.RMSEps)
 		m.project(r, ly.gateUp, s.xn, 0, n, c.NEmbd, s.gu, 2*c.NFF, false)
-		r.SiLUMul(s.gu, s.ffn, c.NFF, n)
-		m.project(r, ly.ffnDown, s.ffn, 0, n, c.NFF, s.x, c.NEmbd, true)
+		r.GLU(s.gu, s.ffn, c.NFF, n, c.GELU)
+		m.residual(r, ly.ffnDown, s.ffn, c.NFF, ly.postFFN, n)
 	}
 	if !wantLogits {
 		return nil, r.Submit()
@@ -354,11 +367,42 @@ func (m *Model) pass(kv *KVCache, tokens []int32, pos0 int, wantLogits bool) ([]
 	// Only the last token needs logits: normalise its row and project it alone.
 	r.RMSNorm(s.x, m.outputNorm, s.xn, c.NEmbd, n, c.RMSEps)
 	m.project(r, m.output, s.xn, n-1, 1, c.NEmbd, s.logits, c.NVocab, false)
+	if c.FinalSoftCap > 0 {
+		r.SoftCap(s.logits, c.NVocab, c.FinalSoftCap)
+	}
 	b, err := r.SubmitAndRead(s.logits, 0, uint64(c.NVocab)*4)
 	if err != nil {
 		return nil, err
 	}
 	return gpu.Float32s(b), nil
+}
+
+// layerAttention is layer il's RoPE and attention settings: Gemma's sliding-window layers
+// use their own RoPE base, unscaled positions and the window.
+func (m *Model) layerAttention(il int) (gpu.Rope, gpu.AttnParams) {
+	c := m.Config
+	rope := gpu.Rope{NRot: c.NRot, FreqBase: c.RopeBase, FreqScale: c.RopeScale, NeoX: c.RopeNeoX}
+	ap := gpu.AttnParams{Scale: c.AttnScale, SoftCap: c.AttnSoftCap}
+	if c.SlidingLayer(il) {
+		ap.Window = c.SlidingWindow
+		if c.RopeBaseSWA > 0 {
+			rope.FreqBase, rope.FreqScale = c.RopeBaseSWA, 1
+		}
+	}
+	return rope, ap
+}
+
+// residual adds a block's output projection (of x, k wide) to the residual stream: fused into
+// the projection, or, with Gemma's post-norm, projected, normalised and then added.
+func (m *Model) residual(r *gpu.Recorder, ps []proj, x *gpu.Buffer, k int, postNorm *gpu.Buffer, n int) {
+	c, s := m.Config, &m.scratch
+	if postNorm == nil {
+		m.project(r, ps, x, 0, n, k, s.x, c.NEmbd, true)
+		return
+	}
+	m.project(r, ps, x, 0, n, k, s.tmp, c.NEmbd, false)
+	r.RMSNorm(s.tmp, postNorm, s.xn, c.NEmbd, n, c.RMSEps)
+	r.Add(s.x, s.xn, n*c.NEmbd)
 }
 
 // project runs projections of the nTokens rows of x (k wide) from xRow0 into columns of the

@@ -12,9 +12,26 @@ struct Params {
     head_dim: u32, // at most 256, even
     scale: f32,
     q_stride: u32, // floats per token row of q
+    softcap: f32,  // > 0: scores become softcap * tanh(score / softcap) (Gemma 2)
+    window: u32,   // > 0: a token sees only the last `window` positions (sliding window)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
+
+// first_key is the earliest cache row token position `at` attends to.
+fn first_key(at: u32) -> u32 {
+    if (p.window == 0u || at + 1u <= p.window) {
+        return 0u;
+    }
+    return at + 1u - p.window;
+}
+
+fn capped(s: f32) -> f32 {
+    if (p.softcap > 0.0) {
+        return p.softcap * tanh(s / p.softcap);
+    }
+    return s;
+}
 @group(0) @binding(1) var<storage, read> q: array<f32>;         // (n_tokens, q_stride), heads first
 #ifdef KV_F16
 @group(0) @binding(2) var<storage, read> kc: array<u32>;        // (n_ctx, n_kv_head, head_dim / 2)
@@ -98,9 +115,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     var l = 0.0;
     var acc = vec4<f32>(0.0);
     let n_keys = pos[t] + 1u;
-    for (var j = 0u; j < n_keys; j++) {
+    for (var j = first_key(pos[t]); j < n_keys; j++) {
         let off = j * kv_stride + kvh * d;
-        let s = k_dot(q_off, off) * p.scale;
+        let s = capped(k_dot(q_off, off) * p.scale);
         var ms = 1.0;
         var vs = 1.0;
         if (s > m) {
@@ -140,7 +157,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     var m = NEG;
     var l = 0.0;
     var acc: array<f32, 4>; // dims lid.x, lid.x + 64, ... (MAXD / WG)
-    for (var j0 = 0u; j0 < n_keys; j0 += WG) {
+    for (var j0 = first_key(pos[t]); j0 < n_keys; j0 += WG) {
         let j = j0 + lid.x;
         var s = NEG;
         if (j < n_keys) {
@@ -150,7 +167,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
                 let kv = k_pair(k_off + i);
                 dot += qs[i] * kv.x + qs[i + 1u] * kv.y;
             }
-            s = dot * p.scale;
+            s = capped(dot * p.scale);
         }
         scores[lid.x] = s;
         workgroupBarrier();

@@ -12,6 +12,8 @@ struct Params {
     q_stride: u32,
     n_split: u32,
     chunk: u32,    // keys per split
+    softcap: f32,  // > 0: scores become softcap * tanh(score / softcap) (Gemma 2)
+    window: u32,   // > 0: a token sees only the last `window` positions (sliding window)
 }
 
 const WG: u32 = 64u;
@@ -19,6 +21,21 @@ const MAXD: u32 = 256u;
 const NEG: f32 = -3.0e38;
 
 @group(0) @binding(0) var<uniform> p: Params;
+
+// first_key is the earliest cache row token position `at` attends to.
+fn first_key(at: u32) -> u32 {
+    if (p.window == 0u || at + 1u <= p.window) {
+        return 0u;
+    }
+    return at + 1u - p.window;
+}
+
+fn capped(s: f32) -> f32 {
+    if (p.softcap > 0.0) {
+        return p.softcap * tanh(s / p.softcap);
+    }
+    return s;
+}
 
 #ifdef MERGE
 @group(0) @binding(1) var<storage, read> part: array<f32>;       // (n_tokens, n_head, n_split, head_dim + 2)
@@ -94,8 +111,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     workgroupBarrier();
 
     let n_keys = pos[t] + 1u;
-    let start = split * p.chunk;
-    let end = min(start + p.chunk, n_keys);
+    let start = max(split * p.chunk, first_key(pos[t]));
+    let end = min((split + 1u) * p.chunk, n_keys);
     let kv_stride = p.n_kv_head * d;
     var m = NEG;
     var l = 0.0;
@@ -110,7 +127,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
                 let kv = k_pair(k_off + i);
                 dot += qs[i] * kv.x + qs[i + 1u] * kv.y;
             }
-            s = dot * p.scale;
+            s = capped(dot * p.scale);
         }
         scores[lid.x] = s;
         workgroupBarrier();

@@ -7,6 +7,7 @@ struct Params {
     n_tokens: u32,
     row0: u32,
     n_rows: u32,
+    scale: f32, // multiplies the rows (Gemma scales embeddings by sqrt(n_embd))
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -30,5 +31,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         return;
     }
     let base = (id - p.row0) * (p.n_embd / BS) * BW + (e / BS) * BW;
-    out[i] = dq4(base, e % BS);
+    out[i] = dq4(base, e % BS) * p.scale;
 }

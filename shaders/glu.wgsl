@@ -1,5 +1,6 @@
-// SiLU-gated linear unit of the llama FFN over the fused gate|up projection:
-// out[t, i] = silu(gu[t, i]) * gu[t, n + i].
+// Gated linear unit of the FFN over the fused gate|up projection:
+// out[t, i] = act(gu[t, i]) * gu[t, n + i], act SiLU (llama, Qwen, Phi-3) or, with GELU, ggml's
+// tanh-approximated GELU (Gemma).
 
 struct Params {
     n: u32,        // FFN width
@@ -19,5 +20,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let t = i / p.n;
     let c = i % p.n;
     let g = gu[t * 2u * p.n + c];
-    out[i] = g / (1.0 + exp(-g)) * gu[t * 2u * p.n + p.n + c];
+#ifdef GELU
+    let a = 0.5 * g * (1.0 + tanh(0.7978845608028654 * g * (1.0 + 0.044715 * g * g)));
+#else
+    let a = g / (1.0 + exp(-g));
+#endif
+    out[i] = a * gu[t * 2u * p.n + p.n + c];
 }

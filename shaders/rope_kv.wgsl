@@ -14,6 +14,7 @@ struct Params {
     head_dim: u32,
     n_rot: u32,
     freq_base: f32,
+    freq_scale: f32, // linear RoPE scaling: positions are multiplied by it
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -49,7 +50,7 @@ fn store_pair(is_k: bool, off: u32, v: vec2<f32>) {
 }
 
 fn theta(t: u32, i: u32) -> f32 {
-    return f32(pos[t]) * pow(p.freq_base, -f32(2u * i) / f32(p.n_rot));
+    return f32(pos[t]) * p.freq_scale * pow(p.freq_base, -f32(2u * i) / f32(p.n_rot));
 }
 
 fn rotate(v: vec2<f32>, th: f32) -> vec2<f32> {

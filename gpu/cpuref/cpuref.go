@@ -74,6 +74,12 @@ func RoPE(x []float32, pos []int32, nHeads, headDim, nRot int, freqBase float32)
 // cache rows j <= pos[t] of q.k_j*scale, applied to v_j, where k and v hold nKVHead heads per
 // row and query heads share them in groups of nHead/nKVHead.
 func Attention(q, k, v []float32, pos []int32, nHead, nKVHead, headDim int, scale float32) []float32 {
+	return AttentionOpts(q, k, v, pos, nHead, nKVHead, headDim, scale, 0, 0)
+}
+
+// AttentionOpts is Attention with Gemma's options: scores capped as softCap*tanh(s/softCap)
+// when softCap > 0, and only the last window positions seen when window > 0.
+func AttentionOpts(q, k, v []float32, pos []int32, nHead, nKVHead, headDim int, scale, softCap float32, window int) []float32 {
 	out := make([]float32, len(q))
 	group := nHead / nKVHead
 	stride := nKVHead * headDim
@@ -81,25 +87,33 @@ func Attention(q, k, v []float32, pos []int32, nHead, nKVHead, headDim int, scal
 		for h := 0; h < nHead; h++ {
 			qo := (t*nHead + h) * headDim
 			kvo := (h / group) * headDim
-			scores := make([]float64, p+1)
+			first := 0
+			if window > 0 {
+				first = max(0, int(p)+1-window)
+			}
+			scores := make([]float64, int(p)+1)
 			maxS := math.Inf(-1)
-			for j := range scores {
+			for j := first; j < len(scores); j++ {
 				var s float64
 				for d := 0; d < headDim; d++ {
 					s += float64(q[qo+d]) * float64(k[j*stride+kvo+d])
 				}
-				scores[j] = s * float64(scale)
-				maxS = math.Max(maxS, scores[j])
+				s *= float64(scale)
+				if softCap > 0 {
+					s = float64(softCap) * math.Tanh(s/float64(softCap))
+				}
+				scores[j] = s
+				maxS = math.Max(maxS, s)
 			}
 			var sum float64
-			for j := range scores {
+			for j := first; j < len(scores); j++ {
 				scores[j] = math.Exp(scores[j] - maxS)
 				sum += scores[j]
 			}
 			for d := 0; d < headDim; d++ {
 				var acc float64
-				for j, s := range scores {
-					acc += s * float64(v[j*stride+kvo+d])
+				for j := first; j < len(scores); j++ {
+					acc += scores[j] * float64(v[j*stride+kvo+d])
 				}
 				out[qo+d] = float32(acc / sum)
 			}
@@ -209,7 +223,7 @@ func f16Round(v float32) float32 { return gguf.F16ToF32(gguf.F32ToF16(v)) }
 // AttentionF16 is Attention as llama.cpp's CPU flash attention computes it over an f16 cache:
 // q rounded to f16, keys taken in order with a running maximum, and the running output kept in
 // f16 (rounded after every rescale and every accumulated value row). k and v hold f16 values.
-func AttentionF16(q, k, v []float32, pos []int32, nHead, nKVHead, headDim int, scale float32) []float32 {
+func AttentionF16(q, k, v []float32, pos []int32, nHead, nKVHead, headDim int, scale, softCap float32, window int) []float32 {
 	out := make([]float32, len(q))
 	group := nHead / nKVHead
 	stride := nKVHead * headDim
@@ -220,12 +234,19 @@ func AttentionF16(q, k, v []float32, pos []int32, nHead, nKVHead, headDim int, s
 			kvo := (h / group) * headDim
 			m, l := float32(math.Inf(-1)), float32(0)
 			clear(acc)
-			for j := 0; j <= int(p); j++ {
+			first := 0
+			if window > 0 {
+				first = max(0, int(p)+1-window)
+			}
+			for j := first; j <= int(p); j++ {
 				var s float32
 				for d := 0; d < headDim; d++ {
 					s += f16Round(q[qo+d]) * k[j*stride+kvo+d]
 				}
 				s *= scale
+				if softCap > 0 {
+					s = softCap * float32(math.Tanh(float64(s/softCap)))
+				}
 				ms, vs := float32(1), float32(1)
 				if s > m {
 					ms = float32(math.Exp(float64(m - s)))

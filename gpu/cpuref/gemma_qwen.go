@@ -19,3 +19,23 @@ func RoPENeoX(x []float32, pos []int32, nHeads, headDim, nRot int, freqBase floa
 		}
 	}
 }
+
+// GELUMul returns gelu(gate) * up elementwise with ggml's tanh approximation of GELU.
+func GELUMul(gate, up []float32) []float32 {
+	out := make([]float32, len(gate))
+	for i, g := range gate {
+		x := float64(g)
+		a := 0.5 * x * (1 + math.Tanh(0.7978845608028654*x*(1+0.044715*x*x)))
+		out[i] = float32(a * float64(up[i]))
+	}
+	return out
+}
+
+// SoftCap returns limit * tanh(x / limit) elementwise.
+func SoftCap(x []float32, limit float32) []float32 {
+	out := make([]float32, len(x))
+	for i, v := range x {
+		out[i] = float32(float64(limit) * math.Tanh(float64(v)/float64(limit)))
+	}
+	return out
+}

@@ -1,0 +1,18 @@
+// Soft-capping, in place: x = cap * tanh(x / cap) (Gemma 2's final logits).
+
+struct Params {
+    n: u32,
+    cap: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> x: array<f32>; // (n)
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * 64u;
+    if (i >= p.n) {
+        return;
+    }
+    x[i] = p.cap * tanh(x[i] / p.cap);
+}
