@@ -12,11 +12,11 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/gguf/synth"
 )
 
-const genModelSynopsis = "wgpu-llama gen-model [--preset NAME] [--type TYPE] [--dim N --layers N --heads N --kv-heads N --ff N --vocab N --ctx N] [--seed S] --out FILE"
+const genModelSynopsis = "wgpu-llama gen-model [--preset NAME] [--arch ARCH] [--type TYPE] [--dim N --layers N --heads N --kv-heads N --ff N --vocab N --ctx N] [--seed S] --out FILE"
 
-// runGenModel implements `wgpu-llama gen-model`: a llama GGUF of any shape and type with
-// seeded random weights and a working vocabulary, for tests and benchmarks at real model sizes
-// without downloading one.
+// runGenModel implements `wgpu-llama gen-model`: a llama (or qwen2, qwen3, phi3) GGUF of any
+// shape and type with seeded random weights and a working vocabulary, for tests and benchmarks
+// at real model sizes without downloading one.
 func runGenModel(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("gen-model", genModelSynopsis, stderr)
 	var (
@@ -27,7 +27,7 @@ func runGenModel(args []string, stdout, stderr io.Writer) error {
 		verbose                                     bool
 	)
 	stringVar(fs, &preset, "tiny", "shape preset: "+strings.Join(synth.Presets(), ", ")+"; the flags below override its fields", "preset")
-	stringVar(fs, &arch, "llama", "architecture (only llama)", "arch")
+	stringVar(fs, &arch, "llama", "architecture: "+strings.Join(synth.Archs(), ", "), "arch")
 	stringVar(fs, &typ, "F32", "tensor type or llama-quantize mix (F32, F16, BF16, Q8_0, Q4_K_M, ...)", "type")
 	stringVar(fs, &out, "", "output GGUF file", "o", "out")
 	stringVar(fs, &name, "", "general.name (default synth-PRESET)", "name")
@@ -44,9 +44,6 @@ func runGenModel(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&verbose, "v", false, "log every tensor")
 	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if arch != "llama" {
-		return fmt.Errorf("gen-model: architecture %q not supported (only llama)", arch)
 	}
 	if out == "" {
 		fs.Usage()
@@ -81,12 +78,13 @@ func runGenModel(args []string, stdout, stderr io.Writer) error {
 		cfg.Name = name
 	}
 	cfg.Seed = seed
+	cfg.Arch = arch
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("gen-model: %w", err)
 	}
 
 	logger := newLogger(stderr, verbose)
-	logger.Info("generating", "out", out, "type", cfg.Mix, "dim", cfg.Dim, "layers", cfg.Layers, "heads", cfg.Heads,
+	logger.Info("generating", "out", out, "arch", cfg.Arch, "type", cfg.Mix, "dim", cfg.Dim, "layers", cfg.Layers, "heads", cfg.Heads,
 		"kv_heads", cfg.KVHeads, "ff", cfg.FF, "vocab", cfg.Vocab, "ctx", cfg.Ctx, "seed", cfg.Seed)
 	start := time.Now()
 	last := start

@@ -72,6 +72,26 @@ func TestGenModel(t *testing.T) {
 	}
 }
 
+// TestGenModelArch checks --arch: the architecture's metadata prefix and tensors.
+func TestGenModelArch(t *testing.T) {
+	for arch, tensor := range map[string]string{"qwen2": "blk.0.attn_q.bias", "qwen3": "blk.1.attn_k_norm.weight", "phi3": "blk.0.attn_qkv.weight"} {
+		f, err := gguf.Open(genModel(t, "--arch", arch, "--type", "Q8_0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if a := f.Architecture(); a != arch {
+			t.Errorf("--arch %s: general.architecture %q", arch, a)
+		}
+		if d, _ := f.Uint(arch + ".embedding_length"); d != 64 {
+			t.Errorf("--arch %s: %s.embedding_length %d", arch, arch, d)
+		}
+		if _, ok := f.Tensor(tensor); !ok {
+			t.Errorf("--arch %s: no %s", arch, tensor)
+		}
+	}
+}
+
 func TestGenModelSeed(t *testing.T) {
 	read := func(args ...string) []byte {
 		b, err := os.ReadFile(genModel(t, args...))
@@ -99,7 +119,7 @@ func TestGenModelErrors(t *testing.T) {
 		{[]string{"--type", "Q9", "--out", out}, "unknown quantization type"},
 		{[]string{"--preset", "tiny"}, "--out FILE is required"},
 		{[]string{"--heads", "3", "--out", out}, "not a multiple of heads"},
-		{[]string{"--arch", "gpt2", "--out", out}, "only llama"},
+		{[]string{"--arch", "gpt2", "--out", out}, `architecture "gpt2" not supported (supported: llama, qwen2, qwen3, phi3)`},
 		{[]string{"--vocab", "100", "--out", out}, "below the minimum"},
 		{[]string{"--type", "Q4_K", "--out", filepath.Join(out, "no", "dir")}, "no such file"},
 	}

@@ -1,7 +1,7 @@
-// Package synth writes synthetic llama models: valid GGUF files of any size and tensor type
-// with seeded random weights and a working SentencePiece vocabulary, so loaders, kernels and
-// benchmarks can run at real model shapes (up to 8B) without downloading a model. The weights
-// are noise, so the text they generate is too.
+// Package synth writes synthetic models (llama, and the qwen2, qwen3 and phi3 variations of it):
+// valid GGUF files of any size and tensor type with seeded random weights and a working
+// SentencePiece vocabulary, so loaders, kernels and benchmarks can run at real model shapes (up
+// to 8B) without downloading a model. The weights are noise, so the text they generate is too.
 package synth
 
 import (
@@ -16,12 +16,22 @@ import (
 type Config struct {
 	// Name is general.name.
 	Name string
+	// Arch is general.architecture, one of Archs(); "" means llama. It decides the tensors
+	// (qwen2: q/k/v biases; qwen3: per-head q/k norms; phi3: fused qkv and gate-up matrices),
+	// the metadata key prefix and the defaults of HeadDim and RopeDim.
+	Arch string
 	// Mix picks the tensor types, with llama-quantize's per-tensor rules.
 	Mix quantize.Mix
 	// Dim is the embedding length, Layers the block count, FF the feed-forward length.
 	Dim, Layers, FF int
-	// Heads and KVHeads are the query and key/value head counts; Dim/Heads is the head size.
+	// Heads and KVHeads are the query and key/value head counts.
 	Heads, KVHeads int
+	// HeadDim is the per-head size (attention.key_length); 0 means the architecture's default:
+	// 2*Dim/Heads for qwen3 (as Qwen3-0.6B: 1024 wide, 16 heads of 128), Dim/Heads otherwise.
+	HeadDim int
+	// RopeDim is rope.dimension_count, the rotated dimensions of each head; 0 means the
+	// architecture's default: HeadDim/2 for phi3 (partial rotary), HeadDim otherwise.
+	RopeDim int
 	// Vocab is the number of tokens, Ctx the training context length.
 	Vocab, Ctx int
 	// RopeBase is rope.freq_base; NormEps the RMS norm epsilon.
@@ -42,25 +52,35 @@ var presets = map[string]Config{
 	"8b": {Dim: 4096, Layers: 32, Heads: 32, KVHeads: 8, FF: 14336, Vocab: 128256, Ctx: 8192, RopeBase: 500000},
 }
 
+// Archs lists the architectures Write can generate.
+func Archs() []string { return []string{"llama", "qwen2", "qwen3", "phi3"} }
+
 // Presets lists the preset names, smallest first.
 func Presets() []string { return []string{"tiny", "134m", "1b", "8b"} }
 
-// Preset returns a preset's configuration (F32, seed 1), named "synth-NAME".
+// Preset returns a preset's configuration (llama, F32, seed 1), named "synth-NAME"; set Arch
+// for another architecture.
 func Preset(name string) (Config, error) {
 	c, ok := presets[strings.ToLower(name)]
 	if !ok {
 		return Config{}, fmt.Errorf("unknown preset %q (want one of %s)", name, strings.Join(Presets(), ", "))
 	}
 	c.Name = "synth-" + strings.ToLower(name)
+	c.Arch = "llama"
 	c.Mix = quantize.MixF32
 	c.NormEps = 1e-5
 	c.Seed = 1
 	return c, nil
 }
 
-// Validate checks the shape: positive sizes, heads dividing the width into even head sizes
-// (rope rotates pairs), KV heads dividing the heads, and room for the vocabulary's fixed part.
+// Validate checks the shape: a known architecture, positive sizes, heads dividing the width,
+// even head sizes and rotary dimensions (rope rotates pairs), KV heads dividing the heads, and
+// room for the vocabulary's fixed part. qwen2 and qwen3 rotate whole heads and phi3's output
+// matrix is square, as llama.cpp requires of those architectures.
 func (c Config) Validate() error {
+	if !slices.Contains(Archs(), c.arch()) {
+		return fmt.Errorf("synth: architecture %q not supported (supported: %s)", c.Arch, strings.Join(Archs(), ", "))
+	}
 	for _, f := range []struct {
 		name string
 		v    int
@@ -69,11 +89,21 @@ func (c Config) Validate() error {
 			return fmt.Errorf("synth: %s must be positive, got %d", f.name, f.v)
 		}
 	}
+	if c.HeadDim < 0 || c.RopeDim < 0 {
+		return fmt.Errorf("synth: head size %d and rope dimensions %d must not be negative", c.HeadDim, c.RopeDim)
+	}
+	hd, rot := c.headDim(), c.ropeDim()
 	switch {
 	case c.Dim%c.Heads != 0:
 		return fmt.Errorf("synth: dim %d is not a multiple of heads %d", c.Dim, c.Heads)
-	case (c.Dim/c.Heads)%2 != 0:
-		return fmt.Errorf("synth: head size %d (dim/heads) must be even", c.Dim/c.Heads)
+	case hd%2 != 0:
+		return fmt.Errorf("synth: head size %d must be even", hd)
+	case rot%2 != 0 || rot <= 0 || rot > hd:
+		return fmt.Errorf("synth: rope dimensions %d must be even, positive and at most the head size %d", rot, hd)
+	case (c.arch() == "qwen2" || c.arch() == "qwen3") && rot != hd:
+		return fmt.Errorf("synth: %s rotates whole heads: rope dimensions %d must equal the head size %d", c.arch(), rot, hd)
+	case c.arch() == "phi3" && hd*c.Heads != c.Dim:
+		return fmt.Errorf("synth: phi3 needs heads x head size = dim, got %d x %d != %d", c.Heads, hd, c.Dim)
 	case c.Heads%c.KVHeads != 0:
 		return fmt.Errorf("synth: heads %d is not a multiple of kv-heads %d", c.Heads, c.KVHeads)
 	case c.Vocab < MinVocab:
@@ -86,5 +116,32 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// headDim is the per-head size, also rope.dimension_count.
-func (c Config) headDim() int { return c.Dim / c.Heads }
+// arch is the architecture, llama when unset.
+func (c Config) arch() string {
+	if c.Arch == "" {
+		return "llama"
+	}
+	return c.Arch
+}
+
+// headDim is the per-head size, HeadDim or the architecture's default.
+func (c Config) headDim() int {
+	switch {
+	case c.HeadDim > 0:
+		return c.HeadDim
+	case c.arch() == "qwen3":
+		return 2 * c.Dim / c.Heads
+	}
+	return c.Dim / c.Heads
+}
+
+// ropeDim is rope.dimension_count, RopeDim or the architecture's default.
+func (c Config) ropeDim() int {
+	switch {
+	case c.RopeDim > 0:
+		return c.RopeDim
+	case c.arch() == "phi3":
+		return c.headDim() / 2
+	}
+	return c.headDim()
+}

@@ -2,6 +2,7 @@ package synth
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -217,6 +218,13 @@ func TestPresetsAndValidate(t *testing.T) {
 		t.Error("unknown preset accepted")
 	}
 	c, _ := Preset("tiny")
+	for _, arch := range Archs() {
+		a := c
+		a.Arch = arch
+		if err := a.Validate(); err != nil {
+			t.Errorf("tiny %s: %v", arch, err)
+		}
+	}
 	for _, bad := range []func(*Config){
 		func(c *Config) { c.Dim = 0 },
 		func(c *Config) { c.Heads = 3 },
@@ -224,11 +232,156 @@ func TestPresetsAndValidate(t *testing.T) {
 		func(c *Config) { c.Vocab = 100 },
 		func(c *Config) { c.Mix = 99 },
 		func(c *Config) { c.Dim, c.Heads, c.KVHeads = 60, 4, 4 }, // head size 15 is odd
+		func(c *Config) { c.Arch = "gpt2" },
+		func(c *Config) { c.RopeDim = 18 },                                       // more than the head size 16
+		func(c *Config) { c.Arch, c.RopeDim = "qwen2", 8 },                       // qwen2 rotates whole heads
+		func(c *Config) { c.Arch, c.HeadDim = "phi3", 32 },                       // phi3's attn_output is square
+		func(c *Config) { c.Arch, c.Dim, c.Heads, c.KVHeads = "phi3", 72, 4, 4 }, // rope dim 18/2 = 9 is odd
+		func(c *Config) { c.HeadDim = -2 },
 	} {
 		b := c
 		bad(&b)
 		if err := b.Validate(); err == nil {
 			t.Errorf("%+v accepted", b)
+		}
+	}
+}
+
+// TestArchs generates each architecture's tiny model in F32 and Q8_0 and checks its tensors
+// (names, shapes, types, value scales), its "<arch>.*" metadata, its tokenizer and that it is
+// deterministic.
+func TestArchs(t *testing.T) {
+	type shape = []uint64
+	// The tiny preset: dim 64, 4 heads, 2 KV heads, ff 172, vocab 512.
+	layer0 := map[string]map[string]shape{
+		"llama": {"attn_q.weight": {64, 64}, "attn_k.weight": {64, 32}, "attn_v.weight": {64, 32}, "attn_output.weight": {64, 64},
+			"ffn_gate.weight": {64, 172}, "ffn_up.weight": {64, 172}},
+		"qwen2": {"attn_q.weight": {64, 64}, "attn_q.bias": {64}, "attn_k.weight": {64, 32}, "attn_k.bias": {32},
+			"attn_v.weight": {64, 32}, "attn_v.bias": {32}, "attn_output.weight": {64, 64},
+			"ffn_gate.weight": {64, 172}, "ffn_up.weight": {64, 172}},
+		// Heads of 32 (2*dim/heads): q is 4x32 = 128 wide, k and v 2x32.
+		"qwen3": {"attn_q.weight": {64, 128}, "attn_q_norm.weight": {32}, "attn_k.weight": {64, 64}, "attn_k_norm.weight": {32},
+			"attn_v.weight": {64, 64}, "attn_output.weight": {128, 64}, "ffn_gate.weight": {64, 172}, "ffn_up.weight": {64, 172}},
+		// Fused q/k/v (64 + 2x32 rows) and gate/up (2x172 rows).
+		"phi3": {"attn_qkv.weight": {64, 128}, "attn_output.weight": {64, 64}, "ffn_up.weight": {64, 344}},
+	}
+	keys := map[string]map[string]uint64{ // beyond the common ones
+		"llama": {"rope.dimension_count": 16},
+		"qwen2": {"rope.dimension_count": 16},
+		"qwen3": {"rope.dimension_count": 32, "attention.key_length": 32, "attention.value_length": 32},
+		"phi3":  {"rope.dimension_count": 8},
+	}
+	for _, arch := range Archs() {
+		for _, mix := range []quantize.Mix{quantize.MixF32, quantize.MixQ8_0} {
+			t.Run(arch+"/"+mix.String(), func(t *testing.T) {
+				c := tiny(t, mix)
+				c.Arch = arch
+				f, b := generate(t, c)
+				if _, again := generate(t, c); !bytes.Equal(b, again) {
+					t.Error("same seed, different bytes")
+				}
+				if got, _ := f.String("general.architecture"); got != arch {
+					t.Errorf("general.architecture %q", got)
+				}
+				want := map[string]shape{"token_embd.weight": {64, 512}, "output_norm.weight": {64}, "output.weight": {64, 512}}
+				for i := range c.Layers {
+					for name, s := range layer0[arch] {
+						want[fmt.Sprintf("blk.%d.%s", i, name)] = s
+					}
+					for name, s := range map[string]shape{"attn_norm.weight": {64}, "ffn_norm.weight": {64}, "ffn_down.weight": {172, 64}} {
+						want[fmt.Sprintf("blk.%d.%s", i, name)] = s
+					}
+				}
+				if len(f.Tensors) != len(want) {
+					t.Errorf("%d tensors, want %d", len(f.Tensors), len(want))
+				}
+				for _, ti := range f.Tensors {
+					if s, ok := want[ti.Name]; !ok || !slices.Equal(ti.Shape, s) {
+						t.Errorf("%s %v, want %v", ti.Name, ti.Shape, s)
+					}
+					wantType := mix.DefaultType()
+					switch {
+					case len(ti.Shape) == 1:
+						wantType = gguf.TypeF32
+					case mix == quantize.MixQ8_0 && ti.Shape[0] == 172:
+						wantType = gguf.TypeF16 // rows of 172 are no whole Q8_0 blocks
+					}
+					if ti.Type != wantType {
+						t.Errorf("%s: %s, want %s", ti.Name, ti.Type, wantType)
+					}
+					vals := make([]float32, ti.NumElements())
+					if err := gguf.Dequantize(ti.Type, f.TensorData(&ti), vals); err != nil {
+						t.Fatal(err)
+					}
+					mean, scale := fillOf(ti.Name)
+					var sum, sq float64
+					for _, v := range vals {
+						sum += float64(v)
+						sq += (float64(v) - mean) * (float64(v) - mean)
+					}
+					gotMean, gotSD := sum/float64(len(vals)), math.Sqrt(sq/float64(len(vals)))
+					if math.Abs(gotMean-mean) > 0.1 || math.Abs(gotSD-scale) > 0.3*scale+1e-9 {
+						t.Errorf("%s: mean %.3g sd %.3g, want %g and %g", ti.Name, gotMean, gotSD, mean, scale)
+					}
+				}
+				for key, v := range map[string]uint64{"embedding_length": 64, "block_count": 2, "feed_forward_length": 172,
+					"attention.head_count": 4, "attention.head_count_kv": 2, "context_length": 512, "vocab_size": 512} {
+					keys[arch][key] = v
+				}
+				for key, v := range keys[arch] {
+					if got, ok := f.Uint(arch + "." + key); !ok || got != v {
+						t.Errorf("%s.%s = %d (%v), want %d", arch, key, got, ok, v)
+					}
+				}
+				for _, key := range []string{"rope.freq_base", "attention.layer_norm_rms_epsilon"} {
+					if _, ok := f.Float(arch + "." + key); !ok {
+						t.Errorf("%s.%s missing", arch, key)
+					}
+				}
+				if _, ok := f.Lookup(arch + ".attention.key_length"); ok != (arch == "qwen3") {
+					t.Errorf("%s.attention.key_length present: %v", arch, ok)
+				}
+				checkTokenizer(t, f)
+			})
+		}
+	}
+}
+
+// TestArchMixRules checks that a K-quant mix types the new tensors by llama.cpp's rules: phi3's
+// fused attn_qkv counts as attn_v, and qwen3's norms stay F32.
+func TestArchMixRules(t *testing.T) {
+	c := tiny(t, quantize.MixQ4_K_M)
+	c.Arch, c.Layers = "phi3", 8
+	plans, err := c.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := map[string]gguf.GGMLType{}
+	for _, p := range plans {
+		types[p.Name] = p.To
+	}
+	// Q4_K_M gives attn_qkv (counted as attn_v) and ffn_down Q6_K in the first, last and every
+	// third layer of 8: 0, 6, 7 and 3.
+	for i := range 8 {
+		want := gguf.TypeQ4_K
+		if i == 0 || i == 3 || i >= 6 {
+			want = gguf.TypeQ6_K
+		}
+		for _, name := range []string{"attn_qkv.weight", "ffn_down.weight"} {
+			if got := types[fmt.Sprintf("blk.%d.%s", i, name)]; got != want {
+				t.Errorf("blk.%d.%s: %s, want %s", i, name, got, want)
+			}
+		}
+		if got := types[fmt.Sprintf("blk.%d.ffn_up.weight", i)]; got != gguf.TypeQ4_K {
+			t.Errorf("blk.%d.ffn_up.weight: %s", i, got)
+		}
+	}
+	q3 := tiny(t, quantize.MixQ4_K_M)
+	q3.Arch = "qwen3"
+	f, _ := generate(t, q3)
+	for _, name := range []string{"blk.0.attn_q_norm.weight", "blk.0.attn_k_norm.weight"} {
+		if ti, ok := f.Tensor(name); !ok || ti.Type != gguf.TypeF32 || ti.Shape[0] != 128 {
+			t.Errorf("%s: %v", name, ti)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/wgpu-llama/wgpu-llama/gguf"
 	"github.com/wgpu-llama/wgpu-llama/gguf/quantize"
@@ -13,24 +14,73 @@ import (
 // initialisation), small enough that activations stay in range through the layers.
 const weightScale = 0.02
 
+// spreadScale is the standard deviation of qwen2's biases and of qwen3's q/k norm weights
+// around 1: small, but large enough that a forward pass that drops them goes visibly wrong.
+const spreadScale = 0.1
+
+// fillOf returns how the tensor name's values are drawn: mean + scale*normal(0, 1). The layer
+// and output norms are exactly 1, as in llama's initialisation.
+func fillOf(name string) (mean, scale float64) {
+	switch {
+	case strings.HasSuffix(name, "attn_q_norm.weight") || strings.HasSuffix(name, "attn_k_norm.weight"):
+		return 1, spreadScale
+	case strings.HasSuffix(name, "_norm.weight"):
+		return 1, 0
+	case strings.HasSuffix(name, ".bias"):
+		return 0, spreadScale
+	}
+	return 0, weightScale
+}
+
 // Tensors lists the model's tensors in file order (convert_hf_to_gguf's: token_embd, each
-// layer, output_norm, output) as float32, before the mix assigns their types.
+// layer, output_norm, output) as float32, before the mix assigns their types. Every layer has
+// llama's tensors, with the architecture's differences:
+//
+//   - qwen2: attn_q/attn_k/attn_v biases, after each matrix;
+//   - qwen3: attn_q_norm and attn_k_norm, [HeadDim], after attn_q and attn_k;
+//   - phi3: one attn_qkv matrix (q, k then v rows) for attn_q/k/v, and no ffn_gate: ffn_up
+//     has 2*FF rows, the gate's then the up projection's.
 func (c Config) Tensors() []quantize.Tensor {
-	d, kv, ff, v := uint64(c.Dim), uint64(c.KVHeads*c.headDim()), uint64(c.FF), uint64(c.Vocab)
+	hd := uint64(c.headDim())
+	d, q, kv, ff, v := uint64(c.Dim), uint64(c.Heads)*hd, uint64(c.KVHeads)*hd, uint64(c.FF), uint64(c.Vocab)
+	arch := c.arch()
 	ts := []quantize.Tensor{{Name: "token_embd.weight", Shape: []uint64{d, v}}}
 	for i := range c.Layers {
 		blk := func(name string, shape ...uint64) {
-			ts = append(ts, quantize.Tensor{Name: fmt.Sprintf("blk.%d.%s.weight", i, name), Shape: shape})
+			ts = append(ts, quantize.Tensor{Name: fmt.Sprintf("blk.%d.%s", i, name), Shape: shape})
 		}
-		blk("attn_norm", d)
-		blk("attn_q", d, d)
-		blk("attn_k", d, kv)
-		blk("attn_v", d, kv)
-		blk("attn_output", d, d)
-		blk("ffn_norm", d)
-		blk("ffn_gate", d, ff)
-		blk("ffn_up", d, ff)
-		blk("ffn_down", ff, d)
+		blk("attn_norm.weight", d)
+		if arch == "phi3" {
+			blk("attn_qkv.weight", d, q+2*kv)
+		} else {
+			blk("attn_q.weight", d, q)
+			switch arch {
+			case "qwen2":
+				blk("attn_q.bias", q)
+			case "qwen3":
+				blk("attn_q_norm.weight", hd)
+			}
+			blk("attn_k.weight", d, kv)
+			switch arch {
+			case "qwen2":
+				blk("attn_k.bias", kv)
+			case "qwen3":
+				blk("attn_k_norm.weight", hd)
+			}
+			blk("attn_v.weight", d, kv)
+			if arch == "qwen2" {
+				blk("attn_v.bias", kv)
+			}
+		}
+		blk("attn_output.weight", q, d)
+		blk("ffn_norm.weight", d)
+		if arch == "phi3" {
+			blk("ffn_up.weight", d, 2*ff)
+		} else {
+			blk("ffn_gate.weight", d, ff)
+			blk("ffn_up.weight", d, ff)
+		}
+		blk("ffn_down.weight", ff, d)
 	}
 	ts = append(ts,
 		quantize.Tensor{Name: "output_norm.weight", Shape: []uint64{d}},
@@ -46,7 +96,7 @@ func (c Config) Plan() ([]quantize.TensorPlan, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	m := quantize.Model{Arch: "llama", Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads}
+	m := quantize.Model{Arch: c.arch(), Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads}
 	return quantize.PlanTensors(m, c.Tensors(), c.Mix)
 }
 
@@ -65,40 +115,49 @@ func (c Config) KVs() ([]gguf.KV, error) {
 	if name == "" {
 		name = "synth"
 	}
-	return []gguf.KV{
-		str("general.architecture", "llama"),
+	a := c.arch()
+	kvs := []gguf.KV{
+		str("general.architecture", a),
 		str("general.name", name),
 		u32("general.alignment", gguf.DefaultAlignment),
-		u32("llama.context_length", c.Ctx),
-		u32("llama.embedding_length", c.Dim),
-		u32("llama.block_count", c.Layers),
-		u32("llama.feed_forward_length", c.FF),
-		u32("llama.attention.head_count", c.Heads),
-		u32("llama.attention.head_count_kv", c.KVHeads),
-		u32("llama.rope.dimension_count", c.headDim()),
-		f32("llama.rope.freq_base", c.RopeBase),
-		f32("llama.attention.layer_norm_rms_epsilon", c.NormEps),
-		u32("llama.vocab_size", c.Vocab),
+		u32(a+".context_length", c.Ctx),
+		u32(a+".embedding_length", c.Dim),
+		u32(a+".block_count", c.Layers),
+		u32(a+".feed_forward_length", c.FF),
+		u32(a+".attention.head_count", c.Heads),
+		u32(a+".attention.head_count_kv", c.KVHeads),
+	}
+	if a == "qwen3" || c.headDim() != c.Dim/c.Heads {
+		// As llama.cpp's converters write head_dim: Qwen3 always, others when it is not Dim/Heads.
+		kvs = append(kvs, u32(a+".attention.key_length", c.headDim()), u32(a+".attention.value_length", c.headDim()))
+	}
+	return append(kvs,
+		u32(a+".rope.dimension_count", c.ropeDim()),
+		f32(a+".rope.freq_base", c.RopeBase),
+		f32(a+".attention.layer_norm_rms_epsilon", c.NormEps),
+		u32(a+".vocab_size", c.Vocab),
 		u32("general.file_type", int(c.Mix.FileType())),
 		u32("general.quantization_version", quantize.QuantizationVersion),
 		str("tokenizer.ggml.model", "llama"),
-		{Key: "tokenizer.ggml.tokens", Type: gguf.TypeArray, Value: gguf.Array{Elem: gguf.TypeString, Values: tokens}},
-		{Key: "tokenizer.ggml.scores", Type: gguf.TypeArray, Value: gguf.Array{Elem: gguf.TypeFloat32, Values: scores}},
-		{Key: "tokenizer.ggml.token_type", Type: gguf.TypeArray, Value: gguf.Array{Elem: gguf.TypeInt32, Values: types}},
+		gguf.KV{Key: "tokenizer.ggml.tokens", Type: gguf.TypeArray, Value: gguf.Array{Elem: gguf.TypeString, Values: tokens}},
+		gguf.KV{Key: "tokenizer.ggml.scores", Type: gguf.TypeArray, Value: gguf.Array{Elem: gguf.TypeFloat32, Values: scores}},
+		gguf.KV{Key: "tokenizer.ggml.token_type", Type: gguf.TypeArray, Value: gguf.Array{Elem: gguf.TypeInt32, Values: types}},
 		u32("tokenizer.ggml.unknown_token_id", 0),
 		u32("tokenizer.ggml.bos_token_id", 1),
 		u32("tokenizer.ggml.eos_token_id", 2),
 		boolean("tokenizer.ggml.add_bos_token", true),
 		boolean("tokenizer.ggml.add_eos_token", false),
 		boolean("tokenizer.ggml.add_space_prefix", true),
-	}, nil
+	), nil
 }
 
 // Write generates the model and writes it to w as GGUF. Tensors are generated and converted
 // one batch of rows at a time on all CPUs, so memory stays small at any model size; each row
 // draws from its own PCG stream keyed by seed, tensor and row, so the bytes depend only on the
 // configuration. Matrices are normal(0, 0.02) rounded to float16 (so F32 and F16 files hold the
-// same values), norms are 1. progress, if not nil, is called after each tensor.
+// same values), layer norms are 1, and qwen2's biases normal(0, 0.1) and qwen3's q/k norms
+// 1 + normal(0, 0.1), also rounded to float16 (though stored as F32). progress, if not nil, is
+// called after each tensor.
 func Write(w io.Writer, c Config, progress func(quantize.Progress)) (quantize.Summary, error) {
 	kvs, srcs, sum, err := c.sources(progress)
 	if err == nil {
@@ -136,7 +195,7 @@ func (c Config) sources(progress func(quantize.Progress)) ([]gguf.KV, []gguf.Ten
 		}
 		srcs[i] = gguf.TensorSource{Name: p.Name, Shape: p.Shape, Type: p.To, Write: func(w io.Writer) error {
 			rowLen := p.Shape[0]
-			if err := quantize.Rows(w, p.To, rowLen, p.Elements()/rowLen, fillFunc(c.Seed, i, rowLen, len(p.Shape) == 1)); err != nil {
+			if err := quantize.Rows(w, p.To, rowLen, p.Elements()/rowLen, fillFunc(c.Seed, i, rowLen, p.Name)); err != nil {
 				return fmt.Errorf("synth: tensor %s: %w", p.Name, err)
 			}
 			size := p.Size()
@@ -152,20 +211,21 @@ func (c Config) sources(progress func(quantize.Progress)) ([]gguf.KV, []gguf.Ten
 	return kvs, srcs, sum, nil
 }
 
-// fillFunc returns the row generator for tensor number index: ones for norm vectors, seeded
-// normal noise otherwise.
-func fillFunc(seed uint64, index int, rowLen uint64, ones bool) func([]float32, uint64) error {
+// fillFunc returns the row generator for tensor number index, named name: seeded noise as
+// fillOf says, or ones for the layer norms.
+func fillFunc(seed uint64, index int, rowLen uint64, name string) func([]float32, uint64) error {
+	mean, scale := fillOf(name)
 	return func(dst []float32, row uint64) error {
-		if ones {
+		if scale == 0 {
 			for i := range dst {
-				dst[i] = 1
+				dst[i] = float32(mean)
 			}
 			return nil
 		}
 		for r := uint64(0); r < uint64(len(dst))/rowLen; r++ {
 			rng := rand.New(rand.NewPCG(seed, uint64(index)<<40|(row+r)))
 			for j := range dst[r*rowLen : (r+1)*rowLen] {
-				dst[r*rowLen+uint64(j)] = gguf.F16ToF32(gguf.F32ToF16(float32(rng.NormFloat64() * weightScale)))
+				dst[r*rowLen+uint64(j)] = gguf.F16ToF32(gguf.F32ToF16(float32(mean + rng.NormFloat64()*scale)))
 			}
 		}
 		return nil

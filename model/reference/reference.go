@@ -1,0 +1,345 @@
+// Package reference is the plain-Go forward pass of every architecture this project runs: the
+// model written out operation by operation with gpu/cpuref's float64-accumulating kernels, for
+// clarity rather than speed. It is the specification the GPU forward pass is tested against.
+//
+// Every architecture is llama's decoder with small differences, taken from llama.cpp's
+// build_* graphs (src/llama-model.cpp) and tensor names (src/llama-arch.cpp):
+//
+//	x = token_embd[tokens]
+//	for each layer:
+//	    h = rmsnorm(x) * attn_norm
+//	    q, k, v = h @ attn_q, h @ attn_k, h @ attn_v        (+ biases where present)
+//	    q, k = rmsnorm per head * attn_q_norm, attn_k_norm  (qwen3 only)
+//	    q, k = rope(q), rope(k)                             (first n_rot dims of each head)
+//	    x = x + attention(q, k, v) @ attn_output            (causal, grouped-query, 1/sqrt(head_dim))
+//	    h = rmsnorm(x) * ffn_norm
+//	    x = x + (silu(h @ ffn_gate) * (h @ ffn_up)) @ ffn_down
+//	logits = (rmsnorm(x) * output_norm) @ output           (token_embd when output is absent)
+//
+//	llama: RoPE on adjacent pairs (x[2i], x[2i+1]); biases optional.
+//	qwen2: NeoX RoPE, pairs (x[i], x[i + n_rot/2]); attn_q/attn_k/attn_v biases.
+//	qwen3: NeoX RoPE; attn_q_norm and attn_k_norm, RMSNorms over each head's head_dim values.
+//	phi3:  NeoX RoPE, often on part of each head (rope.dimension_count < head_dim); one fused
+//	       attn_qkv matrix whose rows are q's, then k's, then v's; and ffn_up with 2*n_ff rows,
+//	       the gate's then the up projection's (no ffn_gate).
+package reference
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/wgpu-llama/wgpu-llama/gguf"
+	"github.com/wgpu-llama/wgpu-llama/gpu/cpuref"
+)
+
+// Supported lists the architectures Forward runs.
+var Supported = []string{"llama", "qwen2", "qwen3", "phi3"}
+
+// hparams are the hyperparameters, from the "<arch>.*" metadata keys.
+type hparams struct {
+	arch     string
+	nEmbd    int // embedding_length
+	nLayer   int // block_count
+	nFF      int // feed_forward_length
+	nHead    int // attention.head_count
+	nKVHead  int // attention.head_count_kv (default head_count)
+	headDim  int // attention.key_length (default nEmbd/nHead)
+	nRot     int // rope.dimension_count (default headDim)
+	ropeBase float32
+	eps      float32 // attention.layer_norm_rms_epsilon
+	nVocab   int     // rows of token_embd
+	neox     bool    // NeoX RoPE pairing (every architecture but llama)
+}
+
+// Forward runs tokens through the model at positions 0..len(tokens)-1, with a fresh cache,
+// and returns the logits of the last token (one per vocabulary entry). Tensors of any type
+// gguf.Dequantize decodes are used as their float32 values.
+func Forward(f *gguf.File, tokens []int32) ([]float32, error) {
+	hp, err := readHparams(f)
+	if err != nil {
+		return nil, err
+	}
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("reference: no tokens")
+	}
+	for _, t := range tokens {
+		if t < 0 || int(t) >= hp.nVocab {
+			return nil, fmt.Errorf("reference: token %d outside the vocabulary of %d", t, hp.nVocab)
+		}
+	}
+	for _, name := range []string{"rope_factors_long.weight", "rope_factors_short.weight"} {
+		if _, ok := f.Tensor(name); ok {
+			return nil, fmt.Errorf("reference: %s (LongRoPE scaling) not supported", name)
+		}
+	}
+	w := loader{f}
+	n := len(tokens)
+	pos := make([]int32, n)
+	for i := range pos {
+		pos[i] = int32(i)
+	}
+	ropeFreqs, err := w.optional("rope_freqs.weight", hp.nRot/2) // llama 3.1's frequency factors
+	if err != nil {
+		return nil, err
+	}
+
+	embd, err := w.tensor("token_embd.weight", hp.nEmbd, hp.nVocab)
+	if err != nil {
+		return nil, err
+	}
+	x := cpuref.GetRows(embd, hp.nEmbd, tokens) // n rows of nEmbd: the residual stream
+
+	qDim, kvDim := hp.nHead*hp.headDim, hp.nKVHead*hp.headDim
+	scale := float32(1 / math.Sqrt(float64(hp.headDim)))
+	for il := range hp.nLayer {
+		lw, err := loadLayer(w, hp, il)
+		if err != nil {
+			return nil, err
+		}
+		// Attention.
+		h := cpuref.RMSNorm(x, lw.attnNorm, hp.nEmbd, hp.eps)
+		q := linear(lw.wq, lw.bq, qDim, hp.nEmbd, h, n)
+		k := linear(lw.wk, lw.bk, kvDim, hp.nEmbd, h, n)
+		v := linear(lw.wv, lw.bv, kvDim, hp.nEmbd, h, n)
+		if lw.qNorm != nil {
+			q = headNorm(q, lw.qNorm, hp.headDim, hp.eps)
+			k = headNorm(k, lw.kNorm, hp.headDim, hp.eps)
+		}
+		rope(q, pos, hp.nHead, hp.headDim, hp.nRot, hp.ropeBase, hp.neox, ropeFreqs)
+		rope(k, pos, hp.nKVHead, hp.headDim, hp.nRot, hp.ropeBase, hp.neox, ropeFreqs)
+		att := cpuref.Attention(q, k, v, pos, hp.nHead, hp.nKVHead, hp.headDim, scale)
+		x = cpuref.Add(x, linear(lw.wo, lw.bo, hp.nEmbd, qDim, att, n))
+
+		// Feed-forward.
+		h = cpuref.RMSNorm(x, lw.ffnNorm, hp.nEmbd, hp.eps)
+		gate := cpuref.MatMul(lw.gate, hp.nFF, hp.nEmbd, h, n)
+		up := cpuref.MatMul(lw.up, hp.nFF, hp.nEmbd, h, n)
+		x = cpuref.Add(x, cpuref.MatMul(lw.down, hp.nEmbd, hp.nFF, cpuref.SiLUMul(gate, up), n))
+	}
+
+	outNorm, err := w.tensor("output_norm.weight", hp.nEmbd)
+	if err != nil {
+		return nil, err
+	}
+	out, err := w.optional("output.weight", hp.nEmbd, hp.nVocab)
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = embd // tied embeddings
+	}
+	last := cpuref.RMSNorm(x[(n-1)*hp.nEmbd:], outNorm, hp.nEmbd, hp.eps)
+	return cpuref.MatMul(out, hp.nVocab, hp.nEmbd, last, 1), nil
+}
+
+// layerWeights are one block's tensors as float32, in llama's layout whatever the
+// architecture's: a matrix of R rows of C values is the GGUF tensor of shape [C, R].
+type layerWeights struct {
+	attnNorm     []float32 // [nEmbd]
+	wq, wk, wv   []float32 // nHead*headDim, nKVHead*headDim, nKVHead*headDim rows of nEmbd
+	bq, bk, bv   []float32 // their biases, nil when absent
+	qNorm, kNorm []float32 // [headDim] per-head norms (qwen3), nil otherwise
+	wo           []float32 // nEmbd rows of nHead*headDim
+	bo           []float32 // its bias, nil when absent
+	ffnNorm      []float32 // [nEmbd]
+	gate, up     []float32 // nFF rows of nEmbd
+	down         []float32 // nEmbd rows of nFF
+}
+
+// loadLayer reads block il, splitting phi3's fused matrices by rows into llama's.
+func loadLayer(w loader, hp hparams, il int) (layerWeights, error) {
+	var lw layerWeights
+	var err error
+	name := func(s string) string { return fmt.Sprintf("blk.%d.%s", il, s) }
+	get := func(dst *[]float32, s string, shape ...int) {
+		if err == nil {
+			*dst, err = w.tensor(name(s), shape...)
+		}
+	}
+	opt := func(dst *[]float32, s string, shape ...int) {
+		if err == nil {
+			*dst, err = w.optional(name(s), shape...)
+		}
+	}
+	qDim, kvDim := hp.nHead*hp.headDim, hp.nKVHead*hp.headDim
+
+	get(&lw.attnNorm, "attn_norm.weight", hp.nEmbd)
+	if _, fused := w.f.Tensor(name("attn_qkv.weight")); fused {
+		var qkv []float32
+		get(&qkv, "attn_qkv.weight", hp.nEmbd, qDim+2*kvDim)
+		if err == nil {
+			lw.wq = qkv[:qDim*hp.nEmbd]
+			lw.wk = qkv[qDim*hp.nEmbd : (qDim+kvDim)*hp.nEmbd]
+			lw.wv = qkv[(qDim+kvDim)*hp.nEmbd:]
+		}
+	} else {
+		get(&lw.wq, "attn_q.weight", hp.nEmbd, qDim)
+		get(&lw.wk, "attn_k.weight", hp.nEmbd, kvDim)
+		get(&lw.wv, "attn_v.weight", hp.nEmbd, kvDim)
+	}
+	if hp.arch == "qwen2" { // required there, optional elsewhere (llama.cpp's build_qkv)
+		get(&lw.bq, "attn_q.bias", qDim)
+		get(&lw.bk, "attn_k.bias", kvDim)
+		get(&lw.bv, "attn_v.bias", kvDim)
+	} else {
+		opt(&lw.bq, "attn_q.bias", qDim)
+		opt(&lw.bk, "attn_k.bias", kvDim)
+		opt(&lw.bv, "attn_v.bias", kvDim)
+	}
+	if hp.arch == "qwen3" {
+		get(&lw.qNorm, "attn_q_norm.weight", hp.headDim)
+		get(&lw.kNorm, "attn_k_norm.weight", hp.headDim)
+	}
+	get(&lw.wo, "attn_output.weight", qDim, hp.nEmbd)
+	opt(&lw.bo, "attn_output.bias", hp.nEmbd)
+
+	get(&lw.ffnNorm, "ffn_norm.weight", hp.nEmbd)
+	if _, separate := w.f.Tensor(name("ffn_gate.weight")); separate {
+		get(&lw.gate, "ffn_gate.weight", hp.nEmbd, hp.nFF)
+		get(&lw.up, "ffn_up.weight", hp.nEmbd, hp.nFF)
+	} else { // phi3: ffn_up holds the gate's rows, then the up projection's
+		var gateUp []float32
+		get(&gateUp, "ffn_up.weight", hp.nEmbd, 2*hp.nFF)
+		if err == nil {
+			lw.gate, lw.up = gateUp[:hp.nFF*hp.nEmbd], gateUp[hp.nFF*hp.nEmbd:]
+		}
+	}
+	get(&lw.down, "ffn_down.weight", hp.nFF, hp.nEmbd)
+	return lw, err
+}
+
+// linear returns x @ w (+ b): nTokens rows of rows values, from a weight of rows x cols and
+// nTokens rows of cols inputs; b, if not nil, is added to every row.
+func linear(w, b []float32, rows, cols int, x []float32, nTokens int) []float32 {
+	y := cpuref.MatMul(w, rows, cols, x, nTokens)
+	if b != nil {
+		for t := range nTokens {
+			for r := range rows {
+				y[t*rows+r] += b[r]
+			}
+		}
+	}
+	return y
+}
+
+// headNorm is qwen3's q/k norm: every head's headDim values (x holds tokens x heads of them)
+// normalised to unit root-mean-square (plus eps) and multiplied by w, of headDim values.
+func headNorm(x, w []float32, headDim int, eps float32) []float32 {
+	return cpuref.RMSNorm(x, w, headDim, eps) // RMSNorm works row by row; a head is a row
+}
+
+// rope rotates, in place, the first nRot dimensions of every head of x (tokens x nHeads x
+// headDim) by position: pair i (i < nRot/2) turns by the angle pos * base^(-2i/nRot), divided
+// by factors[i] when factors is not nil. The pair is (x[2i], x[2i+1]) in llama's "normal"
+// RoPE and (x[i], x[i + nRot/2]) in GPT-NeoX's. Dimensions from nRot on are left as they are.
+func rope(x []float32, pos []int32, nHeads, headDim, nRot int, base float32, neox bool, factors []float32) {
+	half := nRot / 2
+	for t, p := range pos {
+		for h := range nHeads {
+			head := x[(t*nHeads+h)*headDim : (t*nHeads+h+1)*headDim]
+			for i := range half {
+				theta := float64(p) * math.Pow(float64(base), -2*float64(i)/float64(nRot))
+				if factors != nil {
+					theta /= float64(factors[i])
+				}
+				a, b := 2*i, 2*i+1
+				if neox {
+					a, b = i, i+half
+				}
+				c, s := math.Cos(theta), math.Sin(theta)
+				x0, x1 := float64(head[a]), float64(head[b])
+				head[a] = float32(x0*c - x1*s)
+				head[b] = float32(x0*s + x1*c)
+			}
+		}
+	}
+}
+
+// readHparams reads the hyperparameters of a supported architecture.
+func readHparams(f *gguf.File) (hparams, error) {
+	arch := f.Architecture()
+	if !slices.Contains(Supported, arch) {
+		return hparams{}, fmt.Errorf("reference: architecture %q not supported (supported: %s)", arch, strings.Join(Supported, ", "))
+	}
+	hp := hparams{arch: arch, neox: arch != "llama"}
+	required := func(key string, dst *int) error {
+		v, ok := f.Uint(arch + "." + key)
+		if !ok || v == 0 || v > 1<<24 {
+			return fmt.Errorf("reference: metadata %s.%s missing or invalid", arch, key)
+		}
+		*dst = int(v)
+		return nil
+	}
+	optional := func(key string, dst *int, def int) {
+		*dst = def
+		if v, ok := f.Uint(arch + "." + key); ok && v > 0 && v <= 1<<24 {
+			*dst = int(v)
+		}
+	}
+	for _, r := range []struct {
+		key string
+		dst *int
+	}{{"embedding_length", &hp.nEmbd}, {"block_count", &hp.nLayer}, {"feed_forward_length", &hp.nFF}, {"attention.head_count", &hp.nHead}} {
+		if err := required(r.key, r.dst); err != nil {
+			return hparams{}, err
+		}
+	}
+	optional("attention.head_count_kv", &hp.nKVHead, hp.nHead)
+	optional("attention.key_length", &hp.headDim, hp.nEmbd/hp.nHead)
+	optional("rope.dimension_count", &hp.nRot, hp.headDim)
+	hp.ropeBase, hp.eps = 10000, 1e-5
+	if v, ok := f.Float(arch + ".rope.freq_base"); ok {
+		hp.ropeBase = float32(v)
+	}
+	if v, ok := f.Float(arch + ".attention.layer_norm_rms_epsilon"); ok {
+		hp.eps = float32(v)
+	}
+	if v, ok := f.Uint(arch + ".attention.value_length"); ok && int(v) != hp.headDim {
+		return hparams{}, fmt.Errorf("reference: value_length %d differs from key_length %d", v, hp.headDim)
+	}
+	switch {
+	case hp.nHead%hp.nKVHead != 0:
+		return hparams{}, fmt.Errorf("reference: head_count_kv %d does not divide head_count %d", hp.nKVHead, hp.nHead)
+	case hp.headDim == 0 || hp.nRot%2 != 0 || hp.nRot > hp.headDim:
+		return hparams{}, fmt.Errorf("reference: rope.dimension_count %d invalid for head size %d", hp.nRot, hp.headDim)
+	}
+	embd, ok := f.Tensor("token_embd.weight")
+	if !ok || len(embd.Shape) != 2 {
+		return hparams{}, fmt.Errorf("reference: token_embd.weight missing or not a matrix")
+	}
+	hp.nVocab = int(embd.Shape[1])
+	return hp, nil
+}
+
+// loader reads tensors as float32.
+type loader struct{ f *gguf.File }
+
+// tensor returns the named tensor's values, checking its shape (ggml order: row length first).
+func (l loader) tensor(name string, shape ...int) ([]float32, error) {
+	t, ok := l.f.Tensor(name)
+	if !ok {
+		return nil, fmt.Errorf("reference: tensor %s missing", name)
+	}
+	want := make([]uint64, len(shape))
+	for i, d := range shape {
+		want[i] = uint64(d)
+	}
+	if !slices.Equal(t.Shape, want) {
+		return nil, fmt.Errorf("reference: tensor %s has shape %v, want %v", name, t.Shape, want)
+	}
+	vals := make([]float32, t.NumElements())
+	if err := gguf.Dequantize(t.Type, l.f.TensorData(t), vals); err != nil {
+		return nil, fmt.Errorf("reference: tensor %s: %w", name, err)
+	}
+	return vals, nil
+}
+
+// optional is tensor for a tensor that may be absent: nil, without error, when it is.
+func (l loader) optional(name string, shape ...int) ([]float32, error) {
+	if _, ok := l.f.Tensor(name); !ok {
+		return nil, nil
+	}
+	return l.tensor(name, shape...)
+}
