@@ -43,6 +43,12 @@ type Invoker interface {
 	//
 	// POST /completions
 	CreateCompletionAlias(ctx context.Context, request *CompletionRequest) (CreateCompletionAliasRes, error)
+	// Detokenize invokes detokenize operation.
+	//
+	// Turn token ids back into text.
+	//
+	// POST /detokenize
+	Detokenize(ctx context.Context, request *DetokenizeRequest) (*DetokenizeResponse, error)
 	// GetHealth invokes getHealth operation.
 	//
 	// Liveness and readiness; 503 "Loading model" until the model is loaded.
@@ -61,6 +67,12 @@ type Invoker interface {
 	//
 	// GET /models
 	ListModelsAlias(ctx context.Context) (*ModelsResponse, error)
+	// Tokenize invokes tokenize operation.
+	//
+	// Tokenize text with the loaded model's vocabulary.
+	//
+	// POST /tokenize
+	Tokenize(ctx context.Context, request *TokenizeRequest) (*TokenizeResponse, error)
 }
 
 // Client implements OAS client.
@@ -256,6 +268,46 @@ func (c *Client) sendCreateCompletionAlias(ctx context.Context, request *Complet
 	return result, nil
 }
 
+// Detokenize invokes detokenize operation.
+//
+// Turn token ids back into text.
+//
+// POST /detokenize
+func (c *Client) Detokenize(ctx context.Context, request *DetokenizeRequest) (*DetokenizeResponse, error) {
+	res, err := c.sendDetokenize(ctx, request)
+	return res, err
+}
+
+func (c *Client) sendDetokenize(ctx context.Context, request *DetokenizeRequest) (res *DetokenizeResponse, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/detokenize"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeDetokenizeRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer body.Close()
+
+	result, err := decodeDetokenizeResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
 // GetHealth invokes getHealth operation.
 //
 // Liveness and readiness; 503 "Loading model" until the model is loaded.
@@ -360,6 +412,46 @@ func (c *Client) sendListModelsAlias(ctx context.Context) (res *ModelsResponse, 
 	defer body.Close()
 
 	result, err := decodeListModelsAliasResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// Tokenize invokes tokenize operation.
+//
+// Tokenize text with the loaded model's vocabulary.
+//
+// POST /tokenize
+func (c *Client) Tokenize(ctx context.Context, request *TokenizeRequest) (*TokenizeResponse, error) {
+	res, err := c.sendTokenize(ctx, request)
+	return res, err
+}
+
+func (c *Client) sendTokenize(ctx context.Context, request *TokenizeRequest) (res *TokenizeResponse, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/tokenize"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeTokenizeRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer body.Close()
+
+	result, err := decodeTokenizeResponse(resp)
 	if err != nil {
 		return res, errors.Wrap(err, "decode response")
 	}

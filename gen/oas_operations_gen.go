@@ -10,7 +10,9 @@ const (
 	CreateChatCompletionOperation  OperationName = "CreateChatCompletion"
 	CreateCompletionOperation      OperationName = "CreateCompletion"
 	CreateCompletionAliasOperation OperationName = "CreateCompletionAlias"
+	DetokenizeOperation            OperationName = "Detokenize"
 	GetHealthOperation             OperationName = "GetHealth"
 	ListModelsOperation            OperationName = "ListModels"
 	ListModelsAliasOperation       OperationName = "ListModelsAlias"
+	TokenizeOperation              OperationName = "Tokenize"
 )

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/go-faster/errors"
+	"github.com/go-faster/jx"
 )
 
 func (s *ErrorStatusCode) Error() string {
@@ -17,7 +18,9 @@ func (s *ErrorStatusCode) Error() string {
 type ApplyTemplateRequest struct {
 	Messages []ChatMessage `json:"messages"`
 	// Defaults to true.
-	AddGenerationPrompt OptNilBool `json:"add_generation_prompt"`
+	AddGenerationPrompt OptNilBool               `json:"add_generation_prompt"`
+	Tools               OptNilChatTools          `json:"tools"`
+	ChatTemplateKwargs  OptNilChatTemplateKwargs `json:"chat_template_kwargs"`
 }
 
 // GetMessages returns the value of Messages.
@@ -30,6 +33,16 @@ func (s *ApplyTemplateRequest) GetAddGenerationPrompt() OptNilBool {
 	return s.AddGenerationPrompt
 }
 
+// GetTools returns the value of Tools.
+func (s *ApplyTemplateRequest) GetTools() OptNilChatTools {
+	return s.Tools
+}
+
+// GetChatTemplateKwargs returns the value of ChatTemplateKwargs.
+func (s *ApplyTemplateRequest) GetChatTemplateKwargs() OptNilChatTemplateKwargs {
+	return s.ChatTemplateKwargs
+}
+
 // SetMessages sets the value of Messages.
 func (s *ApplyTemplateRequest) SetMessages(val []ChatMessage) {
 	s.Messages = val
@@ -38,6 +51,16 @@ func (s *ApplyTemplateRequest) SetMessages(val []ChatMessage) {
 // SetAddGenerationPrompt sets the value of AddGenerationPrompt.
 func (s *ApplyTemplateRequest) SetAddGenerationPrompt(val OptNilBool) {
 	s.AddGenerationPrompt = val
+}
+
+// SetTools sets the value of Tools.
+func (s *ApplyTemplateRequest) SetTools(val OptNilChatTools) {
+	s.Tools = val
+}
+
+// SetChatTemplateKwargs sets the value of ChatTemplateKwargs.
+func (s *ApplyTemplateRequest) SetChatTemplateKwargs(val OptNilChatTemplateKwargs) {
+	s.ChatTemplateKwargs = val
 }
 
 // Ref: #/components/schemas/ApplyTemplateResponse
@@ -226,9 +249,13 @@ func (s *ChatCompletionChunk) SetTimings(val OptTimings) {
 // Ref: #/components/schemas/ChatCompletionRequest
 type ChatCompletionRequest struct {
 	// Echoed in the response; the loaded model answers whatever is named.
-	Model     OptNilString  `json:"model"`
-	Messages  []ChatMessage `json:"messages"`
-	MaxTokens OptNilInt     `json:"max_tokens"`
+	Model              OptNilString             `json:"model"`
+	Messages           []ChatMessage            `json:"messages"`
+	Tools              OptNilChatTools          `json:"tools"`
+	ChatTemplateKwargs OptNilChatTemplateKwargs `json:"chat_template_kwargs"`
+	// End the prompt with the assistant's turn opener; defaults to true.
+	AddGenerationPrompt OptNilBool `json:"add_generation_prompt"`
+	MaxTokens           OptNilInt  `json:"max_tokens"`
 	// OpenAI's newer name for max_tokens; wins over it.
 	MaxCompletionTokens OptNilInt `json:"max_completion_tokens"`
 	// Llama.cpp's name for max_tokens; wins over both. -1 means no limit.
@@ -256,6 +283,21 @@ func (s *ChatCompletionRequest) GetModel() OptNilString {
 // GetMessages returns the value of Messages.
 func (s *ChatCompletionRequest) GetMessages() []ChatMessage {
 	return s.Messages
+}
+
+// GetTools returns the value of Tools.
+func (s *ChatCompletionRequest) GetTools() OptNilChatTools {
+	return s.Tools
+}
+
+// GetChatTemplateKwargs returns the value of ChatTemplateKwargs.
+func (s *ChatCompletionRequest) GetChatTemplateKwargs() OptNilChatTemplateKwargs {
+	return s.ChatTemplateKwargs
+}
+
+// GetAddGenerationPrompt returns the value of AddGenerationPrompt.
+func (s *ChatCompletionRequest) GetAddGenerationPrompt() OptNilBool {
+	return s.AddGenerationPrompt
 }
 
 // GetMaxTokens returns the value of MaxTokens.
@@ -331,6 +373,21 @@ func (s *ChatCompletionRequest) SetModel(val OptNilString) {
 // SetMessages sets the value of Messages.
 func (s *ChatCompletionRequest) SetMessages(val []ChatMessage) {
 	s.Messages = val
+}
+
+// SetTools sets the value of Tools.
+func (s *ChatCompletionRequest) SetTools(val OptNilChatTools) {
+	s.Tools = val
+}
+
+// SetChatTemplateKwargs sets the value of ChatTemplateKwargs.
+func (s *ChatCompletionRequest) SetChatTemplateKwargs(val OptNilChatTemplateKwargs) {
+	s.ChatTemplateKwargs = val
+}
+
+// SetAddGenerationPrompt sets the value of AddGenerationPrompt.
+func (s *ChatCompletionRequest) SetAddGenerationPrompt(val OptNilBool) {
+	s.AddGenerationPrompt = val
 }
 
 // SetMaxTokens sets the value of MaxTokens.
@@ -551,6 +608,14 @@ type ChatMessage struct {
 	// System, user, assistant, tool, or any other role the template accepts.
 	Role    string                   `json:"role"`
 	Content OptNilChatMessageContent `json:"content"`
+	// The function calls an assistant message made.
+	ToolCalls OptNilChatToolCallArray `json:"tool_calls"`
+	// In a "tool" message, the id of the call it answers.
+	ToolCallID OptNilString `json:"tool_call_id"`
+	// The author's name (for a "tool" message, the tool's).
+	Name OptNilString `json:"name"`
+	// An assistant's reasoning ("thinking") text, for templates that render it.
+	ReasoningContent OptNilString `json:"reasoning_content"`
 }
 
 // GetRole returns the value of Role.
@@ -563,6 +628,26 @@ func (s *ChatMessage) GetContent() OptNilChatMessageContent {
 	return s.Content
 }
 
+// GetToolCalls returns the value of ToolCalls.
+func (s *ChatMessage) GetToolCalls() OptNilChatToolCallArray {
+	return s.ToolCalls
+}
+
+// GetToolCallID returns the value of ToolCallID.
+func (s *ChatMessage) GetToolCallID() OptNilString {
+	return s.ToolCallID
+}
+
+// GetName returns the value of Name.
+func (s *ChatMessage) GetName() OptNilString {
+	return s.Name
+}
+
+// GetReasoningContent returns the value of ReasoningContent.
+func (s *ChatMessage) GetReasoningContent() OptNilString {
+	return s.ReasoningContent
+}
+
 // SetRole sets the value of Role.
 func (s *ChatMessage) SetRole(val string) {
 	s.Role = val
@@ -571,6 +656,26 @@ func (s *ChatMessage) SetRole(val string) {
 // SetContent sets the value of Content.
 func (s *ChatMessage) SetContent(val OptNilChatMessageContent) {
 	s.Content = val
+}
+
+// SetToolCalls sets the value of ToolCalls.
+func (s *ChatMessage) SetToolCalls(val OptNilChatToolCallArray) {
+	s.ToolCalls = val
+}
+
+// SetToolCallID sets the value of ToolCallID.
+func (s *ChatMessage) SetToolCallID(val OptNilString) {
+	s.ToolCallID = val
+}
+
+// SetName sets the value of Name.
+func (s *ChatMessage) SetName(val OptNilString) {
+	s.Name = val
+}
+
+// SetReasoningContent sets the value of ReasoningContent.
+func (s *ChatMessage) SetReasoningContent(val OptNilString) {
+	s.ReasoningContent = val
 }
 
 // A string, or an array of content parts whose text parts are concatenated.
@@ -666,6 +771,163 @@ func (s *ChatResponseMessage) SetRole(val string) {
 func (s *ChatResponseMessage) SetContent(val string) {
 	s.Content = val
 }
+
+// Extra chat template variables, overriding the defaults (e.g. {"enable_thinking": false}).
+// Ref: #/components/schemas/ChatTemplateKwargs
+type ChatTemplateKwargs map[string]jx.Raw
+
+func (s *ChatTemplateKwargs) init() ChatTemplateKwargs {
+	m := *s
+	if m == nil {
+		m = map[string]jx.Raw{}
+		*s = m
+	}
+	return m
+}
+
+// Ref: #/components/schemas/ChatTool
+type ChatTool struct {
+	// Only "function" is supported.
+	Type     string           `json:"type"`
+	Function ChatToolFunction `json:"function"`
+}
+
+// GetType returns the value of Type.
+func (s *ChatTool) GetType() string {
+	return s.Type
+}
+
+// GetFunction returns the value of Function.
+func (s *ChatTool) GetFunction() ChatToolFunction {
+	return s.Function
+}
+
+// SetType sets the value of Type.
+func (s *ChatTool) SetType(val string) {
+	s.Type = val
+}
+
+// SetFunction sets the value of Function.
+func (s *ChatTool) SetFunction(val ChatToolFunction) {
+	s.Function = val
+}
+
+// Ref: #/components/schemas/ChatToolCall
+type ChatToolCall struct {
+	ID OptNilString `json:"id"`
+	// Only "function" is supported.
+	Type     string               `json:"type"`
+	Function ChatToolCallFunction `json:"function"`
+}
+
+// GetID returns the value of ID.
+func (s *ChatToolCall) GetID() OptNilString {
+	return s.ID
+}
+
+// GetType returns the value of Type.
+func (s *ChatToolCall) GetType() string {
+	return s.Type
+}
+
+// GetFunction returns the value of Function.
+func (s *ChatToolCall) GetFunction() ChatToolCallFunction {
+	return s.Function
+}
+
+// SetID sets the value of ID.
+func (s *ChatToolCall) SetID(val OptNilString) {
+	s.ID = val
+}
+
+// SetType sets the value of Type.
+func (s *ChatToolCall) SetType(val string) {
+	s.Type = val
+}
+
+// SetFunction sets the value of Function.
+func (s *ChatToolCall) SetFunction(val ChatToolCallFunction) {
+	s.Function = val
+}
+
+// Ref: #/components/schemas/ChatToolCallFunction
+type ChatToolCallFunction struct {
+	Name string `json:"name"`
+	// The arguments as JSON text (OpenAI's form), or as a JSON object, which is taken as its
+	// JSON text.
+	Arguments jx.Raw `json:"arguments"`
+}
+
+// GetName returns the value of Name.
+func (s *ChatToolCallFunction) GetName() string {
+	return s.Name
+}
+
+// GetArguments returns the value of Arguments.
+func (s *ChatToolCallFunction) GetArguments() jx.Raw {
+	return s.Arguments
+}
+
+// SetName sets the value of Name.
+func (s *ChatToolCallFunction) SetName(val string) {
+	s.Name = val
+}
+
+// SetArguments sets the value of Arguments.
+func (s *ChatToolCallFunction) SetArguments(val jx.Raw) {
+	s.Arguments = val
+}
+
+// Ref: #/components/schemas/ChatToolFunction
+type ChatToolFunction struct {
+	Name        string       `json:"name"`
+	Description OptNilString `json:"description"`
+	// The JSON schema of the arguments, rendered by the template as given.
+	Parameters jx.Raw     `json:"parameters"`
+	Strict     OptNilBool `json:"strict"`
+}
+
+// GetName returns the value of Name.
+func (s *ChatToolFunction) GetName() string {
+	return s.Name
+}
+
+// GetDescription returns the value of Description.
+func (s *ChatToolFunction) GetDescription() OptNilString {
+	return s.Description
+}
+
+// GetParameters returns the value of Parameters.
+func (s *ChatToolFunction) GetParameters() jx.Raw {
+	return s.Parameters
+}
+
+// GetStrict returns the value of Strict.
+func (s *ChatToolFunction) GetStrict() OptNilBool {
+	return s.Strict
+}
+
+// SetName sets the value of Name.
+func (s *ChatToolFunction) SetName(val string) {
+	s.Name = val
+}
+
+// SetDescription sets the value of Description.
+func (s *ChatToolFunction) SetDescription(val OptNilString) {
+	s.Description = val
+}
+
+// SetParameters sets the value of Parameters.
+func (s *ChatToolFunction) SetParameters(val jx.Raw) {
+	s.Parameters = val
+}
+
+// SetStrict sets the value of Strict.
+func (s *ChatToolFunction) SetStrict(val OptNilBool) {
+	s.Strict = val
+}
+
+type ChatTools []ChatTool
 
 // A partial result of a native completion stream.
 // Ref: #/components/schemas/CompletionChunk
@@ -1263,6 +1525,39 @@ func (s *CreateCompletionOKRawTextEventStream) SetResponse(val *http.Response) {
 }
 
 func (*CreateCompletionOKRawTextEventStream) createCompletionRes() {}
+
+// Ref: #/components/schemas/DetokenizeRequest
+type DetokenizeRequest struct {
+	// Token ids; absent or null gives "".
+	Tokens OptNilInt32Array `json:"tokens"`
+}
+
+// GetTokens returns the value of Tokens.
+func (s *DetokenizeRequest) GetTokens() OptNilInt32Array {
+	return s.Tokens
+}
+
+// SetTokens sets the value of Tokens.
+func (s *DetokenizeRequest) SetTokens(val OptNilInt32Array) {
+	s.Tokens = val
+}
+
+// Ref: #/components/schemas/DetokenizeResponse
+type DetokenizeResponse struct {
+	// The tokens' pieces concatenated, special tokens as their text (as llama-server:
+	// [1, 403] gives "<s> Once"). Each run of bytes that is not valid UTF-8 becomes U+FFFD.
+	Content string `json:"content"`
+}
+
+// GetContent returns the value of Content.
+func (s *DetokenizeResponse) GetContent() string {
+	return s.Content
+}
+
+// SetContent sets the value of Content.
+func (s *DetokenizeResponse) SetContent(val string) {
+	s.Content = val
+}
 
 // Ref: #/components/schemas/ErrorBody
 type ErrorBody struct {
@@ -2608,6 +2903,195 @@ func (o OptNilChatMessageContent) Or(d ChatMessageContent) ChatMessageContent {
 	return d
 }
 
+// NewOptNilChatTemplateKwargs returns new OptNilChatTemplateKwargs with value set to v.
+func NewOptNilChatTemplateKwargs(v ChatTemplateKwargs) OptNilChatTemplateKwargs {
+	return OptNilChatTemplateKwargs{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptNilChatTemplateKwargs is optional nullable ChatTemplateKwargs.
+type OptNilChatTemplateKwargs struct {
+	Value ChatTemplateKwargs
+	Set   bool
+	Null  bool
+}
+
+// IsSet returns true if OptNilChatTemplateKwargs was set.
+func (o OptNilChatTemplateKwargs) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptNilChatTemplateKwargs) Reset() {
+	var v ChatTemplateKwargs
+	o.Value = v
+	o.Set = false
+	o.Null = false
+}
+
+// SetTo sets value to v.
+func (o *OptNilChatTemplateKwargs) SetTo(v ChatTemplateKwargs) {
+	o.Set = true
+	o.Null = false
+	o.Value = v
+}
+
+// IsNull returns true if value is Null.
+func (o OptNilChatTemplateKwargs) IsNull() bool { return o.Null }
+
+// SetToNull sets value to null.
+func (o *OptNilChatTemplateKwargs) SetToNull() {
+	o.Set = true
+	o.Null = true
+	var v ChatTemplateKwargs
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptNilChatTemplateKwargs) Get() (v ChatTemplateKwargs, ok bool) {
+	if o.Null {
+		return v, false
+	}
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptNilChatTemplateKwargs) Or(d ChatTemplateKwargs) ChatTemplateKwargs {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptNilChatToolCallArray returns new OptNilChatToolCallArray with value set to v.
+func NewOptNilChatToolCallArray(v []ChatToolCall) OptNilChatToolCallArray {
+	return OptNilChatToolCallArray{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptNilChatToolCallArray is optional nullable []ChatToolCall.
+type OptNilChatToolCallArray struct {
+	Value []ChatToolCall
+	Set   bool
+	Null  bool
+}
+
+// IsSet returns true if OptNilChatToolCallArray was set.
+func (o OptNilChatToolCallArray) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptNilChatToolCallArray) Reset() {
+	var v []ChatToolCall
+	o.Value = v
+	o.Set = false
+	o.Null = false
+}
+
+// SetTo sets value to v.
+func (o *OptNilChatToolCallArray) SetTo(v []ChatToolCall) {
+	o.Set = true
+	o.Null = false
+	o.Value = v
+}
+
+// IsNull returns true if value is Null.
+func (o OptNilChatToolCallArray) IsNull() bool { return o.Null }
+
+// SetToNull sets value to null.
+func (o *OptNilChatToolCallArray) SetToNull() {
+	o.Set = true
+	o.Null = true
+	var v []ChatToolCall
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptNilChatToolCallArray) Get() (v []ChatToolCall, ok bool) {
+	if o.Null {
+		return v, false
+	}
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptNilChatToolCallArray) Or(d []ChatToolCall) []ChatToolCall {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptNilChatTools returns new OptNilChatTools with value set to v.
+func NewOptNilChatTools(v ChatTools) OptNilChatTools {
+	return OptNilChatTools{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptNilChatTools is optional nullable ChatTools.
+type OptNilChatTools struct {
+	Value ChatTools
+	Set   bool
+	Null  bool
+}
+
+// IsSet returns true if OptNilChatTools was set.
+func (o OptNilChatTools) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptNilChatTools) Reset() {
+	var v ChatTools
+	o.Value = v
+	o.Set = false
+	o.Null = false
+}
+
+// SetTo sets value to v.
+func (o *OptNilChatTools) SetTo(v ChatTools) {
+	o.Set = true
+	o.Null = false
+	o.Value = v
+}
+
+// IsNull returns true if value is Null.
+func (o OptNilChatTools) IsNull() bool { return o.Null }
+
+// SetToNull sets value to null.
+func (o *OptNilChatTools) SetToNull() {
+	o.Set = true
+	o.Null = true
+	var v ChatTools
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptNilChatTools) Get() (v ChatTools, ok bool) {
+	if o.Null {
+		return v, false
+	}
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptNilChatTools) Or(d ChatTools) ChatTools {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
 // NewOptNilFloat64 returns new OptNilFloat64 with value set to v.
 func NewOptNilFloat64(v float64) OptNilFloat64 {
 	return OptNilFloat64{
@@ -2728,6 +3212,69 @@ func (o OptNilInt) Get() (v int, ok bool) {
 
 // Or returns value if set, or given parameter if does not.
 func (o OptNilInt) Or(d int) int {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptNilInt32Array returns new OptNilInt32Array with value set to v.
+func NewOptNilInt32Array(v []int32) OptNilInt32Array {
+	return OptNilInt32Array{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptNilInt32Array is optional nullable []int32.
+type OptNilInt32Array struct {
+	Value []int32
+	Set   bool
+	Null  bool
+}
+
+// IsSet returns true if OptNilInt32Array was set.
+func (o OptNilInt32Array) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptNilInt32Array) Reset() {
+	var v []int32
+	o.Value = v
+	o.Set = false
+	o.Null = false
+}
+
+// SetTo sets value to v.
+func (o *OptNilInt32Array) SetTo(v []int32) {
+	o.Set = true
+	o.Null = false
+	o.Value = v
+}
+
+// IsNull returns true if value is Null.
+func (o OptNilInt32Array) IsNull() bool { return o.Null }
+
+// SetToNull sets value to null.
+func (o *OptNilInt32Array) SetToNull() {
+	o.Set = true
+	o.Null = true
+	var v []int32
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptNilInt32Array) Get() (v []int32, ok bool) {
+	if o.Null {
+		return v, false
+	}
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptNilInt32Array) Or(d []int32) []int32 {
 	if v, ok := o.Get(); ok {
 		return v
 	}
@@ -3078,6 +3625,52 @@ func (o OptTimings) Or(d Timings) Timings {
 	return d
 }
 
+// NewOptTokenizeContent returns new OptTokenizeContent with value set to v.
+func NewOptTokenizeContent(v TokenizeContent) OptTokenizeContent {
+	return OptTokenizeContent{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptTokenizeContent is optional TokenizeContent.
+type OptTokenizeContent struct {
+	Value TokenizeContent
+	Set   bool
+}
+
+// IsSet returns true if OptTokenizeContent was set.
+func (o OptTokenizeContent) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptTokenizeContent) Reset() {
+	var v TokenizeContent
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptTokenizeContent) SetTo(v TokenizeContent) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptTokenizeContent) Get() (v TokenizeContent, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptTokenizeContent) Or(d TokenizeContent) TokenizeContent {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
 // NewOptUsage returns new OptUsage with value set to v.
 func NewOptUsage(v Usage) OptUsage {
 	return OptUsage{
@@ -3122,6 +3715,73 @@ func (o OptUsage) Or(d Usage) Usage {
 		return v
 	}
 	return d
+}
+
+// The token's text (special tokens as their text), or its bytes when they are not valid
+// UTF-8 on their own (a byte-fallback token holding part of a character).
+// Ref: #/components/schemas/PieceText
+// PieceText represents sum type.
+type PieceText struct {
+	Type     PieceTextType // switch on this field
+	String   string
+	IntArray []int
+}
+
+// PieceTextType is oneOf type of PieceText.
+type PieceTextType string
+
+// Possible values for PieceTextType.
+const (
+	StringPieceText   PieceTextType = "string"
+	IntArrayPieceText PieceTextType = "[]int"
+)
+
+// IsString reports whether PieceText is string.
+func (s PieceText) IsString() bool { return s.Type == StringPieceText }
+
+// IsIntArray reports whether PieceText is []int.
+func (s PieceText) IsIntArray() bool { return s.Type == IntArrayPieceText }
+
+// SetString sets PieceText to string.
+func (s *PieceText) SetString(v string) {
+	s.Type = StringPieceText
+	s.String = v
+}
+
+// GetString returns string and true boolean if PieceText is string.
+func (s PieceText) GetString() (v string, ok bool) {
+	if !s.IsString() {
+		return v, false
+	}
+	return s.String, true
+}
+
+// NewStringPieceText returns new PieceText from string.
+func NewStringPieceText(v string) PieceText {
+	var s PieceText
+	s.SetString(v)
+	return s
+}
+
+// SetIntArray sets PieceText to []int.
+func (s *PieceText) SetIntArray(v []int) {
+	s.Type = IntArrayPieceText
+	s.IntArray = v
+}
+
+// GetIntArray returns []int and true boolean if PieceText is []int.
+func (s PieceText) GetIntArray() (v []int, ok bool) {
+	if !s.IsIntArray() {
+		return v, false
+	}
+	return s.IntArray, true
+}
+
+// NewIntArrayPieceText returns new PieceText from []int.
+func NewIntArrayPieceText(v []int) PieceText {
+	var s PieceText
+	s.SetIntArray(v)
+	return s
 }
 
 // A string, or an array of token ids and strings forming one prompt (strings are tokenized
@@ -3456,6 +4116,231 @@ func (s *Timings) SetPredictedPerTokenMs(val float64) {
 // SetPredictedPerSecond sets the value of PredictedPerSecond.
 func (s *Timings) SetPredictedPerSecond(val float64) {
 	s.PredictedPerSecond = val
+}
+
+// Ref: #/components/schemas/TokenPiece
+type TokenPiece struct {
+	ID    int32     `json:"id"`
+	Piece PieceText `json:"piece"`
+}
+
+// GetID returns the value of ID.
+func (s *TokenPiece) GetID() int32 {
+	return s.ID
+}
+
+// GetPiece returns the value of Piece.
+func (s *TokenPiece) GetPiece() PieceText {
+	return s.Piece
+}
+
+// SetID sets the value of ID.
+func (s *TokenPiece) SetID(val int32) {
+	s.ID = val
+}
+
+// SetPiece sets the value of Piece.
+func (s *TokenPiece) SetPiece(val PieceText) {
+	s.Piece = val
+}
+
+// The text to tokenize, or an array of token ids and strings tokenized in place (only a
+// leading string gets the special tokens). Absent, the answer has no tokens.
+// Ref: #/components/schemas/TokenizeContent
+// TokenizeContent represents sum type.
+type TokenizeContent struct {
+	Type             TokenizeContentType // switch on this field
+	String           string
+	PromptPieceArray []PromptPiece
+}
+
+// TokenizeContentType is oneOf type of TokenizeContent.
+type TokenizeContentType string
+
+// Possible values for TokenizeContentType.
+const (
+	StringTokenizeContent           TokenizeContentType = "string"
+	PromptPieceArrayTokenizeContent TokenizeContentType = "[]PromptPiece"
+)
+
+// IsString reports whether TokenizeContent is string.
+func (s TokenizeContent) IsString() bool { return s.Type == StringTokenizeContent }
+
+// IsPromptPieceArray reports whether TokenizeContent is []PromptPiece.
+func (s TokenizeContent) IsPromptPieceArray() bool { return s.Type == PromptPieceArrayTokenizeContent }
+
+// SetString sets TokenizeContent to string.
+func (s *TokenizeContent) SetString(v string) {
+	s.Type = StringTokenizeContent
+	s.String = v
+}
+
+// GetString returns string and true boolean if TokenizeContent is string.
+func (s TokenizeContent) GetString() (v string, ok bool) {
+	if !s.IsString() {
+		return v, false
+	}
+	return s.String, true
+}
+
+// NewStringTokenizeContent returns new TokenizeContent from string.
+func NewStringTokenizeContent(v string) TokenizeContent {
+	var s TokenizeContent
+	s.SetString(v)
+	return s
+}
+
+// SetPromptPieceArray sets TokenizeContent to []PromptPiece.
+func (s *TokenizeContent) SetPromptPieceArray(v []PromptPiece) {
+	s.Type = PromptPieceArrayTokenizeContent
+	s.PromptPieceArray = v
+}
+
+// GetPromptPieceArray returns []PromptPiece and true boolean if TokenizeContent is []PromptPiece.
+func (s TokenizeContent) GetPromptPieceArray() (v []PromptPiece, ok bool) {
+	if !s.IsPromptPieceArray() {
+		return v, false
+	}
+	return s.PromptPieceArray, true
+}
+
+// NewPromptPieceArrayTokenizeContent returns new TokenizeContent from []PromptPiece.
+func NewPromptPieceArrayTokenizeContent(v []PromptPiece) TokenizeContent {
+	var s TokenizeContent
+	s.SetPromptPieceArray(v)
+	return s
+}
+
+// Ref: #/components/schemas/TokenizeRequest
+type TokenizeRequest struct {
+	Content OptTokenizeContent `json:"content"`
+	// Add the special tokens the vocabulary asks for (BOS); defaults to false.
+	AddSpecial OptNilBool `json:"add_special"`
+	// Read special-token text such as "<s>" as that token; defaults to true.
+	ParseSpecial OptNilBool `json:"parse_special"`
+	// Answer each token as {"id", "piece"} instead of its id; defaults to false.
+	WithPieces OptNilBool `json:"with_pieces"`
+}
+
+// GetContent returns the value of Content.
+func (s *TokenizeRequest) GetContent() OptTokenizeContent {
+	return s.Content
+}
+
+// GetAddSpecial returns the value of AddSpecial.
+func (s *TokenizeRequest) GetAddSpecial() OptNilBool {
+	return s.AddSpecial
+}
+
+// GetParseSpecial returns the value of ParseSpecial.
+func (s *TokenizeRequest) GetParseSpecial() OptNilBool {
+	return s.ParseSpecial
+}
+
+// GetWithPieces returns the value of WithPieces.
+func (s *TokenizeRequest) GetWithPieces() OptNilBool {
+	return s.WithPieces
+}
+
+// SetContent sets the value of Content.
+func (s *TokenizeRequest) SetContent(val OptTokenizeContent) {
+	s.Content = val
+}
+
+// SetAddSpecial sets the value of AddSpecial.
+func (s *TokenizeRequest) SetAddSpecial(val OptNilBool) {
+	s.AddSpecial = val
+}
+
+// SetParseSpecial sets the value of ParseSpecial.
+func (s *TokenizeRequest) SetParseSpecial(val OptNilBool) {
+	s.ParseSpecial = val
+}
+
+// SetWithPieces sets the value of WithPieces.
+func (s *TokenizeRequest) SetWithPieces(val OptNilBool) {
+	s.WithPieces = val
+}
+
+// Ref: #/components/schemas/TokenizeResponse
+type TokenizeResponse struct {
+	// Token ids, or with `with_pieces` one TokenPiece per token.
+	Tokens []TokenizeToken `json:"tokens"`
+}
+
+// GetTokens returns the value of Tokens.
+func (s *TokenizeResponse) GetTokens() []TokenizeToken {
+	return s.Tokens
+}
+
+// SetTokens sets the value of Tokens.
+func (s *TokenizeResponse) SetTokens(val []TokenizeToken) {
+	s.Tokens = val
+}
+
+// Ref: #/components/schemas/TokenizeToken
+// TokenizeToken represents sum type.
+type TokenizeToken struct {
+	Type       TokenizeTokenType // switch on this field
+	Int32      int32
+	TokenPiece TokenPiece
+}
+
+// TokenizeTokenType is oneOf type of TokenizeToken.
+type TokenizeTokenType string
+
+// Possible values for TokenizeTokenType.
+const (
+	Int32TokenizeToken      TokenizeTokenType = "int32"
+	TokenPieceTokenizeToken TokenizeTokenType = "TokenPiece"
+)
+
+// IsInt32 reports whether TokenizeToken is int32.
+func (s TokenizeToken) IsInt32() bool { return s.Type == Int32TokenizeToken }
+
+// IsTokenPiece reports whether TokenizeToken is TokenPiece.
+func (s TokenizeToken) IsTokenPiece() bool { return s.Type == TokenPieceTokenizeToken }
+
+// SetInt32 sets TokenizeToken to int32.
+func (s *TokenizeToken) SetInt32(v int32) {
+	s.Type = Int32TokenizeToken
+	s.Int32 = v
+}
+
+// GetInt32 returns int32 and true boolean if TokenizeToken is int32.
+func (s TokenizeToken) GetInt32() (v int32, ok bool) {
+	if !s.IsInt32() {
+		return v, false
+	}
+	return s.Int32, true
+}
+
+// NewInt32TokenizeToken returns new TokenizeToken from int32.
+func NewInt32TokenizeToken(v int32) TokenizeToken {
+	var s TokenizeToken
+	s.SetInt32(v)
+	return s
+}
+
+// SetTokenPiece sets TokenizeToken to TokenPiece.
+func (s *TokenizeToken) SetTokenPiece(v TokenPiece) {
+	s.Type = TokenPieceTokenizeToken
+	s.TokenPiece = v
+}
+
+// GetTokenPiece returns TokenPiece and true boolean if TokenizeToken is TokenPiece.
+func (s TokenizeToken) GetTokenPiece() (v TokenPiece, ok bool) {
+	if !s.IsTokenPiece() {
+		return v, false
+	}
+	return s.TokenPiece, true
+}
+
+// NewTokenPieceTokenizeToken returns new TokenizeToken from TokenPiece.
+func NewTokenPieceTokenizeToken(v TokenPiece) TokenizeToken {
+	var s TokenizeToken
+	s.SetTokenPiece(v)
+	return s
 }
 
 // Ref: #/components/schemas/Usage

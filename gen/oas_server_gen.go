@@ -15,6 +15,12 @@ type Handler interface {
 	//
 	// POST /apply-template
 	ApplyTemplate(ctx context.Context, req *ApplyTemplateRequest) (*ApplyTemplateResponse, error)
+	// Detokenize implements detokenize operation.
+	//
+	// Turn token ids back into text.
+	//
+	// POST /detokenize
+	Detokenize(ctx context.Context, req *DetokenizeRequest) (*DetokenizeResponse, error)
 	// GetHealth implements getHealth operation.
 	//
 	// Liveness and readiness; 503 "Loading model" until the model is loaded.
@@ -33,6 +39,12 @@ type Handler interface {
 	//
 	// GET /models
 	ListModelsAlias(ctx context.Context) (*ModelsResponse, error)
+	// Tokenize implements tokenize operation.
+	//
+	// Tokenize text with the loaded model's vocabulary.
+	//
+	// POST /tokenize
+	Tokenize(ctx context.Context, req *TokenizeRequest) (*TokenizeResponse, error)
 	// NewError creates *ErrorStatusCode from error returned by handler.
 	//
 	// Used for common default response.

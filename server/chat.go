@@ -21,11 +21,19 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 	if req.Logprobs.Or(false) {
 		return invalidRequest("'logprobs' is not supported yet; omit it or send false")
 	}
-	msgs, err := m.chatPrompt(req.Messages)
+	if len(req.Messages) == 0 {
+		return invalidRequest("'messages' must hold at least one message")
+	}
+	text, err := m.chatPrompt(chatRequest{
+		messages:            req.Messages,
+		tools:               req.Tools,
+		kwargs:              req.ChatTemplateKwargs,
+		addGenerationPrompt: req.AddGenerationPrompt.Or(true),
+	})
 	if err != nil {
 		return err
 	}
-	prompt := tokenize(m.tok, msgs)
+	prompt := tokenize(m.tok, text)
 	params, err := samplingFields{
 		nPredict:    firstSet(req.NPredict, req.MaxCompletionTokens, req.MaxTokens),
 		temperature: req.Temperature,
@@ -151,27 +159,25 @@ func (s *Server) ApplyTemplate(_ context.Context, req *gen.ApplyTemplateRequest)
 	if m == nil {
 		return nil, errLoading
 	}
-	msgs, err := chatMessages(req.Messages)
-	if err != nil {
-		return nil, err
-	}
-	text, err := m.renderChat(msgs, req.AddGenerationPrompt.Or(true))
+	text, err := m.chatPrompt(chatRequest{
+		messages:            req.Messages,
+		tools:               req.Tools,
+		kwargs:              req.ChatTemplateKwargs,
+		addGenerationPrompt: req.AddGenerationPrompt.Or(true),
+	})
 	if err != nil {
 		return nil, err
 	}
 	return &gen.ApplyTemplateResponse{Prompt: text}, nil
 }
 
-// chatPrompt renders a chat request's messages into prompt text.
-func (l *loaded) chatPrompt(reqMsgs []gen.ChatMessage) (string, error) {
-	if len(reqMsgs) == 0 {
-		return "", invalidRequest("'messages' must hold at least one message")
-	}
-	msgs, err := chatMessages(reqMsgs)
+// chatPrompt renders a chat request into prompt text.
+func (l *loaded) chatPrompt(r chatRequest) (string, error) {
+	in, err := r.input()
 	if err != nil {
 		return "", err
 	}
-	return l.renderChat(msgs, true)
+	return l.renderChat(in)
 }
 
 // chatHead is what every response and chunk of one chat completion repeats.

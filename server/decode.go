@@ -33,6 +33,8 @@ var requestTypes = map[string]reflect.Type{
 	string(gen.CreateCompletionAliasOperation): reflect.TypeFor[gen.CompletionRequest](),
 	string(gen.CreateChatCompletionOperation):  reflect.TypeFor[gen.ChatCompletionRequest](),
 	string(gen.ApplyTemplateOperation):         reflect.TypeFor[gen.ApplyTemplateRequest](),
+	string(gen.TokenizeOperation):              reflect.TypeFor[gen.TokenizeRequest](),
+	string(gen.DetokenizeOperation):            reflect.TypeFor[gen.DetokenizeRequest](),
 }
 
 // decodeFailure turns an ogen decode or validation error into a client-facing error.
@@ -144,6 +146,7 @@ var sumTypes = map[reflect.Type]string{
 	reflect.TypeFor[gen.Prompt]():             "a string or an array of token ids and strings",
 	reflect.TypeFor[gen.PromptPiece]():        "a token id or a string",
 	reflect.TypeFor[gen.ChatMessageContent](): "a string or an array of content parts",
+	reflect.TypeFor[gen.TokenizeContent]():    "a string or an array of token ids and strings",
 }
 
 // expectedType names the JSON type of the field at path in the generated request type t, or ""
@@ -226,7 +229,10 @@ func describeType(t reflect.Type) string {
 			what = "a string"
 		case reflect.Slice:
 			what = "an array"
-		case reflect.Struct:
+			if of := elementsOf(t.Elem()); of != "" {
+				what += " of " + of
+			}
+		case reflect.Struct, reflect.Map:
 			what = "an object"
 		default:
 			return ""
@@ -236,4 +242,25 @@ func describeType(t reflect.Type) string {
 		what += " (or null)"
 	}
 	return what
+}
+
+// elementsOf names an array's elements in the plural ("integers"), or "" for elements with no
+// short name (sum types, free-form values).
+func elementsOf(t reflect.Type) string {
+	if _, isSum := sumTypes[t]; isSum {
+		return ""
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		return "integers"
+	case reflect.Float32, reflect.Float64:
+		return "numbers"
+	case reflect.Bool:
+		return "booleans"
+	case reflect.String:
+		return "strings"
+	case reflect.Struct, reflect.Map:
+		return "objects"
+	}
+	return ""
 }

@@ -119,6 +119,8 @@ func TestLoading(t *testing.T) {
 		{"POST", "/completions", `{"prompt":"x"}`},
 		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}]}`},
 		{"POST", "/apply-template", `{"messages":[{"role":"user","content":"x"}]}`},
+		{"POST", "/tokenize", `{"content":"x"}`},
+		{"POST", "/detokenize", `{"tokens":[1]}`},
 		{"GET", "/nonexistent", ""},
 	}
 	for _, r := range routes {

@@ -1,7 +1,11 @@
 package server
 
 import (
+	"fmt"
+	"sort"
 	"strings"
+
+	"github.com/go-faster/jx"
 
 	"github.com/wgpu-llama/wgpu-llama/gen"
 	"github.com/wgpu-llama/wgpu-llama/model/chat"
@@ -32,28 +36,57 @@ func promptTokens(tok *tokenizer.Tokenizer, p gen.Prompt) ([]int32, error) {
 		// llama-server reads an array of strings as several prompts and answers each.
 		return nil, invalidRequest("'prompt' holds %d prompts; only one prompt per request is supported", strs)
 	}
-	var out []int32
-	n := int32(tok.NVocab())
-	for i, piece := range pieces {
-		if s, ok := piece.GetString(); ok {
-			out = append(out, tok.Encode(s, i == 0, true)...)
-			continue
-		}
-		id := piece.Int32
-		if id < 0 || id >= n {
-			return nil, invalidRequest("'prompt' token %d is out of range (the vocabulary has %d tokens)", id, n)
-		}
-		out = append(out, id)
-	}
-	return out, nil
+	return mixedTokens(tok, "prompt", pieces, true, true)
 }
 
-// chatMessages flattens request messages to text: null content becomes "" (as llama-server
-// does for an assistant turn that only calls tools) and text parts are joined with newlines.
+// chatRequest is what the chat endpoints share: the conversation and the template options.
+type chatRequest struct {
+	messages            []gen.ChatMessage
+	tools               gen.OptNilChatTools
+	kwargs              gen.OptNilChatTemplateKwargs
+	addGenerationPrompt bool
+}
+
+// input converts r to the chat template's input, checking what llama-server checks.
+func (r chatRequest) input() (chat.Input, error) {
+	msgs, err := chatMessages(r.messages)
+	if err != nil {
+		return chat.Input{}, err
+	}
+	in := chat.Input{Messages: msgs, AddGenerationPrompt: r.addGenerationPrompt}
+	if tools, ok := r.tools.Get(); ok && len(tools) > 0 {
+		if in.Tools, err = toolsJSON(tools); err != nil {
+			return chat.Input{}, err
+		}
+	}
+	if kw, ok := r.kwargs.Get(); ok && len(kw) > 0 {
+		if in.Kwargs, err = kwargsJSON(kw); err != nil {
+			return chat.Input{}, err
+		}
+	}
+	return in, nil
+}
+
+// chatMessages converts request messages as llama-server does: a message needs content (null
+// counts, and becomes ""), an assistant message content or tool_calls; text
+// parts are joined with newlines; tool calls must be functions, their arguments JSON text or
+// an object (taken as its JSON text).
 func chatMessages(msgs []gen.ChatMessage) ([]chat.Message, error) {
 	out := make([]chat.Message, 0, len(msgs))
 	for i, m := range msgs {
-		msg := chat.Message{Role: m.Role}
+		switch {
+		case m.Content.Set:
+		case m.Role != "assistant":
+			return nil, invalidRequest("messages[%d]: a %q message must have 'content'", i, m.Role)
+		case !m.ToolCalls.Set:
+			return nil, invalidRequest("messages[%d]: an assistant message must have 'content' or 'tool_calls'", i)
+		}
+		msg := chat.Message{
+			Role:             m.Role,
+			ReasoningContent: m.ReasoningContent.Or(""),
+			Name:             m.Name.Or(""),
+			ToolCallID:       m.ToolCallID.Or(""),
+		}
 		if c, ok := m.Content.Get(); ok {
 			if s, isString := c.GetString(); isString {
 				msg.Content = s
@@ -68,16 +101,93 @@ func chatMessages(msgs []gen.ChatMessage) ([]chat.Message, error) {
 				msg.Content = strings.Join(texts, "\n")
 			}
 		}
+		calls, _ := m.ToolCalls.Get()
+		for j, c := range calls {
+			if c.Type != "function" {
+				return nil, invalidRequest("messages[%d].tool_calls[%d]: tool call type %q is not supported (only \"function\")", i, j, c.Type)
+			}
+			args, err := toolArguments(c.Function.Arguments)
+			if err != nil {
+				return nil, invalidRequest("messages[%d].tool_calls[%d].function.arguments: %v", i, j, err)
+			}
+			msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: c.ID.Or(""), Name: c.Function.Name, Arguments: args})
+		}
 		out = append(out, msg)
 	}
 	return out, nil
 }
 
-// renderChat renders msgs with the model's template. As llama-server, a BOS (EOS) that the
+// toolArguments reads a tool call's arguments: JSON text in a string (OpenAI's form), or an
+// object, which stands for its own JSON text.
+func toolArguments(raw jx.Raw) (string, error) {
+	switch raw.Type() {
+	case jx.String:
+		return jx.DecodeBytes(raw).Str()
+	case jx.Object:
+		return string(raw), nil
+	}
+	return "", fmt.Errorf("must be a string of JSON or an object, not %s", raw.Type())
+}
+
+// toolsJSON re-encodes the request's tools as the JSON array the template reads, in OpenAI's
+// shape ({"type": "function", "function": {name, description, parameters}}), keeping each
+// parameters schema as sent (its key order shows in rendered prompts).
+func toolsJSON(tools []gen.ChatTool) ([]byte, error) {
+	e := jx.GetEncoder()
+	defer jx.PutEncoder(e)
+	e.ArrStart()
+	for i, t := range tools {
+		if t.Type != "function" {
+			return nil, invalidRequest("tools[%d]: tool type %q is not supported (only \"function\")", i, t.Type)
+		}
+		f := t.Function
+		e.ObjStart()
+		e.FieldStart("type")
+		e.Str("function")
+		e.FieldStart("function")
+		e.ObjStart()
+		e.FieldStart("name")
+		e.Str(f.Name)
+		e.FieldStart("description")
+		e.Str(f.Description.Or(""))
+		if len(f.Parameters) > 0 && f.Parameters.Type() != jx.Null {
+			e.FieldStart("parameters")
+			e.Raw(f.Parameters)
+		}
+		e.ObjEnd()
+		e.ObjEnd()
+	}
+	e.ArrEnd()
+	return append([]byte(nil), e.Bytes()...), nil
+}
+
+// kwargsJSON encodes chat_template_kwargs as one JSON object (keys sorted). As llama-server,
+// enable_thinking given as a string is refused: templates test it as a boolean.
+func kwargsJSON(kw gen.ChatTemplateKwargs) ([]byte, error) {
+	if v, ok := kw["enable_thinking"]; ok && v.Type() == jx.String {
+		return nil, invalidRequest("'chat_template_kwargs.enable_thinking' must be a boolean, not a string")
+	}
+	keys := make([]string, 0, len(kw))
+	for k := range kw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	e := jx.GetEncoder()
+	defer jx.PutEncoder(e)
+	e.ObjStart()
+	for _, k := range keys {
+		e.FieldStart(k)
+		e.Raw(kw[k])
+	}
+	e.ObjEnd()
+	return append([]byte(nil), e.Bytes()...), nil
+}
+
+// renderChat renders in with the model's template. As llama-server, a BOS (EOS) that the
 // template writes at the very start (end) is removed when tokenizing adds it anyway, so the
 // prompt does not get it twice.
-func (l *loaded) renderChat(msgs []chat.Message, addGenerationPrompt bool) (string, error) {
-	text, err := l.template.Render(msgs, addGenerationPrompt)
+func (l *loaded) renderChat(in chat.Input) (string, error) {
+	text, err := l.template.Apply(in)
 	if err != nil {
 		return "", invalidRequest("rendering the chat template: %v", err)
 	}

@@ -1,5 +1,6 @@
 // Package server is wgpu-llama's HTTP layer: llama-server's API (health, models, native and
-// OpenAI-style completions, template rendering) on top of a Backend that generates tokens.
+// OpenAI-style completions, template rendering, tokenization) on top of a Backend that
+// generates tokens.
 //
 // Routing, request decoding and validation come from package gen, which ogen generates from
 // openapi/openapi.yaml. Server implements gen.Handler for the plain JSON operations and
@@ -52,6 +53,10 @@ type Config struct {
 	// SystemFingerprint is the system_fingerprint of OpenAI-style responses (llama-server reports
 	// its build, e.g. "b10587-3f545becc"). Empty means DefaultSystemFingerprint.
 	SystemFingerprint string
+	// ChatTemplate, when set, replaces the model's chat template (llama-server's --chat-template
+	// and --chat-template-file; see chat.Resolve). Nil uses the GGUF's tokenizer.chat_template,
+	// or ChatML when it has none. Either way bos_token and eos_token come from the model.
+	ChatTemplate *chat.Template
 }
 
 // Server serves the API. Until SetBackend is called every route answers 503 "Loading model".
@@ -109,16 +114,38 @@ func (s *Server) SetBackend(b Backend) {
 	if name == "" {
 		name = info.Name
 	}
+	tok := b.Tokenizer()
 	l := &loaded{
 		backend:  b,
-		tok:      b.Tokenizer(),
+		tok:      tok,
 		info:     info,
 		name:     name,
-		template: chat.ForModel(info.ChatTemplate, s.logger),
+		template: s.chatTemplate(info, tok),
 		created:  time.Now().Unix(),
 	}
 	s.ready.Store(l)
 	s.logger.Info("model ready", "model", name, "n_ctx", info.NCtx, "slots", info.NSlots, "chat_template", l.template.Name)
+}
+
+// chatTemplate is the template chat requests render with: the configured override, else the
+// model's own (chat.ForModel), with bos_token and eos_token set to the texts of the model's BOS
+// and EOS tokens as llama-server sets them ("" for a token the vocabulary lacks).
+func (s *Server) chatTemplate(info engine.ModelInfo, tok *tokenizer.Tokenizer) chat.Template {
+	var t chat.Template
+	if s.cfg.ChatTemplate != nil {
+		t = *s.cfg.ChatTemplate
+	} else {
+		t = chat.ForModel(info.ChatTemplate, s.logger)
+	}
+	return t.WithSpecialTokens(specialText(tok, tok.BOS()), specialText(tok, tok.EOS()))
+}
+
+// specialText is the text of a special token as templates see it, "" when id is absent (-1).
+func specialText(tok *tokenizer.Tokenizer, id int32) string {
+	if id < 0 {
+		return ""
+	}
+	return string(tok.Piece(id, true))
 }
 
 // Handler returns the HTTP handler: the generated router behind logging, CORS, the loading

@@ -7,27 +7,39 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
+	"github.com/wgpu-llama/wgpu-llama/model/chat"
 	"github.com/wgpu-llama/wgpu-llama/server"
 )
 
 // runServe implements the server: it listens first, so /health answers 503 "Loading model"
 // while the model loads, then serves until interrupted and shuts down gracefully.
 func runServe(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := newFlagSet("serve", "wgpu-llama [serve] -m FILE [--host H] [--port P] [-c N] [-a ALIAS] [--device N]", stderr)
+	fs := newFlagSet("serve", "wgpu-llama [serve] -m FILE [--host H] [--port P] [-c N] [-a ALIAS] [--device N] [--chat-template NAME|FILE]", stderr)
 	var (
-		mf          modelFlags
-		host, alias string
-		port        int
+		mf                 modelFlags
+		host, alias        string
+		port               int
+		tmplName, tmplFile string
+		jinja              bool
 	)
 	mf.register(fs)
 	stringVar(fs, &host, "127.0.0.1", "address to listen on", "host")
 	intVar(fs, &port, 8080, "port to listen on", "port")
 	stringVar(fs, &alias, "", "model name reported to clients (default: the file name)", "a", "alias")
+	stringVar(fs, &tmplName, "", "chat template instead of the model's: a built-in name ("+strings.Join(chat.BuiltinNames(), ", ")+") or a Jinja file", "chat-template")
+	stringVar(fs, &tmplFile, "", "chat template instead of the model's, read from a Jinja file", "chat-template-file")
+	fs.BoolVar(&jinja, "jinja", false, "accepted for llama-server compatibility; chat templates always run as Jinja")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	tmpl, err := chatTemplateFlag(tmplName, tmplFile)
+	if err != nil {
 		return err
 	}
 	logger := newLogger(stderr, mf.verbose)
@@ -35,7 +47,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv := server.New(server.Config{Alias: alias}, logger)
+	srv := server.New(server.Config{Alias: alias, ChatTemplate: tmpl}, logger)
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -66,4 +78,31 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// chatTemplateFlag resolves --chat-template (a built-in name or a file) and --chat-template-file
+// (a file) into the template that replaces the model's, or nil when neither is given.
+func chatTemplateFlag(nameOrFile, file string) (*chat.Template, error) {
+	builtins := strings.Join(chat.BuiltinNames(), ", ")
+	switch {
+	case nameOrFile != "" && file != "":
+		return nil, errors.New("give --chat-template or --chat-template-file, not both")
+	case nameOrFile != "":
+		t, err := chat.Resolve(nameOrFile)
+		if err != nil {
+			return nil, fmt.Errorf("--chat-template: %w", err)
+		}
+		return &t, nil
+	case file != "":
+		src, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("--chat-template-file: %w (for a built-in template use --chat-template NAME, one of %s)", err, builtins)
+		}
+		t, err := chat.New(string(src), file)
+		if err != nil {
+			return nil, fmt.Errorf("--chat-template-file: %w", err)
+		}
+		return &t, nil
+	}
+	return nil, nil
 }
