@@ -192,6 +192,8 @@ type Rope struct {
 	FreqBase  float32
 	FreqScale float32 // linear scaling: positions are multiplied by it (0 means 1)
 	NeoX      bool
+	// Factors, when set, divides pair i's angle by Factors[i] (NRot/2 f32; Llama 3.1).
+	Factors *Buffer
 }
 
 // RoPEKV takes the fused qkv rows of nTokens tokens (nHead query heads, then nKVHead key and
@@ -208,8 +210,14 @@ func (r *Recorder) RoPEKV(qkv, pos, kCache, vCache, bias *Buffer, kvF16 bool, nT
 	if rope.NeoX {
 		defs = append(defs, "NEOX")
 	}
-	if bias != nil {
+	switch {
+	case bias != nil && rope.Factors != nil:
+		r.fail("gpu: rope: a projection bias with frequency factors is not supported")
+		return
+	case bias != nil:
 		defs, bind, bufs = append(defs, "BIAS"), append(bind, ReadOnly), append(bufs, bias)
+	case rope.Factors != nil:
+		defs, bind, bufs = append(defs, "FACTORS"), append(bind, ReadOnly), append(bufs, rope.Factors)
 	}
 	p := r.kernel("rope_kv", bind, 64, defs...)
 	if p == nil {

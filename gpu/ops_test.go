@@ -588,3 +588,22 @@ func TestRoPELinearScaling(t *testing.T) {
 	}
 	check(t, "linear rope scaling", rot([]int32{2, 10, 40}, 0.5), rot([]int32{1, 5, 20}, 1), 1e-6)
 }
+
+// TestRoPEFactors checks frequency factors: dividing every angle by 2 with factors equals
+// halving the positions.
+func TestRoPEFactors(t *testing.T) {
+	d := gputest.Device(t)
+	rng := rand.New(rand.NewPCG(27, 28))
+	const nHead, nKV, headDim = 2, 1, 8
+	const row = (nHead + 2*nKV) * headDim
+	qkv := randVec(rng, 3*row)
+	factors := upload(t, d, []float32{2, 2, 2, 2})
+	rot := func(pos []int32, f *gpu.Buffer) []float32 {
+		buf := upload(t, d, qkv)
+		kc, vc := empty(t, d, 64*nKV*headDim), empty(t, d, 64*nKV*headDim)
+		return run(t, d, buf, len(qkv), func(r *gpu.Recorder) {
+			r.RoPEKV(buf, uploadU32(t, d, pos), kc, vc, nil, false, 3, nHead, nKV, headDim, gpu.Rope{NRot: headDim, FreqBase: 10000, NeoX: true, Factors: f})
+		})
+	}
+	check(t, "rope factors", rot([]int32{2, 10, 40}, factors), rot([]int32{1, 5, 20}, nil), 1e-6)
+}

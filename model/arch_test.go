@@ -78,3 +78,92 @@ func TestArchitecturesMatchReference(t *testing.T) {
 		}
 	}
 }
+
+// TestRopeFreqsMatchReference adds Llama 3.1's rope_freqs tensor to a generated llama model
+// and checks the GPU forward pass against the reference, which divides each frequency's angle
+// by its factor.
+func TestRopeFreqsMatchReference(t *testing.T) {
+	dev := gputest.Device(t)
+	cfg, err := synth.Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "llama.gguf")
+	if _, err := synth.WriteFile(src, cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tensors []gguf.TensorData
+	for i := range f.Tensors {
+		ti := &f.Tensors[i]
+		tensors = append(tensors, gguf.TensorData{Name: ti.Name, Shape: ti.Shape, Type: ti.Type, Data: f.TensorData(ti)})
+	}
+	nRot, _ := f.Uint("llama.rope.dimension_count")
+	factors := make([]float32, nRot/2)
+	for i := range factors {
+		factors[i] = 1 + float32(i) // distinct factors, so a wrong pairing shows
+	}
+	tensors = append(tensors, gguf.TensorData{Name: "rope_freqs.weight", Shape: []uint64{uint64(len(factors))}, Type: gguf.TypeF32, Data: float32Bytes(factors)})
+	dst := filepath.Join(dir, "llama31.gguf")
+	if err := gguf.WriteFile(dst, f.KV, tensors); err != nil {
+		t.Fatal(err)
+	}
+	plain, err := reference.Forward(f, []int32{1, 403, 407, 261, 378, 290, 300, 310, 320, 330, 340, 350})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	g, err := gguf.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	tokens := []int32{1, 403, 407, 261, 378, 290, 300, 310, 320, 330, 340, 350}
+	want, err := reference.Forward(g, tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Load(dev, g, model.Options{KVF32: true, RawActivations: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	kv, err := m.NewKVCache(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kv.Release()
+	got, err := m.Forward(kv, tokens, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var num, den float64
+	for i := range want {
+		d := float64(got[i] - want[i])
+		num += d * d
+		den += float64(want[i]) * float64(want[i])
+	}
+	if e := math.Sqrt(num / den); e > 1e-3 {
+		t.Errorf("GPU vs reference logits with rope_freqs: relative error %.3g", e)
+	}
+	var diff float64
+	for i := range want {
+		diff = math.Max(diff, math.Abs(float64(want[i]-plain[i])))
+	}
+	if diff < 1e-3 {
+		t.Errorf("rope_freqs changed the reference logits by only %.3g: the test proves nothing", diff)
+	}
+}
+
+func float32Bytes(v []float32) []byte {
+	out := make([]byte, 4*len(v))
+	for i, x := range v {
+		b := math.Float32bits(x)
+		out[4*i], out[4*i+1], out[4*i+2], out[4*i+3] = byte(b), byte(b>>8), byte(b>>16), byte(b>>24)
+	}
+	return out
+}

@@ -112,9 +112,18 @@ func ReadConfig(f *gguf.File) (Config, error) {
 		c.RMSEps = float32(v)
 	}
 	c.RopeScale = 1
-	if t, _ := f.String(arch + ".rope.scaling.type"); t == "linear" {
+	switch t, _ := f.String(arch + ".rope.scaling.type"); t {
+	case "", "none":
+	case "linear":
 		if v, ok := f.Float(arch + ".rope.scaling.factor"); ok && v > 0 {
 			c.RopeScale = float32(1 / v)
+		}
+	default:
+		return Config{}, fmt.Errorf("model: %s.rope.scaling.type %q not supported yet (supported: none, linear; Llama 3 scaling through rope_freqs)", arch, t)
+	}
+	for _, name := range []string{"rope_factors_long.weight", "rope_factors_short.weight"} {
+		if _, ok := f.Tensor(name); ok {
+			return Config{}, fmt.Errorf("model: %s: LongRoPE scaling not supported yet", name)
 		}
 	}
 	c.AttnScale = float32(1 / math.Sqrt(float64(c.HeadDim)))

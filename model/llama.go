@@ -30,6 +30,7 @@ type Model struct {
 	tokEmbd    gpu.Weight
 	outputNorm *gpu.Buffer
 	output     []proj
+	ropeFreqs  *gpu.Buffer // Llama 3.1's RoPE frequency factors, or nil
 	layers     []layer
 	vectors    []*gpu.Buffer
 	weights    []gpu.Weight
@@ -100,6 +101,11 @@ func (m *Model) loadWeights(l *loader) error {
 	}
 	if m.outputNorm, err = l.vector("output_norm.weight", c.NEmbd); err != nil {
 		return err
+	}
+	if _, ok := l.f.Tensor("rope_freqs.weight"); ok {
+		if m.ropeFreqs, err = l.vector("rope_freqs.weight", c.NRot/2); err != nil {
+			return err
+		}
 	}
 	out := m.tokEmbd // tied embeddings unless the file has its own output matrix
 	if _, ok := l.f.Tensor("output.weight"); ok {
@@ -381,7 +387,7 @@ func (m *Model) pass(kv *KVCache, tokens []int32, pos0 int, wantLogits bool) ([]
 // use their own RoPE base, unscaled positions and the window.
 func (m *Model) layerAttention(il int) (gpu.Rope, gpu.AttnParams) {
 	c := m.Config
-	rope := gpu.Rope{NRot: c.NRot, FreqBase: c.RopeBase, FreqScale: c.RopeScale, NeoX: c.RopeNeoX}
+	rope := gpu.Rope{NRot: c.NRot, FreqBase: c.RopeBase, FreqScale: c.RopeScale, NeoX: c.RopeNeoX, Factors: m.ropeFreqs}
 	ap := gpu.AttnParams{Scale: c.AttnScale, SoftCap: c.AttnSoftCap}
 	if c.SlidingLayer(il) {
 		ap.Window = c.SlidingWindow

@@ -5,7 +5,8 @@
 // on its way into the KV cache at row pos[t]; v is copied into the cache unchanged.
 // Define KV_F16 stores the cache as f16 pairs (one u32 per pair), else f32. NEOX pairs element
 // j with j + n_rot/2 (GPT-NeoX style, n_rot a multiple of 4) instead of adjacent elements.
-// BIAS adds the projection bias (one row of the qkv width) first.
+// BIAS adds the projection bias (one row of the qkv width) first; FACTORS divides each
+// frequency's angle by its factor (ggml's freq_factors). The two are never combined.
 
 struct Params {
     n_tokens: u32,
@@ -30,6 +31,10 @@ struct Params {
 #ifdef BIAS
 @group(0) @binding(5) var<storage, read> bias: array<f32>;      // (n_head + 2 n_kv_head, head_dim)
 #endif
+#ifdef FACTORS
+// Per-frequency divisors of the angle (Llama 3.1's rope_freqs), one per rotated pair.
+@group(0) @binding(5) var<storage, read> factors: array<f32>;   // (n_rot / 2)
+#endif
 
 fn store_pair(is_k: bool, off: u32, v: vec2<f32>) {
 #ifdef KV_F16
@@ -50,7 +55,12 @@ fn store_pair(is_k: bool, off: u32, v: vec2<f32>) {
 }
 
 fn theta(t: u32, i: u32) -> f32 {
-    return f32(pos[t]) * p.freq_scale * pow(p.freq_base, -f32(2u * i) / f32(p.n_rot));
+    let th = f32(pos[t]) * p.freq_scale * pow(p.freq_base, -f32(2u * i) / f32(p.n_rot));
+#ifdef FACTORS
+    return th / factors[i];
+#else
+    return th;
+#endif
 }
 
 fn rotate(v: vec2<f32>, th: f32) -> vec2<f32> {
