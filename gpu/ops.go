@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/wgpu-llama/wgpu-llama/shaders"
 )
@@ -194,6 +195,23 @@ type Rope struct {
 	NeoX      bool
 	// Factors, when set, divides pair i's angle by Factors[i] (NRot/2 f32; Llama 3.1).
 	Factors *Buffer
+	// YaRN, when ExtFactor > 0, blends interpolated (FreqScale) and extrapolated angles over
+	// the pair range CorrLo..CorrHi and scales by AttnFactor, as ggml's rope_yarn.
+	YaRN YaRN
+}
+
+// YaRN holds ggml's YaRN RoPE parameters; see YaRNCorrDims for the range.
+type YaRN struct {
+	ExtFactor, AttnFactor, CorrLo, CorrHi float32
+}
+
+// YaRNCorrDims is ggml's ggml_rope_yarn_corr_dims: the rotated dimensions (of nRot) whose
+// wavelengths fall between betaFast and betaSlow rotations over the original context.
+func YaRNCorrDims(nRot, nCtxOrig int, freqBase, betaFast, betaSlow float64) (lo, hi float32) {
+	dim := func(rot float64) float64 {
+		return float64(nRot) * math.Log(float64(nCtxOrig)/(rot*2*math.Pi)) / (2 * math.Log(freqBase))
+	}
+	return float32(max(0, math.Floor(dim(betaFast)))), float32(min(float64(nRot-1), math.Ceil(dim(betaSlow))))
 }
 
 // RoPEKV takes the fused qkv rows of nTokens tokens (nHead query heads, then nKVHead key and
@@ -224,11 +242,15 @@ func (r *Recorder) RoPEKV(qkv, pos, kCache, vCache, bias *Buffer, kvF16 bool, nT
 		return
 	}
 	pairs := nTokens * (nHead + 2*nKVHead) * headDim / 2
-	scale := rope.FreqScale
+	scale, attn := rope.FreqScale, rope.YaRN.AttnFactor
 	if scale == 0 {
 		scale = 1
 	}
-	r.Dispatch(p, Params(nTokens, nHead, nKVHead, headDim, rope.NRot, rope.FreqBase, scale), r.elementwise(pairs), bufs...)
+	if attn == 0 {
+		attn = 1
+	}
+	y := rope.YaRN
+	r.Dispatch(p, Params(nTokens, nHead, nKVHead, headDim, rope.NRot, rope.FreqBase, scale, y.ExtFactor, attn, y.CorrLo, y.CorrHi), r.elementwise(pairs), bufs...)
 }
 
 // HeadNorm RMS-normalises every query and key head vector of the fused qkv rows in place,

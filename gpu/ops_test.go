@@ -607,3 +607,32 @@ func TestRoPEFactors(t *testing.T) {
 	}
 	check(t, "rope factors", rot([]int32{2, 10, 40}, factors), rot([]int32{1, 5, 20}, nil), 1e-6)
 }
+
+// TestRoPEYaRN checks YaRN scaling against ggml's formula in Go, both pairings.
+func TestRoPEYaRN(t *testing.T) {
+	d := gputest.Device(t)
+	rng := rand.New(rand.NewPCG(29, 30))
+	const nTok, nHead, nKV, headDim, nCtx = 3, 2, 1, 32, 8192
+	const row = (nHead + 2*nKV) * headDim
+	lo, hi := gpu.YaRNCorrDims(headDim, 4096, 10000, 32, 1)
+	y := gpu.YaRN{ExtFactor: 1, AttnFactor: 1, CorrLo: lo, CorrHi: hi}
+	for _, neox := range []bool{false, true} {
+		qkv := randVec(rng, nTok*row)
+		pos := []int32{5, 3000, 8000}
+		var q []float32
+		for tk := 0; tk < nTok; tk++ {
+			q = append(q, qkv[tk*row:tk*row+nHead*headDim]...)
+		}
+		cpuref.RoPEYaRN(q, pos, nHead, headDim, headDim, neox, 10000, 0.25, y.ExtFactor, y.AttnFactor, y.CorrLo, y.CorrHi)
+		buf := upload(t, d, qkv)
+		kc, vc := empty(t, d, nCtx*nKV*headDim), empty(t, d, nCtx*nKV*headDim)
+		got := run(t, d, buf, len(qkv), func(r *gpu.Recorder) {
+			r.RoPEKV(buf, uploadU32(t, d, pos), kc, vc, nil, false, nTok, nHead, nKV, headDim, gpu.Rope{NRot: headDim, FreqBase: 10000, FreqScale: 0.25, NeoX: neox, YaRN: y})
+		})
+		var gotQ []float32
+		for tk := 0; tk < nTok; tk++ {
+			gotQ = append(gotQ, got[tk*row:tk*row+nHead*headDim]...)
+		}
+		check(t, fmt.Sprintf("yarn neox=%v", neox), gotQ, q, 1e-4)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/wgpu-llama/wgpu-llama/gguf"
+	"github.com/wgpu-llama/wgpu-llama/gpu"
 )
 
 // Config holds the hyperparameters of a llama-family model, read from "<arch>.*" keys.
@@ -23,8 +24,9 @@ type Config struct {
 	NVocab    int
 	NRot      int // rotary dimensions per head
 	RopeBase  float32
-	RopeNeoX  bool    // GPT-NeoX rotary pairing (i, i + NRot/2) rather than adjacent pairs
-	RopeScale float32 // linear RoPE scaling of positions (1: none); Gemma 3: global layers only
+	RopeNeoX  bool     // GPT-NeoX rotary pairing (i, i + NRot/2) rather than adjacent pairs
+	RopeScale float32  // linear RoPE scaling of positions (1: none); Gemma 3: global layers only
+	YaRN      gpu.YaRN // YaRN scaling, when the file asks for it
 
 	// Gemma's differences from llama.
 	EmbedScale    float32 // multiplies token embeddings (0: none)
@@ -114,12 +116,15 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	c.RopeScale = 1
 	switch t, _ := f.String(arch + ".rope.scaling.type"); t {
 	case "", "none":
-	case "linear":
+	case "linear", "yarn":
 		if v, ok := f.Float(arch + ".rope.scaling.factor"); ok && v > 0 {
 			c.RopeScale = float32(1 / v)
 		}
+		if t == "yarn" {
+			c.YaRN = readYaRN(f, arch, c.NRot, c.RopeBase)
+		}
 	default:
-		return Config{}, fmt.Errorf("model: %s.rope.scaling.type %q not supported yet (supported: none, linear; Llama 3 scaling through rope_freqs)", arch, t)
+		return Config{}, fmt.Errorf("model: %s.rope.scaling.type %q not supported yet (supported: none, linear, yarn; Llama 3 scaling through rope_freqs)", arch, t)
 	}
 	for _, name := range []string{"rope_factors_long.weight", "rope_factors_short.weight"} {
 		if _, ok := f.Tensor(name); ok {
@@ -145,6 +150,20 @@ func ReadConfig(f *gguf.File) (Config, error) {
 		c.TensorSize += f.Tensors[i].Size
 	}
 	return c, nil
+}
+
+// readYaRN reads YaRN's settings with llama.cpp's defaults (ext_factor 1, attn_factor 1,
+// beta_fast 32, beta_slow 1) and the original training context.
+func readYaRN(f *gguf.File, arch string, nRot int, base float32) gpu.YaRN {
+	get := func(key string, def float64) float64 {
+		if v, ok := f.Float(arch + ".rope.scaling." + key); ok {
+			return v
+		}
+		return def
+	}
+	orig := int(get("original_context_length", 4096))
+	lo, hi := gpu.YaRNCorrDims(nRot, orig, float64(base), get("yarn_beta_fast", 32), get("yarn_beta_slow", 1))
+	return gpu.YaRN{ExtFactor: float32(get("yarn_ext_factor", 1)), AttnFactor: float32(get("yarn_attn_factor", 1)), CorrLo: lo, CorrHi: hi}
 }
 
 // readGemma reads Gemma 2/3 settings, with llama.cpp's defaults where the file is silent.

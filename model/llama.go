@@ -387,12 +387,12 @@ func (m *Model) pass(kv *KVCache, tokens []int32, pos0 int, wantLogits bool) ([]
 // use their own RoPE base, unscaled positions and the window.
 func (m *Model) layerAttention(il int) (gpu.Rope, gpu.AttnParams) {
 	c := m.Config
-	rope := gpu.Rope{NRot: c.NRot, FreqBase: c.RopeBase, FreqScale: c.RopeScale, NeoX: c.RopeNeoX, Factors: m.ropeFreqs}
+	rope := gpu.Rope{NRot: c.NRot, FreqBase: c.RopeBase, FreqScale: c.RopeScale, NeoX: c.RopeNeoX, Factors: m.ropeFreqs, YaRN: c.YaRN}
 	ap := gpu.AttnParams{Scale: c.AttnScale, SoftCap: c.AttnSoftCap}
 	if c.SlidingLayer(il) {
 		ap.Window = c.SlidingWindow
 		if c.RopeBaseSWA > 0 {
-			rope.FreqBase, rope.FreqScale = c.RopeBaseSWA, 1
+			rope.FreqBase, rope.FreqScale, rope.YaRN = c.RopeBaseSWA, 1, gpu.YaRN{}
 		}
 	}
 	return rope, ap

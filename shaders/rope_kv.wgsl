@@ -16,6 +16,10 @@ struct Params {
     n_rot: u32,
     freq_base: f32,
     freq_scale: f32, // linear RoPE scaling: positions are multiplied by it
+    ext_factor: f32, // YaRN: > 0 blends extrapolated and interpolated angles per frequency
+    attn_factor: f32,// YaRN: multiplies cos and sin
+    corr_lo: f32,    // YaRN: the dimension range over which the blend ramps
+    corr_hi: f32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -55,7 +59,7 @@ fn store_pair(is_k: bool, off: u32, v: vec2<f32>) {
 }
 
 fn theta(t: u32, i: u32) -> f32 {
-    let th = f32(pos[t]) * p.freq_scale * pow(p.freq_base, -f32(2u * i) / f32(p.n_rot));
+    let th = f32(pos[t]) * pow(p.freq_base, -f32(2u * i) / f32(p.n_rot));
 #ifdef FACTORS
     return th / factors[i];
 #else
@@ -63,9 +67,20 @@ fn theta(t: u32, i: u32) -> f32 {
 #endif
 }
 
-fn rotate(v: vec2<f32>, th: f32) -> vec2<f32> {
-    let c = cos(th);
-    let s = sin(th);
+// rotate turns v by the angle of frequency i at token t, as ggml's rope_yarn does: with
+// ext_factor 0 it is plain (linearly scaled) RoPE.
+fn rotate(v: vec2<f32>, t: u32, i: u32) -> vec2<f32> {
+    let extrap = theta(t, i);
+    var th = p.freq_scale * extrap;
+    var mscale = p.attn_factor;
+    if (p.ext_factor != 0.0) {
+        let y = (f32(i) - p.corr_lo) / max(0.001, p.corr_hi - p.corr_lo);
+        let ramp = (1.0 - min(1.0, max(0.0, y))) * p.ext_factor;
+        th = th * (1.0 - ramp) + extrap * ramp;
+        mscale *= 1.0 + 0.1 * log(1.0 / p.freq_scale);
+    }
+    let c = cos(th) * mscale;
+    let s = sin(th) * mscale;
     return vec2<f32>(v.x * c - v.y * s, v.x * s + v.y * c);
 }
 
@@ -117,8 +132,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         var ya = a;
         var yb = b;
         if (rot) {
-            let r0 = rotate(vec2<f32>(a.x, b.x), theta(t, 2u * u));
-            let r1 = rotate(vec2<f32>(a.y, b.y), theta(t, 2u * u + 1u));
+            let r0 = rotate(vec2<f32>(a.x, b.x), t, 2u * u);
+            let r1 = rotate(vec2<f32>(a.y, b.y), t, 2u * u + 1u);
             ya = vec2<f32>(r0.x, r1.x);
             yb = vec2<f32>(r0.y, r1.y);
         }
@@ -133,7 +148,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 #else
     var v = load(t, slot, 2u * u);
     if (rot && 2u * u < p.n_rot) {
-        v = rotate(v, theta(t, u));
+        v = rotate(v, t, u);
     }
     save(t, slot, 2u * u, v);
 #endif

@@ -80,3 +80,17 @@ func TestBench(t *testing.T) {
 		t.Errorf("bench table:\n%s", table)
 	}
 }
+
+// TestCompleteEveryArch generates a small model of each architecture and completes with it.
+func TestCompleteEveryArch(t *testing.T) {
+	requireGPU(t)
+	for _, arch := range []string{"llama", "qwen2", "qwen3", "phi3"} {
+		t.Run(arch, func(t *testing.T) {
+			path := genModel(t, "--preset", "tiny", "--arch", arch, "--type", "Q8_0", "--ff", "192")
+			out := runOK(t, "complete", "-m", path, "-p", "Once upon a time", "-n", "6", "--temp", "0", "-c", "64")
+			if !strings.HasPrefix(out, " Once upon a time") || len(out) <= len(" Once upon a time\n\n") {
+				t.Errorf("complete output %q", out)
+			}
+		})
+	}
+}

@@ -39,3 +39,33 @@ func SoftCap(x []float32, limit float32) []float32 {
 	}
 	return out
 }
+
+// RoPEYaRN rotates x in place like RoPE (adjacent pairs, or halves when neox) with ggml's
+// rope_yarn angle: theta_extrap = pos*freqBase^(-2i/nRot), interpolated by freqScale and
+// blended back towards theta_extrap over the pairs corrLo..corrHi by extFactor, with cos and
+// sin scaled by attnFactor * (1 + 0.1 ln(1/freqScale)) when extFactor != 0.
+func RoPEYaRN(x []float32, pos []int32, nHeads, headDim, nRot int, neox bool, freqBase, freqScale, extFactor, attnFactor, corrLo, corrHi float32) {
+	for t, p := range pos {
+		for h := 0; h < nHeads; h++ {
+			base := (t*nHeads + h) * headDim
+			for i := 0; i < nRot/2; i++ {
+				extrap := float64(p) * math.Pow(float64(freqBase), -2*float64(i)/float64(nRot))
+				th := float64(freqScale) * extrap
+				mscale := float64(attnFactor)
+				if extFactor != 0 {
+					y := (float64(i) - float64(corrLo)) / math.Max(0.001, float64(corrHi-corrLo))
+					ramp := (1 - math.Min(1, math.Max(0, y))) * float64(extFactor)
+					th = th*(1-ramp) + extrap*ramp
+					mscale *= 1 + 0.1*math.Log(1/float64(freqScale))
+				}
+				a, b := base+2*i, base+2*i+1
+				if neox {
+					a, b = base+i, base+i+nRot/2
+				}
+				c, s := math.Cos(th)*mscale, math.Sin(th)*mscale
+				x0, x1 := float64(x[a]), float64(x[b])
+				x[a], x[b] = float32(x0*c-x1*s), float32(x0*s+x1*c)
+			}
+		}
+	}
+}
