@@ -268,10 +268,11 @@ type AttnParams struct {
 	Scale   float32 // multiplies q.k, usually 1/sqrt(head_dim)
 	SoftCap float32 // > 0: scores pass through SoftCap * tanh(score / SoftCap) (Gemma 2)
 	Window  int     // > 0: each token sees only the last Window positions (sliding window)
+	AllKeys int     // > 0: not causal, every token sees cache rows 0..AllKeys-1 (BERT)
 }
 
 func (a AttnParams) params(base ...any) []uint32 {
-	return Params(append(base, a.SoftCap, a.Window)...)
+	return Params(append(base, a.SoftCap, a.Window, a.AllKeys)...)
 }
 
 // Attention computes causal grouped-query attention of q (rows of qStride floats, heads first)
@@ -341,6 +342,29 @@ func (r *Recorder) GLU(gu, out *Buffer, n, nTokens int, gelu bool) {
 		return
 	}
 	r.Dispatch(p, Params(n, nTokens), r.elementwise(n*nTokens), gu, out)
+}
+
+// LayerNorm normalises each of rows rows of n values of x to zero mean and unit variance (plus
+// eps), then multiplies by w and adds b, into out.
+func (r *Recorder) LayerNorm(x, w, b, out *Buffer, n, rows int, eps float32) {
+	p := r.kernel("layer_norm", []Access{ReadOnly, ReadOnly, ReadOnly, ReadWrite}, 64)
+	if p == nil {
+		return
+	}
+	r.Dispatch(p, Params(n, rows, eps), r.grid(rows), x, w, b, out)
+}
+
+// BiasAct adds bias b (n values) to every row of y (nRows x n) in place, then GELU when gelu.
+func (r *Recorder) BiasAct(y, b *Buffer, n, nRows int, gelu bool) {
+	var defs []string
+	if gelu {
+		defs = append(defs, "GELU")
+	}
+	p := r.kernel("bias_act", bindRWR, 64, defs...)
+	if p == nil {
+		return
+	}
+	r.Dispatch(p, Params(n, nRows), r.elementwise(n*nRows), y, b)
 }
 
 // SoftCap computes x = limit * tanh(x / limit) over n elements in place.

@@ -336,7 +336,7 @@ func testAttention(t *testing.T, d *gpu.Device) {
 		softCap                   float32
 		window                    int
 	}{{8, 4, 8, 200, 0, 0}, {4, 4, 64, 70, 0, 0}, {6, 2, 128, 130, 0, 0}, {2, 1, 256, 10, 0, 0}, {4, 2, 64, 1000, 0, 0},
-		{4, 2, 16, 300, 2, 0}, {4, 2, 16, 300, 0, 40}, {4, 2, 16, 700, 1.5, 300}} {
+		{4, 2, 16, 300, 2, 0}, {4, 2, 16, 300, 0, 40}, {4, 2, 16, 700, 1.5, 300}, {4, 4, 16, 40, 0, -1}} {
 		for _, f16 := range []bool{false, true} {
 			// Prompt tokens at the end of the filled cache, each attending causally to its
 			// prefix; q rows carry 5 extra floats, as the fused qkv rows carry k and v.
@@ -356,11 +356,16 @@ func testAttention(t *testing.T, d *gpu.Device) {
 				kb, vb = uploadF16(t, d, k), uploadF16(t, d, v)
 			}
 			ap := gpu.AttnParams{Scale: 0.3, SoftCap: c.softCap, Window: c.window}
-			want := cpuref.AttentionOpts(q, k, v, pos, c.nHead, c.nKV, c.headDim, ap.Scale, c.softCap, c.window)
+			refPos := pos
+			if c.window < 0 { // window -1 marks the non-causal case: every token sees all keys
+				ap.Window, ap.AllKeys = 0, c.nCtx
+				refPos = []int32{int32(c.nCtx - 1), int32(c.nCtx - 1), int32(c.nCtx - 1)}
+			}
+			want := cpuref.AttentionOpts(q, k, v, refPos, c.nHead, c.nKV, c.headDim, ap.Scale, c.softCap, ap.Window)
 			wantSeq := want
 			if f16 && d.BarrierFree {
 				// The barrier-free kernel rounds as llama.cpp's flash attention does.
-				wantSeq = cpuref.AttentionF16(q, k, v, pos, c.nHead, c.nKV, c.headDim, ap.Scale, c.softCap, c.window)
+				wantSeq = cpuref.AttentionF16(q, k, v, refPos, c.nHead, c.nKV, c.headDim, ap.Scale, c.softCap, ap.Window)
 				if e := cpuref.RelErr(wantSeq, want); e > 1e-2 {
 					t.Errorf("f16 rounding moved the reference by %.3g", e)
 				}
@@ -634,5 +639,33 @@ func TestRoPEYaRN(t *testing.T) {
 			gotQ = append(gotQ, got[tk*row:tk*row+nHead*headDim]...)
 		}
 		check(t, fmt.Sprintf("yarn neox=%v", neox), gotQ, q, 1e-4)
+	}
+}
+
+// TestLayerNormAndBiasAct checks BERT's LayerNorm and the bias (+GELU) epilogue.
+func TestLayerNormAndBiasAct(t *testing.T) {
+	d := gputest.Device(t)
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, shape := range [][2]int{{64, 5}, {384, 3}, {100, 1}} {
+		n, rows := shape[0], shape[1]
+		x, w, b := randVec(rng, n*rows), randVec(rng, n), randVec(rng, n)
+		out := empty(t, d, n*rows)
+		got := run(t, d, out, n*rows, func(r *gpu.Recorder) {
+			r.LayerNorm(upload(t, d, x), upload(t, d, w), upload(t, d, b), out, n, rows, 1e-12)
+		})
+		check(t, fmt.Sprintf("layer_norm %dx%d", rows, n), got, cpuref.LayerNorm(x, w, b, n, 1e-12), tolF32)
+
+		for _, gelu := range []bool{false, true} {
+			yb := upload(t, d, x)
+			got = run(t, d, yb, n*rows, func(r *gpu.Recorder) { r.BiasAct(yb, upload(t, d, b), n, rows, gelu) })
+			want := make([]float32, len(x))
+			for i := range x {
+				want[i] = x[i] + b[i%n]
+			}
+			if gelu {
+				want = cpuref.GELU(want)
+			}
+			check(t, fmt.Sprintf("bias gelu=%v", gelu), got, want, tolF32)
+		}
 	}
 }

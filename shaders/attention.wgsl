@@ -14,6 +14,7 @@ struct Params {
     q_stride: u32, // floats per token row of q
     softcap: f32,  // > 0: scores become softcap * tanh(score / softcap) (Gemma 2)
     window: u32,   // > 0: a token sees only the last `window` positions (sliding window)
+    all_keys: u32, // > 0: not causal: every token sees keys 0 .. all_keys-1 (BERT)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -24,6 +25,14 @@ fn first_key(at: u32) -> u32 {
         return 0u;
     }
     return at + 1u - p.window;
+}
+
+// key_end is one past the last cache row token t attends to.
+fn key_end(t: u32) -> u32 {
+    if (p.all_keys > 0u) {
+        return p.all_keys;
+    }
+    return pos[t] + 1u;
 }
 
 fn capped(s: f32) -> f32 {
@@ -114,7 +123,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     var m = NEG;
     var l = 0.0;
     var acc = vec4<f32>(0.0);
-    let n_keys = pos[t] + 1u;
+    let n_keys = key_end(t);
     for (var j = first_key(pos[t]); j < n_keys; j++) {
         let off = j * kv_stride + kvh * d;
         let s = capped(k_dot(q_off, off) * p.scale);
@@ -152,7 +161,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
     workgroupBarrier();
 
-    let n_keys = pos[t] + 1u;
+    let n_keys = key_end(t);
     let kv_stride = p.n_kv_head * d;
     var m = NEG;
     var l = 0.0;

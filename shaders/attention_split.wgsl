@@ -14,6 +14,7 @@ struct Params {
     chunk: u32,    // keys per split
     softcap: f32,  // > 0: scores become softcap * tanh(score / softcap) (Gemma 2)
     window: u32,   // > 0: a token sees only the last `window` positions (sliding window)
+    all_keys: u32, // > 0: not causal: every token sees keys 0 .. all_keys-1 (BERT)
 }
 
 const WG: u32 = 64u;
@@ -29,6 +30,7 @@ fn first_key(at: u32) -> u32 {
     }
     return at + 1u - p.window;
 }
+
 
 fn capped(s: f32) -> f32 {
     if (p.softcap > 0.0) {
@@ -78,6 +80,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 @group(0) @binding(5) var<storage, read_write> part: array<f32>; // (n_tokens, n_head, n_split, head_dim + 2)
 
 var<workgroup> qs: array<f32, MAXD>;
+
+// key_end is one past the last cache row token t attends to.
+fn key_end(t: u32) -> u32 {
+    if (p.all_keys > 0u) {
+        return p.all_keys;
+    }
+    return pos[t] + 1u;
+}
 var<workgroup> scores: array<f32, WG>;
 
 fn k_pair(off: u32) -> vec2<f32> {
@@ -110,7 +120,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
     workgroupBarrier();
 
-    let n_keys = pos[t] + 1u;
+    let n_keys = key_end(t);
     let start = max(split * p.chunk, first_key(pos[t]));
     let end = min((split + 1u) * p.chunk, n_keys);
     let kv_stride = p.n_kv_head * d;

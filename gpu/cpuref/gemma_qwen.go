@@ -69,3 +69,35 @@ func RoPEYaRN(x []float32, pos []int32, nHeads, headDim, nRot int, neox bool, fr
 		}
 	}
 }
+
+// LayerNorm normalises every row of n values of x to zero mean and unit variance (plus eps),
+// then multiplies by w and adds b.
+func LayerNorm(x, w, b []float32, n int, eps float32) []float32 {
+	out := make([]float32, len(x))
+	for r := 0; r < len(x)/n; r++ {
+		row := x[r*n : (r+1)*n]
+		var mean, vr float64
+		for _, v := range row {
+			mean += float64(v)
+		}
+		mean /= float64(n)
+		for _, v := range row {
+			vr += (float64(v) - mean) * (float64(v) - mean)
+		}
+		scale := 1 / math.Sqrt(vr/float64(n)+float64(eps))
+		for i, v := range row {
+			out[r*n+i] = float32((float64(v)-mean)*scale*float64(w[i]) + float64(b[i]))
+		}
+	}
+	return out
+}
+
+// GELU is ggml's tanh approximation of GELU, elementwise.
+func GELU(x []float32) []float32 {
+	out := make([]float32, len(x))
+	for i, v := range x {
+		g := float64(v)
+		out[i] = float32(0.5 * g * (1 + math.Tanh(0.7978845608028654*g*(1+0.044715*g*g))))
+	}
+	return out
+}
