@@ -37,15 +37,20 @@ type Config struct {
 	SWAPattern    int     // layer il slides when il % SWAPattern < SWAPattern-1 (0: none)
 	RopeBaseSWA   float32 // RoPE base of sliding-window layers (0: RopeBase)
 	GELU          bool    // GELU-gated FFN instead of SiLU
-	RMSEps        float32
-	NCtxTrain     int
-	FileType      string
-	ChatTmpl      string
-	TensorSize    uint64
+
+	// Encoders (BERT): no causal mask, no RoPE, LayerNorm, and a pooled embedding as output.
+	Encoder    bool
+	Pooling    Pooling
+	NormEps    float32 // LayerNorm epsilon
+	RMSEps     float32
+	NCtxTrain  int
+	FileType   string
+	ChatTmpl   string
+	TensorSize uint64
 }
 
 // Supported lists the architectures this build runs.
-var Supported = []string{"gemma2", "gemma3", "llama", "phi3", "qwen2", "qwen3"}
+var Supported = []string{"bert", "gemma2", "gemma3", "llama", "phi3", "qwen2", "qwen3"}
 
 // ReadConfig reads and checks the hyperparameters; errors name the missing or bad key.
 func ReadConfig(f *gguf.File) (Config, error) {
@@ -60,7 +65,7 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	if !supported {
 		return Config{}, fmt.Errorf("model: architecture %q not supported (supported: %s)", arch, strings.Join(Supported, ", "))
 	}
-	c := Config{Arch: arch, RopeNeoX: arch != "llama"} // llama.cpp's rope type per architecture
+	c := Config{Arch: arch, RopeNeoX: arch != "llama", Encoder: arch == "bert"} // llama.cpp's rope type per architecture
 	c.Name, _ = f.String("general.name")
 	c.ChatTmpl, _ = f.String("tokenizer.chat_template")
 	req := func(key string, dst *int) error {
@@ -102,12 +107,28 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	if v, ok := f.Uint(arch + ".rope.dimension_count"); ok {
 		c.NRot = int(v)
 	}
+	if c.Encoder {
+		c.NRot = 0 // learned absolute positions instead of RoPE
+	}
 	if c.NRot > c.HeadDim || c.NRot%2 != 0 {
 		return Config{}, fmt.Errorf("model: %s.rope.dimension_count = %d invalid for head dimension %d", arch, c.NRot, c.HeadDim)
 	}
 	c.RopeBase = 10000
 	if v, ok := f.Float(arch + ".rope.freq_base"); ok {
 		c.RopeBase = float32(v)
+	}
+	if c.Encoder {
+		c.NormEps = 1e-12
+		if v, ok := f.Float(arch + ".attention.layer_norm_epsilon"); ok {
+			c.NormEps = float32(v)
+		}
+		c.Pooling = PoolMean
+		if v, ok := f.Uint(arch + ".pooling_type"); ok {
+			c.Pooling = Pooling(v)
+		}
+		if c.Pooling != PoolMean && c.Pooling != PoolCLS && c.Pooling != PoolLast {
+			return Config{}, fmt.Errorf("model: %s.pooling_type %d not supported (supported: 1 mean, 2 cls, 3 last)", arch, c.Pooling)
+		}
 	}
 	c.RMSEps = 1e-5
 	if v, ok := f.Float(arch + ".attention.layer_norm_rms_epsilon"); ok {
@@ -151,6 +172,18 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	}
 	return c, nil
 }
+
+// Pooling is how an encoder turns its per-token outputs into one embedding (llama.cpp's
+// pooling type numbering).
+type Pooling int
+
+// Pooling types.
+const (
+	PoolNone Pooling = 0
+	PoolMean Pooling = 1
+	PoolCLS  Pooling = 2
+	PoolLast Pooling = 3
+)
 
 // readYaRN reads YaRN's settings with llama.cpp's defaults (ext_factor 1, attn_factor 1,
 // beta_fast 32, beta_slow 1) and the original training context.

@@ -35,6 +35,8 @@ type Model struct {
 	vectors    []*gpu.Buffer
 	weights    []gpu.Weight
 
+	enc *encoder // BERT's extra weights, or nil for decoders
+
 	maxBatch int
 	kvF16    bool
 	actQuant bool
@@ -94,6 +96,9 @@ func Load(dev *gpu.Device, f *gguf.File, opts Options) (*Model, error) {
 
 func (m *Model) loadWeights(l *loader) error {
 	c := m.Config
+	if c.Encoder {
+		return m.loadEncoder(l)
+	}
 	qDim := c.NHead * c.HeadDim
 	var err error
 	if m.tokEmbd, err = l.matrix("token_embd.weight", c.NVocab, c.NEmbd); err != nil {
@@ -303,6 +308,9 @@ func (kv *KVCache) Release() {
 // values into the cache, and returns the logits of the last token. Each chunk of up to
 // MaxBatch tokens is one command buffer and one submit; only the last reads anything back.
 func (m *Model) Forward(kv *KVCache, tokens []int32, pos0 int) ([]float32, error) {
+	if m.enc != nil {
+		return nil, fmt.Errorf("model: %s is an embedding model: it does not generate text (use Embed)", m.Config.Arch)
+	}
 	if len(tokens) == 0 {
 		return nil, fmt.Errorf("model: forward of zero tokens")
 	}

@@ -207,3 +207,24 @@ func (l *loader) fused(names []string, rows []int, cols int) ([]proj, error) {
 	}
 	return []proj{{w: w}}, nil
 }
+
+// firstRow loads row 0 of a matrix of rows of n values as an f32 vector (BERT's token type
+// 0, the only type a single-segment input uses).
+func (l *loader) firstRow(name string, n int) (*gpu.Buffer, error) {
+	t, ok := l.f.Tensor(name)
+	if !ok {
+		return nil, fmt.Errorf("model: tensor %q missing", name)
+	}
+	if len(t.Shape) < 1 || t.Shape[0] != uint64(n) {
+		return nil, fmt.Errorf("model: tensor %q has shape %v, want rows of %d", name, t.Shape, n)
+	}
+	row := make([]float32, n)
+	rowBytes, ok := t.Type.RowSize(uint64(n))
+	if !ok {
+		return nil, unsupportedType(t)
+	}
+	if err := gguf.Dequantize(t.Type, l.f.TensorData(t)[:rowBytes], row); err != nil {
+		return nil, fmt.Errorf("model: %s: %w", name, err)
+	}
+	return l.upload(t, gpu.Bytes(row))
+}

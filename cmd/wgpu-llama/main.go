@@ -18,6 +18,7 @@ const usage = `usage: wgpu-llama [serve] -m FILE [--host H] [--port P] [-c N] ..
        wgpu-llama complete -m FILE -p PROMPT [-n N] [--temp T] [--seed S]  print a completion
        wgpu-llama inspect FILE                                             show GGUF metadata and tensors
        wgpu-llama tokenize -m FILE [--ids] [--no-bos] (TEXT | --stdin)     print the tokens of a text
+       wgpu-llama embed -m FILE -p TEXT                                    print an encoder model's embedding
        wgpu-llama bench -m FILE [-p 512] [-n 128] [-r 5] [--json]          measure prompt and generation speed
        wgpu-llama devices                                                  list GPU adapters
        wgpu-llama quantize IN.gguf OUT.gguf TYPE                           convert a model, like llama-quantize
@@ -53,6 +54,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runInspect(args, stdout, stderr)
 	case "tokenize":
 		return runTokenize(args, stdout, stderr)
+	case "embed":
+		return runEmbed(args, stdout, stderr)
 	case "bench":
 		return runBench(args, stdout, stderr)
 	case "devices":

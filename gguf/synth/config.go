@@ -1,4 +1,5 @@
-// Package synth writes synthetic models (llama, and the qwen2, qwen3 and phi3 variations of it):
+// Package synth writes synthetic models (llama, and the qwen2, qwen3, phi3, gemma2 and gemma3
+// variations of it):
 // valid GGUF files of any size and tensor type with seeded random weights and a working
 // SentencePiece vocabulary, so loaders, kernels and benchmarks can run at real model shapes (up
 // to 8B) without downloading a model. The weights are noise, so the text they generate is too.
@@ -17,8 +18,9 @@ type Config struct {
 	// Name is general.name.
 	Name string
 	// Arch is general.architecture, one of Archs(); "" means llama. It decides the tensors
-	// (qwen2: q/k/v biases; qwen3: per-head q/k norms; phi3: fused qkv and gate-up matrices),
-	// the metadata key prefix and the defaults of HeadDim and RopeDim.
+	// (qwen2: q/k/v biases; qwen3: per-head q/k norms; phi3: fused qkv and gate-up matrices;
+	// gemma2: post-norms and tied embeddings; gemma3: those and per-head q/k norms), the
+	// metadata key prefix and the defaults of HeadDim, RopeDim and the Gemma fields below.
 	Arch string
 	// Mix picks the tensor types, with llama-quantize's per-tensor rules.
 	Mix quantize.Mix
@@ -36,6 +38,17 @@ type Config struct {
 	Vocab, Ctx int
 	// RopeBase is rope.freq_base; NormEps the RMS norm epsilon.
 	RopeBase, NormEps float32
+	// RopeScale is rope.scaling.factor, written with rope.scaling.type "linear" (positions
+	// divided by it); 0 means the architecture's default: 2 for gemma3 (whose global layers
+	// scale, as Gemma 3 4B and larger do by 8), no scaling otherwise.
+	RopeScale float32
+	// SlidingWindow is gemma2's and gemma3's attention.sliding_window, the positions a sliding
+	// layer's token sees (itself included); 0 means 4, so that a test of a few tokens already
+	// slides. Other architectures have no window.
+	SlidingWindow int
+	// AttnSoftCap and FinalSoftCap are gemma2's attn_logit_softcapping and
+	// final_logit_softcapping; 0 means Gemma 2's 50 and 30. Other architectures have neither.
+	AttnSoftCap, FinalSoftCap float32
 	// Seed selects the weights: the same seed gives the same file, byte for byte.
 	Seed uint64
 }
@@ -53,7 +66,7 @@ var presets = map[string]Config{
 }
 
 // Archs lists the architectures Write can generate.
-func Archs() []string { return []string{"llama", "qwen2", "qwen3", "phi3"} }
+func Archs() []string { return []string{"llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"} }
 
 // Presets lists the preset names, smallest first.
 func Presets() []string { return []string{"tiny", "134m", "1b", "8b"} }
@@ -75,8 +88,8 @@ func Preset(name string) (Config, error) {
 
 // Validate checks the shape: a known architecture, positive sizes, heads dividing the width,
 // even head sizes and rotary dimensions (rope rotates pairs), KV heads dividing the heads, and
-// room for the vocabulary's fixed part. qwen2 and qwen3 rotate whole heads and phi3's output
-// matrix is square, as llama.cpp requires of those architectures.
+// room for the vocabulary's fixed part. qwen2, qwen3 and Gemma rotate whole heads and phi3's
+// output matrix is square, as llama.cpp requires of those architectures.
 func (c Config) Validate() error {
 	if !slices.Contains(Archs(), c.arch()) {
 		return fmt.Errorf("synth: architecture %q not supported (supported: %s)", c.Arch, strings.Join(Archs(), ", "))
@@ -92,6 +105,9 @@ func (c Config) Validate() error {
 	if c.HeadDim < 0 || c.RopeDim < 0 {
 		return fmt.Errorf("synth: head size %d and rope dimensions %d must not be negative", c.HeadDim, c.RopeDim)
 	}
+	if c.RopeScale < 0 || c.SlidingWindow < 0 || c.AttnSoftCap < 0 || c.FinalSoftCap < 0 {
+		return fmt.Errorf("synth: rope scale, sliding window and soft-caps must not be negative")
+	}
 	hd, rot := c.headDim(), c.ropeDim()
 	switch {
 	case c.Dim%c.Heads != 0:
@@ -100,7 +116,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("synth: head size %d must be even", hd)
 	case rot%2 != 0 || rot <= 0 || rot > hd:
 		return fmt.Errorf("synth: rope dimensions %d must be even, positive and at most the head size %d", rot, hd)
-	case (c.arch() == "qwen2" || c.arch() == "qwen3") && rot != hd:
+	case (c.arch() == "qwen2" || c.arch() == "qwen3" || c.gemma()) && rot != hd:
 		return fmt.Errorf("synth: %s rotates whole heads: rope dimensions %d must equal the head size %d", c.arch(), rot, hd)
 	case c.arch() == "phi3" && hd*c.Heads != c.Dim:
 		return fmt.Errorf("synth: phi3 needs heads x head size = dim, got %d x %d != %d", c.Heads, hd, c.Dim)
@@ -144,4 +160,35 @@ func (c Config) ropeDim() int {
 		return c.headDim() / 2
 	}
 	return c.headDim()
+}
+
+// gemma says whether the architecture is Gemma 2 or 3.
+func (c Config) gemma() bool { return c.arch() == "gemma2" || c.arch() == "gemma3" }
+
+// ropeScale is rope.scaling.factor, RopeScale or the architecture's default (0: none).
+func (c Config) ropeScale() float32 {
+	if c.RopeScale == 0 && c.arch() == "gemma3" {
+		return 2
+	}
+	return c.RopeScale
+}
+
+// slidingWindow is Gemma's attention.sliding_window, SlidingWindow or 4.
+func (c Config) slidingWindow() int {
+	if c.SlidingWindow == 0 {
+		return 4
+	}
+	return c.SlidingWindow
+}
+
+// softCaps are gemma2's attention and final logit soft-caps, the fields or 50 and 30.
+func (c Config) softCaps() (attn, final float32) {
+	attn, final = c.AttnSoftCap, c.FinalSoftCap
+	if attn == 0 {
+		attn = 50
+	}
+	if final == 0 {
+		final = 30
+	}
+	return attn, final
 }

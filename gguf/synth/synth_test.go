@@ -238,6 +238,10 @@ func TestPresetsAndValidate(t *testing.T) {
 		func(c *Config) { c.Arch, c.HeadDim = "phi3", 32 },                       // phi3's attn_output is square
 		func(c *Config) { c.Arch, c.Dim, c.Heads, c.KVHeads = "phi3", 72, 4, 4 }, // rope dim 18/2 = 9 is odd
 		func(c *Config) { c.HeadDim = -2 },
+		func(c *Config) { c.Arch, c.RopeDim = "gemma2", 8 }, // Gemma rotates whole heads
+		func(c *Config) { c.Arch, c.SlidingWindow = "gemma3", -1 },
+		func(c *Config) { c.Arch, c.AttnSoftCap = "gemma2", -50 },
+		func(c *Config) { c.RopeScale = -2 },
 	} {
 		b := c
 		bad(&b)
@@ -264,12 +268,26 @@ func TestArchs(t *testing.T) {
 			"attn_v.weight": {64, 64}, "attn_output.weight": {128, 64}, "ffn_gate.weight": {64, 172}, "ffn_up.weight": {64, 172}},
 		// Fused q/k/v (64 + 2x32 rows) and gate/up (2x172 rows).
 		"phi3": {"attn_qkv.weight": {64, 128}, "attn_output.weight": {64, 64}, "ffn_up.weight": {64, 344}},
+		// Post-norms after each block; gemma3 adds q/k norms of the head size 16.
+		"gemma2": {"attn_q.weight": {64, 64}, "attn_k.weight": {64, 32}, "attn_v.weight": {64, 32}, "attn_output.weight": {64, 64},
+			"post_attention_norm.weight": {64}, "ffn_gate.weight": {64, 172}, "ffn_up.weight": {64, 172}, "post_ffw_norm.weight": {64}},
+		"gemma3": {"attn_q.weight": {64, 64}, "attn_q_norm.weight": {16}, "attn_k.weight": {64, 32}, "attn_k_norm.weight": {16},
+			"attn_v.weight": {64, 32}, "attn_output.weight": {64, 64}, "post_attention_norm.weight": {64},
+			"ffn_gate.weight": {64, 172}, "ffn_up.weight": {64, 172}, "post_ffw_norm.weight": {64}},
 	}
 	keys := map[string]map[string]uint64{ // beyond the common ones
 		"llama": {"rope.dimension_count": 16},
 		"qwen2": {"rope.dimension_count": 16},
 		"qwen3": {"rope.dimension_count": 32, "attention.key_length": 32, "attention.value_length": 32},
 		"phi3":  {"rope.dimension_count": 8},
+		"gemma2": {"rope.dimension_count": 16, "attention.key_length": 16, "attention.value_length": 16,
+			"attention.sliding_window": 4},
+		"gemma3": {"rope.dimension_count": 16, "attention.key_length": 16, "attention.value_length": 16,
+			"attention.sliding_window": 4},
+	}
+	floats := map[string]map[string]float64{ // beyond rope.freq_base and the norm epsilon
+		"gemma2": {"attn_logit_softcapping": 50, "final_logit_softcapping": 30},
+		"gemma3": {"rope.scaling.factor": 2},
 	}
 	for _, arch := range Archs() {
 		for _, mix := range []quantize.Mix{quantize.MixF32, quantize.MixQ8_0} {
@@ -283,7 +301,11 @@ func TestArchs(t *testing.T) {
 				if got, _ := f.String("general.architecture"); got != arch {
 					t.Errorf("general.architecture %q", got)
 				}
-				want := map[string]shape{"token_embd.weight": {64, 512}, "output_norm.weight": {64}, "output.weight": {64, 512}}
+				gemma := strings.HasPrefix(arch, "gemma")
+				want := map[string]shape{"token_embd.weight": {64, 512}, "output_norm.weight": {64}}
+				if !gemma { // Gemma ties the output to the embeddings
+					want["output.weight"] = shape{64, 512}
+				}
 				for i := range c.Layers {
 					for name, s := range layer0[arch] {
 						want[fmt.Sprintf("blk.%d.%s", i, name)] = s
@@ -313,7 +335,10 @@ func TestArchs(t *testing.T) {
 					if err := gguf.Dequantize(ti.Type, f.TensorData(&ti), vals); err != nil {
 						t.Fatal(err)
 					}
-					mean, scale := fillOf(ti.Name)
+					mean, scale := fillOf(arch, ti.Name)
+					if len(ti.Shape) == 1 && strings.HasSuffix(ti.Name, "_norm.weight") && (scale > 0) != (gemma || strings.Contains(ti.Name, "attn_q_norm") || strings.Contains(ti.Name, "attn_k_norm")) {
+						t.Errorf("%s: norm spread %g", ti.Name, scale)
+					}
 					var sum, sq float64
 					for _, v := range vals {
 						sum += float64(v)
@@ -338,8 +363,25 @@ func TestArchs(t *testing.T) {
 						t.Errorf("%s.%s missing", arch, key)
 					}
 				}
-				if _, ok := f.Lookup(arch + ".attention.key_length"); ok != (arch == "qwen3") {
+				if _, ok := f.Lookup(arch + ".attention.key_length"); ok != (arch == "qwen3" || gemma) {
 					t.Errorf("%s.attention.key_length present: %v", arch, ok)
+				}
+				for key, v := range floats[arch] {
+					if got, ok := f.Float(arch + "." + key); !ok || got != v {
+						t.Errorf("%s.%s = %g (%v), want %g", arch, key, got, ok, v)
+					}
+				}
+				if typ, _ := f.String(arch + ".rope.scaling.type"); typ != map[bool]string{true: "linear"}[arch == "gemma3"] {
+					t.Errorf("%s.rope.scaling.type %q", arch, typ)
+				}
+				for _, key := range []string{"attention.sliding_window", "attn_logit_softcapping", "final_logit_softcapping", "rope.scaling.factor"} {
+					_, want := keys[arch][key]
+					if _, ok := floats[arch][key]; ok {
+						want = true
+					}
+					if _, ok := f.Lookup(arch + "." + key); ok != want {
+						t.Errorf("%s.%s present: %v", arch, key, ok)
+					}
 				}
 				checkTokenizer(t, f)
 			})

@@ -14,17 +14,23 @@ import (
 // initialisation), small enough that activations stay in range through the layers.
 const weightScale = 0.02
 
-// spreadScale is the standard deviation of qwen2's biases and of qwen3's q/k norm weights
-// around 1: small, but large enough that a forward pass that drops them goes visibly wrong.
+// spreadScale is the standard deviation of qwen2's biases and of the norm weights around 1
+// that are not exactly 1 (qwen3's q/k norms, all of Gemma's): small, but large enough that a
+// forward pass that drops them goes visibly wrong.
 const spreadScale = 0.1
 
-// fillOf returns how the tensor name's values are drawn: mean + scale*normal(0, 1). The layer
-// and output norms are exactly 1, as in llama's initialisation.
-func fillOf(name string) (mean, scale float64) {
+// fillOf returns how the tensor name's values are drawn in a model of arch: mean +
+// scale*normal(0, 1). The layer and output norms are exactly 1, as in llama's initialisation,
+// except Gemma's, which spread around 1 like trained ones (the GGUF converter has already
+// added Gemma's +1 to them).
+func fillOf(arch, name string) (mean, scale float64) {
 	switch {
 	case strings.HasSuffix(name, "attn_q_norm.weight") || strings.HasSuffix(name, "attn_k_norm.weight"):
 		return 1, spreadScale
 	case strings.HasSuffix(name, "_norm.weight"):
+		if arch == "gemma2" || arch == "gemma3" {
+			return 1, spreadScale
+		}
 		return 1, 0
 	case strings.HasSuffix(name, ".bias"):
 		return 0, spreadScale
@@ -39,7 +45,11 @@ func fillOf(name string) (mean, scale float64) {
 //   - qwen2: attn_q/attn_k/attn_v biases, after each matrix;
 //   - qwen3: attn_q_norm and attn_k_norm, [HeadDim], after attn_q and attn_k;
 //   - phi3: one attn_qkv matrix (q, k then v rows) for attn_q/k/v, and no ffn_gate: ffn_up
-//     has 2*FF rows, the gate's then the up projection's.
+//     has 2*FF rows, the gate's then the up projection's;
+//   - gemma2: post_attention_norm after attn_output and post_ffw_norm after ffn_down (the
+//     names llama.cpp gives LLM_TENSOR_ATTN_POST_NORM and LLM_TENSOR_FFN_POST_NORM), and no
+//     output (the embeddings are tied);
+//   - gemma3: gemma2's, and qwen3's attn_q_norm and attn_k_norm.
 func (c Config) Tensors() []quantize.Tensor {
 	hd := uint64(c.headDim())
 	d, q, kv, ff, v := uint64(c.Dim), uint64(c.Heads)*hd, uint64(c.KVHeads)*hd, uint64(c.FF), uint64(c.Vocab)
@@ -57,14 +67,14 @@ func (c Config) Tensors() []quantize.Tensor {
 			switch arch {
 			case "qwen2":
 				blk("attn_q.bias", q)
-			case "qwen3":
+			case "qwen3", "gemma3":
 				blk("attn_q_norm.weight", hd)
 			}
 			blk("attn_k.weight", d, kv)
 			switch arch {
 			case "qwen2":
 				blk("attn_k.bias", kv)
-			case "qwen3":
+			case "qwen3", "gemma3":
 				blk("attn_k_norm.weight", hd)
 			}
 			blk("attn_v.weight", d, kv)
@@ -73,6 +83,9 @@ func (c Config) Tensors() []quantize.Tensor {
 			}
 		}
 		blk("attn_output.weight", q, d)
+		if c.gemma() {
+			blk("post_attention_norm.weight", d)
+		}
 		blk("ffn_norm.weight", d)
 		if arch == "phi3" {
 			blk("ffn_up.weight", d, 2*ff)
@@ -81,10 +94,14 @@ func (c Config) Tensors() []quantize.Tensor {
 			blk("ffn_up.weight", d, ff)
 		}
 		blk("ffn_down.weight", ff, d)
+		if c.gemma() {
+			blk("post_ffw_norm.weight", d)
+		}
 	}
-	ts = append(ts,
-		quantize.Tensor{Name: "output_norm.weight", Shape: []uint64{d}},
-		quantize.Tensor{Name: "output.weight", Shape: []uint64{d, v}})
+	ts = append(ts, quantize.Tensor{Name: "output_norm.weight", Shape: []uint64{d}})
+	if !c.gemma() {
+		ts = append(ts, quantize.Tensor{Name: "output.weight", Shape: []uint64{d, v}})
+	}
 	for i := range ts {
 		ts[i].Type = gguf.TypeF32
 	}
@@ -127,13 +144,25 @@ func (c Config) KVs() ([]gguf.KV, error) {
 		u32(a+".attention.head_count", c.Heads),
 		u32(a+".attention.head_count_kv", c.KVHeads),
 	}
-	if a == "qwen3" || c.headDim() != c.Dim/c.Heads {
-		// As llama.cpp's converters write head_dim: Qwen3 always, others when it is not Dim/Heads.
+	if a == "qwen3" || c.gemma() || c.headDim() != c.Dim/c.Heads {
+		// As llama.cpp's converters write head_dim: Qwen3 and Gemma always, others when it is
+		// not Dim/Heads.
 		kvs = append(kvs, u32(a+".attention.key_length", c.headDim()), u32(a+".attention.value_length", c.headDim()))
 	}
-	return append(kvs,
+	if c.gemma() {
+		kvs = append(kvs, u32(a+".attention.sliding_window", c.slidingWindow()))
+	}
+	if a == "gemma2" {
+		attn, final := c.softCaps()
+		kvs = append(kvs, f32(a+".attn_logit_softcapping", attn), f32(a+".final_logit_softcapping", final))
+	}
+	kvs = append(kvs,
 		u32(a+".rope.dimension_count", c.ropeDim()),
-		f32(a+".rope.freq_base", c.RopeBase),
+		f32(a+".rope.freq_base", c.RopeBase))
+	if s := c.ropeScale(); s > 0 {
+		kvs = append(kvs, str(a+".rope.scaling.type", "linear"), f32(a+".rope.scaling.factor", s))
+	}
+	return append(kvs,
 		f32(a+".attention.layer_norm_rms_epsilon", c.NormEps),
 		u32(a+".vocab_size", c.Vocab),
 		u32("general.file_type", int(c.Mix.FileType())),
@@ -156,8 +185,8 @@ func (c Config) KVs() ([]gguf.KV, error) {
 // draws from its own PCG stream keyed by seed, tensor and row, so the bytes depend only on the
 // configuration. Matrices are normal(0, 0.02) rounded to float16 (so F32 and F16 files hold the
 // same values), layer norms are 1, and qwen2's biases normal(0, 0.1) and qwen3's q/k norms
-// 1 + normal(0, 0.1), also rounded to float16 (though stored as F32). progress, if not nil, is
-// called after each tensor.
+// and all of Gemma's norms 1 + normal(0, 0.1), also rounded to float16 (though stored as F32).
+// progress, if not nil, is called after each tensor.
 func Write(w io.Writer, c Config, progress func(quantize.Progress)) (quantize.Summary, error) {
 	kvs, srcs, sum, err := c.sources(progress)
 	if err == nil {
@@ -195,7 +224,7 @@ func (c Config) sources(progress func(quantize.Progress)) ([]gguf.KV, []gguf.Ten
 		}
 		srcs[i] = gguf.TensorSource{Name: p.Name, Shape: p.Shape, Type: p.To, Write: func(w io.Writer) error {
 			rowLen := p.Shape[0]
-			if err := quantize.Rows(w, p.To, rowLen, p.Elements()/rowLen, fillFunc(c.Seed, i, rowLen, p.Name)); err != nil {
+			if err := quantize.Rows(w, p.To, rowLen, p.Elements()/rowLen, fillFunc(c.Seed, i, rowLen, c.arch(), p.Name)); err != nil {
 				return fmt.Errorf("synth: tensor %s: %w", p.Name, err)
 			}
 			size := p.Size()
@@ -211,10 +240,10 @@ func (c Config) sources(progress func(quantize.Progress)) ([]gguf.KV, []gguf.Ten
 	return kvs, srcs, sum, nil
 }
 
-// fillFunc returns the row generator for tensor number index, named name: seeded noise as
-// fillOf says, or ones for the layer norms.
-func fillFunc(seed uint64, index int, rowLen uint64, name string) func([]float32, uint64) error {
-	mean, scale := fillOf(name)
+// fillFunc returns the row generator for tensor number index, named name, of a model of arch:
+// seeded noise as fillOf says, or ones for llama's layer norms.
+func fillFunc(seed uint64, index int, rowLen uint64, arch, name string) func([]float32, uint64) error {
+	mean, scale := fillOf(arch, name)
 	return func(dst []float32, row uint64) error {
 		if scale == 0 {
 			for i := range dst {

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/wgpu-llama/wgpu-llama/engine"
+	"github.com/wgpu-llama/wgpu-llama/gguf"
+	"github.com/wgpu-llama/wgpu-llama/gpu"
+	"github.com/wgpu-llama/wgpu-llama/model"
+)
+
+// runEmbed implements `wgpu-llama embed`, like llama.cpp's llama-embedding: the pooled,
+// L2-normalised embedding of the prompt from an encoder model (BERT), printed on one line.
+func runEmbed(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("embed", "wgpu-llama embed -m FILE -p TEXT", stderr)
+	var (
+		mf     modelFlags
+		prompt string
+	)
+	mf.register(fs)
+	stringVar(fs, &prompt, "", "text to embed", "p", "prompt")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	logger := newLogger(stderr, mf.verbose)
+	cfg, err := mf.engineConfig("", logger)
+	if err != nil {
+		return err
+	}
+	if st, err := os.Stat(cfg.ModelPath); err == nil && st.Size() < engine.InlineSoftwareBelow {
+		gpu.PreferInlineSoftware()
+	}
+	dev, err := gpu.Open(cfg.Device)
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	f, err := gguf.Open(cfg.ModelPath)
+	if err != nil {
+		return err
+	}
+	m, err := model.Load(dev, f, model.Options{MaxBatch: max(cfg.BatchSize, 1), KVF32: cfg.KVF32, RawActivations: cfg.RawActivations})
+	f.Close()
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	tokens := m.Tokenizer.Encode(prompt, true, true)
+	kv, err := m.NewKVCache(max(len(tokens), 1))
+	if err != nil {
+		return err
+	}
+	defer kv.Release()
+	emb, err := m.Embed(kv, tokens)
+	if err != nil {
+		return err
+	}
+	var sb strings.Builder
+	sb.WriteString("embedding 0:")
+	for _, v := range emb {
+		fmt.Fprintf(&sb, " %9.6f", v)
+	}
+	sb.WriteByte('\n')
+	_, err = io.WriteString(stdout, sb.String())
+	return err
+}
