@@ -134,12 +134,19 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	if v, ok := f.Float(arch + ".attention.layer_norm_rms_epsilon"); ok {
 		c.RMSEps = float32(v)
 	}
+	// As llama.cpp: the scaling type defaults to linear, the factor may come from the older
+	// rope.scale_linear key, and only "none" turns a factor off.
 	c.RopeScale = 1
-	switch t, _ := f.String(arch + ".rope.scaling.type"); t {
-	case "", "none":
-	case "linear", "yarn":
-		if v, ok := f.Float(arch + ".rope.scaling.factor"); ok && v > 0 {
-			c.RopeScale = float32(1 / v)
+	factor, ok := f.Float(arch + ".rope.scaling.factor")
+	if !ok {
+		factor, ok = f.Float(arch + ".rope.scale_linear")
+	}
+	t, _ := f.String(arch + ".rope.scaling.type")
+	switch t {
+	case "none":
+	case "", "linear", "yarn":
+		if ok && factor > 0 {
+			c.RopeScale = float32(1 / factor)
 		}
 		if t == "yarn" {
 			c.YaRN = readYaRN(f, arch, c.NRot, c.RopeBase)
@@ -204,7 +211,10 @@ func readGemma(f *gguf.File, c *Config) {
 	a := c.Arch
 	c.EmbedScale = float32(math.Sqrt(float64(c.NEmbd)))
 	c.GELU = true
-	c.SlidingWindow = 4096
+	// Gemma 2 defaults to a 4096 window; a Gemma 3 file without one has only global layers.
+	if a == "gemma2" {
+		c.SlidingWindow = 4096
+	}
 	if v, ok := f.Uint(a + ".attention.sliding_window"); ok {
 		c.SlidingWindow = int(v)
 	}
@@ -225,6 +235,9 @@ func readGemma(f *gguf.File, c *Config) {
 	}
 	c.SWAPattern = 6
 	c.RopeBaseSWA = 10000
+	if v, ok := f.Float(a + ".final_logit_softcapping"); ok {
+		c.FinalSoftCap = float32(v)
+	}
 }
 
 // SlidingLayer says whether layer il attends within the sliding window.

@@ -154,11 +154,11 @@ func (m *Model) loadWeights(l *loader) error {
 			return err
 		}
 		ly.wo, ly.ffnDown = []proj{{w: wo}}, []proj{{w: down}}
-		if _, ok := l.f.Tensor(p + "attn_post_norm.weight"); ok {
-			if ly.postAttn, err = l.vector(p+"attn_post_norm.weight", c.NEmbd); err != nil {
+		if c.Arch == "gemma2" || c.Arch == "gemma3" {
+			if ly.postAttn, err = l.vector(p+"post_attention_norm.weight", c.NEmbd); err != nil {
 				return err
 			}
-			if ly.postFFN, err = l.vector(p+"ffn_post_norm.weight", c.NEmbd); err != nil {
+			if ly.postFFN, err = l.vector(p+"post_ffw_norm.weight", c.NEmbd); err != nil {
 				return err
 			}
 		}

@@ -3,17 +3,20 @@
 // clarity rather than speed. It is the specification the GPU forward pass is tested against.
 //
 // Every architecture is llama's decoder with small differences, taken from llama.cpp's
-// build_* graphs (src/llama-model.cpp) and tensor names (src/llama-arch.cpp):
+// build_* graphs (src/llama-model.cpp, src/models/*.cpp), hyperparameters (load_hparams) and
+// tensor names (src/llama-arch.cpp):
 //
-//	x = token_embd[tokens]
+//	x = token_embd[tokens]                                  (* sqrt(n_embd): gemma2, gemma3)
 //	for each layer:
 //	    h = rmsnorm(x) * attn_norm
 //	    q, k, v = h @ attn_q, h @ attn_k, h @ attn_v        (+ biases where present)
-//	    q, k = rmsnorm per head * attn_q_norm, attn_k_norm  (qwen3 only)
+//	    q, k = rmsnorm per head * attn_q_norm, attn_k_norm  (qwen3, gemma3)
 //	    q, k = rope(q), rope(k)                             (first n_rot dims of each head)
-//	    x = x + attention(q, k, v) @ attn_output            (causal, grouped-query, 1/sqrt(head_dim))
+//	    o = attention(q, k, v) @ attn_output                (causal, grouped-query, 1/sqrt(head_dim))
+//	    x = x + o                                           (gemma: x + rmsnorm(o) * post_attention_norm)
 //	    h = rmsnorm(x) * ffn_norm
-//	    x = x + (silu(h @ ffn_gate) * (h @ ffn_up)) @ ffn_down
+//	    f = (silu(h @ ffn_gate) * (h @ ffn_up)) @ ffn_down  (gemma: gelu, tanh approximation)
+//	    x = x + f                                           (gemma: x + rmsnorm(f) * post_ffw_norm)
 //	logits = (rmsnorm(x) * output_norm) @ output           (token_embd when output is absent)
 //
 //	llama: RoPE on adjacent pairs (x[2i], x[2i+1]); biases optional.
@@ -22,6 +25,21 @@
 //	phi3:  NeoX RoPE, often on part of each head (rope.dimension_count < head_dim); one fused
 //	       attn_qkv matrix whose rows are q's, then k's, then v's; and ffn_up with 2*n_ff rows,
 //	       the gate's then the up projection's (no ffn_gate).
+//	gemma2: NeoX RoPE; the embedding scale, post-norms and GELU above; output tied to
+//	       token_embd; attention scores soft-capped, s = c * tanh(s / c) with c =
+//	       attn_logit_softcapping (default 50), and so are the logits (final_logit_softcapping,
+//	       default 30); every other layer (il % 2 == 0) attends only to the last
+//	       attention.sliding_window positions (default 4096).
+//	gemma3: gemma2 without the soft-caps (the logits' only when final_logit_softcapping is
+//	       given) and with qwen3's q/k norms; five of every six layers (il % 6 < 5) slide,
+//	       when attention.sliding_window is given, and rotate with base 10000 and no scaling,
+//	       the others with rope.freq_base and rope.scaling.
+//
+// Gemma's RMSNorms multiply by 1 + w; the GGUF converter has added the 1, so its norm weights
+// are used as they are. Its 27B models (46 layers for gemma2, 62 for gemma3) scale scores by
+// 1/sqrt(n_embd / n_head) rather than 1/sqrt(head_dim). Linear RoPE scaling (rope.scaling.factor
+// with rope.scaling.type linear or absent) divides positions by the factor, in every
+// architecture.
 package reference
 
 import (
@@ -35,7 +53,7 @@ import (
 )
 
 // Supported lists the architectures Forward runs.
-var Supported = []string{"llama", "qwen2", "qwen3", "phi3"}
+var Supported = []string{"llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"}
 
 // hparams are the hyperparameters, from the "<arch>.*" metadata keys.
 type hparams struct {
@@ -51,6 +69,27 @@ type hparams struct {
 	eps      float32 // attention.layer_norm_rms_epsilon
 	nVocab   int     // rows of token_embd
 	neox     bool    // NeoX RoPE pairing (every architecture but llama)
+
+	ropeScale float32 // multiplies positions: 1/rope.scaling.factor under linear scaling, else 1
+	attnScale float32 // multiplies q.k: 1/sqrt(headDim), but for Gemma's 27B models
+
+	// Gemma's differences, zero elsewhere.
+	gemma        bool    // embeddings * sqrt(nEmbd), post-norms, GELU
+	attnSoftCap  float32 // > 0: attention scores soft-capped (gemma2)
+	finalSoftCap float32 // > 0: logits soft-capped (gemma2; gemma3 when the file says)
+	window       int     // > 0: the sliding layers see the last window positions
+	swaPattern   int     // layer il slides when il % swaPattern < swaPattern-1
+	ropeBaseSWA  float32 // the sliding layers' RoPE base and position scale
+	ropeScaleSWA float32
+}
+
+// layerRoPE is layer il's RoPE base and position scale and its attention window (0: none):
+// Gemma's sliding layers differ from its global ones.
+func (hp hparams) layerRoPE(il int) (base, scale float32, window int) {
+	if hp.window > 0 && il%hp.swaPattern < hp.swaPattern-1 {
+		return hp.ropeBaseSWA, hp.ropeScaleSWA, hp.window
+	}
+	return hp.ropeBase, hp.ropeScale, 0
 }
 
 // Forward runs tokens through the model at positions 0..len(tokens)-1, with a fresh cache,
@@ -90,9 +129,14 @@ func Forward(f *gguf.File, tokens []int32) ([]float32, error) {
 		return nil, err
 	}
 	x := cpuref.GetRows(embd, hp.nEmbd, tokens) // n rows of nEmbd: the residual stream
+	if hp.gemma {
+		s := float32(math.Sqrt(float64(hp.nEmbd))) // llama.cpp's sqrtf(n_embd)
+		for i := range x {
+			x[i] *= s
+		}
+	}
 
 	qDim, kvDim := hp.nHead*hp.headDim, hp.nKVHead*hp.headDim
-	scale := float32(1 / math.Sqrt(float64(hp.headDim)))
 	for il := range hp.nLayer {
 		lw, err := loadLayer(w, hp, il)
 		if err != nil {
@@ -107,16 +151,21 @@ func Forward(f *gguf.File, tokens []int32) ([]float32, error) {
 			q = headNorm(q, lw.qNorm, hp.headDim, hp.eps)
 			k = headNorm(k, lw.kNorm, hp.headDim, hp.eps)
 		}
-		rope(q, pos, hp.nHead, hp.headDim, hp.nRot, hp.ropeBase, hp.neox, ropeFreqs)
-		rope(k, pos, hp.nKVHead, hp.headDim, hp.nRot, hp.ropeBase, hp.neox, ropeFreqs)
-		att := cpuref.Attention(q, k, v, pos, hp.nHead, hp.nKVHead, hp.headDim, scale)
-		x = cpuref.Add(x, linear(lw.wo, lw.bo, hp.nEmbd, qDim, att, n))
+		base, freqScale, window := hp.layerRoPE(il)
+		rope(q, pos, hp.nHead, hp.headDim, hp.nRot, base, freqScale, hp.neox, ropeFreqs)
+		rope(k, pos, hp.nKVHead, hp.headDim, hp.nRot, base, freqScale, hp.neox, ropeFreqs)
+		att := cpuref.AttentionOpts(q, k, v, pos, hp.nHead, hp.nKVHead, hp.headDim, hp.attnScale, hp.attnSoftCap, window)
+		x = residual(x, linear(lw.wo, lw.bo, hp.nEmbd, qDim, att, n), lw.postAttnNorm, hp)
 
 		// Feed-forward.
 		h = cpuref.RMSNorm(x, lw.ffnNorm, hp.nEmbd, hp.eps)
 		gate := cpuref.MatMul(lw.gate, hp.nFF, hp.nEmbd, h, n)
 		up := cpuref.MatMul(lw.up, hp.nFF, hp.nEmbd, h, n)
-		x = cpuref.Add(x, cpuref.MatMul(lw.down, hp.nEmbd, hp.nFF, cpuref.SiLUMul(gate, up), n))
+		act := cpuref.SiLUMul
+		if hp.gemma {
+			act = cpuref.GELUMul
+		}
+		x = residual(x, cpuref.MatMul(lw.down, hp.nEmbd, hp.nFF, act(gate, up), n), lw.postFFNNorm, hp)
 	}
 
 	outNorm, err := w.tensor("output_norm.weight", hp.nEmbd)
@@ -131,7 +180,20 @@ func Forward(f *gguf.File, tokens []int32) ([]float32, error) {
 		out = embd // tied embeddings
 	}
 	last := cpuref.RMSNorm(x[(n-1)*hp.nEmbd:], outNorm, hp.nEmbd, hp.eps)
-	return cpuref.MatMul(out, hp.nVocab, hp.nEmbd, last, 1), nil
+	logits := cpuref.MatMul(out, hp.nVocab, hp.nEmbd, last, 1)
+	if hp.finalSoftCap > 0 {
+		logits = cpuref.SoftCap(logits, hp.finalSoftCap)
+	}
+	return logits, nil
+}
+
+// residual adds a block's output (rows of nEmbd) to the residual stream x, through Gemma's
+// post-norm when postNorm is not nil.
+func residual(x, out, postNorm []float32, hp hparams) []float32 {
+	if postNorm != nil {
+		out = cpuref.RMSNorm(out, postNorm, hp.nEmbd, hp.eps)
+	}
+	return cpuref.Add(x, out)
 }
 
 // layerWeights are one block's tensors as float32, in llama's layout whatever the
@@ -140,12 +202,14 @@ type layerWeights struct {
 	attnNorm     []float32 // [nEmbd]
 	wq, wk, wv   []float32 // nHead*headDim, nKVHead*headDim, nKVHead*headDim rows of nEmbd
 	bq, bk, bv   []float32 // their biases, nil when absent
-	qNorm, kNorm []float32 // [headDim] per-head norms (qwen3), nil otherwise
+	qNorm, kNorm []float32 // [headDim] per-head norms (qwen3, gemma3), nil otherwise
 	wo           []float32 // nEmbd rows of nHead*headDim
 	bo           []float32 // its bias, nil when absent
+	postAttnNorm []float32 // [nEmbd] norm of the attention block's output (gemma), or nil
 	ffnNorm      []float32 // [nEmbd]
 	gate, up     []float32 // nFF rows of nEmbd
 	down         []float32 // nEmbd rows of nFF
+	postFFNNorm  []float32 // [nEmbd] norm of the feed-forward block's output (gemma), or nil
 }
 
 // loadLayer reads block il, splitting phi3's fused matrices by rows into llama's.
@@ -188,12 +252,16 @@ func loadLayer(w loader, hp hparams, il int) (layerWeights, error) {
 		opt(&lw.bk, "attn_k.bias", kvDim)
 		opt(&lw.bv, "attn_v.bias", kvDim)
 	}
-	if hp.arch == "qwen3" {
+	if hp.arch == "qwen3" || hp.arch == "gemma3" {
 		get(&lw.qNorm, "attn_q_norm.weight", hp.headDim)
 		get(&lw.kNorm, "attn_k_norm.weight", hp.headDim)
 	}
 	get(&lw.wo, "attn_output.weight", qDim, hp.nEmbd)
 	opt(&lw.bo, "attn_output.bias", hp.nEmbd)
+	if hp.gemma { // llama.cpp's LLM_TENSOR_ATTN_POST_NORM and LLM_TENSOR_FFN_POST_NORM
+		get(&lw.postAttnNorm, "post_attention_norm.weight", hp.nEmbd)
+		get(&lw.postFFNNorm, "post_ffw_norm.weight", hp.nEmbd)
+	}
 
 	get(&lw.ffnNorm, "ffn_norm.weight", hp.nEmbd)
 	if _, separate := w.f.Tensor(name("ffn_gate.weight")); separate {
@@ -224,23 +292,25 @@ func linear(w, b []float32, rows, cols int, x []float32, nTokens int) []float32 
 	return y
 }
 
-// headNorm is qwen3's q/k norm: every head's headDim values (x holds tokens x heads of them)
-// normalised to unit root-mean-square (plus eps) and multiplied by w, of headDim values.
+// headNorm is qwen3's and gemma3's q/k norm: every head's headDim values (x holds tokens x
+// heads of them) normalised to unit root-mean-square (plus eps) and multiplied by w, of headDim
+// values.
 func headNorm(x, w []float32, headDim int, eps float32) []float32 {
 	return cpuref.RMSNorm(x, w, headDim, eps) // RMSNorm works row by row; a head is a row
 }
 
 // rope rotates, in place, the first nRot dimensions of every head of x (tokens x nHeads x
-// headDim) by position: pair i (i < nRot/2) turns by the angle pos * base^(-2i/nRot), divided
-// by factors[i] when factors is not nil. The pair is (x[2i], x[2i+1]) in llama's "normal"
-// RoPE and (x[i], x[i + nRot/2]) in GPT-NeoX's. Dimensions from nRot on are left as they are.
-func rope(x []float32, pos []int32, nHeads, headDim, nRot int, base float32, neox bool, factors []float32) {
+// headDim) by position: pair i (i < nRot/2) turns by the angle pos * scale * base^(-2i/nRot),
+// divided by factors[i] when factors is not nil. The pair is (x[2i], x[2i+1]) in llama's
+// "normal" RoPE and (x[i], x[i + nRot/2]) in GPT-NeoX's. Dimensions from nRot on are left as
+// they are.
+func rope(x []float32, pos []int32, nHeads, headDim, nRot int, base, scale float32, neox bool, factors []float32) {
 	half := nRot / 2
 	for t, p := range pos {
 		for h := range nHeads {
 			head := x[(t*nHeads+h)*headDim : (t*nHeads+h+1)*headDim]
 			for i := range half {
-				theta := float64(p) * math.Pow(float64(base), -2*float64(i)/float64(nRot))
+				theta := float64(p) * float64(scale) * math.Pow(float64(base), -2*float64(i)/float64(nRot))
 				if factors != nil {
 					theta /= float64(factors[i])
 				}
@@ -296,6 +366,26 @@ func readHparams(f *gguf.File) (hparams, error) {
 	if v, ok := f.Float(arch + ".attention.layer_norm_rms_epsilon"); ok {
 		hp.eps = float32(v)
 	}
+	hp.ropeScale = 1
+	// llama.cpp reads the factor (or the older rope.scale_linear) whatever the type, which
+	// defaults to linear; type none turns it off, and YaRN and the others are more than a scale.
+	switch typ, _ := f.String(arch + ".rope.scaling.type"); typ {
+	case "", "linear":
+		factor, ok := f.Float(arch + ".rope.scaling.factor")
+		if !ok {
+			factor, ok = f.Float(arch + ".rope.scale_linear")
+		}
+		if ok && factor != 0 {
+			hp.ropeScale = float32(1 / factor)
+		}
+	case "none":
+	default:
+		return hparams{}, fmt.Errorf("reference: %s.rope.scaling.type %q not supported (supported: none, linear)", arch, typ)
+	}
+	hp.attnScale = float32(1 / math.Sqrt(float64(hp.headDim)))
+	if arch == "gemma2" || arch == "gemma3" {
+		readGemma(f, &hp)
+	}
 	if v, ok := f.Uint(arch + ".attention.value_length"); ok && int(v) != hp.headDim {
 		return hparams{}, fmt.Errorf("reference: value_length %d differs from key_length %d", v, hp.headDim)
 	}
@@ -311,6 +401,43 @@ func readHparams(f *gguf.File) (hparams, error) {
 	}
 	hp.nVocab = int(embd.Shape[1])
 	return hp, nil
+}
+
+// readGemma reads Gemma 2's and 3's settings as llama.cpp's load_hparams does, with its
+// defaults where the file is silent.
+func readGemma(f *gguf.File, hp *hparams) {
+	a := hp.arch
+	hp.gemma = true
+	// The 27B models (llama.cpp's LLM_TYPE_27B) scale by n_embd/n_head, not the head size.
+	if (a == "gemma2" && hp.nLayer == 46) || (a == "gemma3" && hp.nLayer == 62) {
+		hp.attnScale = float32(1 / math.Sqrt(float64(hp.nEmbd/hp.nHead)))
+	}
+	window, hasWindow := f.Uint(a + ".attention.sliding_window")
+	if a == "gemma2" {
+		// Every other layer slides, with the global layers' RoPE.
+		hp.swaPattern, hp.window = 2, 4096
+		if hasWindow && window > 0 {
+			hp.window = int(window)
+		}
+		hp.ropeBaseSWA, hp.ropeScaleSWA = hp.ropeBase, hp.ropeScale
+		hp.attnSoftCap, hp.finalSoftCap = 50, 30
+		if v, ok := f.Float(a + ".attn_logit_softcapping"); ok {
+			hp.attnSoftCap = float32(v)
+		}
+		if v, ok := f.Float(a + ".final_logit_softcapping"); ok {
+			hp.finalSoftCap = float32(v)
+		}
+		return
+	}
+	// gemma3: five of six layers slide, with RoPE base 10000 unscaled; without a window (as
+	// in models derived from Gemma 3 that drop it) every layer is global.
+	if hasWindow && window > 0 {
+		hp.swaPattern, hp.window = 6, int(window)
+		hp.ropeBaseSWA, hp.ropeScaleSWA = 10000, 1
+	}
+	if v, ok := f.Float(a + ".final_logit_softcapping"); ok {
+		hp.finalSoftCap = float32(v)
+	}
 }
 
 // loader reads tensors as float32.

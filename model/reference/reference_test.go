@@ -119,11 +119,18 @@ func TestStories260KQuantized(t *testing.T) {
 // synthFile generates a tiny synthetic model of arch in mix.
 func synthFile(t *testing.T, arch string, mix quantize.Mix) *gguf.File {
 	t.Helper()
+	return synthWith(t, arch, func(c *synth.Config) { c.Mix = mix })
+}
+
+// synthWith generates the tiny synthetic model of arch, in F32, changed by edit.
+func synthWith(t *testing.T, arch string, edit func(*synth.Config)) *gguf.File {
+	t.Helper()
 	c, err := synth.Preset("tiny")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Arch, c.Mix = arch, mix
+	c.Arch = arch
+	edit(&c)
 	var buf bytes.Buffer
 	if _, err := synth.Write(&buf, c, nil); err != nil {
 		t.Fatal(err)
@@ -296,7 +303,7 @@ func TestRoPE(t *testing.T) {
 		x[i] = float32(rng.NormFloat64())
 	}
 	normal, want := slices.Clone(x), slices.Clone(x)
-	rope(normal, pos, nHeads, headDim, nRot, 10000, false, nil)
+	rope(normal, pos, nHeads, headDim, nRot, 10000, 1, false, nil)
 	cpuref.RoPE(want, pos, nHeads, headDim, nRot, 10000)
 	if !slices.Equal(normal, want) {
 		t.Error("normal RoPE differs from cpuref.RoPE")
@@ -312,9 +319,9 @@ func TestRoPE(t *testing.T) {
 		return out
 	}
 	neox := slices.Clone(x)
-	rope(neox, pos, nHeads, headDim, nRot, 10000, true, nil)
+	rope(neox, pos, nHeads, headDim, nRot, 10000, 1, true, nil)
 	viaNormal := reorder(x)
-	rope(viaNormal, pos, nHeads, headDim, nRot, 10000, false, nil)
+	rope(viaNormal, pos, nHeads, headDim, nRot, 10000, 1, false, nil)
 	if !slices.Equal(reorder(neox), viaNormal) {
 		t.Error("NeoX RoPE is not normal RoPE on reordered dimensions")
 	}
@@ -325,15 +332,21 @@ func TestRoPE(t *testing.T) {
 	}
 	// Position 0 is the identity; factors of 2 halve every angle, as position p/2 would.
 	zero := slices.Clone(x[:headDim])
-	rope(zero, []int32{0}, 1, headDim, nRot, 10000, true, nil)
+	rope(zero, []int32{0}, 1, headDim, nRot, 10000, 1, true, nil)
 	if !slices.Equal(zero, x[:headDim]) {
 		t.Error("position 0 rotated")
 	}
 	a, b := slices.Clone(x[:headDim]), slices.Clone(x[:headDim])
-	rope(a, []int32{8}, 1, headDim, nRot, 10000, true, []float32{2, 2, 2, 2})
-	rope(b, []int32{4}, 1, headDim, nRot, 10000, true, nil)
+	rope(a, []int32{8}, 1, headDim, nRot, 10000, 1, true, []float32{2, 2, 2, 2})
+	rope(b, []int32{4}, 1, headDim, nRot, 10000, 1, true, nil)
 	if e := cpuref.RelErr(a, b); e > 1e-6 {
 		t.Errorf("frequency factors: relative error %g", e)
+	}
+	// So does linear scaling by 1/2 (a rope.scaling.factor of 2).
+	c := slices.Clone(x[:headDim])
+	rope(c, []int32{8}, 1, headDim, nRot, 10000, 0.5, true, nil)
+	if e := cpuref.RelErr(c, b); e > 1e-6 {
+		t.Errorf("linear scaling: relative error %g", e)
 	}
 }
 
@@ -357,7 +370,7 @@ func TestErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Forward(f, prompt); err == nil || !strings.Contains(err.Error(), "llama, qwen2, qwen3, phi3") {
+	if _, err := Forward(f, prompt); err == nil || !strings.Contains(err.Error(), "llama, qwen2, qwen3, phi3, gemma2, gemma3") {
 		t.Errorf("gpt2: %v, want an error listing the supported architectures", err)
 	}
 	m := synthFile(t, "qwen3", quantize.MixF32)
@@ -424,4 +437,259 @@ func scaled(t *testing.T, f *gguf.File, suffix string, k float32) *gguf.File {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// long is a prompt longer than the synthetic Gemma models' sliding window of 4.
+var long = []int32{1, 403, 407, 261, 378, 290, 300, 310, 320, 330, 340, 350}
+
+// TestGemmaWindow checks the sliding window: a window of 4 and one of 4096 give the same
+// logits while every token fits in 4, and different ones after.
+func TestGemmaWindow(t *testing.T) {
+	for _, arch := range []string{"gemma2", "gemma3"} {
+		t.Run(arch, func(t *testing.T) {
+			small := synthWith(t, arch, func(c *synth.Config) { c.SlidingWindow = 4 })
+			large := synthWith(t, arch, func(c *synth.Config) { c.SlidingWindow = 4096 })
+			for _, n := range []int{4, len(long)} {
+				a, err := Forward(small, long[:n])
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := Forward(large, long[:n])
+				if err != nil {
+					t.Fatal(err)
+				}
+				e := cpuref.RelErr(a, b)
+				t.Logf("%d tokens: relative difference %.3g", n, e)
+				if (e == 0) != (n <= 4) {
+					t.Errorf("%d tokens, windows 4 and 4096: relative difference %.3g", n, e)
+				}
+			}
+		})
+	}
+}
+
+// TestGemma2SoftCaps checks gemma2's soft-caps: logits capped at c are c*tanh(l/c) of the
+// logits capped far away, and a tight attention cap changes the answer.
+func TestGemma2SoftCaps(t *testing.T) {
+	forward := func(attn, final float32) []float32 {
+		t.Helper()
+		logits, err := Forward(synthWith(t, "gemma2", func(c *synth.Config) { c.AttnSoftCap, c.FinalSoftCap = attn, final }), long)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return logits
+	}
+	raw := forward(50, 1e6) // a final cap of 1e6 leaves these logits as they are, to float32 precision
+	capped := forward(50, 0.1)
+	want := cpuref.SoftCap(raw, 0.1)
+	if e := cpuref.RelErr(capped, want); e > 1e-5 {
+		t.Errorf("final cap 0.1: relative error %.3g from 0.1*tanh(logits/0.1)", e)
+	}
+	if hi := max(slices.Max(capped), -slices.Min(capped)); hi >= 0.1 || hi < 0.05 {
+		t.Errorf("final cap 0.1: logits reach %g", hi)
+	}
+	if e := cpuref.RelErr(raw, forward(50, 30)); e < 1e-6 || e > 1e-3 {
+		t.Errorf("final cap 30 vs 1e6: relative difference %.3g, want slight", e)
+	}
+	// Synthetic attention scores are small (|s| ~ 0.03), so only a tight cap shows.
+	if e := cpuref.RelErr(raw, forward(0.01, 1e6)); e < 1e-4 {
+		t.Errorf("attention cap 0.01 vs 50: relative difference %.3g", e)
+	}
+	if e := cpuref.RelErr(raw, forward(1e6, 1e6)); e == 0 || e > 1e-5 {
+		t.Errorf("attention cap 1e6 vs 50: relative difference %.3g, want slight", e)
+	}
+}
+
+// TestGemmaPostNorms checks that each block's output goes through its post-norm: scaling
+// attn_output or ffn_down (whose outputs the norms bring back to unit size) changes nothing
+// but the epsilon's share, while scaling the post-norm weights changes the logits, and the
+// blocks and embeddings scaled together scale the (tied) logits alike.
+func TestGemmaPostNorms(t *testing.T) {
+	for _, arch := range []string{"gemma2", "gemma3"} {
+		t.Run(arch, func(t *testing.T) {
+			// No epsilon to speak of, and gemma2's final cap too far to bend logits scaled by 4.
+			f := synthWith(t, arch, func(c *synth.Config) { c.NormEps, c.FinalSoftCap = 1e-12, 1e6 })
+			want, err := Forward(f, long)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct {
+				suffix string
+				same   bool
+			}{{"attn_output.weight", true}, {"ffn_down.weight", true}, {"post_attention_norm.weight", false}, {"post_ffw_norm.weight", false}} {
+				got, err := Forward(scaled(t, f, c.suffix, 4), long)
+				if err != nil {
+					t.Fatal(err)
+				}
+				e := cpuref.RelErr(got, want)
+				t.Logf("%s x4: relative difference %.3g", c.suffix, e)
+				if (e < 1e-5) != c.same {
+					t.Errorf("%s x4: relative difference %.3g", c.suffix, e)
+				}
+			}
+			// x = sqrt(n_embd)*embedding + sum of post-normed blocks: scaling the embeddings
+			// and both post-norms by 4 scales every RMSNorm's input by 4, which it undoes, and
+			// the logits, through the tied output, by 4.
+			g := scaled(t, scaled(t, scaled(t, f, "token_embd.weight", 4), "post_attention_norm.weight", 4), "post_ffw_norm.weight", 4)
+			got, err := Forward(g, long)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range want {
+				want[i] *= 4
+			}
+			if e := cpuref.RelErr(got, want); e > 1e-5 {
+				t.Errorf("embeddings and post-norms x4: relative error %.3g from 4 x the logits", e)
+			}
+		})
+	}
+}
+
+// TestGemma3RoPE checks that gemma3's global layers (il % 6 == 5) rotate with rope.freq_base
+// and rope.scaling.factor and its sliding ones with neither: with five layers, all sliding,
+// changing them changes nothing; with six it does.
+func TestGemma3RoPE(t *testing.T) {
+	for _, layers := range []int{5, 6} {
+		forward := func(base, scale float32) []float32 {
+			t.Helper()
+			f := synthWith(t, "gemma3", func(c *synth.Config) { c.Layers, c.RopeBase, c.RopeScale = layers, base, scale })
+			logits, err := Forward(f, long)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return logits
+		}
+		want := forward(1e6, 8)
+		for _, c := range []struct{ base, scale float32 }{{10000, 8}, {1e6, 2}, {10000, 1}} {
+			e := cpuref.RelErr(forward(c.base, c.scale), want)
+			t.Logf("%d layers, base %g, scale %g: relative difference %.3g", layers, c.base, c.scale, e)
+			if (e == 0) != (layers == 5) {
+				t.Errorf("%d layers: base %g and scale %g vs 1e6 and 8: relative difference %.3g", layers, c.base, c.scale, e)
+			}
+		}
+	}
+}
+
+// TestGemmaHeadNorm checks gemma3's per-head q/k norms as TestQwen3HeadNorm does qwen3's, and
+// that gemma2 has none (its q scale matters).
+func TestGemmaHeadNorm(t *testing.T) {
+	for _, arch := range []string{"gemma2", "gemma3"} {
+		f := synthWith(t, arch, func(*synth.Config) {})
+		want, err := Forward(f, long)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Forward(scaled(t, f, "attn_q.weight", 4), long)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := cpuref.RelErr(got, want); (e < 1e-3) != (arch == "gemma3") {
+			t.Errorf("%s: attn_q x4: relative difference %.3g", arch, e)
+		}
+	}
+}
+
+// TestGemmaHparams checks the settings read from the metadata against llama.cpp's
+// load_hparams: defaults, the 27B models' query scale, and gemma3 without a window.
+func TestGemmaHparams(t *testing.T) {
+	read := func(arch string, edit func(*synth.Config), drop ...string) hparams {
+		t.Helper()
+		hp, err := readHparams(rewrite(t, synthWith(t, arch, edit), drop))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hp
+	}
+	none := func(*synth.Config) {}
+	g2 := read("gemma2", none, "gemma2.attn_logit_softcapping", "gemma2.final_logit_softcapping", "gemma2.attention.sliding_window")
+	if !g2.gemma || g2.attnSoftCap != 50 || g2.finalSoftCap != 30 || g2.window != 4096 || g2.swaPattern != 2 ||
+		g2.attnScale != 0.25 || g2.ropeBaseSWA != g2.ropeBase || g2.ropeScaleSWA != 1 {
+		t.Errorf("gemma2 defaults: %+v", g2)
+	}
+	g3 := read("gemma3", func(c *synth.Config) { c.RopeBase = 1e6 })
+	if g3.attnSoftCap != 0 || g3.finalSoftCap != 0 || g3.window != 4 || g3.swaPattern != 6 || g3.ropeBase != 1e6 ||
+		g3.ropeScale != 0.5 || g3.ropeBaseSWA != 10000 || g3.ropeScaleSWA != 1 {
+		t.Errorf("gemma3: %+v", g3)
+	}
+	for il, want := range []bool{true, true, true, true, true, false, true} {
+		if _, _, w := g3.layerRoPE(il); (w > 0) != want {
+			t.Errorf("gemma3 layer %d: window %d", il, w)
+		}
+	}
+	if g := read("gemma3", none, "gemma3.attention.sliding_window"); g.window != 0 {
+		t.Errorf("gemma3 without sliding_window: window %d, want none (llama.cpp's LLAMA_SWA_TYPE_NONE)", g.window)
+	}
+	// 27B: 46 (gemma2) or 62 (gemma3) layers scale by 1/sqrt(n_embd/n_head), here with heads of
+	// 32 in a 64-wide model: 1/sqrt(16) rather than 1/sqrt(32).
+	for arch, layers := range map[string]int{"gemma2": 46, "gemma3": 62} {
+		big := func(c *synth.Config) { c.Layers, c.HeadDim = layers, 32 }
+		if hp := read(arch, big); hp.attnScale != 0.25 || hp.headDim != 32 {
+			t.Errorf("%s, %d layers: scale %g", arch, layers, hp.attnScale)
+		}
+		if hp := read(arch, func(c *synth.Config) { c.Layers, c.HeadDim = layers-1, 32 }); hp.attnScale != float32(1/math.Sqrt(32)) {
+			t.Errorf("%s, %d layers: scale %g", arch, layers-1, hp.attnScale)
+		}
+	}
+}
+
+// rewrite copies f without the metadata keys in drop and with add appended.
+func rewrite(t *testing.T, f *gguf.File, drop []string, add ...gguf.KV) *gguf.File {
+	t.Helper()
+	var kvs []gguf.KV
+	for _, kv := range f.KV {
+		if !slices.Contains(drop, kv.Key) {
+			kvs = append(kvs, kv)
+		}
+	}
+	var ts []gguf.TensorData
+	for _, ti := range f.Tensors {
+		ts = append(ts, gguf.TensorData{Name: ti.Name, Shape: ti.Shape, Type: ti.Type, Data: f.TensorData(&ti)})
+	}
+	var buf bytes.Buffer
+	if err := gguf.Write(&buf, append(kvs, add...), ts); err != nil {
+		t.Fatal(err)
+	}
+	g, err := gguf.Parse(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestRopeScaling checks the RoPE scaling keys as llama.cpp reads them, for any architecture:
+// rope.scaling.factor (or the older rope.scale_linear) divides positions unless the type is
+// none, the type defaults to linear, and other types are refused.
+func TestRopeScaling(t *testing.T) {
+	f := synthFile(t, "llama", quantize.MixF32)
+	str := func(k, v string) gguf.KV { return gguf.KV{Key: k, Type: gguf.TypeString, Value: v} }
+	f32 := func(k string, v float32) gguf.KV { return gguf.KV{Key: k, Type: gguf.TypeFloat32, Value: v} }
+	for _, c := range []struct {
+		kvs  []gguf.KV
+		want float32
+	}{
+		{nil, 1},
+		{[]gguf.KV{f32("llama.rope.scaling.factor", 4)}, 0.25},
+		{[]gguf.KV{str("llama.rope.scaling.type", "linear"), f32("llama.rope.scaling.factor", 4)}, 0.25},
+		{[]gguf.KV{f32("llama.rope.scale_linear", 4)}, 0.25},
+		{[]gguf.KV{str("llama.rope.scaling.type", "none"), f32("llama.rope.scaling.factor", 4)}, 1},
+	} {
+		hp, err := readHparams(rewrite(t, f, nil, c.kvs...))
+		if err != nil || hp.ropeScale != c.want {
+			t.Errorf("%v: scale %g (%v), want %g", c.kvs, hp.ropeScale, err, c.want)
+		}
+	}
+	if _, err := Forward(rewrite(t, f, nil, str("llama.rope.scaling.type", "yarn"), f32("llama.rope.scaling.factor", 4)), prompt); err == nil || !strings.Contains(err.Error(), `"yarn" not supported`) {
+		t.Errorf("yarn: %v", err)
+	}
+	plain, err := Forward(f, prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scaled, err := Forward(rewrite(t, f, nil, f32("llama.rope.scaling.factor", 4)), prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := cpuref.RelErr(scaled, plain); e < 1e-4 {
+		t.Errorf("factor 4: relative difference %.3g", e)
+	}
 }
