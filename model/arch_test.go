@@ -8,6 +8,7 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/gguf"
 	"github.com/wgpu-llama/wgpu-llama/gguf/quantize"
 	"github.com/wgpu-llama/wgpu-llama/gguf/synth"
+	"github.com/wgpu-llama/wgpu-llama/gpu/cpuref"
 	"github.com/wgpu-llama/wgpu-llama/gpu/gputest"
 	"github.com/wgpu-llama/wgpu-llama/model"
 	"github.com/wgpu-llama/wgpu-llama/model/reference"
@@ -66,13 +67,7 @@ func TestArchitecturesMatchReference(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				var num, den float64
-				for i := range want {
-					d := float64(got[i] - want[i])
-					num += d * d
-					den += float64(want[i]) * float64(want[i])
-				}
-				if e := math.Sqrt(num / den); e > 1e-3 {
+				if e := cpuref.RelErr(got, want); e > 1e-3 {
 					t.Errorf("GPU vs reference logits: relative error %.3g", e)
 				} else {
 					t.Logf("relative error %.2g", e)
@@ -144,13 +139,7 @@ func TestRopeFreqsMatchReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var num, den float64
-	for i := range want {
-		d := float64(got[i] - want[i])
-		num += d * d
-		den += float64(want[i]) * float64(want[i])
-	}
-	if e := math.Sqrt(num / den); e > 1e-3 {
+	if e := cpuref.RelErr(got, want); e > 1e-3 {
 		t.Errorf("GPU vs reference logits with rope_freqs: relative error %.3g", e)
 	}
 	var diff float64

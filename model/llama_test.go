@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/wgpu-llama/wgpu-llama/gguf"
+	"github.com/wgpu-llama/wgpu-llama/gpu/cpuref"
 	"github.com/wgpu-llama/wgpu-llama/gpu/gputest"
 	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
 	"github.com/wgpu-llama/wgpu-llama/model"
@@ -158,13 +159,7 @@ func TestPromptChunksMatchOnePass(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var num, den float64
-	for i := range whole {
-		d := float64(whole[i] - last[i])
-		num += d * d
-		den += float64(last[i]) * float64(last[i])
-	}
-	if e := math.Sqrt(num / den); e > 1e-4 {
+	if e := cpuref.RelErr(whole, last); e > 1e-4 {
 		t.Errorf("chunked vs token-by-token logits: relative error %.3g", e)
 	}
 }
@@ -261,15 +256,9 @@ func TestSplitAttentionDecode(t *testing.T) {
 		return out
 	}
 	split, seq := logits(false), logits(true)
-	var num, den float64
-	for i := range seq {
-		d := float64(split[i] - seq[i])
-		num += d * d
-		den += float64(seq[i]) * float64(seq[i])
-	}
 	// The barrier-free kernel rounds its running sums to f16 as llama.cpp does; the split
 	// kernel keeps f32, so they agree to f16 precision.
-	if e := math.Sqrt(num / den); e > 1e-2 {
+	if e := cpuref.RelErr(split, seq); e > 1e-2 {
 		t.Errorf("split-K vs sequential attention logits: relative error %.3g", e)
 	}
 }

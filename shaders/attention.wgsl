@@ -19,28 +19,6 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 
-// first_key is the earliest cache row token position `at` attends to.
-fn first_key(at: u32) -> u32 {
-    if (p.window == 0u || at + 1u <= p.window) {
-        return 0u;
-    }
-    return at + 1u - p.window;
-}
-
-// key_end is one past the last cache row token t attends to.
-fn key_end(t: u32) -> u32 {
-    if (p.all_keys > 0u) {
-        return p.all_keys;
-    }
-    return pos[t] + 1u;
-}
-
-fn capped(s: f32) -> f32 {
-    if (p.softcap > 0.0) {
-        return p.softcap * tanh(s / p.softcap);
-    }
-    return s;
-}
 @group(0) @binding(1) var<storage, read> q: array<f32>;         // (n_tokens, q_stride), heads first
 #ifdef KV_F16
 @group(0) @binding(2) var<storage, read> kc: array<u32>;        // (n_ctx, n_kv_head, head_dim / 2)
@@ -55,25 +33,7 @@ fn capped(s: f32) -> f32 {
 const WG: u32 = 64u;
 const MAXD: u32 = 256u;
 const NEG: f32 = -3.0e38;
-var<workgroup> qs: array<f32, MAXD>; // cooperative variant only
-
-// k_pair and v_at read the cache in either format; offsets are in elements.
-fn k_pair(off: u32) -> vec2<f32> {
-#ifdef KV_F16
-    return unpack2x16float(kc[off / 2u]);
-#else
-    return vec2<f32>(kc[off], kc[off + 1u]);
-#endif
-}
-
-fn v_at(off: u32) -> f32 {
-#ifdef KV_F16
-    let pair = unpack2x16float(vc[off / 2u]);
-    return select(pair.x, pair.y, (off & 1u) == 1u);
-#else
-    return vc[off];
-#endif
-}
+//#include attention.inc
 
 #ifdef ROW_PER_THREAD
 // One invocation per (token, head, group of 4 dimensions), no barriers: each recomputes the
@@ -147,68 +107,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     out[o + 3u] = acc.w / l;
 }
 #else
-var<workgroup> scores: array<f32, WG>;
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let h = wg.x;
     let t = wg.y;
     let d = p.head_dim;
-    let kvh = h / (p.n_head / p.n_kv_head);
-    let q_off = t * p.q_stride + h * d;
-    for (var i = lid.x; i < d; i += WG) {
-        qs[i] = q[q_off + i];
-    }
-    workgroupBarrier();
-
-    let n_keys = key_end(t);
-    let kv_stride = p.n_kv_head * d;
-    var m = NEG;
-    var l = 0.0;
-    var acc: array<f32, 4>; // dims lid.x, lid.x + 64, ... (MAXD / WG)
-    for (var j0 = first_key(pos[t]); j0 < n_keys; j0 += WG) {
-        let j = j0 + lid.x;
-        var s = NEG;
-        if (j < n_keys) {
-            let k_off = j * kv_stride + kvh * d;
-            var dot = 0.0;
-            for (var i = 0u; i < d; i += 2u) {
-                let kv = k_pair(k_off + i);
-                dot += qs[i] * kv.x + qs[i + 1u] * kv.y;
-            }
-            s = capped(dot * p.scale);
-        }
-        scores[lid.x] = s;
-        workgroupBarrier();
-        let count = min(WG, n_keys - j0);
-        var cmax = NEG;
-        for (var i = 0u; i < count; i++) {
-            cmax = max(cmax, scores[i]);
-        }
-        let m_new = max(m, cmax);
-        let corr = exp(m - m_new);
-        l *= corr;
-        for (var a = 0u; a < 4u; a++) {
-            acc[a] *= corr;
-        }
-        for (var i = 0u; i < count; i++) {
-            let pr = exp(scores[i] - m_new);
-            l += pr;
-            let v_off = (j0 + i) * kv_stride + kvh * d;
-            for (var a = 0u; a < 4u; a++) {
-                let dim = lid.x + a * WG;
-                if (dim < d) {
-                    acc[a] += pr * v_at(v_off + dim);
-                }
-            }
-        }
-        m = m_new;
-        workgroupBarrier();
-    }
+    load_q(t * p.q_stride + h * d, lid.x);
+    let r = attend(h / (p.n_head / p.n_kv_head), first_key(pos[t]), key_end(t), lid.x);
     for (var a = 0u; a < 4u; a++) {
         let dim = lid.x + a * WG;
         if (dim < d) {
-            out[(t * p.n_head + h) * d + dim] = acc[a] / l;
+            out[(t * p.n_head + h) * d + dim] = r.acc[a] / r.l;
         }
     }
 }

@@ -6,15 +6,9 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
-
-	"github.com/wgpu-llama/wgpu-llama/engine"
-	"github.com/wgpu-llama/wgpu-llama/gguf"
-	"github.com/wgpu-llama/wgpu-llama/gpu"
-	"github.com/wgpu-llama/wgpu-llama/model"
 )
 
 // benchResult is one test's figures, also the --json shape.
@@ -52,37 +46,21 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if reps < 1 || nPrompt < 0 || nGen < 0 {
 		return fmt.Errorf("bench: -r must be at least 1 and -p, -n not negative")
 	}
-	logger := newLogger(stderr, mf.verbose)
-	cfg, err := mf.engineConfig("", logger)
+	m, dev, closeModel, err := mf.loadModel(stderr, nPrompt)
 	if err != nil {
 		return err
 	}
-	if st, err := os.Stat(cfg.ModelPath); err == nil && st.Size() < engine.InlineSoftwareBelow {
-		gpu.PreferInlineSoftware()
-	}
-	dev, err := gpu.Open(cfg.Device)
-	if err != nil {
-		return err
-	}
-	defer dev.Close()
-	f, err := gguf.Open(cfg.ModelPath)
-	if err != nil {
-		return err
-	}
-	batch := max(cfg.BatchSize, nPrompt, 1)
-	m, err := model.Load(dev, f, model.Options{MaxBatch: batch, KVF32: cfg.KVF32, RawActivations: cfg.RawActivations})
-	f.Close()
-	if err != nil {
-		return err
-	}
-	defer m.Close()
+	defer closeModel()
 	kv, err := m.NewKVCache(max(nPrompt, nGen, 1))
 	if err != nil {
 		return err
 	}
 	defer kv.Release()
 
-	base := benchResult{Adapter: dev.Info.Name, Model: filepath.Base(cfg.ModelPath), SizeBytes: m.WeightBytes(), Params: m.Params(), Reps: reps}
+	base := benchResult{Adapter: dev.Info.Name, Model: filepath.Base(mf.path), SizeBytes: m.WeightBytes(), Params: m.Params(), Reps: reps}
+	if mf.path == "" {
+		base.Model = "stories260K.gguf"
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	token := func() int32 { return int32(3 + rng.IntN(m.Config.NVocab-3)) }
 	var results []benchResult

@@ -3,13 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
-
-	"github.com/wgpu-llama/wgpu-llama/engine"
-	"github.com/wgpu-llama/wgpu-llama/gguf"
-	"github.com/wgpu-llama/wgpu-llama/gpu"
-	"github.com/wgpu-llama/wgpu-llama/model"
 )
 
 // runEmbed implements `wgpu-llama embed`, like llama.cpp's llama-embedding: the pooled,
@@ -25,29 +19,11 @@ func runEmbed(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	logger := newLogger(stderr, mf.verbose)
-	cfg, err := mf.engineConfig("", logger)
+	m, _, closeModel, err := mf.loadModel(stderr, 1)
 	if err != nil {
 		return err
 	}
-	if st, err := os.Stat(cfg.ModelPath); err == nil && st.Size() < engine.InlineSoftwareBelow {
-		gpu.PreferInlineSoftware()
-	}
-	dev, err := gpu.Open(cfg.Device)
-	if err != nil {
-		return err
-	}
-	defer dev.Close()
-	f, err := gguf.Open(cfg.ModelPath)
-	if err != nil {
-		return err
-	}
-	m, err := model.Load(dev, f, model.Options{MaxBatch: max(cfg.BatchSize, 1), KVF32: cfg.KVF32, RawActivations: cfg.RawActivations})
-	f.Close()
-	if err != nil {
-		return err
-	}
-	defer m.Close()
+	defer closeModel()
 	tokens := m.Tokenizer.Encode(prompt, true, true)
 	kv, err := m.NewKVCache(max(len(tokens), 1))
 	if err != nil {

@@ -11,7 +11,10 @@ import (
 	"github.com/charmbracelet/log"
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
+	"github.com/wgpu-llama/wgpu-llama/gguf"
+	"github.com/wgpu-llama/wgpu-llama/gpu"
 	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
+	"github.com/wgpu-llama/wgpu-llama/model"
 )
 
 // Go's flag package accepts -name and --name alike, so llama.cpp's spellings (-m, --model,
@@ -125,4 +128,31 @@ func (m *modelFlags) engineConfig(alias string, logger *log.Logger) (engine.Conf
 	}
 	return engine.Config{ModelPath: path, Alias: alias, CtxSize: m.ctxSize, BatchSize: m.batch, Device: m.device,
 		KVF32: m.cacheK == "f32", RawActivations: m.rawActivations, Logger: logger}, nil
+}
+
+// loadModel opens the device and loads the model directly, for commands that drive the model
+// themselves (bench, embed) rather than through the engine. close releases both.
+func (m *modelFlags) loadModel(stderr io.Writer, minBatch int) (mdl *model.Model, dev *gpu.Device, close func(), err error) {
+	cfg, err := m.engineConfig("", newLogger(stderr, m.verbose))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if st, err := os.Stat(cfg.ModelPath); err == nil && st.Size() < engine.InlineSoftwareBelow {
+		gpu.PreferInlineSoftware()
+	}
+	if dev, err = gpu.Open(cfg.Device); err != nil {
+		return nil, nil, nil, err
+	}
+	f, err := gguf.Open(cfg.ModelPath)
+	if err != nil {
+		dev.Close()
+		return nil, nil, nil, err
+	}
+	mdl, err = model.Load(dev, f, model.Options{MaxBatch: max(cfg.BatchSize, minBatch, 1), KVF32: cfg.KVF32, RawActivations: cfg.RawActivations})
+	f.Close()
+	if err != nil {
+		dev.Close()
+		return nil, nil, nil, err
+	}
+	return mdl, dev, func() { mdl.Close(); dev.Close() }, nil
 }
