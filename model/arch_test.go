@@ -159,3 +159,47 @@ func float32Bytes(v []float32) []byte {
 	}
 	return out
 }
+
+// TestBertMatchesReference runs a generated BERT model's embedding on the GPU and in the Go
+// reference, for each pooling type: relative error < 1e-3.
+func TestBertMatchesReference(t *testing.T) {
+	dev := gputest.Device(t)
+	for _, pooling := range []int{1, 2, 3} {
+		cfg, err := synth.Preset("tiny")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Arch, cfg.Pooling, cfg.KVHeads = "bert", pooling, cfg.Heads
+		path := filepath.Join(t.TempDir(), "bert.gguf")
+		if _, err := synth.WriteFile(path, cfg, nil); err != nil {
+			t.Fatal(err)
+		}
+		f, err := gguf.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens := []int32{1, 403, 407, 261, 378, 290, 300}
+		want, err := reference.Embed(f, tokens)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := model.Load(dev, f, model.Options{KVF32: true, RawActivations: true})
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		kv, err := m.NewKVCache(16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := m.Embed(kv, tokens)
+		kv.Release()
+		m.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := cpuref.RelErr(got, want); e > 1e-3 {
+			t.Errorf("pooling %d: GPU vs reference embedding: relative error %.3g", pooling, e)
+		}
+	}
+}

@@ -10,7 +10,7 @@ import (
 // encoder holds what BERT adds to the shared layer weights.
 type encoder struct {
 	posEmbd          gpu.Weight  // learned absolute positions (n_ctx_train rows)
-	typeRow          *gpu.Buffer // token type 0's embedding, added to every token
+	typeRow          *gpu.Buffer // token type 0's embedding, added to every token (nil: none)
 	embNormW, embNrB *gpu.Buffer
 	layers           []encoderLayer
 }
@@ -35,8 +35,10 @@ func (m *Model) loadEncoder(l *loader) error {
 	if e.posEmbd, err = l.matrix("position_embd.weight", c.NCtxTrain, c.NEmbd); err != nil {
 		return err
 	}
-	if e.typeRow, err = l.firstRow("token_types.weight", c.NEmbd); err != nil {
-		return err
+	if _, ok := l.f.Tensor("token_types.weight"); ok {
+		if e.typeRow, err = l.firstRow("token_types.weight", c.NEmbd); err != nil {
+			return err
+		}
 	}
 	if e.embNormW, err = l.vector("token_embd_norm.weight", c.NEmbd); err != nil {
 		return err
@@ -121,12 +123,17 @@ func (m *Model) Embed(kv *KVCache, tokens []int32) ([]float32, error) {
 	}
 	// Embeddings: token + type 0 + position, then LayerNorm into the residual stream x.
 	r.GetRows(m.tokEmbd, s.ids, s.tmp, n)
-	r.BiasAct(s.tmp, e.typeRow, c.NEmbd, n, false)
+	if e.typeRow != nil {
+		r.BiasAct(s.tmp, e.typeRow, c.NEmbd, n, false)
+	}
 	r.GetRows(e.posEmbd, s.pos, s.xn, n)
 	r.Add(s.tmp, s.xn, n*c.NEmbd)
 	r.LayerNorm(s.tmp, e.embNormW, e.embNrB, s.x, c.NEmbd, n, c.NormEps)
 	qkvW := m.qkvWidth()
 	ap := gpu.AttnParams{Scale: c.AttnScale, AllKeys: n}
+	if c.Causal {
+		ap.AllKeys = 0
+	}
 	for i := range m.layers {
 		ly, el := &m.layers[i], &e.layers[i]
 		m.project(r, ly.qkv, s.x, 0, n, c.NEmbd, s.qkv, qkvW, false)

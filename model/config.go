@@ -40,6 +40,7 @@ type Config struct {
 
 	// Encoders (BERT): no causal mask, no RoPE, LayerNorm, and a pooled embedding as output.
 	Encoder    bool
+	Causal     bool // an encoder whose file asks for a causal mask (attention.causal true)
 	Pooling    Pooling
 	NormEps    float32 // LayerNorm epsilon
 	RMSEps     float32
@@ -122,6 +123,7 @@ func ReadConfig(f *gguf.File) (Config, error) {
 		if v, ok := f.Float(arch + ".attention.layer_norm_epsilon"); ok {
 			c.NormEps = float32(v)
 		}
+		c.Causal, _ = f.Bool(arch + ".attention.causal")
 		c.Pooling = PoolMean
 		if v, ok := f.Uint(arch + ".pooling_type"); ok {
 			c.Pooling = Pooling(v)

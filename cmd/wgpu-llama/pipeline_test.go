@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -84,7 +85,7 @@ func TestBench(t *testing.T) {
 // TestCompleteEveryArch generates a small model of each architecture and completes with it.
 func TestCompleteEveryArch(t *testing.T) {
 	requireGPU(t)
-	for _, arch := range []string{"llama", "qwen2", "qwen3", "phi3"} {
+	for _, arch := range []string{"llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"} {
 		t.Run(arch, func(t *testing.T) {
 			path := genModel(t, "--preset", "tiny", "--arch", arch, "--type", "Q8_0", "--ff", "192")
 			out := runOK(t, "complete", "-m", path, "-p", "Once upon a time", "-n", "6", "--temp", "0", "-c", "64")
@@ -92,5 +93,32 @@ func TestCompleteEveryArch(t *testing.T) {
 				t.Errorf("complete output %q", out)
 			}
 		})
+	}
+}
+
+// TestEmbedBert generates a BERT model and prints its embedding: one line, n_embd values of a
+// unit vector; a decoder model is refused.
+func TestEmbedBert(t *testing.T) {
+	requireGPU(t)
+	path := genModel(t, "--preset", "tiny", "--arch", "bert", "--kv-heads", "4")
+	out := runOK(t, "embed", "-m", path, "-p", "Once upon a time")
+	fields := strings.Fields(strings.TrimPrefix(out, "embedding 0:"))
+	if !strings.HasPrefix(out, "embedding 0:") || len(fields) != 64 {
+		t.Fatalf("embed output %q", out)
+	}
+	var ss float64
+	for _, f := range fields {
+		var v float64
+		if _, err := fmt.Sscan(f, &v); err != nil {
+			t.Fatal(err)
+		}
+		ss += v * v
+	}
+	if ss < 0.99 || ss > 1.01 {
+		t.Errorf("embedding norm² %.4f, want 1", ss)
+	}
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"embed", "-m", genModel(t, "--preset", "tiny"), "-p", "x"}, &stdout, &stderr); err == nil {
+		t.Error("embed on a decoder model: expected an error")
 	}
 }

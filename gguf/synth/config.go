@@ -1,5 +1,5 @@
 // Package synth writes synthetic models (llama, and the qwen2, qwen3, phi3, gemma2 and gemma3
-// variations of it):
+// variations of it, and the bert encoder):
 // valid GGUF files of any size and tensor type with seeded random weights and a working
 // SentencePiece vocabulary, so loaders, kernels and benchmarks can run at real model shapes (up
 // to 8B) without downloading a model. The weights are noise, so the text they generate is too.
@@ -19,7 +19,8 @@ type Config struct {
 	Name string
 	// Arch is general.architecture, one of Archs(); "" means llama. It decides the tensors
 	// (qwen2: q/k/v biases; qwen3: per-head q/k norms; phi3: fused qkv and gate-up matrices;
-	// gemma2: post-norms and tied embeddings; gemma3: those and per-head q/k norms), the
+	// gemma2: post-norms and tied embeddings; gemma3: those and per-head q/k norms; bert: an
+	// encoder with learned positions, LayerNorms and biases, and no output matrix), the
 	// metadata key prefix and the defaults of HeadDim, RopeDim and the Gemma fields below.
 	Arch string
 	// Mix picks the tensor types, with llama-quantize's per-tensor rules.
@@ -36,7 +37,8 @@ type Config struct {
 	RopeDim int
 	// Vocab is the number of tokens, Ctx the training context length.
 	Vocab, Ctx int
-	// RopeBase is rope.freq_base; NormEps the RMS norm epsilon.
+	// RopeBase is rope.freq_base; NormEps the RMS norm epsilon (bert: the LayerNorm epsilon,
+	// attention.layer_norm_epsilon; bert has no RoPE).
 	RopeBase, NormEps float32
 	// RopeScale is rope.scaling.factor, written with rope.scaling.type "linear" (positions
 	// divided by it); 0 means the architecture's default: 2 for gemma3 (whose global layers
@@ -49,6 +51,9 @@ type Config struct {
 	// AttnSoftCap and FinalSoftCap are gemma2's attn_logit_softcapping and
 	// final_logit_softcapping; 0 means Gemma 2's 50 and 30. Other architectures have neither.
 	AttnSoftCap, FinalSoftCap float32
+	// Pooling is bert's pooling_type, in llama.cpp's numbering: 1 mean, 2 cls (the first
+	// token), 3 last; 0 means mean. Other architectures have none.
+	Pooling int
 	// Seed selects the weights: the same seed gives the same file, byte for byte.
 	Seed uint64
 }
@@ -66,7 +71,7 @@ var presets = map[string]Config{
 }
 
 // Archs lists the architectures Write can generate.
-func Archs() []string { return []string{"llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"} }
+func Archs() []string { return []string{"llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3", "bert"} }
 
 // Presets lists the preset names, smallest first.
 func Presets() []string { return []string{"tiny", "134m", "1b", "8b"} }
@@ -89,7 +94,8 @@ func Preset(name string) (Config, error) {
 // Validate checks the shape: a known architecture, positive sizes, heads dividing the width,
 // even head sizes and rotary dimensions (rope rotates pairs), KV heads dividing the heads, and
 // room for the vocabulary's fixed part. qwen2, qwen3 and Gemma rotate whole heads and phi3's
-// output matrix is square, as llama.cpp requires of those architectures.
+// output matrix is square, as llama.cpp requires of those architectures; so is bert's, whose
+// pooling must be one llama.cpp pools by.
 func (c Config) Validate() error {
 	if !slices.Contains(Archs(), c.arch()) {
 		return fmt.Errorf("synth: architecture %q not supported (supported: %s)", c.Arch, strings.Join(Archs(), ", "))
@@ -118,8 +124,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("synth: rope dimensions %d must be even, positive and at most the head size %d", rot, hd)
 	case (c.arch() == "qwen2" || c.arch() == "qwen3" || c.gemma()) && rot != hd:
 		return fmt.Errorf("synth: %s rotates whole heads: rope dimensions %d must equal the head size %d", c.arch(), rot, hd)
-	case c.arch() == "phi3" && hd*c.Heads != c.Dim:
-		return fmt.Errorf("synth: phi3 needs heads x head size = dim, got %d x %d != %d", c.Heads, hd, c.Dim)
+	case (c.arch() == "phi3" || c.bert()) && hd*c.Heads != c.Dim:
+		return fmt.Errorf("synth: %s needs heads x head size = dim, got %d x %d != %d", c.arch(), c.Heads, hd, c.Dim)
+	case c.Pooling < 0 || c.Pooling > 3 || (c.Pooling != 0 && !c.bert()):
+		return fmt.Errorf("synth: pooling %d: bert's alone, one of 1 (mean), 2 (cls), 3 (last), or 0 for mean", c.Pooling)
 	case c.Heads%c.KVHeads != 0:
 		return fmt.Errorf("synth: heads %d is not a multiple of kv-heads %d", c.Heads, c.KVHeads)
 	case c.Vocab < MinVocab:
@@ -164,6 +172,17 @@ func (c Config) ropeDim() int {
 
 // gemma says whether the architecture is Gemma 2 or 3.
 func (c Config) gemma() bool { return c.arch() == "gemma2" || c.arch() == "gemma3" }
+
+// bert says whether the architecture is the BERT encoder.
+func (c Config) bert() bool { return c.arch() == "bert" }
+
+// pooling is bert's pooling_type, Pooling or 1 (mean).
+func (c Config) pooling() int {
+	if c.Pooling == 0 {
+		return 1
+	}
+	return c.Pooling
+}
 
 // ropeScale is rope.scaling.factor, RopeScale or the architecture's default (0: none).
 func (c Config) ropeScale() float32 {

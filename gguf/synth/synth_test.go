@@ -242,6 +242,10 @@ func TestPresetsAndValidate(t *testing.T) {
 		func(c *Config) { c.Arch, c.SlidingWindow = "gemma3", -1 },
 		func(c *Config) { c.Arch, c.AttnSoftCap = "gemma2", -50 },
 		func(c *Config) { c.RopeScale = -2 },
+		func(c *Config) { c.Arch, c.HeadDim = "bert", 32 }, // bert's attn_q and attn_output are square
+		func(c *Config) { c.Arch, c.Pooling = "bert", 4 },  // rank pooling: not an embedding
+		func(c *Config) { c.Arch, c.Pooling = "bert", -1 },
+		func(c *Config) { c.Pooling = 2 }, // llama has no pooling
 	} {
 		b := c
 		bad(&b)
@@ -251,7 +255,7 @@ func TestPresetsAndValidate(t *testing.T) {
 	}
 }
 
-// TestArchs generates each architecture's tiny model in F32 and Q8_0 and checks its tensors
+// TestArchs generates each decoder's tiny model in F32 and Q8_0 and checks its tensors
 // (names, shapes, types, value scales), its "<arch>.*" metadata, its tokenizer and that it is
 // deterministic.
 func TestArchs(t *testing.T) {
@@ -290,6 +294,9 @@ func TestArchs(t *testing.T) {
 		"gemma3": {"rope.scaling.factor": 2},
 	}
 	for _, arch := range Archs() {
+		if arch == "bert" {
+			continue // an encoder, with tensors and keys of its own: TestBert
+		}
 		for _, mix := range []quantize.Mix{quantize.MixF32, quantize.MixQ8_0} {
 			t.Run(arch+"/"+mix.String(), func(t *testing.T) {
 				c := tiny(t, mix)

@@ -14,21 +14,22 @@ import (
 // initialisation), small enough that activations stay in range through the layers.
 const weightScale = 0.02
 
-// spreadScale is the standard deviation of qwen2's biases and of the norm weights around 1
-// that are not exactly 1 (qwen3's q/k norms, all of Gemma's): small, but large enough that a
-// forward pass that drops them goes visibly wrong.
+// spreadScale is the standard deviation of the biases (qwen2's, bert's) and of the norm
+// weights around 1 that are not exactly 1 (qwen3's q/k norms, all of Gemma's and bert's):
+// small, but large enough that a forward pass that drops them goes visibly wrong.
 const spreadScale = 0.1
 
 // fillOf returns how the tensor name's values are drawn in a model of arch: mean +
 // scale*normal(0, 1). The layer and output norms are exactly 1, as in llama's initialisation,
 // except Gemma's, which spread around 1 like trained ones (the GGUF converter has already
-// added Gemma's +1 to them).
+// added Gemma's +1 to them), and bert's LayerNorm weights, which spread alike (their biases
+// spread around 0 as every bias does).
 func fillOf(arch, name string) (mean, scale float64) {
 	switch {
 	case strings.HasSuffix(name, "attn_q_norm.weight") || strings.HasSuffix(name, "attn_k_norm.weight"):
 		return 1, spreadScale
 	case strings.HasSuffix(name, "_norm.weight"):
-		if arch == "gemma2" || arch == "gemma3" {
+		if arch == "gemma2" || arch == "gemma3" || arch == "bert" {
 			return 1, spreadScale
 		}
 		return 1, 0
@@ -50,7 +51,12 @@ func fillOf(arch, name string) (mean, scale float64) {
 //     names llama.cpp gives LLM_TENSOR_ATTN_POST_NORM and LLM_TENSOR_FFN_POST_NORM), and no
 //     output (the embeddings are tied);
 //   - gemma3: gemma2's, and qwen3's attn_q_norm and attn_k_norm.
+//
+// bert's are its own; see bertTensors.
 func (c Config) Tensors() []quantize.Tensor {
+	if c.bert() {
+		return c.bertTensors()
+	}
 	hd := uint64(c.headDim())
 	d, q, kv, ff, v := uint64(c.Dim), uint64(c.Heads)*hd, uint64(c.KVHeads)*hd, uint64(c.FF), uint64(c.Vocab)
 	arch := c.arch()
@@ -133,6 +139,9 @@ func (c Config) KVs() ([]gguf.KV, error) {
 		name = "synth"
 	}
 	a := c.arch()
+	if c.bert() {
+		return c.bertKVs(tokens, scores, types), nil
+	}
 	kvs := []gguf.KV{
 		str("general.architecture", a),
 		str("general.name", name),
@@ -184,8 +193,9 @@ func (c Config) KVs() ([]gguf.KV, error) {
 // one batch of rows at a time on all CPUs, so memory stays small at any model size; each row
 // draws from its own PCG stream keyed by seed, tensor and row, so the bytes depend only on the
 // configuration. Matrices are normal(0, 0.02) rounded to float16 (so F32 and F16 files hold the
-// same values), layer norms are 1, and qwen2's biases normal(0, 0.1) and qwen3's q/k norms
-// and all of Gemma's norms 1 + normal(0, 0.1), also rounded to float16 (though stored as F32).
+// same values), layer norms are 1, and qwen2's and bert's biases normal(0, 0.1) and qwen3's
+// q/k norms and all of Gemma's and bert's norm weights 1 + normal(0, 0.1), also rounded to
+// float16 (though stored as F32).
 // progress, if not nil, is called after each tensor.
 func Write(w io.Writer, c Config, progress func(quantize.Progress)) (quantize.Summary, error) {
 	kvs, srcs, sum, err := c.sources(progress)

@@ -40,6 +40,9 @@
 // 1/sqrt(n_embd / n_head) rather than 1/sqrt(head_dim). Linear RoPE scaling (rope.scaling.factor
 // with rope.scaling.type linear or absent) divides positions by the factor, in every
 // architecture.
+//
+// The encoder bert (see bert.go) is no decoder: Embed, not Forward, runs it, and returns a
+// pooled, normalised embedding.
 package reference
 
 import (
@@ -52,7 +55,7 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/gpu/cpuref"
 )
 
-// Supported lists the architectures Forward runs.
+// Supported lists the architectures Forward runs (decoders; Embed runs the Encoders).
 var Supported = []string{"llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"}
 
 // hparams are the hyperparameters, from the "<arch>.*" metadata keys.
@@ -330,6 +333,9 @@ func rope(x []float32, pos []int32, nHeads, headDim, nRot int, base, scale float
 // readHparams reads the hyperparameters of a supported architecture.
 func readHparams(f *gguf.File) (hparams, error) {
 	arch := f.Architecture()
+	if slices.Contains(Encoders, arch) {
+		return hparams{}, fmt.Errorf("reference: %s is an encoder, whose output is an embedding, not logits: use Embed", arch)
+	}
 	if !slices.Contains(Supported, arch) {
 		return hparams{}, fmt.Errorf("reference: architecture %q not supported (supported: %s)", arch, strings.Join(Supported, ", "))
 	}
