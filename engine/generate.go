@@ -37,7 +37,8 @@ func (e *Engine) generate(r *request) Result {
 	res.Timings.Prompt = time.Since(start)
 	genStart := time.Now()
 
-	smp := newSampler(p)
+	// DRY matches token text as llama.cpp's detokenize(special=true) renders it.
+	smp := newSampler(p, t.Prompt, func(id int32) string { return string(e.tok.Piece(id, true)) })
 	dec := e.tok.NewStreamDecoder()
 	var text []byte // generated text so far (complete UTF-8)
 	sent := 0       // bytes of text already delivered
@@ -62,6 +63,7 @@ func (e *Engine) generate(r *request) Result {
 			return finish(StopLimit)
 		}
 		id := smp.sample(logits)
+		smp.accept(id)
 		if e.tok.IsEOG(id) && !p.IgnoreEOS {
 			return finish(StopEOS)
 		}

@@ -1,33 +1,75 @@
 package engine
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"time"
 )
 
-// sampler picks the next token with llama-server's chain for the samplers that exist so far:
-// top_k, top_p, min_p, then temperature and a seeded draw; temperature <= 0 is greedy.
+// sampler picks the next token with llama-server's sampler chain (common_sampler_init): logit
+// bias first, then the samplers of Params.Samplers in order, then a seeded draw; or, with
+// Mirostat, logit bias, temperature and Mirostat. It keeps the token history (prompt and
+// accepted tokens) for the penalties and DRY, and Mirostat's mu, across tokens.
 type sampler struct {
-	p    Params
-	rng  *rand.Rand
-	cand []candidate // reused between tokens
+	p     Params
+	chain []samplerKind
+	rng   *rand.Rand // the final draw (and Mirostat's)
+	xtc   *rand.Rand // XTC's own generator, as llama.cpp seeds each sampler separately
+	mu    float64    // Mirostat's current maximum surprise
+
+	hist   []int32 // prompt and accepted tokens
+	dry    *dryState
+	cand   []candidate // reused between tokens; after sample, the final candidates
+	last   []float32   // logits of the last sample call, for pre-sampling probabilities
+	picked int32
+
+	sorted  bool // cand is sorted by descending logit (ties by ascending id)
+	idOrder bool // cand[i].id == i for every token of the vocabulary
+	probsOK bool // cand[].p holds the final distribution
 }
 
+// candidate is one token under consideration, with its probability once computed.
 type candidate struct {
 	id    int32
 	logit float32
 	p     float64
 }
 
-func newSampler(p Params) *sampler {
+// TokenProb is a token and its probability, for n_probs.
+type TokenProb struct {
+	ID   int32
+	Prob float32
+}
+
+// newSampler starts a sampler for one request. prompt seeds the history the penalties and DRY
+// look at (llama-server accepts the prompt into the sampler); piece gives a token's text, which
+// DRY matches against the sequence breakers (nil disables the breakers).
+func newSampler(p Params, prompt []int32, piece func(id int32) string) *sampler {
 	seed := uint64(p.Seed)
 	if p.Seed == SeedRandom {
 		seed = uint64(time.Now().UnixNano())
 	}
-	return &sampler{p: p, rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))}
+	s := &sampler{
+		p:     p,
+		chain: samplerChain(p.Samplers),
+		rng:   rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)),
+		xtc:   rand.New(rand.NewPCG(seed, 0x6a09e667f3bcc909)),
+		mu:    2 * float64(p.MirostatTau),
+		hist:  append([]int32(nil), prompt...),
+	}
+	if s.dryOn() {
+		s.dry = newDRYState(p.DRYSequenceBreakers, piece)
+	}
+	return s
 }
+
+// accept records a sampled token in the history.
+func (s *sampler) accept(id int32) { s.hist = append(s.hist, id) }
+
+// minKeep is Params.MinKeep as llama.cpp uses it (at least 1 where it matters).
+func (s *sampler) minKeep() int { return max(s.p.MinKeep, 0) }
 
 // argmax returns the first index of the largest logit, as llama.cpp's greedy sampler does.
 func argmax(logits []float32) int32 {
@@ -40,59 +82,189 @@ func argmax(logits []float32) int32 {
 	return int32(best)
 }
 
+// greedy reports whether the chain ends in temperature <= 0 without dynamic temperature, where
+// llama.cpp keeps only the top candidate.
+func (s *sampler) greedy() bool {
+	return s.p.Mirostat == 0 && s.p.Temperature <= 0 && s.p.DynatempRange <= 0 &&
+		slices.Contains(s.chain, samplerTemperature)
+}
+
+// fastGreedy reports whether the pick is plainly the argmax of the logits: greedy, and no step
+// changes logits or could drop the top token.
+func (s *sampler) fastGreedy() bool {
+	if !s.greedy() || len(s.p.LogitBias) > 0 || s.p.NProbs > 0 {
+		return false
+	}
+	for _, k := range s.chain {
+		switch {
+		case k == samplerPenalties && s.penaltiesOn(),
+			k == samplerDRY && s.dryOn(),
+			k == samplerTypicalP && s.p.TypicalP < 1,
+			k == samplerXTC && s.xtcOn():
+			return false
+		}
+	}
+	return true
+}
+
+// sample runs the chain over logits (one per vocabulary token) and draws a token. logits must
+// stay unchanged until probs has been called, if it is.
 func (s *sampler) sample(logits []float32) int32 {
-	if s.p.Temperature <= 0 {
-		return argmax(logits)
+	s.last, s.probsOK = logits, false
+	if s.fastGreedy() {
+		s.picked = argmax(logits)
+		return s.picked
 	}
 	c := s.cand[:0]
 	for i, l := range logits {
 		c = append(c, candidate{id: int32(i), logit: l})
 	}
-	sort.SliceStable(c, func(i, j int) bool { return c[i].logit > c[j].logit })
-	if k := s.p.TopK; k > 0 && k < len(c) {
-		c = c[:k]
+	s.cand, s.sorted, s.idOrder = c, false, true
+	s.applyLogitBias()
+	if s.p.Mirostat == 1 || s.p.Mirostat == 2 {
+		s.applyTemp(s.p.Temperature)
+		if s.p.Mirostat == 1 {
+			s.picked = s.mirostatV1(len(logits))
+		} else {
+			s.picked = s.mirostatV2()
+		}
+		return s.picked
 	}
-	softmax(c, 1)
-	if tp := float64(s.p.TopP); tp < 1 {
-		cum := 0.0
-		for i := range c {
-			cum += c[i].p
-			if cum >= tp {
-				c = c[:i+1]
-				break
+	greedy := s.greedy()
+	for _, k := range s.chain {
+		switch k {
+		case samplerPenalties:
+			s.applyPenalties()
+		case samplerDRY:
+			s.applyDRY()
+		case samplerTopNSigma:
+			if !greedy { // keeps the top logit: no effect on a greedy pick
+				s.applyTopNSigma()
 			}
+		case samplerTopK:
+			if !greedy {
+				s.applyTopK(s.p.TopK)
+			}
+		case samplerTypicalP:
+			s.applyTypical()
+		case samplerTopP:
+			if !greedy {
+				s.applyTopP()
+			}
+		case samplerMinP:
+			if !greedy {
+				s.applyMinP()
+			}
+		case samplerXTC:
+			s.applyXTC()
+		case samplerTemperature:
+			s.applyTempExt()
 		}
 	}
-	if mp := float64(s.p.MinP); mp > 0 {
-		limit := c[0].p * mp
-		n := 1
-		for n < len(c) && c[n].p >= limit {
-			n++
-		}
-		c = c[:n]
+	s.picked = s.draw()
+	return s.picked
+}
+
+// draw is llama.cpp's dist sampler: softmax over the candidates and a seeded draw.
+func (s *sampler) draw() int32 {
+	s.softmax()
+	s.probsOK = true
+	if len(s.cand) == 1 {
+		return s.cand[0].id
 	}
-	softmax(c, s.p.Temperature)
-	s.cand = c
 	r := s.rng.Float64()
 	cum := 0.0
-	for _, x := range c {
+	for _, x := range s.cand {
 		cum += x.p
 		if r < cum {
 			return x.id
 		}
 	}
-	return c[len(c)-1].id
+	return s.cand[len(s.cand)-1].id
 }
 
-// softmax sets p over candidates sorted by descending logit, at the given temperature.
-func softmax(c []candidate, temp float32) {
-	maxL := float64(c[0].logit) / float64(temp)
+// dropBanned removes candidates whose logit is -Inf (banned by a bias, masked by top-n-sigma
+// or greedy temperature), keeping at least one; llama.cpp keeps them with probability 0.
+func (s *sampler) dropBanned() {
+	c := s.cand
+	n := 0
+	for _, x := range c {
+		if !math.IsInf(float64(x.logit), -1) {
+			c[n] = x
+			n++
+		}
+	}
+	if n == 0 {
+		n = 1
+	}
+	if n < len(c) {
+		s.cand, s.idOrder = c[:n], false
+	}
+}
+
+// byLogit orders candidates by descending logit, ties by ascending id (the first maximum first).
+func byLogit(a, b candidate) int {
+	if c := cmp.Compare(b.logit, a.logit); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.id, b.id)
+}
+
+// sort sorts the candidates by descending logit unless they already are.
+func (s *sampler) sort() {
+	if !s.sorted {
+		slices.SortFunc(s.cand, byLogit)
+		s.sorted, s.idOrder = true, false
+	}
+}
+
+// softmax sorts the candidates and sets p from their logits (llama_sampler_softmax_impl).
+func (s *sampler) softmax() {
+	s.sort()
+	c := s.cand
+	maxL := float64(c[0].logit)
 	sum := 0.0
 	for i := range c {
-		c[i].p = math.Exp(float64(c[i].logit)/float64(temp) - maxL)
+		c[i].p = math.Exp(float64(c[i].logit) - maxL)
 		sum += c[i].p
 	}
 	for i := range c {
 		c[i].p /= sum
 	}
+}
+
+// probs returns up to n of the most likely tokens at the last sample call, most likely first,
+// and the probability of the token it picked. Pre-sampling (the default) they come from the
+// softmax of the model's logits over the whole vocabulary; with PostSamplingProbs, from the
+// candidates left after the chain (only survivors, so a greedy pick reports one token at 1).
+func (s *sampler) probs(n int) (top []TokenProb, picked float32) {
+	var c []candidate
+	if s.p.PostSamplingProbs {
+		if !s.probsOK { // greedy fast path
+			s.cand = append(s.cand[:0], candidate{id: s.picked, p: 1})
+			s.probsOK = true
+		}
+		c = s.cand
+	} else {
+		c = make([]candidate, len(s.last))
+		maxL := float64(s.last[argmax(s.last)])
+		sum := 0.0
+		for i, l := range s.last {
+			c[i] = candidate{id: int32(i), logit: l, p: math.Exp(float64(l) - maxL)}
+			sum += c[i].p
+		}
+		for i := range c {
+			c[i].p /= sum
+		}
+		slices.SortFunc(c, byLogit)
+	}
+	for _, x := range c {
+		if x.id == s.picked {
+			picked = float32(x.p)
+		}
+	}
+	for _, x := range c[:min(n, len(c))] {
+		top = append(top, TokenProb{ID: x.id, Prob: float32(x.p)})
+	}
+	return top, picked
 }

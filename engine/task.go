@@ -26,11 +26,84 @@ type Params struct {
 	Stop []string
 	// IgnoreEOS keeps generating past end-of-generation tokens.
 	IgnoreEOS bool
+
+	// RepeatPenalty divides positive (multiplies negative) logits of tokens seen in the last
+	// RepeatLastN tokens; 1 is off (llama-server's repeat_penalty).
+	RepeatPenalty float32
+	// RepeatLastN is how many recent tokens the penalties look at: 0 off, -1 the whole history
+	// (the context, as llama-server's -1 = context size).
+	RepeatLastN int
+	// PresencePenalty is subtracted once from the logit of every token seen; 0 is off.
+	PresencePenalty float32
+	// FrequencyPenalty is subtracted from a token's logit once per occurrence; 0 is off.
+	FrequencyPenalty float32
+
+	// DRYMultiplier scales the DRY ("don't repeat yourself") penalty; 0 is off.
+	DRYMultiplier float32
+	// DRYBase is the base of DRY's exponential penalty (1.75).
+	DRYBase float32
+	// DRYAllowedLength is the repeat length DRY leaves alone (2).
+	DRYAllowedLength int
+	// DRYPenaltyLastN is how many recent tokens DRY scans: 0 off, -1 the whole history.
+	DRYPenaltyLastN int
+	// DRYSequenceBreakers are strings that end a repeated sequence for DRY.
+	DRYSequenceBreakers []string
+
+	// TopNSigma keeps tokens within TopNSigma standard deviations of the top logit; <= 0 is off
+	// (llama-server's default -1).
+	TopNSigma float32
+	// TypicalP is locally typical sampling's mass; 1 is off.
+	TypicalP float32
+	// XTCProbability is the chance that XTC removes the top choices; 0 is off.
+	XTCProbability float32
+	// XTCThreshold is the probability above which XTC removes all but the least likely token.
+	XTCThreshold float32
+	// DynatempRange makes the temperature vary in [Temperature-R, Temperature+R] with the
+	// entropy of the candidates; 0 is off.
+	DynatempRange float32
+	// DynatempExponent shapes the entropy-to-temperature curve (1).
+	DynatempExponent float32
+
+	// Mirostat selects Mirostat sampling (1 or 2) in place of the sampler chain; 0 is off.
+	Mirostat int
+	// MirostatTau is Mirostat's target surprise (5).
+	MirostatTau float32
+	// MirostatEta is Mirostat's learning rate (0.1).
+	MirostatEta float32
+
+	// LogitBias is added to the logits of the given tokens before any other sampler; a bias
+	// of -Inf bans the token.
+	LogitBias []LogitBias
+	// NProbs asks for the probabilities of the NProbs most likely tokens at each step; 0 is off.
+	NProbs int
+	// PostSamplingProbs reports the probabilities after the sampler chain instead of the
+	// model's softmax.
+	PostSamplingProbs bool
+	// MinKeep is the fewest tokens top_p, min_p, typical_p and xtc leave; 0 means 1.
+	MinKeep int
+	// Samplers is the chain's order, in llama-server's names (see DefaultSamplers); nil means
+	// the default order. Logit bias always runs first and the seeded draw last.
+	Samplers []string
 }
 
-// DefaultParams returns llama-server's defaults (temperature 0.8, top_k 40, top_p 0.95, min_p 0.05).
+// LogitBias is one token's logit adjustment.
+type LogitBias struct {
+	Token int32
+	Bias  float32
+}
+
+// DefaultParams returns llama-server's defaults (temperature 0.8, top_k 40, top_p 0.95,
+// min_p 0.05, every other sampler off).
 func DefaultParams() Params {
-	return Params{NPredict: -1, Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, Seed: SeedRandom}
+	return Params{
+		NPredict: -1, Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, Seed: SeedRandom,
+		RepeatPenalty: 1, RepeatLastN: 64,
+		DRYBase: 1.75, DRYAllowedLength: 2, DRYPenaltyLastN: -1,
+		DRYSequenceBreakers: []string{"\n", ":", "\"", "*"},
+		TopNSigma:           -1, TypicalP: 1, XTCThreshold: 0.1, DynatempExponent: 1,
+		MirostatTau: 5, MirostatEta: 0.1,
+		Samplers: DefaultSamplers(),
+	}
 }
 
 // Task is one generation request: a tokenized prompt and its settings.
