@@ -862,9 +862,141 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 			s.IgnoreEos.Encode(e)
 		}
 	}
+	{
+		if s.RepeatPenalty.Set {
+			e.FieldStart("repeat_penalty")
+			s.RepeatPenalty.Encode(e)
+		}
+	}
+	{
+		if s.RepeatLastN.Set {
+			e.FieldStart("repeat_last_n")
+			s.RepeatLastN.Encode(e)
+		}
+	}
+	{
+		if s.PresencePenalty.Set {
+			e.FieldStart("presence_penalty")
+			s.PresencePenalty.Encode(e)
+		}
+	}
+	{
+		if s.FrequencyPenalty.Set {
+			e.FieldStart("frequency_penalty")
+			s.FrequencyPenalty.Encode(e)
+		}
+	}
+	{
+		if s.DryMultiplier.Set {
+			e.FieldStart("dry_multiplier")
+			s.DryMultiplier.Encode(e)
+		}
+	}
+	{
+		if s.DryBase.Set {
+			e.FieldStart("dry_base")
+			s.DryBase.Encode(e)
+		}
+	}
+	{
+		if s.DryAllowedLength.Set {
+			e.FieldStart("dry_allowed_length")
+			s.DryAllowedLength.Encode(e)
+		}
+	}
+	{
+		if s.DryPenaltyLastN.Set {
+			e.FieldStart("dry_penalty_last_n")
+			s.DryPenaltyLastN.Encode(e)
+		}
+	}
+	{
+		if s.DrySequenceBreakers.Set {
+			e.FieldStart("dry_sequence_breakers")
+			s.DrySequenceBreakers.Encode(e)
+		}
+	}
+	{
+		if s.TopNSigma.Set {
+			e.FieldStart("top_n_sigma")
+			s.TopNSigma.Encode(e)
+		}
+	}
+	{
+		if s.TypicalP.Set {
+			e.FieldStart("typical_p")
+			s.TypicalP.Encode(e)
+		}
+	}
+	{
+		if s.XtcProbability.Set {
+			e.FieldStart("xtc_probability")
+			s.XtcProbability.Encode(e)
+		}
+	}
+	{
+		if s.XtcThreshold.Set {
+			e.FieldStart("xtc_threshold")
+			s.XtcThreshold.Encode(e)
+		}
+	}
+	{
+		if s.DynatempRange.Set {
+			e.FieldStart("dynatemp_range")
+			s.DynatempRange.Encode(e)
+		}
+	}
+	{
+		if s.DynatempExponent.Set {
+			e.FieldStart("dynatemp_exponent")
+			s.DynatempExponent.Encode(e)
+		}
+	}
+	{
+		if s.Mirostat.Set {
+			e.FieldStart("mirostat")
+			s.Mirostat.Encode(e)
+		}
+	}
+	{
+		if s.MirostatTau.Set {
+			e.FieldStart("mirostat_tau")
+			s.MirostatTau.Encode(e)
+		}
+	}
+	{
+		if s.MirostatEta.Set {
+			e.FieldStart("mirostat_eta")
+			s.MirostatEta.Encode(e)
+		}
+	}
+	{
+		if len(s.LogitBias) != 0 {
+			e.FieldStart("logit_bias")
+			e.Raw(s.LogitBias)
+		}
+	}
+	{
+		if s.PostSamplingProbs.Set {
+			e.FieldStart("post_sampling_probs")
+			s.PostSamplingProbs.Encode(e)
+		}
+	}
+	{
+		if s.MinKeep.Set {
+			e.FieldStart("min_keep")
+			s.MinKeep.Encode(e)
+		}
+	}
+	{
+		if len(s.Samplers) != 0 {
+			e.FieldStart("samplers")
+			e.Raw(s.Samplers)
+		}
+	}
 }
 
-var jsonFieldsNameOfChatCompletionRequest = [18]string{
+var jsonFieldsNameOfChatCompletionRequest = [40]string{
 	0:  "model",
 	1:  "messages",
 	2:  "tools",
@@ -883,6 +1015,28 @@ var jsonFieldsNameOfChatCompletionRequest = [18]string{
 	15: "stream_options",
 	16: "logprobs",
 	17: "ignore_eos",
+	18: "repeat_penalty",
+	19: "repeat_last_n",
+	20: "presence_penalty",
+	21: "frequency_penalty",
+	22: "dry_multiplier",
+	23: "dry_base",
+	24: "dry_allowed_length",
+	25: "dry_penalty_last_n",
+	26: "dry_sequence_breakers",
+	27: "top_n_sigma",
+	28: "typical_p",
+	29: "xtc_probability",
+	30: "xtc_threshold",
+	31: "dynatemp_range",
+	32: "dynatemp_exponent",
+	33: "mirostat",
+	34: "mirostat_tau",
+	35: "mirostat_eta",
+	36: "logit_bias",
+	37: "post_sampling_probs",
+	38: "min_keep",
+	39: "samplers",
 }
 
 // Decode decodes ChatCompletionRequest from json.
@@ -890,7 +1044,7 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 	if s == nil {
 		return errors.New("invalid: unable to decode ChatCompletionRequest to nil")
 	}
-	var requiredBitSet [3]uint8
+	var requiredBitSet [5]uint8
 
 	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
 		switch string(k) {
@@ -1082,6 +1236,228 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"ignore_eos\"")
 			}
+		case "repeat_penalty":
+			if err := func() error {
+				s.RepeatPenalty.Reset()
+				if err := s.RepeatPenalty.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"repeat_penalty\"")
+			}
+		case "repeat_last_n":
+			if err := func() error {
+				s.RepeatLastN.Reset()
+				if err := s.RepeatLastN.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"repeat_last_n\"")
+			}
+		case "presence_penalty":
+			if err := func() error {
+				s.PresencePenalty.Reset()
+				if err := s.PresencePenalty.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"presence_penalty\"")
+			}
+		case "frequency_penalty":
+			if err := func() error {
+				s.FrequencyPenalty.Reset()
+				if err := s.FrequencyPenalty.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"frequency_penalty\"")
+			}
+		case "dry_multiplier":
+			if err := func() error {
+				s.DryMultiplier.Reset()
+				if err := s.DryMultiplier.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"dry_multiplier\"")
+			}
+		case "dry_base":
+			if err := func() error {
+				s.DryBase.Reset()
+				if err := s.DryBase.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"dry_base\"")
+			}
+		case "dry_allowed_length":
+			if err := func() error {
+				s.DryAllowedLength.Reset()
+				if err := s.DryAllowedLength.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"dry_allowed_length\"")
+			}
+		case "dry_penalty_last_n":
+			if err := func() error {
+				s.DryPenaltyLastN.Reset()
+				if err := s.DryPenaltyLastN.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"dry_penalty_last_n\"")
+			}
+		case "dry_sequence_breakers":
+			if err := func() error {
+				s.DrySequenceBreakers.Reset()
+				if err := s.DrySequenceBreakers.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"dry_sequence_breakers\"")
+			}
+		case "top_n_sigma":
+			if err := func() error {
+				s.TopNSigma.Reset()
+				if err := s.TopNSigma.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"top_n_sigma\"")
+			}
+		case "typical_p":
+			if err := func() error {
+				s.TypicalP.Reset()
+				if err := s.TypicalP.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"typical_p\"")
+			}
+		case "xtc_probability":
+			if err := func() error {
+				s.XtcProbability.Reset()
+				if err := s.XtcProbability.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"xtc_probability\"")
+			}
+		case "xtc_threshold":
+			if err := func() error {
+				s.XtcThreshold.Reset()
+				if err := s.XtcThreshold.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"xtc_threshold\"")
+			}
+		case "dynatemp_range":
+			if err := func() error {
+				s.DynatempRange.Reset()
+				if err := s.DynatempRange.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"dynatemp_range\"")
+			}
+		case "dynatemp_exponent":
+			if err := func() error {
+				s.DynatempExponent.Reset()
+				if err := s.DynatempExponent.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"dynatemp_exponent\"")
+			}
+		case "mirostat":
+			if err := func() error {
+				s.Mirostat.Reset()
+				if err := s.Mirostat.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"mirostat\"")
+			}
+		case "mirostat_tau":
+			if err := func() error {
+				s.MirostatTau.Reset()
+				if err := s.MirostatTau.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"mirostat_tau\"")
+			}
+		case "mirostat_eta":
+			if err := func() error {
+				s.MirostatEta.Reset()
+				if err := s.MirostatEta.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"mirostat_eta\"")
+			}
+		case "logit_bias":
+			if err := func() error {
+				v, err := d.RawAppend(nil)
+				s.LogitBias = jx.Raw(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"logit_bias\"")
+			}
+		case "post_sampling_probs":
+			if err := func() error {
+				s.PostSamplingProbs.Reset()
+				if err := s.PostSamplingProbs.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"post_sampling_probs\"")
+			}
+		case "min_keep":
+			if err := func() error {
+				s.MinKeep.Reset()
+				if err := s.MinKeep.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"min_keep\"")
+			}
+		case "samplers":
+			if err := func() error {
+				v, err := d.RawAppend(nil)
+				s.Samplers = jx.Raw(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"samplers\"")
+			}
 		default:
 			return d.Skip()
 		}
@@ -1091,8 +1467,10 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 	}
 	// Validate required fields.
 	var failures []validate.FieldError
-	for i, mask := range [3]uint8{
+	for i, mask := range [5]uint8{
 		0b00000010,
+		0b00000000,
+		0b00000000,
 		0b00000000,
 		0b00000000,
 	} {
@@ -2825,9 +3203,141 @@ func (s *CompletionRequest) encodeFields(e *jx.Encoder) {
 			s.NProbs.Encode(e)
 		}
 	}
+	{
+		if s.RepeatPenalty.Set {
+			e.FieldStart("repeat_penalty")
+			s.RepeatPenalty.Encode(e)
+		}
+	}
+	{
+		if s.RepeatLastN.Set {
+			e.FieldStart("repeat_last_n")
+			s.RepeatLastN.Encode(e)
+		}
+	}
+	{
+		if s.PresencePenalty.Set {
+			e.FieldStart("presence_penalty")
+			s.PresencePenalty.Encode(e)
+		}
+	}
+	{
+		if s.FrequencyPenalty.Set {
+			e.FieldStart("frequency_penalty")
+			s.FrequencyPenalty.Encode(e)
+		}
+	}
+	{
+		if s.DryMultiplier.Set {
+			e.FieldStart("dry_multiplier")
+			s.DryMultiplier.Encode(e)
+		}
+	}
+	{
+		if s.DryBase.Set {
+			e.FieldStart("dry_base")
+			s.DryBase.Encode(e)
+		}
+	}
+	{
+		if s.DryAllowedLength.Set {
+			e.FieldStart("dry_allowed_length")
+			s.DryAllowedLength.Encode(e)
+		}
+	}
+	{
+		if s.DryPenaltyLastN.Set {
+			e.FieldStart("dry_penalty_last_n")
+			s.DryPenaltyLastN.Encode(e)
+		}
+	}
+	{
+		if s.DrySequenceBreakers.Set {
+			e.FieldStart("dry_sequence_breakers")
+			s.DrySequenceBreakers.Encode(e)
+		}
+	}
+	{
+		if s.TopNSigma.Set {
+			e.FieldStart("top_n_sigma")
+			s.TopNSigma.Encode(e)
+		}
+	}
+	{
+		if s.TypicalP.Set {
+			e.FieldStart("typical_p")
+			s.TypicalP.Encode(e)
+		}
+	}
+	{
+		if s.XtcProbability.Set {
+			e.FieldStart("xtc_probability")
+			s.XtcProbability.Encode(e)
+		}
+	}
+	{
+		if s.XtcThreshold.Set {
+			e.FieldStart("xtc_threshold")
+			s.XtcThreshold.Encode(e)
+		}
+	}
+	{
+		if s.DynatempRange.Set {
+			e.FieldStart("dynatemp_range")
+			s.DynatempRange.Encode(e)
+		}
+	}
+	{
+		if s.DynatempExponent.Set {
+			e.FieldStart("dynatemp_exponent")
+			s.DynatempExponent.Encode(e)
+		}
+	}
+	{
+		if s.Mirostat.Set {
+			e.FieldStart("mirostat")
+			s.Mirostat.Encode(e)
+		}
+	}
+	{
+		if s.MirostatTau.Set {
+			e.FieldStart("mirostat_tau")
+			s.MirostatTau.Encode(e)
+		}
+	}
+	{
+		if s.MirostatEta.Set {
+			e.FieldStart("mirostat_eta")
+			s.MirostatEta.Encode(e)
+		}
+	}
+	{
+		if len(s.LogitBias) != 0 {
+			e.FieldStart("logit_bias")
+			e.Raw(s.LogitBias)
+		}
+	}
+	{
+		if s.PostSamplingProbs.Set {
+			e.FieldStart("post_sampling_probs")
+			s.PostSamplingProbs.Encode(e)
+		}
+	}
+	{
+		if s.MinKeep.Set {
+			e.FieldStart("min_keep")
+			s.MinKeep.Encode(e)
+		}
+	}
+	{
+		if len(s.Samplers) != 0 {
+			e.FieldStart("samplers")
+			e.Raw(s.Samplers)
+		}
+	}
 }
 
-var jsonFieldsNameOfCompletionRequest = [15]string{
+var jsonFieldsNameOfCompletionRequest = [37]string{
 	0:  "prompt",
 	1:  "model",
 	2:  "n_predict",
@@ -2843,6 +3353,28 @@ var jsonFieldsNameOfCompletionRequest = [15]string{
 	12: "cache_prompt",
 	13: "return_tokens",
 	14: "n_probs",
+	15: "repeat_penalty",
+	16: "repeat_last_n",
+	17: "presence_penalty",
+	18: "frequency_penalty",
+	19: "dry_multiplier",
+	20: "dry_base",
+	21: "dry_allowed_length",
+	22: "dry_penalty_last_n",
+	23: "dry_sequence_breakers",
+	24: "top_n_sigma",
+	25: "typical_p",
+	26: "xtc_probability",
+	27: "xtc_threshold",
+	28: "dynatemp_range",
+	29: "dynatemp_exponent",
+	30: "mirostat",
+	31: "mirostat_tau",
+	32: "mirostat_eta",
+	33: "logit_bias",
+	34: "post_sampling_probs",
+	35: "min_keep",
+	36: "samplers",
 }
 
 // Decode decodes CompletionRequest from json.
@@ -2850,7 +3382,7 @@ func (s *CompletionRequest) Decode(d *jx.Decoder) error {
 	if s == nil {
 		return errors.New("invalid: unable to decode CompletionRequest to nil")
 	}
-	var requiredBitSet [2]uint8
+	var requiredBitSet [5]uint8
 
 	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
 		switch string(k) {
@@ -3004,6 +3536,228 @@ func (s *CompletionRequest) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"n_probs\"")
 			}
+		case "repeat_penalty":
+			if err := func() error {
+				s.RepeatPenalty.Reset()
+				if err := s.RepeatPenalty.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"repeat_penalty\"")
+			}
+		case "repeat_last_n":
+			if err := func() error {
+				s.RepeatLastN.Reset()
+				if err := s.RepeatLastN.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"repeat_last_n\"")
+			}
+		case "presence_penalty":
+			if err := func() error {
+				s.PresencePenalty.Reset()
+				if err := s.PresencePenalty.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"presence_penalty\"")
+			}
+		case "frequency_penalty":
+			if err := func() error {
+				s.FrequencyPenalty.Reset()
+				if err := s.FrequencyPenalty.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"frequency_penalty\"")
+			}
+		case "dry_multiplier":
+			if err := func() error {
+				s.DryMultiplier.Reset()
+				if err := s.DryMultiplier.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"dry_multiplier\"")
+			}
+		case "dry_base":
+			if err := func() error {
+				s.DryBase.Reset()
+				if err := s.DryBase.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"dry_base\"")
+			}
+		case "dry_allowed_length":
+			if err := func() error {
+				s.DryAllowedLength.Reset()
+				if err := s.DryAllowedLength.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"dry_allowed_length\"")
+			}
+		case "dry_penalty_last_n":
+			if err := func() error {
+				s.DryPenaltyLastN.Reset()
+				if err := s.DryPenaltyLastN.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"dry_penalty_last_n\"")
+			}
+		case "dry_sequence_breakers":
+			if err := func() error {
+				s.DrySequenceBreakers.Reset()
+				if err := s.DrySequenceBreakers.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"dry_sequence_breakers\"")
+			}
+		case "top_n_sigma":
+			if err := func() error {
+				s.TopNSigma.Reset()
+				if err := s.TopNSigma.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"top_n_sigma\"")
+			}
+		case "typical_p":
+			if err := func() error {
+				s.TypicalP.Reset()
+				if err := s.TypicalP.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"typical_p\"")
+			}
+		case "xtc_probability":
+			if err := func() error {
+				s.XtcProbability.Reset()
+				if err := s.XtcProbability.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"xtc_probability\"")
+			}
+		case "xtc_threshold":
+			if err := func() error {
+				s.XtcThreshold.Reset()
+				if err := s.XtcThreshold.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"xtc_threshold\"")
+			}
+		case "dynatemp_range":
+			if err := func() error {
+				s.DynatempRange.Reset()
+				if err := s.DynatempRange.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"dynatemp_range\"")
+			}
+		case "dynatemp_exponent":
+			if err := func() error {
+				s.DynatempExponent.Reset()
+				if err := s.DynatempExponent.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"dynatemp_exponent\"")
+			}
+		case "mirostat":
+			if err := func() error {
+				s.Mirostat.Reset()
+				if err := s.Mirostat.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"mirostat\"")
+			}
+		case "mirostat_tau":
+			if err := func() error {
+				s.MirostatTau.Reset()
+				if err := s.MirostatTau.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"mirostat_tau\"")
+			}
+		case "mirostat_eta":
+			if err := func() error {
+				s.MirostatEta.Reset()
+				if err := s.MirostatEta.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"mirostat_eta\"")
+			}
+		case "logit_bias":
+			if err := func() error {
+				v, err := d.RawAppend(nil)
+				s.LogitBias = jx.Raw(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"logit_bias\"")
+			}
+		case "post_sampling_probs":
+			if err := func() error {
+				s.PostSamplingProbs.Reset()
+				if err := s.PostSamplingProbs.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"post_sampling_probs\"")
+			}
+		case "min_keep":
+			if err := func() error {
+				s.MinKeep.Reset()
+				if err := s.MinKeep.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"min_keep\"")
+			}
+		case "samplers":
+			if err := func() error {
+				v, err := d.RawAppend(nil)
+				s.Samplers = jx.Raw(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"samplers\"")
+			}
 		default:
 			return d.Skip()
 		}
@@ -3013,8 +3767,11 @@ func (s *CompletionRequest) Decode(d *jx.Decoder) error {
 	}
 	// Validate required fields.
 	var failures []validate.FieldError
-	for i, mask := range [2]uint8{
+	for i, mask := range [5]uint8{
 		0b00000001,
+		0b00000000,
+		0b00000000,
+		0b00000000,
 		0b00000000,
 	} {
 		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
@@ -4031,7 +4788,7 @@ func (s *GenerationSettings) encodeFields(e *jx.Encoder) {
 		for _, elem := range s.LogitBias {
 			e.ArrStart()
 			for _, elem := range elem {
-				e.Float64(elem)
+				elem.Encode(e)
 			}
 			e.ArrEnd()
 		}
@@ -4583,15 +5340,13 @@ func (s *GenerationSettings) Decode(d *jx.Decoder) error {
 		case "logit_bias":
 			requiredBitSet[4] |= 1 << 0
 			if err := func() error {
-				s.LogitBias = make([][]float64, 0)
+				s.LogitBias = make([][]NilFloat64, 0)
 				if err := d.Arr(func(d *jx.Decoder) error {
-					var elem []float64
-					elem = make([]float64, 0)
+					var elem []NilFloat64
+					elem = make([]NilFloat64, 0)
 					if err := d.Arr(func(d *jx.Decoder) error {
-						var elemElem float64
-						v, err := d.Float64()
-						elemElem = float64(v)
-						if err != nil {
+						var elemElem NilFloat64
+						if err := elemElem.Decode(d); err != nil {
 							return err
 						}
 						elem = append(elem, elemElem)
@@ -6279,6 +7034,52 @@ func (s *ModelsResponse) UnmarshalJSON(data []byte) error {
 	return s.Decode(d)
 }
 
+// Encode encodes float64 as json.
+func (o NilFloat64) Encode(e *jx.Encoder) {
+	if o.Null {
+		e.Null()
+		return
+	}
+	e.Float64(float64(o.Value))
+}
+
+// Decode decodes float64 from json.
+func (o *NilFloat64) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode NilFloat64 to nil")
+	}
+	if d.Next() == jx.Null {
+		if err := d.Null(); err != nil {
+			return err
+		}
+
+		var v float64
+		o.Value = v
+		o.Null = true
+		return nil
+	}
+	o.Null = false
+	v, err := d.Float64()
+	if err != nil {
+		return err
+	}
+	o.Value = float64(v)
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s NilFloat64) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *NilFloat64) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
 // Encode encodes string as json.
 func (o NilString) Encode(e *jx.Encoder) {
 	if o.Null {
@@ -6981,6 +7782,69 @@ func (s OptNilString) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *OptNilString) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes []string as json.
+func (o OptNilStringArray) Encode(e *jx.Encoder) {
+	if !o.Set {
+		return
+	}
+	if o.Null {
+		e.Null()
+		return
+	}
+	e.ArrStart()
+	for _, elem := range o.Value {
+		e.Str(elem)
+	}
+	e.ArrEnd()
+}
+
+// Decode decodes []string from json.
+func (o *OptNilStringArray) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode OptNilStringArray to nil")
+	}
+	if d.Next() == jx.Null {
+		if err := d.Null(); err != nil {
+			return err
+		}
+
+		var v []string
+		o.Value = v
+		o.Set = true
+		o.Null = true
+		return nil
+	}
+	o.Set = true
+	o.Null = false
+	o.Value = make([]string, 0)
+	if err := d.Arr(func(d *jx.Decoder) error {
+		var elem string
+		v, err := d.Str()
+		elem = string(v)
+		if err != nil {
+			return err
+		}
+		o.Value = append(o.Value, elem)
+		return nil
+	}); err != nil {
+		return err
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s OptNilStringArray) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *OptNilStringArray) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }

@@ -273,6 +273,42 @@ type ChatCompletionRequest struct {
 	// Not supported yet; true is rejected with 400.
 	Logprobs  OptNilBool `json:"logprobs"`
 	IgnoreEos OptNilBool `json:"ignore_eos"`
+	// Penalizes tokens seen in the last repeat_last_n tokens; 1 is off. Must be above 0.
+	RepeatPenalty OptNilFloat64 `json:"repeat_penalty"`
+	// Tokens the penalties look at; 0 off, -1 the context size.
+	RepeatLastN      OptNilInt     `json:"repeat_last_n"`
+	PresencePenalty  OptNilFloat64 `json:"presence_penalty"`
+	FrequencyPenalty OptNilFloat64 `json:"frequency_penalty"`
+	// DRY penalty scale; 0 is off.
+	DryMultiplier    OptNilFloat64 `json:"dry_multiplier"`
+	DryBase          OptNilFloat64 `json:"dry_base"`
+	DryAllowedLength OptNilInt     `json:"dry_allowed_length"`
+	// Tokens DRY scans; 0 off, -1 the context size.
+	DryPenaltyLastN OptNilInt `json:"dry_penalty_last_n"`
+	// Strings that end a repeated sequence for DRY; must not be empty.
+	DrySequenceBreakers OptNilStringArray `json:"dry_sequence_breakers"`
+	// 0 or less is off.
+	TopNSigma OptNilFloat64 `json:"top_n_sigma"`
+	// Locally typical sampling mass, 0 to 1; 1 is off.
+	TypicalP         OptNilFloat64 `json:"typical_p"`
+	XtcProbability   OptNilFloat64 `json:"xtc_probability"`
+	XtcThreshold     OptNilFloat64 `json:"xtc_threshold"`
+	DynatempRange    OptNilFloat64 `json:"dynatemp_range"`
+	DynatempExponent OptNilFloat64 `json:"dynatemp_exponent"`
+	// 0 (off), 1 or 2.
+	Mirostat    OptNilInt     `json:"mirostat"`
+	MirostatTau OptNilFloat64 `json:"mirostat_tau"`
+	MirostatEta OptNilFloat64 `json:"mirostat_eta"`
+	// Biases added to token logits: an array of [token, bias] pairs (llama-server's form) or
+	// an object {"token": bias} (OpenAI's form). A token is an id or a string (each of its
+	// tokens is biased); a bias of false bans the token.
+	LogitBias         jx.Raw     `json:"logit_bias"`
+	PostSamplingProbs OptNilBool `json:"post_sampling_probs"`
+	// The fewest tokens top_p, min_p, typical_p and xtc leave.
+	MinKeep OptNilInt `json:"min_keep"`
+	// The sampler chain's order: an array of names ("top_k", "top-k", "temperature", ...)
+	// or a string of letters ("edskypmxt").
+	Samplers jx.Raw `json:"samplers"`
 }
 
 // GetModel returns the value of Model.
@@ -365,6 +401,116 @@ func (s *ChatCompletionRequest) GetIgnoreEos() OptNilBool {
 	return s.IgnoreEos
 }
 
+// GetRepeatPenalty returns the value of RepeatPenalty.
+func (s *ChatCompletionRequest) GetRepeatPenalty() OptNilFloat64 {
+	return s.RepeatPenalty
+}
+
+// GetRepeatLastN returns the value of RepeatLastN.
+func (s *ChatCompletionRequest) GetRepeatLastN() OptNilInt {
+	return s.RepeatLastN
+}
+
+// GetPresencePenalty returns the value of PresencePenalty.
+func (s *ChatCompletionRequest) GetPresencePenalty() OptNilFloat64 {
+	return s.PresencePenalty
+}
+
+// GetFrequencyPenalty returns the value of FrequencyPenalty.
+func (s *ChatCompletionRequest) GetFrequencyPenalty() OptNilFloat64 {
+	return s.FrequencyPenalty
+}
+
+// GetDryMultiplier returns the value of DryMultiplier.
+func (s *ChatCompletionRequest) GetDryMultiplier() OptNilFloat64 {
+	return s.DryMultiplier
+}
+
+// GetDryBase returns the value of DryBase.
+func (s *ChatCompletionRequest) GetDryBase() OptNilFloat64 {
+	return s.DryBase
+}
+
+// GetDryAllowedLength returns the value of DryAllowedLength.
+func (s *ChatCompletionRequest) GetDryAllowedLength() OptNilInt {
+	return s.DryAllowedLength
+}
+
+// GetDryPenaltyLastN returns the value of DryPenaltyLastN.
+func (s *ChatCompletionRequest) GetDryPenaltyLastN() OptNilInt {
+	return s.DryPenaltyLastN
+}
+
+// GetDrySequenceBreakers returns the value of DrySequenceBreakers.
+func (s *ChatCompletionRequest) GetDrySequenceBreakers() OptNilStringArray {
+	return s.DrySequenceBreakers
+}
+
+// GetTopNSigma returns the value of TopNSigma.
+func (s *ChatCompletionRequest) GetTopNSigma() OptNilFloat64 {
+	return s.TopNSigma
+}
+
+// GetTypicalP returns the value of TypicalP.
+func (s *ChatCompletionRequest) GetTypicalP() OptNilFloat64 {
+	return s.TypicalP
+}
+
+// GetXtcProbability returns the value of XtcProbability.
+func (s *ChatCompletionRequest) GetXtcProbability() OptNilFloat64 {
+	return s.XtcProbability
+}
+
+// GetXtcThreshold returns the value of XtcThreshold.
+func (s *ChatCompletionRequest) GetXtcThreshold() OptNilFloat64 {
+	return s.XtcThreshold
+}
+
+// GetDynatempRange returns the value of DynatempRange.
+func (s *ChatCompletionRequest) GetDynatempRange() OptNilFloat64 {
+	return s.DynatempRange
+}
+
+// GetDynatempExponent returns the value of DynatempExponent.
+func (s *ChatCompletionRequest) GetDynatempExponent() OptNilFloat64 {
+	return s.DynatempExponent
+}
+
+// GetMirostat returns the value of Mirostat.
+func (s *ChatCompletionRequest) GetMirostat() OptNilInt {
+	return s.Mirostat
+}
+
+// GetMirostatTau returns the value of MirostatTau.
+func (s *ChatCompletionRequest) GetMirostatTau() OptNilFloat64 {
+	return s.MirostatTau
+}
+
+// GetMirostatEta returns the value of MirostatEta.
+func (s *ChatCompletionRequest) GetMirostatEta() OptNilFloat64 {
+	return s.MirostatEta
+}
+
+// GetLogitBias returns the value of LogitBias.
+func (s *ChatCompletionRequest) GetLogitBias() jx.Raw {
+	return s.LogitBias
+}
+
+// GetPostSamplingProbs returns the value of PostSamplingProbs.
+func (s *ChatCompletionRequest) GetPostSamplingProbs() OptNilBool {
+	return s.PostSamplingProbs
+}
+
+// GetMinKeep returns the value of MinKeep.
+func (s *ChatCompletionRequest) GetMinKeep() OptNilInt {
+	return s.MinKeep
+}
+
+// GetSamplers returns the value of Samplers.
+func (s *ChatCompletionRequest) GetSamplers() jx.Raw {
+	return s.Samplers
+}
+
 // SetModel sets the value of Model.
 func (s *ChatCompletionRequest) SetModel(val OptNilString) {
 	s.Model = val
@@ -453,6 +599,116 @@ func (s *ChatCompletionRequest) SetLogprobs(val OptNilBool) {
 // SetIgnoreEos sets the value of IgnoreEos.
 func (s *ChatCompletionRequest) SetIgnoreEos(val OptNilBool) {
 	s.IgnoreEos = val
+}
+
+// SetRepeatPenalty sets the value of RepeatPenalty.
+func (s *ChatCompletionRequest) SetRepeatPenalty(val OptNilFloat64) {
+	s.RepeatPenalty = val
+}
+
+// SetRepeatLastN sets the value of RepeatLastN.
+func (s *ChatCompletionRequest) SetRepeatLastN(val OptNilInt) {
+	s.RepeatLastN = val
+}
+
+// SetPresencePenalty sets the value of PresencePenalty.
+func (s *ChatCompletionRequest) SetPresencePenalty(val OptNilFloat64) {
+	s.PresencePenalty = val
+}
+
+// SetFrequencyPenalty sets the value of FrequencyPenalty.
+func (s *ChatCompletionRequest) SetFrequencyPenalty(val OptNilFloat64) {
+	s.FrequencyPenalty = val
+}
+
+// SetDryMultiplier sets the value of DryMultiplier.
+func (s *ChatCompletionRequest) SetDryMultiplier(val OptNilFloat64) {
+	s.DryMultiplier = val
+}
+
+// SetDryBase sets the value of DryBase.
+func (s *ChatCompletionRequest) SetDryBase(val OptNilFloat64) {
+	s.DryBase = val
+}
+
+// SetDryAllowedLength sets the value of DryAllowedLength.
+func (s *ChatCompletionRequest) SetDryAllowedLength(val OptNilInt) {
+	s.DryAllowedLength = val
+}
+
+// SetDryPenaltyLastN sets the value of DryPenaltyLastN.
+func (s *ChatCompletionRequest) SetDryPenaltyLastN(val OptNilInt) {
+	s.DryPenaltyLastN = val
+}
+
+// SetDrySequenceBreakers sets the value of DrySequenceBreakers.
+func (s *ChatCompletionRequest) SetDrySequenceBreakers(val OptNilStringArray) {
+	s.DrySequenceBreakers = val
+}
+
+// SetTopNSigma sets the value of TopNSigma.
+func (s *ChatCompletionRequest) SetTopNSigma(val OptNilFloat64) {
+	s.TopNSigma = val
+}
+
+// SetTypicalP sets the value of TypicalP.
+func (s *ChatCompletionRequest) SetTypicalP(val OptNilFloat64) {
+	s.TypicalP = val
+}
+
+// SetXtcProbability sets the value of XtcProbability.
+func (s *ChatCompletionRequest) SetXtcProbability(val OptNilFloat64) {
+	s.XtcProbability = val
+}
+
+// SetXtcThreshold sets the value of XtcThreshold.
+func (s *ChatCompletionRequest) SetXtcThreshold(val OptNilFloat64) {
+	s.XtcThreshold = val
+}
+
+// SetDynatempRange sets the value of DynatempRange.
+func (s *ChatCompletionRequest) SetDynatempRange(val OptNilFloat64) {
+	s.DynatempRange = val
+}
+
+// SetDynatempExponent sets the value of DynatempExponent.
+func (s *ChatCompletionRequest) SetDynatempExponent(val OptNilFloat64) {
+	s.DynatempExponent = val
+}
+
+// SetMirostat sets the value of Mirostat.
+func (s *ChatCompletionRequest) SetMirostat(val OptNilInt) {
+	s.Mirostat = val
+}
+
+// SetMirostatTau sets the value of MirostatTau.
+func (s *ChatCompletionRequest) SetMirostatTau(val OptNilFloat64) {
+	s.MirostatTau = val
+}
+
+// SetMirostatEta sets the value of MirostatEta.
+func (s *ChatCompletionRequest) SetMirostatEta(val OptNilFloat64) {
+	s.MirostatEta = val
+}
+
+// SetLogitBias sets the value of LogitBias.
+func (s *ChatCompletionRequest) SetLogitBias(val jx.Raw) {
+	s.LogitBias = val
+}
+
+// SetPostSamplingProbs sets the value of PostSamplingProbs.
+func (s *ChatCompletionRequest) SetPostSamplingProbs(val OptNilBool) {
+	s.PostSamplingProbs = val
+}
+
+// SetMinKeep sets the value of MinKeep.
+func (s *ChatCompletionRequest) SetMinKeep(val OptNilInt) {
+	s.MinKeep = val
+}
+
+// SetSamplers sets the value of Samplers.
+func (s *ChatCompletionRequest) SetSamplers(val jx.Raw) {
+	s.Samplers = val
 }
 
 // Ref: #/components/schemas/ChatCompletionResponse
@@ -1035,6 +1291,42 @@ type CompletionRequest struct {
 	ReturnTokens OptNilBool `json:"return_tokens"`
 	// Not supported yet; a value above 0 is rejected with 400.
 	NProbs OptNilInt `json:"n_probs"`
+	// Penalizes tokens seen in the last repeat_last_n tokens; 1 is off. Must be above 0.
+	RepeatPenalty OptNilFloat64 `json:"repeat_penalty"`
+	// Tokens the penalties look at; 0 off, -1 the context size.
+	RepeatLastN      OptNilInt     `json:"repeat_last_n"`
+	PresencePenalty  OptNilFloat64 `json:"presence_penalty"`
+	FrequencyPenalty OptNilFloat64 `json:"frequency_penalty"`
+	// DRY penalty scale; 0 is off.
+	DryMultiplier    OptNilFloat64 `json:"dry_multiplier"`
+	DryBase          OptNilFloat64 `json:"dry_base"`
+	DryAllowedLength OptNilInt     `json:"dry_allowed_length"`
+	// Tokens DRY scans; 0 off, -1 the context size.
+	DryPenaltyLastN OptNilInt `json:"dry_penalty_last_n"`
+	// Strings that end a repeated sequence for DRY; must not be empty.
+	DrySequenceBreakers OptNilStringArray `json:"dry_sequence_breakers"`
+	// 0 or less is off.
+	TopNSigma OptNilFloat64 `json:"top_n_sigma"`
+	// Locally typical sampling mass, 0 to 1; 1 is off.
+	TypicalP         OptNilFloat64 `json:"typical_p"`
+	XtcProbability   OptNilFloat64 `json:"xtc_probability"`
+	XtcThreshold     OptNilFloat64 `json:"xtc_threshold"`
+	DynatempRange    OptNilFloat64 `json:"dynatemp_range"`
+	DynatempExponent OptNilFloat64 `json:"dynatemp_exponent"`
+	// 0 (off), 1 or 2.
+	Mirostat    OptNilInt     `json:"mirostat"`
+	MirostatTau OptNilFloat64 `json:"mirostat_tau"`
+	MirostatEta OptNilFloat64 `json:"mirostat_eta"`
+	// Biases added to token logits: an array of [token, bias] pairs (llama-server's form) or
+	// an object {"token": bias} (OpenAI's form). A token is an id or a string (each of its
+	// tokens is biased); a bias of false bans the token.
+	LogitBias         jx.Raw     `json:"logit_bias"`
+	PostSamplingProbs OptNilBool `json:"post_sampling_probs"`
+	// The fewest tokens top_p, min_p, typical_p and xtc leave.
+	MinKeep OptNilInt `json:"min_keep"`
+	// The sampler chain's order: an array of names ("top_k", "top-k", "temperature", ...)
+	// or a string of letters ("edskypmxt").
+	Samplers jx.Raw `json:"samplers"`
 }
 
 // GetPrompt returns the value of Prompt.
@@ -1112,6 +1404,116 @@ func (s *CompletionRequest) GetNProbs() OptNilInt {
 	return s.NProbs
 }
 
+// GetRepeatPenalty returns the value of RepeatPenalty.
+func (s *CompletionRequest) GetRepeatPenalty() OptNilFloat64 {
+	return s.RepeatPenalty
+}
+
+// GetRepeatLastN returns the value of RepeatLastN.
+func (s *CompletionRequest) GetRepeatLastN() OptNilInt {
+	return s.RepeatLastN
+}
+
+// GetPresencePenalty returns the value of PresencePenalty.
+func (s *CompletionRequest) GetPresencePenalty() OptNilFloat64 {
+	return s.PresencePenalty
+}
+
+// GetFrequencyPenalty returns the value of FrequencyPenalty.
+func (s *CompletionRequest) GetFrequencyPenalty() OptNilFloat64 {
+	return s.FrequencyPenalty
+}
+
+// GetDryMultiplier returns the value of DryMultiplier.
+func (s *CompletionRequest) GetDryMultiplier() OptNilFloat64 {
+	return s.DryMultiplier
+}
+
+// GetDryBase returns the value of DryBase.
+func (s *CompletionRequest) GetDryBase() OptNilFloat64 {
+	return s.DryBase
+}
+
+// GetDryAllowedLength returns the value of DryAllowedLength.
+func (s *CompletionRequest) GetDryAllowedLength() OptNilInt {
+	return s.DryAllowedLength
+}
+
+// GetDryPenaltyLastN returns the value of DryPenaltyLastN.
+func (s *CompletionRequest) GetDryPenaltyLastN() OptNilInt {
+	return s.DryPenaltyLastN
+}
+
+// GetDrySequenceBreakers returns the value of DrySequenceBreakers.
+func (s *CompletionRequest) GetDrySequenceBreakers() OptNilStringArray {
+	return s.DrySequenceBreakers
+}
+
+// GetTopNSigma returns the value of TopNSigma.
+func (s *CompletionRequest) GetTopNSigma() OptNilFloat64 {
+	return s.TopNSigma
+}
+
+// GetTypicalP returns the value of TypicalP.
+func (s *CompletionRequest) GetTypicalP() OptNilFloat64 {
+	return s.TypicalP
+}
+
+// GetXtcProbability returns the value of XtcProbability.
+func (s *CompletionRequest) GetXtcProbability() OptNilFloat64 {
+	return s.XtcProbability
+}
+
+// GetXtcThreshold returns the value of XtcThreshold.
+func (s *CompletionRequest) GetXtcThreshold() OptNilFloat64 {
+	return s.XtcThreshold
+}
+
+// GetDynatempRange returns the value of DynatempRange.
+func (s *CompletionRequest) GetDynatempRange() OptNilFloat64 {
+	return s.DynatempRange
+}
+
+// GetDynatempExponent returns the value of DynatempExponent.
+func (s *CompletionRequest) GetDynatempExponent() OptNilFloat64 {
+	return s.DynatempExponent
+}
+
+// GetMirostat returns the value of Mirostat.
+func (s *CompletionRequest) GetMirostat() OptNilInt {
+	return s.Mirostat
+}
+
+// GetMirostatTau returns the value of MirostatTau.
+func (s *CompletionRequest) GetMirostatTau() OptNilFloat64 {
+	return s.MirostatTau
+}
+
+// GetMirostatEta returns the value of MirostatEta.
+func (s *CompletionRequest) GetMirostatEta() OptNilFloat64 {
+	return s.MirostatEta
+}
+
+// GetLogitBias returns the value of LogitBias.
+func (s *CompletionRequest) GetLogitBias() jx.Raw {
+	return s.LogitBias
+}
+
+// GetPostSamplingProbs returns the value of PostSamplingProbs.
+func (s *CompletionRequest) GetPostSamplingProbs() OptNilBool {
+	return s.PostSamplingProbs
+}
+
+// GetMinKeep returns the value of MinKeep.
+func (s *CompletionRequest) GetMinKeep() OptNilInt {
+	return s.MinKeep
+}
+
+// GetSamplers returns the value of Samplers.
+func (s *CompletionRequest) GetSamplers() jx.Raw {
+	return s.Samplers
+}
+
 // SetPrompt sets the value of Prompt.
 func (s *CompletionRequest) SetPrompt(val Prompt) {
 	s.Prompt = val
@@ -1185,6 +1587,116 @@ func (s *CompletionRequest) SetReturnTokens(val OptNilBool) {
 // SetNProbs sets the value of NProbs.
 func (s *CompletionRequest) SetNProbs(val OptNilInt) {
 	s.NProbs = val
+}
+
+// SetRepeatPenalty sets the value of RepeatPenalty.
+func (s *CompletionRequest) SetRepeatPenalty(val OptNilFloat64) {
+	s.RepeatPenalty = val
+}
+
+// SetRepeatLastN sets the value of RepeatLastN.
+func (s *CompletionRequest) SetRepeatLastN(val OptNilInt) {
+	s.RepeatLastN = val
+}
+
+// SetPresencePenalty sets the value of PresencePenalty.
+func (s *CompletionRequest) SetPresencePenalty(val OptNilFloat64) {
+	s.PresencePenalty = val
+}
+
+// SetFrequencyPenalty sets the value of FrequencyPenalty.
+func (s *CompletionRequest) SetFrequencyPenalty(val OptNilFloat64) {
+	s.FrequencyPenalty = val
+}
+
+// SetDryMultiplier sets the value of DryMultiplier.
+func (s *CompletionRequest) SetDryMultiplier(val OptNilFloat64) {
+	s.DryMultiplier = val
+}
+
+// SetDryBase sets the value of DryBase.
+func (s *CompletionRequest) SetDryBase(val OptNilFloat64) {
+	s.DryBase = val
+}
+
+// SetDryAllowedLength sets the value of DryAllowedLength.
+func (s *CompletionRequest) SetDryAllowedLength(val OptNilInt) {
+	s.DryAllowedLength = val
+}
+
+// SetDryPenaltyLastN sets the value of DryPenaltyLastN.
+func (s *CompletionRequest) SetDryPenaltyLastN(val OptNilInt) {
+	s.DryPenaltyLastN = val
+}
+
+// SetDrySequenceBreakers sets the value of DrySequenceBreakers.
+func (s *CompletionRequest) SetDrySequenceBreakers(val OptNilStringArray) {
+	s.DrySequenceBreakers = val
+}
+
+// SetTopNSigma sets the value of TopNSigma.
+func (s *CompletionRequest) SetTopNSigma(val OptNilFloat64) {
+	s.TopNSigma = val
+}
+
+// SetTypicalP sets the value of TypicalP.
+func (s *CompletionRequest) SetTypicalP(val OptNilFloat64) {
+	s.TypicalP = val
+}
+
+// SetXtcProbability sets the value of XtcProbability.
+func (s *CompletionRequest) SetXtcProbability(val OptNilFloat64) {
+	s.XtcProbability = val
+}
+
+// SetXtcThreshold sets the value of XtcThreshold.
+func (s *CompletionRequest) SetXtcThreshold(val OptNilFloat64) {
+	s.XtcThreshold = val
+}
+
+// SetDynatempRange sets the value of DynatempRange.
+func (s *CompletionRequest) SetDynatempRange(val OptNilFloat64) {
+	s.DynatempRange = val
+}
+
+// SetDynatempExponent sets the value of DynatempExponent.
+func (s *CompletionRequest) SetDynatempExponent(val OptNilFloat64) {
+	s.DynatempExponent = val
+}
+
+// SetMirostat sets the value of Mirostat.
+func (s *CompletionRequest) SetMirostat(val OptNilInt) {
+	s.Mirostat = val
+}
+
+// SetMirostatTau sets the value of MirostatTau.
+func (s *CompletionRequest) SetMirostatTau(val OptNilFloat64) {
+	s.MirostatTau = val
+}
+
+// SetMirostatEta sets the value of MirostatEta.
+func (s *CompletionRequest) SetMirostatEta(val OptNilFloat64) {
+	s.MirostatEta = val
+}
+
+// SetLogitBias sets the value of LogitBias.
+func (s *CompletionRequest) SetLogitBias(val jx.Raw) {
+	s.LogitBias = val
+}
+
+// SetPostSamplingProbs sets the value of PostSamplingProbs.
+func (s *CompletionRequest) SetPostSamplingProbs(val OptNilBool) {
+	s.PostSamplingProbs = val
+}
+
+// SetMinKeep sets the value of MinKeep.
+func (s *CompletionRequest) SetMinKeep(val OptNilInt) {
+	s.MinKeep = val
+}
+
+// SetSamplers sets the value of Samplers.
+func (s *CompletionRequest) SetSamplers(val jx.Raw) {
+	s.Samplers = val
 }
 
 // A native completion, and the last event of a native stream.
@@ -1666,7 +2178,7 @@ func (s *ErrorStatusCode) SetResponse(val ErrorResponse) {
 }
 
 // The sampling settings a completion ran with, with every key llama-server reports.
-// Samplers wgpu-llama does not implement report their "off" values.
+// Every sampler reports the value it ran with (its "off" value when unused).
 // Ref: #/components/schemas/GenerationSettings
 type GenerationSettings struct {
 	Seed                int64    `json:"seed"`
@@ -1701,8 +2213,8 @@ type GenerationSettings struct {
 	NDiscard            int      `json:"n_discard"`
 	IgnoreEos           bool     `json:"ignore_eos"`
 	Stream              bool     `json:"stream"`
-	// [token, bias] pairs.
-	LogitBias           [][]float64      `json:"logit_bias"`
+	// [token, bias] pairs; a banned token's bias is null (-infinity).
+	LogitBias           [][]NilFloat64   `json:"logit_bias"`
 	NProbs              int              `json:"n_probs"`
 	MinKeep             int              `json:"min_keep"`
 	Grammar             string           `json:"grammar"`
@@ -1882,7 +2394,7 @@ func (s *GenerationSettings) GetStream() bool {
 }
 
 // GetLogitBias returns the value of LogitBias.
-func (s *GenerationSettings) GetLogitBias() [][]float64 {
+func (s *GenerationSettings) GetLogitBias() [][]NilFloat64 {
 	return s.LogitBias
 }
 
@@ -2127,7 +2639,7 @@ func (s *GenerationSettings) SetStream(val bool) {
 }
 
 // SetLogitBias sets the value of LogitBias.
-func (s *GenerationSettings) SetLogitBias(val [][]float64) {
+func (s *GenerationSettings) SetLogitBias(val [][]NilFloat64) {
 	s.LogitBias = val
 }
 
@@ -2684,6 +3196,51 @@ func (s *ModelsResponse) SetObject(val string) {
 // SetData sets the value of Data.
 func (s *ModelsResponse) SetData(val []ModelEntry) {
 	s.Data = val
+}
+
+// NewNilFloat64 returns new NilFloat64 with value set to v.
+func NewNilFloat64(v float64) NilFloat64 {
+	return NilFloat64{
+		Value: v,
+	}
+}
+
+// NilFloat64 is nullable float64.
+type NilFloat64 struct {
+	Value float64
+	Null  bool
+}
+
+// SetTo sets value to v.
+func (o *NilFloat64) SetTo(v float64) {
+	o.Null = false
+	o.Value = v
+}
+
+// IsNull returns true if value is Null.
+func (o NilFloat64) IsNull() bool { return o.Null }
+
+// SetToNull sets value to null.
+func (o *NilFloat64) SetToNull() {
+	o.Null = true
+	var v float64
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o NilFloat64) Get() (v float64, ok bool) {
+	if o.Null {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o NilFloat64) Or(d float64) float64 {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
 }
 
 // NewNilString returns new NilString with value set to v.
@@ -3527,6 +4084,69 @@ func (o OptNilString) Get() (v string, ok bool) {
 
 // Or returns value if set, or given parameter if does not.
 func (o OptNilString) Or(d string) string {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptNilStringArray returns new OptNilStringArray with value set to v.
+func NewOptNilStringArray(v []string) OptNilStringArray {
+	return OptNilStringArray{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptNilStringArray is optional nullable []string.
+type OptNilStringArray struct {
+	Value []string
+	Set   bool
+	Null  bool
+}
+
+// IsSet returns true if OptNilStringArray was set.
+func (o OptNilStringArray) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptNilStringArray) Reset() {
+	var v []string
+	o.Value = v
+	o.Set = false
+	o.Null = false
+}
+
+// SetTo sets value to v.
+func (o *OptNilStringArray) SetTo(v []string) {
+	o.Set = true
+	o.Null = false
+	o.Value = v
+}
+
+// IsNull returns true if value is Null.
+func (o OptNilStringArray) IsNull() bool { return o.Null }
+
+// SetToNull sets value to null.
+func (o *OptNilStringArray) SetToNull() {
+	o.Set = true
+	o.Null = true
+	var v []string
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptNilStringArray) Get() (v []string, ok bool) {
+	if o.Null {
+		return v, false
+	}
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptNilStringArray) Or(d []string) []string {
 	if v, ok := o.Get(); ok {
 		return v
 	}

@@ -2,7 +2,10 @@ package server
 
 import (
 	"math"
+	"strconv"
 	"time"
+
+	"github.com/go-faster/jx"
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
 	"github.com/wgpu-llama/wgpu-llama/gen"
@@ -19,6 +22,40 @@ type samplingFields struct {
 	seed        gen.OptNilInt64
 	stop        gen.OptNilStop
 	ignoreEOS   gen.OptNilBool
+
+	repeatPenalty       gen.OptNilFloat64
+	repeatLastN         gen.OptNilInt
+	presencePenalty     gen.OptNilFloat64
+	frequencyPenalty    gen.OptNilFloat64
+	dryMultiplier       gen.OptNilFloat64
+	dryBase             gen.OptNilFloat64
+	dryAllowedLength    gen.OptNilInt
+	dryPenaltyLastN     gen.OptNilInt
+	drySequenceBreakers gen.OptNilStringArray
+	topNSigma           gen.OptNilFloat64
+	typicalP            gen.OptNilFloat64
+	xtcProbability      gen.OptNilFloat64
+	xtcThreshold        gen.OptNilFloat64
+	dynatempRange       gen.OptNilFloat64
+	dynatempExponent    gen.OptNilFloat64
+	mirostat            gen.OptNilInt
+	mirostatTau         gen.OptNilFloat64
+	mirostatEta         gen.OptNilFloat64
+	logitBias           jx.Raw // [[token, bias], ...] or {"token": bias}
+	postSamplingProbs   gen.OptNilBool
+	minKeep             gen.OptNilInt
+	samplers            jx.Raw // array of names or a string of letters
+
+	// nCtx resolves repeat_last_n and dry_penalty_last_n of -1, as llama-server does.
+	nCtx int
+	// tok tokenizes logit_bias string keys and bounds its token ids; nil accepts any id >= 0.
+	tok tokenizerLike
+}
+
+// tokenizerLike is what logit_bias needs of the tokenizer.
+type tokenizerLike interface {
+	Encode(text string, addSpecial, parseSpecial bool) []int32
+	NVocab() int
 }
 
 // firstSet returns the first of opts that holds a value, for fields with aliases.
@@ -90,48 +127,321 @@ func (f samplingFields) params() (engine.Params, error) {
 		}
 	}
 	p.IgnoreEOS = f.ignoreEOS.Or(false)
+	if err := f.samplerParams(&p); err != nil {
+		return p, err
+	}
 	return p, nil
 }
 
-// implementedSamplers lists, in order, the samplers the engine applies; llama-server's default
-// chain is penalties, dry, top_n_sigma, top_k, typ_p, top_p, min_p, xtc, temperature.
-var implementedSamplers = []string{"top_k", "top_p", "min_p", "temperature"}
+// finite reports whether v is an ordinary number.
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-// generationSettings reports p with every key llama-server's generation_settings has. Samplers
-// the engine does not implement report the value that switches them off (repeat_penalty 1,
-// mirostat 0, dry_multiplier 0, xtc_probability 0, typical_p 1, top_n_sigma -1, ...), which is
-// also llama-server's default, so the settings describe what actually ran. Float settings are
-// float32 in both servers and are reported widened (0.95 reads 0.949999988079071), as there.
+// optFloat applies a float field that must satisfy ok, else fails with "'name' must be what".
+func optFloat(o gen.OptNilFloat64, dst *float32, name, what string, ok func(float64) bool) error {
+	v, set := o.Get()
+	if !set {
+		return nil
+	}
+	if !finite(v) || !ok(v) {
+		return invalidRequest("'%s' must be %s, got %v", name, what, v)
+	}
+	*dst = float32(v)
+	return nil
+}
+
+// optInt applies an integer field that must satisfy ok, else fails with "'name' must be what".
+func optInt(o gen.OptNilInt, dst *int, name, what string, ok func(int) bool) error {
+	v, set := o.Get()
+	if !set {
+		return nil
+	}
+	if !ok(v) {
+		return invalidRequest("'%s' must be %s, got %d", name, what, v)
+	}
+	*dst = v
+	return nil
+}
+
+// samplerParams applies the fields of the samplers beyond top-k/top-p/min-p/temperature.
+func (f samplingFields) samplerParams(p *engine.Params) error {
+	anyF := func(float64) bool { return true }
+	nonNegF := func(v float64) bool { return v >= 0 }
+	unitF := func(v float64) bool { return v >= 0 && v <= 1 }
+	nonNegI := func(v int) bool { return v >= 0 }
+	lastN := func(v int) bool { return v >= -1 }
+	for _, e := range []error{
+		optFloat(f.repeatPenalty, &p.RepeatPenalty, "repeat_penalty", "above 0", func(v float64) bool { return v > 0 }),
+		optInt(f.repeatLastN, &p.RepeatLastN, "repeat_last_n", "-1 (the context size) or more", lastN),
+		optFloat(f.presencePenalty, &p.PresencePenalty, "presence_penalty", "a number", anyF),
+		optFloat(f.frequencyPenalty, &p.FrequencyPenalty, "frequency_penalty", "a number", anyF),
+		optFloat(f.dryMultiplier, &p.DRYMultiplier, "dry_multiplier", "0 or more", nonNegF),
+		optFloat(f.dryBase, &p.DRYBase, "dry_base", "0 or more", nonNegF),
+		optInt(f.dryAllowedLength, &p.DRYAllowedLength, "dry_allowed_length", "0 or more", nonNegI),
+		optInt(f.dryPenaltyLastN, &p.DRYPenaltyLastN, "dry_penalty_last_n", "-1 (the context size) or more", lastN),
+		optFloat(f.topNSigma, &p.TopNSigma, "top_n_sigma", "a number", anyF),
+		optFloat(f.typicalP, &p.TypicalP, "typical_p", "between 0 and 1", unitF),
+		optFloat(f.xtcProbability, &p.XTCProbability, "xtc_probability", "between 0 and 1", unitF),
+		optFloat(f.xtcThreshold, &p.XTCThreshold, "xtc_threshold", "between 0 and 1", unitF),
+		optFloat(f.dynatempRange, &p.DynatempRange, "dynatemp_range", "0 or more", nonNegF),
+		optFloat(f.dynatempExponent, &p.DynatempExponent, "dynatemp_exponent", "0 or more", nonNegF),
+		optInt(f.mirostat, &p.Mirostat, "mirostat", "0 (off), 1 or 2", func(v int) bool { return v >= 0 && v <= 2 }),
+		optFloat(f.mirostatTau, &p.MirostatTau, "mirostat_tau", "0 or more", nonNegF),
+		optFloat(f.mirostatEta, &p.MirostatEta, "mirostat_eta", "0 or more", nonNegF),
+		optInt(f.minKeep, &p.MinKeep, "min_keep", "0 or more", nonNegI),
+	} {
+		if e != nil {
+			return e
+		}
+	}
+	if f.nCtx > 0 {
+		if p.RepeatLastN == -1 {
+			p.RepeatLastN = f.nCtx
+		}
+		if p.DRYPenaltyLastN == -1 {
+			p.DRYPenaltyLastN = f.nCtx
+		}
+	}
+	if v, ok := f.drySequenceBreakers.Get(); ok {
+		if len(v) == 0 {
+			return invalidRequest("'dry_sequence_breakers' must be a non-empty array of strings")
+		}
+		p.DRYSequenceBreakers = v
+	}
+	p.PostSamplingProbs = f.postSamplingProbs.Or(false)
+	var err error
+	if p.LogitBias, err = f.parseLogitBias(); err != nil {
+		return err
+	}
+	if s, err := parseSamplers(f.samplers); err != nil {
+		return err
+	} else if s != nil {
+		p.Samplers = s
+	}
+	return nil
+}
+
+// isNull reports whether raw is absent or JSON null.
+func isNull(raw jx.Raw) bool { return len(raw) == 0 || raw.Type() == jx.Null }
+
+// parseLogitBias reads llama-server's logit_bias: [[token, bias], ...] or {"token": bias}, where
+// a token is an id or a string (all of whose tokens get the bias) and a bias of false bans.
+func (f samplingFields) parseLogitBias() ([]engine.LogitBias, error) {
+	raw := f.logitBias
+	if isNull(raw) {
+		return nil, nil
+	}
+	bad := func(format string, args ...any) error {
+		return invalidRequest("'logit_bias' "+format, args...)
+	}
+	out := []engine.LogitBias{}
+	add := func(ids []int32, bias float32) {
+		for _, id := range ids {
+			out = append(out, engine.LogitBias{Token: id, Bias: bias})
+		}
+	}
+	bias := func(d *jx.Decoder, tok string) (float32, error) {
+		switch d.Next() {
+		case jx.Number:
+			v, err := d.Float64()
+			if err != nil || !finite(v) {
+				return 0, bad("%s: the bias must be a number or false", tok)
+			}
+			return float32(v), nil
+		case jx.Bool:
+			v, _ := d.Bool()
+			if !v {
+				return float32(math.Inf(-1)), nil
+			}
+		}
+		return 0, bad("%s: the bias must be a number or false", tok)
+	}
+	id := func(n int64) ([]int32, error) {
+		if n < 0 || (f.tok != nil && n >= int64(f.tok.NVocab())) || n > math.MaxInt32 {
+			return nil, bad("token %d is out of range", n)
+		}
+		return []int32{int32(n)}, nil
+	}
+	text := func(s string) []int32 {
+		if f.tok == nil {
+			return nil
+		}
+		return f.tok.Encode(s, false, false)
+	}
+	d := jx.DecodeBytes(raw)
+	switch raw.Type() {
+	case jx.Array:
+		i := 0
+		err := d.Arr(func(d *jx.Decoder) error {
+			defer func() { i++ }()
+			pair, err := d.Raw()
+			if err != nil || pair.Type() != jx.Array {
+				return bad("entry %d must be a [token, bias] pair", i)
+			}
+			var elems []jx.Raw
+			if err := jx.DecodeBytes(pair).Arr(func(d *jx.Decoder) error {
+				r, err := d.Raw()
+				elems = append(elems, r)
+				return err
+			}); err != nil || len(elems) != 2 {
+				return bad("entry %d must be a [token, bias] pair", i)
+			}
+			var ids []int32
+			switch elems[0].Type() {
+			case jx.Number:
+				n, err := jx.DecodeBytes(elems[0]).Int64()
+				if err != nil {
+					return bad("entry %d: the token must be an integer id or a string", i)
+				}
+				if ids, err = id(n); err != nil {
+					return err
+				}
+			case jx.String:
+				s, _ := jx.DecodeBytes(elems[0]).Str()
+				ids = text(s)
+			default:
+				return bad("entry %d: the token must be an integer id or a string", i)
+			}
+			b, err := bias(jx.DecodeBytes(elems[1]), "entry "+strconv.Itoa(i))
+			if err != nil {
+				return err
+			}
+			add(ids, b)
+			return nil
+		})
+		if err != nil {
+			if ae, ok := err.(*apiError); ok {
+				return nil, ae
+			}
+			return nil, bad("must be an array of [token, bias] pairs or an object")
+		}
+	case jx.Object:
+		err := d.Obj(func(d *jx.Decoder, key string) error {
+			var ids []int32
+			if n, err := strconv.ParseInt(key, 10, 64); err == nil {
+				if ids, err = id(n); err != nil {
+					return err
+				}
+			} else {
+				ids = text(key)
+			}
+			b, err := bias(d, "token "+strconv.Quote(key))
+			if err != nil {
+				return err
+			}
+			add(ids, b)
+			return nil
+		})
+		if err != nil {
+			if ae, ok := err.(*apiError); ok {
+				return nil, ae
+			}
+			return nil, bad("must be an array of [token, bias] pairs or an object")
+		}
+	default:
+		return nil, bad("must be an array of [token, bias] pairs or an object")
+	}
+	return out, nil
+}
+
+// parseSamplers reads samplers: an array of names (canonical or alternative spellings) or a
+// string of one-letter names. nil means the field is absent (the default chain).
+func parseSamplers(raw jx.Raw) ([]string, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	d := jx.DecodeBytes(raw)
+	out := []string{}
+	switch raw.Type() {
+	case jx.String:
+		s, err := d.Str()
+		if err != nil {
+			return nil, invalidRequest("'samplers' must be an array of names or a string of letters")
+		}
+		for _, r := range s {
+			n := engine.SamplersFromChars(string(r))
+			if len(n) == 0 {
+				return nil, invalidRequest("'samplers' has an unknown sampler letter %q", r)
+			}
+			out = append(out, n...)
+		}
+	case jx.Array:
+		err := d.Arr(func(d *jx.Decoder) error {
+			if d.Next() != jx.String {
+				return invalidRequest("'samplers' must be an array of names or a string of letters")
+			}
+			name, err := d.Str()
+			if err != nil {
+				return err
+			}
+			c, ok := engine.CanonicalSamplerName(name, true)
+			if !ok {
+				return invalidRequest("'samplers' has an unknown sampler %q", name)
+			}
+			out = append(out, c)
+			return nil
+		})
+		if err != nil {
+			if ae, ok := err.(*apiError); ok {
+				return nil, ae
+			}
+			return nil, invalidRequest("'samplers' must be an array of names or a string of letters")
+		}
+	default:
+		return nil, invalidRequest("'samplers' must be an array of names or a string of letters")
+	}
+	return out, nil
+}
+
+// generationSettings reports p with every key llama-server's generation_settings has, as the
+// engine runs it. Float settings are float32 in both servers and are reported widened (0.95
+// reads 0.949999988079071), as there; a banned token's bias (-infinity) is reported as null, as
+// llama-server's JSON writes it.
 func generationSettings(p engine.Params, stream bool) gen.GenerationSettings {
 	f32 := func(v float32) float64 { return float64(v) }
 	stop := p.Stop
 	if stop == nil {
 		stop = []string{}
 	}
+	breakers := p.DRYSequenceBreakers
+	if breakers == nil {
+		breakers = []string{}
+	}
+	bias := [][]gen.NilFloat64{}
+	for _, b := range p.LogitBias {
+		v := gen.NewNilFloat64(f32(b.Bias))
+		if math.IsInf(float64(b.Bias), 0) {
+			v = gen.NilFloat64{Null: true}
+		}
+		bias = append(bias, []gen.NilFloat64{gen.NewNilFloat64(float64(b.Token)), v})
+	}
+	samplers := p.Samplers
+	if samplers == nil {
+		samplers = engine.DefaultSamplers()
+	}
 	return gen.GenerationSettings{
 		Seed:                int64(p.Seed),
 		Temperature:         f32(p.Temperature),
-		DynatempRange:       0,
-		DynatempExponent:    1,
+		DynatempRange:       f32(p.DynatempRange),
+		DynatempExponent:    f32(p.DynatempExponent),
 		TopK:                p.TopK,
 		TopP:                f32(p.TopP),
 		MinP:                f32(p.MinP),
-		TopNSigma:           -1,
-		XtcProbability:      0,
-		XtcThreshold:        f32(0.1),
-		TypicalP:            1,
-		RepeatLastN:         64,
-		RepeatPenalty:       1,
-		PresencePenalty:     0,
-		FrequencyPenalty:    0,
-		DryMultiplier:       0,
-		DryBase:             1.75,
-		DryAllowedLength:    2,
-		DryPenaltyLastN:     64,
-		DrySequenceBreakers: []string{"\n", ":", "\"", "*"},
-		Mirostat:            0,
-		MirostatTau:         5,
-		MirostatEta:         f32(0.1),
+		TopNSigma:           f32(p.TopNSigma),
+		XtcProbability:      f32(p.XTCProbability),
+		XtcThreshold:        f32(p.XTCThreshold),
+		TypicalP:            f32(p.TypicalP),
+		RepeatLastN:         p.RepeatLastN,
+		RepeatPenalty:       f32(p.RepeatPenalty),
+		PresencePenalty:     f32(p.PresencePenalty),
+		FrequencyPenalty:    f32(p.FrequencyPenalty),
+		DryMultiplier:       f32(p.DRYMultiplier),
+		DryBase:             f32(p.DRYBase),
+		DryAllowedLength:    p.DRYAllowedLength,
+		DryPenaltyLastN:     p.DRYPenaltyLastN,
+		DrySequenceBreakers: breakers,
+		Mirostat:            p.Mirostat,
+		MirostatTau:         f32(p.MirostatTau),
+		MirostatEta:         f32(p.MirostatEta),
 		AdaptiveTarget:      -1,
 		AdaptiveDecay:       f32(0.9),
 		Stop:                stop,
@@ -141,9 +451,9 @@ func generationSettings(p engine.Params, stream bool) gen.GenerationSettings {
 		NDiscard:            0,
 		IgnoreEos:           p.IgnoreEOS,
 		Stream:              stream,
-		LogitBias:           [][]float64{},
-		NProbs:              0,
-		MinKeep:             0,
+		LogitBias:           bias,
+		NProbs:              p.NProbs,
+		MinKeep:             p.MinKeep,
 		Grammar:             "",
 		GrammarLazy:         false,
 		GrammarTriggers:     []gen.GrammarTrigger{},
@@ -152,10 +462,10 @@ func generationSettings(p engine.Params, stream bool) gen.GenerationSettings {
 		ReasoningFormat:     "none", // no reasoning extraction: thinking stays in the content
 		ReasoningInContent:  false,
 		GenerationPrompt:    "",
-		Samplers:            implementedSamplers,
+		Samplers:            samplers,
 		SpeculativeDotTypes: "none",
 		TimingsPerToken:     false,
-		PostSamplingProbs:   false,
+		PostSamplingProbs:   p.PostSamplingProbs,
 		BackendSampling:     false,
 		Lora:                []gen.LoraAdapter{},
 	}

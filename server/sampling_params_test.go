@@ -1,0 +1,165 @@
+package server
+
+import (
+	"math"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/wgpu-llama/wgpu-llama/engine"
+	"github.com/wgpu-llama/wgpu-llama/engine/enginetest"
+)
+
+// TestSamplingFieldMapping checks each llama-server sampling field reaches engine.Params, on
+// both endpoints, and that generation_settings reports it.
+func TestSamplingFieldMapping(t *testing.T) {
+	inf := float32(math.Inf(-1))
+	cases := []struct {
+		name    string
+		fields  string
+		check   func(p engine.Params) bool
+		setting string // generation_settings path, "" to skip
+		want    any
+	}{
+		{"repeat_penalty", `"repeat_penalty":1.3`, func(p engine.Params) bool { return p.RepeatPenalty == 1.3 }, "repeat_penalty", float64(float32(1.3))},
+		{"repeat_last_n", `"repeat_last_n":16`, func(p engine.Params) bool { return p.RepeatLastN == 16 }, "repeat_last_n", 16.0},
+		{"repeat_last_n -1", `"repeat_last_n":-1`, func(p engine.Params) bool { return p.RepeatLastN == 256 }, "repeat_last_n", 256.0},
+		{"presence_penalty", `"presence_penalty":0.5`, func(p engine.Params) bool { return p.PresencePenalty == 0.5 }, "presence_penalty", 0.5},
+		{"frequency_penalty", `"frequency_penalty":-0.5`, func(p engine.Params) bool { return p.FrequencyPenalty == -0.5 }, "frequency_penalty", -0.5},
+		{"dry_multiplier", `"dry_multiplier":0.8`, func(p engine.Params) bool { return p.DRYMultiplier == 0.8 }, "dry_multiplier", float64(float32(0.8))},
+		{"dry_base", `"dry_base":2`, func(p engine.Params) bool { return p.DRYBase == 2 }, "dry_base", 2.0},
+		{"dry_allowed_length", `"dry_allowed_length":3`, func(p engine.Params) bool { return p.DRYAllowedLength == 3 }, "dry_allowed_length", 3.0},
+		{"dry_penalty_last_n", `"dry_penalty_last_n":32`, func(p engine.Params) bool { return p.DRYPenaltyLastN == 32 }, "dry_penalty_last_n", 32.0},
+		{"dry_penalty_last_n default", ``, func(p engine.Params) bool { return p.DRYPenaltyLastN == 256 }, "dry_penalty_last_n", 256.0},
+		{"dry_sequence_breakers", `"dry_sequence_breakers":["\n","x"]`, func(p engine.Params) bool { return reflect.DeepEqual(p.DRYSequenceBreakers, []string{"\n", "x"}) }, "dry_sequence_breakers.1", "x"},
+		{"top_n_sigma", `"top_n_sigma":1.5`, func(p engine.Params) bool { return p.TopNSigma == 1.5 }, "top_n_sigma", 1.5},
+		{"typical_p", `"typical_p":0.5`, func(p engine.Params) bool { return p.TypicalP == 0.5 }, "typical_p", 0.5},
+		{"xtc_probability", `"xtc_probability":0.5`, func(p engine.Params) bool { return p.XTCProbability == 0.5 }, "xtc_probability", 0.5},
+		{"xtc_threshold", `"xtc_threshold":0.25`, func(p engine.Params) bool { return p.XTCThreshold == 0.25 }, "xtc_threshold", 0.25},
+		{"dynatemp_range", `"dynatemp_range":0.5`, func(p engine.Params) bool { return p.DynatempRange == 0.5 }, "dynatemp_range", 0.5},
+		{"dynatemp_exponent", `"dynatemp_exponent":2`, func(p engine.Params) bool { return p.DynatempExponent == 2 }, "dynatemp_exponent", 2.0},
+		{"mirostat", `"mirostat":2`, func(p engine.Params) bool { return p.Mirostat == 2 }, "mirostat", 2.0},
+		{"mirostat_tau", `"mirostat_tau":3`, func(p engine.Params) bool { return p.MirostatTau == 3 }, "mirostat_tau", 3.0},
+		{"mirostat_eta", `"mirostat_eta":0.25`, func(p engine.Params) bool { return p.MirostatEta == 0.25 }, "mirostat_eta", 0.25},
+		{"post_sampling_probs", `"post_sampling_probs":true`, func(p engine.Params) bool { return p.PostSamplingProbs }, "post_sampling_probs", true},
+		{"min_keep", `"min_keep":4`, func(p engine.Params) bool { return p.MinKeep == 4 }, "min_keep", 4.0},
+		{"logit_bias pairs", `"logit_bias":[[5,1.5],[6,false]]`, func(p engine.Params) bool {
+			return reflect.DeepEqual(p.LogitBias, []engine.LogitBias{{Token: 5, Bias: 1.5}, {Token: 6, Bias: inf}})
+		}, "logit_bias.1.1", nil},
+		{"logit_bias object", `"logit_bias":{"7":-2,"8":false}`, func(p engine.Params) bool {
+			return reflect.DeepEqual(p.LogitBias, []engine.LogitBias{{Token: 7, Bias: -2}, {Token: 8, Bias: inf}})
+		}, "logit_bias.0.0", 7.0},
+		{"logit_bias string", `"logit_bias":[["a",2]]`, func(p engine.Params) bool { return len(p.LogitBias) >= 1 && p.LogitBias[0].Bias == 2 }, "", nil},
+		{"samplers names", `"samplers":["top-k","temp","penalties"]`, func(p engine.Params) bool {
+			return reflect.DeepEqual(p.Samplers, []string{"top_k", "temperature", "penalties"})
+		}, "samplers.1", "temperature"},
+		{"samplers letters", `"samplers":"kt"`, func(p engine.Params) bool { return reflect.DeepEqual(p.Samplers, []string{"top_k", "temperature"}) }, "samplers.0", "top_k"},
+		{"samplers default", ``, func(p engine.Params) bool { return reflect.DeepEqual(p.Samplers, engine.DefaultSamplers()) }, "samplers.8", "temperature"},
+	}
+	for _, c := range cases {
+		for _, ep := range []string{"/completion", "/v1/chat/completions"} {
+			t.Run(c.name+ep, func(t *testing.T) {
+				h := newHarness(t)
+				body := `{"prompt":"Once","n_predict":1`
+				if ep != "/completion" {
+					body = `{"messages":[{"role":"user","content":"Hi"}],"max_tokens":1`
+				}
+				if c.fields != "" {
+					body += "," + c.fields
+				}
+				rec := h.do(t, http.MethodPost, ep, body+"}")
+				if rec.Code != http.StatusOK {
+					t.Fatalf("status %d: %s", rec.Code, rec.Body)
+				}
+				if p := h.fake.lastTask(t).Params; !c.check(p) {
+					t.Errorf("params do not carry %s: %+v", c.fields, p)
+				}
+				if ep == "/completion" && c.setting != "" {
+					got := lookup(t, decodeJSON(t, rec.Body.Bytes()), "generation_settings."+c.setting)
+					if !reflect.DeepEqual(got, c.want) {
+						t.Errorf("generation_settings.%s = %#v, want %#v", c.setting, got, c.want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestSamplingFieldErrors checks invalid values are 400s naming the field.
+func TestSamplingFieldErrors(t *testing.T) {
+	cases := []struct{ fields, field string }{
+		{`"repeat_penalty":0`, "repeat_penalty"},
+		{`"repeat_last_n":-2`, "repeat_last_n"},
+		{`"dry_multiplier":-1`, "dry_multiplier"},
+		{`"dry_allowed_length":-1`, "dry_allowed_length"},
+		{`"dry_penalty_last_n":-5`, "dry_penalty_last_n"},
+		{`"dry_sequence_breakers":[]`, "dry_sequence_breakers"},
+		{`"typical_p":1.5`, "typical_p"},
+		{`"xtc_probability":2`, "xtc_probability"},
+		{`"xtc_threshold":-0.1`, "xtc_threshold"},
+		{`"dynatemp_range":-1`, "dynatemp_range"},
+		{`"mirostat":3`, "mirostat"},
+		{`"mirostat_tau":-1`, "mirostat_tau"},
+		{`"mirostat_eta":-1`, "mirostat_eta"},
+		{`"min_keep":-1`, "min_keep"},
+		{`"logit_bias":5`, "logit_bias"},
+		{`"logit_bias":[[1]]`, "logit_bias"},
+		{`"logit_bias":[[1,true]]`, "logit_bias"},
+		{`"logit_bias":[[1,"x"]]`, "logit_bias"},
+		{`"logit_bias":[[{},1]]`, "logit_bias"},
+		{`"logit_bias":[[99999,1]]`, "logit_bias"},
+		{`"logit_bias":[[-1,1]]`, "logit_bias"},
+		{`"logit_bias":{"3":"x"}`, "logit_bias"},
+		{`"logit_bias":{"99999":1}`, "logit_bias"},
+		{`"samplers":["top_k","bogus"]`, "samplers"},
+		{`"samplers":[1]`, "samplers"},
+		{`"samplers":"kq"`, "samplers"},
+		{`"samplers":{}`, "samplers"},
+	}
+	for _, c := range cases {
+		for _, ep := range []string{"/completion", "/v1/chat/completions"} {
+			h := newHarness(t)
+			body := `{"prompt":"Once",` + c.fields + `}`
+			if ep != "/completion" {
+				body = `{"messages":[{"role":"user","content":"Hi"}],` + c.fields + `}`
+			}
+			rec := h.do(t, http.MethodPost, ep, body)
+			if rec.Code != http.StatusBadRequest {
+				t.Errorf("%s %s: status %d, want 400: %s", ep, c.fields, rec.Code, rec.Body)
+				continue
+			}
+			if !strings.Contains(rec.Body.String(), c.field) {
+				t.Errorf("%s %s: error does not name %q: %s", ep, c.fields, c.field, rec.Body)
+			}
+		}
+	}
+}
+
+// TestSamplingEngine runs the new fields through the real engine on stories260K.
+func TestSamplingEngine(t *testing.T) {
+	b := enginetest.Load(t, "models", "stories260K.gguf")
+	srv := New(Config{Alias: "stories260K"}, testLogger())
+	srv.SetBackend(b)
+	h := &harness{srv: srv, h: srv.Handler()}
+	content := func(fields string) string {
+		t.Helper()
+		rec := h.do(t, http.MethodPost, "/completion", `{"prompt":"Once upon a time","n_predict":48,"temperature":0`+fields+`}`)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+		return decodeJSON(t, rec.Body.Bytes())["content"].(string)
+	}
+	plain := content("")
+	if !strings.HasPrefix(plain, ",") {
+		t.Fatalf("greedy output %q does not start with \",\"", plain)
+	}
+	if pen := content(`,"repeat_penalty":1.5`); pen == plain {
+		t.Errorf("repeat_penalty 1.5 left the greedy output unchanged: %q", pen)
+	}
+	for _, ban := range []string{`,"logit_bias":[[432,false]]`, `,"logit_bias":{"432":false}`} {
+		if got := content(ban); strings.HasPrefix(got, ",") {
+			t.Errorf("%s: output still starts with \",\": %q", ban, got)
+		}
+	}
+}
