@@ -39,6 +39,13 @@ func (e *Engine) generate(r *request) Result {
 
 	// DRY matches token text as llama.cpp's detokenize(special=true) renders it.
 	smp := newSampler(p, t.Prompt, func(id int32) string { return string(e.tok.Piece(id, true)) })
+	var gram *constraint
+	if p.Grammar != nil {
+		if gram, err = newConstraint(p.Grammar, func(id int32) string { return string(e.tok.Piece(id, false)) }, e.tok.IsEOG); err != nil {
+			res.Stop, res.StopType, res.Err = true, StopNone, err
+			return res
+		}
+	}
 	dec := e.tok.NewStreamDecoder()
 	var text []byte // generated text so far (complete UTF-8)
 	sent := 0       // bytes of text already delivered
@@ -62,7 +69,18 @@ func (e *Engine) generate(r *request) Result {
 		if p.NPredict == 0 {
 			return finish(StopLimit)
 		}
-		id := smp.sample(logits)
+		id := int32(0)
+		if gram != nil {
+			if id, err = gram.sample(smp, logits); err == nil {
+				err = gram.accept(id)
+			}
+			if err != nil {
+				res.Err = err
+				return finish(StopNone)
+			}
+		} else {
+			id = smp.sample(logits)
+		}
 		smp.accept(id)
 		if e.tok.IsEOG(id) && !p.IgnoreEOS {
 			return finish(StopEOS)

@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"time"
+
+	"github.com/wgpu-llama/wgpu-llama/engine/grammar"
 )
 
 // SeedRandom asks for a seed drawn from the clock, as llama-server's default seed (-1) does.
@@ -26,6 +28,9 @@ type Params struct {
 	Stop []string
 	// IgnoreEOS keeps generating past end-of-generation tokens.
 	IgnoreEOS bool
+	// Grammar, when set, constrains the output to its "root" rule (GBNF, or a JSON schema the
+	// HTTP layer converted); compiled once per request on the request's goroutine.
+	Grammar *grammar.Grammar
 
 	// RepeatPenalty divides positive (multiplies negative) logits of tokens seen in the last
 	// RepeatLastN tokens; 1 is off (llama-server's repeat_penalty).
