@@ -994,9 +994,27 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 			e.Raw(s.Samplers)
 		}
 	}
+	{
+		if s.Grammar.Set {
+			e.FieldStart("grammar")
+			s.Grammar.Encode(e)
+		}
+	}
+	{
+		if len(s.JSONSchema) != 0 {
+			e.FieldStart("json_schema")
+			e.Raw(s.JSONSchema)
+		}
+	}
+	{
+		if len(s.ResponseFormat) != 0 {
+			e.FieldStart("response_format")
+			e.Raw(s.ResponseFormat)
+		}
+	}
 }
 
-var jsonFieldsNameOfChatCompletionRequest = [40]string{
+var jsonFieldsNameOfChatCompletionRequest = [43]string{
 	0:  "model",
 	1:  "messages",
 	2:  "tools",
@@ -1037,6 +1055,9 @@ var jsonFieldsNameOfChatCompletionRequest = [40]string{
 	37: "post_sampling_probs",
 	38: "min_keep",
 	39: "samplers",
+	40: "grammar",
+	41: "json_schema",
+	42: "response_format",
 }
 
 // Decode decodes ChatCompletionRequest from json.
@@ -1044,7 +1065,7 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 	if s == nil {
 		return errors.New("invalid: unable to decode ChatCompletionRequest to nil")
 	}
-	var requiredBitSet [5]uint8
+	var requiredBitSet [6]uint8
 
 	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
 		switch string(k) {
@@ -1458,6 +1479,38 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"samplers\"")
 			}
+		case "grammar":
+			if err := func() error {
+				s.Grammar.Reset()
+				if err := s.Grammar.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"grammar\"")
+			}
+		case "json_schema":
+			if err := func() error {
+				v, err := d.RawAppend(nil)
+				s.JSONSchema = jx.Raw(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"json_schema\"")
+			}
+		case "response_format":
+			if err := func() error {
+				v, err := d.RawAppend(nil)
+				s.ResponseFormat = jx.Raw(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"response_format\"")
+			}
 		default:
 			return d.Skip()
 		}
@@ -1467,8 +1520,9 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 	}
 	// Validate required fields.
 	var failures []validate.FieldError
-	for i, mask := range [5]uint8{
+	for i, mask := range [6]uint8{
 		0b00000010,
+		0b00000000,
 		0b00000000,
 		0b00000000,
 		0b00000000,
@@ -3335,9 +3389,27 @@ func (s *CompletionRequest) encodeFields(e *jx.Encoder) {
 			e.Raw(s.Samplers)
 		}
 	}
+	{
+		if s.Grammar.Set {
+			e.FieldStart("grammar")
+			s.Grammar.Encode(e)
+		}
+	}
+	{
+		if len(s.JSONSchema) != 0 {
+			e.FieldStart("json_schema")
+			e.Raw(s.JSONSchema)
+		}
+	}
+	{
+		if len(s.ResponseFormat) != 0 {
+			e.FieldStart("response_format")
+			e.Raw(s.ResponseFormat)
+		}
+	}
 }
 
-var jsonFieldsNameOfCompletionRequest = [37]string{
+var jsonFieldsNameOfCompletionRequest = [40]string{
 	0:  "prompt",
 	1:  "model",
 	2:  "n_predict",
@@ -3375,6 +3447,9 @@ var jsonFieldsNameOfCompletionRequest = [37]string{
 	34: "post_sampling_probs",
 	35: "min_keep",
 	36: "samplers",
+	37: "grammar",
+	38: "json_schema",
+	39: "response_format",
 }
 
 // Decode decodes CompletionRequest from json.
@@ -3757,6 +3832,38 @@ func (s *CompletionRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"samplers\"")
+			}
+		case "grammar":
+			if err := func() error {
+				s.Grammar.Reset()
+				if err := s.Grammar.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"grammar\"")
+			}
+		case "json_schema":
+			if err := func() error {
+				v, err := d.RawAppend(nil)
+				s.JSONSchema = jx.Raw(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"json_schema\"")
+			}
+		case "response_format":
+			if err := func() error {
+				v, err := d.RawAppend(nil)
+				s.ResponseFormat = jx.Raw(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"response_format\"")
 			}
 		default:
 			return d.Skip()

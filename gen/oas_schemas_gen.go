@@ -309,6 +309,13 @@ type ChatCompletionRequest struct {
 	// The sampler chain's order: an array of names ("top_k", "top-k", "temperature", ...)
 	// or a string of letters ("edskypmxt").
 	Samplers jx.Raw `json:"samplers"`
+	// A GBNF grammar the output must match (its rule "root").
+	Grammar OptNilString `json:"grammar"`
+	// A JSON schema the output must satisfy (converted to a grammar).
+	JSONSchema jx.Raw `json:"json_schema"`
+	// OpenAI's output format: {"type": "text"}, {"type": "json_object"} (any JSON object,
+	// or the "schema" given) or {"type": "json_schema", "json_schema": {"schema": {...}}}.
+	ResponseFormat jx.Raw `json:"response_format"`
 }
 
 // GetModel returns the value of Model.
@@ -511,6 +518,21 @@ func (s *ChatCompletionRequest) GetSamplers() jx.Raw {
 	return s.Samplers
 }
 
+// GetGrammar returns the value of Grammar.
+func (s *ChatCompletionRequest) GetGrammar() OptNilString {
+	return s.Grammar
+}
+
+// GetJSONSchema returns the value of JSONSchema.
+func (s *ChatCompletionRequest) GetJSONSchema() jx.Raw {
+	return s.JSONSchema
+}
+
+// GetResponseFormat returns the value of ResponseFormat.
+func (s *ChatCompletionRequest) GetResponseFormat() jx.Raw {
+	return s.ResponseFormat
+}
+
 // SetModel sets the value of Model.
 func (s *ChatCompletionRequest) SetModel(val OptNilString) {
 	s.Model = val
@@ -709,6 +731,21 @@ func (s *ChatCompletionRequest) SetMinKeep(val OptNilInt) {
 // SetSamplers sets the value of Samplers.
 func (s *ChatCompletionRequest) SetSamplers(val jx.Raw) {
 	s.Samplers = val
+}
+
+// SetGrammar sets the value of Grammar.
+func (s *ChatCompletionRequest) SetGrammar(val OptNilString) {
+	s.Grammar = val
+}
+
+// SetJSONSchema sets the value of JSONSchema.
+func (s *ChatCompletionRequest) SetJSONSchema(val jx.Raw) {
+	s.JSONSchema = val
+}
+
+// SetResponseFormat sets the value of ResponseFormat.
+func (s *ChatCompletionRequest) SetResponseFormat(val jx.Raw) {
+	s.ResponseFormat = val
 }
 
 // Ref: #/components/schemas/ChatCompletionResponse
@@ -1327,6 +1364,13 @@ type CompletionRequest struct {
 	// The sampler chain's order: an array of names ("top_k", "top-k", "temperature", ...)
 	// or a string of letters ("edskypmxt").
 	Samplers jx.Raw `json:"samplers"`
+	// A GBNF grammar the output must match (its rule "root").
+	Grammar OptNilString `json:"grammar"`
+	// A JSON schema the output must satisfy (converted to a grammar).
+	JSONSchema jx.Raw `json:"json_schema"`
+	// OpenAI's output format: {"type": "text"}, {"type": "json_object"} (any JSON object,
+	// or the "schema" given) or {"type": "json_schema", "json_schema": {"schema": {...}}}.
+	ResponseFormat jx.Raw `json:"response_format"`
 }
 
 // GetPrompt returns the value of Prompt.
@@ -1514,6 +1558,21 @@ func (s *CompletionRequest) GetSamplers() jx.Raw {
 	return s.Samplers
 }
 
+// GetGrammar returns the value of Grammar.
+func (s *CompletionRequest) GetGrammar() OptNilString {
+	return s.Grammar
+}
+
+// GetJSONSchema returns the value of JSONSchema.
+func (s *CompletionRequest) GetJSONSchema() jx.Raw {
+	return s.JSONSchema
+}
+
+// GetResponseFormat returns the value of ResponseFormat.
+func (s *CompletionRequest) GetResponseFormat() jx.Raw {
+	return s.ResponseFormat
+}
+
 // SetPrompt sets the value of Prompt.
 func (s *CompletionRequest) SetPrompt(val Prompt) {
 	s.Prompt = val
@@ -1697,6 +1756,21 @@ func (s *CompletionRequest) SetMinKeep(val OptNilInt) {
 // SetSamplers sets the value of Samplers.
 func (s *CompletionRequest) SetSamplers(val jx.Raw) {
 	s.Samplers = val
+}
+
+// SetGrammar sets the value of Grammar.
+func (s *CompletionRequest) SetGrammar(val OptNilString) {
+	s.Grammar = val
+}
+
+// SetJSONSchema sets the value of JSONSchema.
+func (s *CompletionRequest) SetJSONSchema(val jx.Raw) {
+	s.JSONSchema = val
+}
+
+// SetResponseFormat sets the value of ResponseFormat.
+func (s *CompletionRequest) SetResponseFormat(val jx.Raw) {
+	s.ResponseFormat = val
 }
 
 // A native completion, and the last event of a native stream.

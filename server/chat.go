@@ -66,6 +66,9 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 		postSamplingProbs:   req.PostSamplingProbs,
 		minKeep:             req.MinKeep,
 		samplers:            req.Samplers,
+		grammar:             req.Grammar,
+		jsonSchema:          req.JSONSchema,
+		responseFormat:      req.ResponseFormat,
 		nCtx:                m.info.NCtx,
 		tok:                 m.tok,
 	}.params()

@@ -75,6 +75,9 @@ func (s *Server) complete(ctx context.Context, req *gen.CompletionRequest, w htt
 		postSamplingProbs:   req.PostSamplingProbs,
 		minKeep:             req.MinKeep,
 		samplers:            req.Samplers,
+		grammar:             req.Grammar,
+		jsonSchema:          req.JSONSchema,
+		responseFormat:      req.ResponseFormat,
 		nCtx:                m.info.NCtx,
 		tok:                 m.tok,
 	}.params()

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"math"
 	"strconv"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/go-faster/jx"
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
+	"github.com/wgpu-llama/wgpu-llama/engine/grammar"
 	"github.com/wgpu-llama/wgpu-llama/gen"
 )
 
@@ -45,6 +47,9 @@ type samplingFields struct {
 	postSamplingProbs   gen.OptNilBool
 	minKeep             gen.OptNilInt
 	samplers            jx.Raw // array of names or a string of letters
+	grammar             gen.OptNilString
+	jsonSchema          jx.Raw // any JSON schema
+	responseFormat      jx.Raw // chat only: OpenAI's response_format
 
 	// nCtx resolves repeat_last_n and dry_penalty_last_n of -1, as llama-server does.
 	nCtx int
@@ -217,7 +222,77 @@ func (f samplingFields) samplerParams(p *engine.Params) error {
 	} else if s != nil {
 		p.Samplers = s
 	}
+	return f.constraint(p)
+}
+
+// constraint compiles the output constraint, as llama-server accepts it: a GBNF grammar, or
+// a JSON schema (json_schema, or chat's response_format) converted to one. At most one.
+func (f samplingFields) constraint(p *engine.Params) error {
+	schema, field := f.jsonSchema, "json_schema"
+	if !isNull(f.responseFormat) {
+		s, err := responseFormatSchema(f.responseFormat)
+		if err != nil {
+			return err
+		}
+		if s != nil {
+			schema, field = s, "response_format"
+		}
+	}
+	src, hasGrammar := f.grammar.Get()
+	hasGrammar = hasGrammar && src != ""
+	if !isNull(schema) {
+		if hasGrammar {
+			return invalidRequest("either %s or 'grammar' can be given, but not both", quoteField(field))
+		}
+		var err error
+		if src, err = grammar.FromJSONSchema(schema); err != nil {
+			return invalidRequest("%s: %v", quoteField(field), err)
+		}
+	} else if !hasGrammar {
+		return nil
+	}
+	g, err := grammar.Parse(src)
+	if err != nil {
+		return invalidRequest("'grammar': %v", err)
+	}
+	p.Grammar = g
 	return nil
+}
+
+func quoteField(name string) string { return "'" + name + "'" }
+
+// responseFormatSchema reads OpenAI's response_format: {"type": "text"} constrains nothing;
+// "json_object" any object (or the "schema" given); "json_schema" its json_schema.schema.
+func responseFormatSchema(raw jx.Raw) (jx.Raw, error) {
+	var rf struct {
+		Type       string          `json:"type"`
+		Schema     json.RawMessage `json:"schema"`
+		JSONSchema *struct {
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	}
+	if err := json.Unmarshal(raw, &rf); err != nil {
+		return nil, invalidRequest("'response_format' must be an object with a 'type'")
+	}
+	switch rf.Type {
+	case "text":
+		return nil, nil
+	case "json_object":
+		if len(rf.Schema) > 0 {
+			return jx.Raw(rf.Schema), nil
+		}
+		return jx.Raw(`{"type": "object"}`), nil
+	case "json_schema":
+		if rf.JSONSchema != nil && len(rf.JSONSchema.Schema) > 0 {
+			return jx.Raw(rf.JSONSchema.Schema), nil
+		}
+		if len(rf.Schema) > 0 {
+			return jx.Raw(rf.Schema), nil
+		}
+		return jx.Raw(`{}`), nil
+	default:
+		return nil, invalidRequest("'response_format' type must be \"text\", \"json_object\" or \"json_schema\" (got %q)", rf.Type)
+	}
 }
 
 // isNull reports whether raw is absent or JSON null.
@@ -454,7 +529,7 @@ func generationSettings(p engine.Params, stream bool) gen.GenerationSettings {
 		LogitBias:           bias,
 		NProbs:              p.NProbs,
 		MinKeep:             p.MinKeep,
-		Grammar:             "",
+		Grammar:             grammarSource(p.Grammar),
 		GrammarLazy:         false,
 		GrammarTriggers:     []gen.GrammarTrigger{},
 		PreservedTokens:     []int32{},
@@ -499,4 +574,11 @@ func timings(t engine.Timings) gen.Timings {
 		PredictedPerTokenMs: perToken(predictedMS, t.PredictedN),
 		PredictedPerSecond:  perSecond(predictedMS, t.PredictedN),
 	}
+}
+
+func grammarSource(g *grammar.Grammar) string {
+	if g == nil {
+		return ""
+	}
+	return g.Source()
 }

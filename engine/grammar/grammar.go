@@ -45,7 +45,11 @@ type Grammar struct {
 	rules [][]element // each rule: alternates separated by elemAlt, ended by elemEnd
 	names []string    // rule id -> name
 	ids   map[string]int
+	src   string
 }
+
+// Source is the GBNF text the grammar was parsed from (reported back to clients).
+func (g *Grammar) Source() string { return g.src }
 
 // Rules returns the names of the rules written in the source (generated
 // helper rules excluded), sorted.

@@ -26,7 +26,7 @@ type bail struct{ err *Error }
 // Parse parses GBNF grammar text. Errors are *Error values naming the line
 // and column of the problem.
 func Parse(src string) (g *Grammar, err error) {
-	p := &parser{src: src, g: &Grammar{ids: map[string]int{}}}
+	p := &parser{src: src, g: &Grammar{ids: map[string]int{}, src: src}}
 	defer func() {
 		if r := recover(); r != nil {
 			b, ok := r.(bail)
