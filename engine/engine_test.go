@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -159,5 +160,33 @@ func TestNPredictZeroAndContextFull(t *testing.T) {
 	_, final, _ := collect(t, ch)
 	if !final.Truncated || final.StopType != engine.StopLimit || final.TokensCached != 511 {
 		t.Errorf("context full: truncated %v stop %s cached %d", final.Truncated, final.StopType, final.TokensCached)
+	}
+}
+
+// TestProbabilities checks n_probs against llama.cpp's recorded top-10 of stories260K's first
+// greedy steps.
+func TestProbabilities(t *testing.T) {
+	e := enginetest.Load(t, "models", "stories260K.gguf")
+	p := greedy(4)
+	p.NProbs = 3
+	ch, err := e.Submit(context.Background(), engine.Task{Prompt: e.Tokenizer().Encode("Once upon a time", true, true), Params: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []engine.StepProbs
+	var ids []int32
+	for r := range ch {
+		if len(r.Probs) != len(r.Tokens) {
+			t.Fatalf("%d probability entries for %d tokens", len(r.Probs), len(r.Tokens))
+		}
+		steps = append(steps, r.Probs...)
+		ids = append(ids, r.Tokens...)
+	}
+	// llama.cpp: step 0 top-3 432 (ln p -0.0318), 383 (-3.547), 322 (-8.119).
+	if len(steps) != 4 || steps[0].ID != 432 || len(steps[0].Top) != 3 || steps[0].Top[1].ID != 383 || steps[0].Top[2].ID != 322 {
+		t.Fatalf("steps %+v (tokens %v)", steps, ids)
+	}
+	if lp := math.Log(float64(steps[0].Prob)); math.Abs(lp+0.0318) > 0.01 {
+		t.Errorf("step 0 log-prob %.4f, llama.cpp -0.0318", lp)
 	}
 }

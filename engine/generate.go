@@ -50,12 +50,13 @@ func (e *Engine) generate(r *request) Result {
 	var text []byte // generated text so far (complete UTF-8)
 	sent := 0       // bytes of text already delivered
 	var pending []int32
+	var pendingProbs []StepProbs
 	finish := func(st StopType) Result {
 		if st != StopWord {
 			text = append(text, dec.Flush()...)
 		}
 		res.Text = string(text[sent:])
-		res.Tokens = pending
+		res.Tokens, res.Probs = pending, pendingProbs
 		res.Stop, res.StopType = true, st
 		res.TokensCached = len(e.cached)
 		res.Timings.Predicted = time.Since(genStart)
@@ -87,6 +88,10 @@ func (e *Engine) generate(r *request) Result {
 		}
 		res.TokensPredicted++
 		pending = append(pending, id)
+		if p.NProbs > 0 {
+			top, picked := smp.probs(p.NProbs)
+			pendingProbs = append(pendingProbs, StepProbs{ID: id, Prob: picked, Top: top})
+		}
 		before := len(text)
 		text = append(text, dec.Add(id)...)
 
@@ -105,10 +110,10 @@ func (e *Engine) generate(r *request) Result {
 			return finish(StopLimit)
 		}
 		if safe := len(text) - heldBack(string(text), p.Stop); safe > sent {
-			if !r.send(Result{Text: string(text[sent:safe]), Tokens: pending, TokensEvaluated: res.TokensEvaluated, TokensPredicted: res.TokensPredicted}) {
+			if !r.send(Result{Text: string(text[sent:safe]), Tokens: pending, Probs: pendingProbs, TokensEvaluated: res.TokensEvaluated, TokensPredicted: res.TokensPredicted}) {
 				return finish(StopNone)
 			}
-			sent, pending = safe, nil
+			sent, pending, pendingProbs = safe, nil, nil
 		}
 		logits, err = e.model.Forward(e.kv, []int32{id}, pos)
 		if err != nil {

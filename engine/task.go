@@ -156,8 +156,19 @@ type Result struct {
 	TokensCached    int // tokens in the slot's cache after this result
 	Timings         Timings
 
+	// Probs, when Params.NProbs > 0, holds one entry per token in Tokens: the sampled token's
+	// probability and the NProbs most likely candidates at that step.
+	Probs []StepProbs
+
 	// Err, when set on a final result, is why the request failed.
 	Err error
+}
+
+// StepProbs are one generation step's probabilities (llama-server's completion_probabilities).
+type StepProbs struct {
+	ID   int32
+	Prob float32
+	Top  []TokenProb
 }
 
 // Errors a Submit can return.

@@ -285,12 +285,19 @@ func (s *ChatChoice) encodeFields(e *jx.Encoder) {
 		e.FieldStart("message")
 		s.Message.Encode(e)
 	}
+	{
+		if s.Logprobs.Set {
+			e.FieldStart("logprobs")
+			s.Logprobs.Encode(e)
+		}
+	}
 }
 
-var jsonFieldsNameOfChatChoice = [3]string{
+var jsonFieldsNameOfChatChoice = [4]string{
 	0: "finish_reason",
 	1: "index",
 	2: "message",
+	3: "logprobs",
 }
 
 // Decode decodes ChatChoice from json.
@@ -335,6 +342,16 @@ func (s *ChatChoice) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"message\"")
+			}
+		case "logprobs":
+			if err := func() error {
+				s.Logprobs.Reset()
+				if err := s.Logprobs.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"logprobs\"")
 			}
 		default:
 			return d.Skip()
@@ -413,12 +430,19 @@ func (s *ChatChunkChoice) encodeFields(e *jx.Encoder) {
 		e.FieldStart("delta")
 		s.Delta.Encode(e)
 	}
+	{
+		if s.Logprobs.Set {
+			e.FieldStart("logprobs")
+			s.Logprobs.Encode(e)
+		}
+	}
 }
 
-var jsonFieldsNameOfChatChunkChoice = [3]string{
+var jsonFieldsNameOfChatChunkChoice = [4]string{
 	0: "finish_reason",
 	1: "index",
 	2: "delta",
+	3: "logprobs",
 }
 
 // Decode decodes ChatChunkChoice from json.
@@ -461,6 +485,16 @@ func (s *ChatChunkChoice) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"delta\"")
+			}
+		case "logprobs":
+			if err := func() error {
+				s.Logprobs.Reset()
+				if err := s.Logprobs.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"logprobs\"")
 			}
 		default:
 			return d.Skip()
@@ -857,6 +891,12 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.TopLogprobs.Set {
+			e.FieldStart("top_logprobs")
+			s.TopLogprobs.Encode(e)
+		}
+	}
+	{
 		if s.IgnoreEos.Set {
 			e.FieldStart("ignore_eos")
 			s.IgnoreEos.Encode(e)
@@ -1014,7 +1054,7 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfChatCompletionRequest = [43]string{
+var jsonFieldsNameOfChatCompletionRequest = [44]string{
 	0:  "model",
 	1:  "messages",
 	2:  "tools",
@@ -1032,32 +1072,33 @@ var jsonFieldsNameOfChatCompletionRequest = [43]string{
 	14: "stream",
 	15: "stream_options",
 	16: "logprobs",
-	17: "ignore_eos",
-	18: "repeat_penalty",
-	19: "repeat_last_n",
-	20: "presence_penalty",
-	21: "frequency_penalty",
-	22: "dry_multiplier",
-	23: "dry_base",
-	24: "dry_allowed_length",
-	25: "dry_penalty_last_n",
-	26: "dry_sequence_breakers",
-	27: "top_n_sigma",
-	28: "typical_p",
-	29: "xtc_probability",
-	30: "xtc_threshold",
-	31: "dynatemp_range",
-	32: "dynatemp_exponent",
-	33: "mirostat",
-	34: "mirostat_tau",
-	35: "mirostat_eta",
-	36: "logit_bias",
-	37: "post_sampling_probs",
-	38: "min_keep",
-	39: "samplers",
-	40: "grammar",
-	41: "json_schema",
-	42: "response_format",
+	17: "top_logprobs",
+	18: "ignore_eos",
+	19: "repeat_penalty",
+	20: "repeat_last_n",
+	21: "presence_penalty",
+	22: "frequency_penalty",
+	23: "dry_multiplier",
+	24: "dry_base",
+	25: "dry_allowed_length",
+	26: "dry_penalty_last_n",
+	27: "dry_sequence_breakers",
+	28: "top_n_sigma",
+	29: "typical_p",
+	30: "xtc_probability",
+	31: "xtc_threshold",
+	32: "dynatemp_range",
+	33: "dynatemp_exponent",
+	34: "mirostat",
+	35: "mirostat_tau",
+	36: "mirostat_eta",
+	37: "logit_bias",
+	38: "post_sampling_probs",
+	39: "min_keep",
+	40: "samplers",
+	41: "grammar",
+	42: "json_schema",
+	43: "response_format",
 }
 
 // Decode decodes ChatCompletionRequest from json.
@@ -1246,6 +1287,16 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"logprobs\"")
+			}
+		case "top_logprobs":
+			if err := func() error {
+				s.TopLogprobs.Reset()
+				if err := s.TopLogprobs.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"top_logprobs\"")
 			}
 		case "ignore_eos":
 			if err := func() error {
@@ -1982,6 +2033,112 @@ func (s *ChatDelta) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *ChatDelta) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *ChatLogprobs) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *ChatLogprobs) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("content")
+		e.ArrStart()
+		for _, elem := range s.Content {
+			elem.Encode(e)
+		}
+		e.ArrEnd()
+	}
+}
+
+var jsonFieldsNameOfChatLogprobs = [1]string{
+	0: "content",
+}
+
+// Decode decodes ChatLogprobs from json.
+func (s *ChatLogprobs) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode ChatLogprobs to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "content":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				s.Content = make([]TokenProbability, 0)
+				if err := d.Arr(func(d *jx.Decoder) error {
+					var elem TokenProbability
+					if err := elem.Decode(d); err != nil {
+						return err
+					}
+					s.Content = append(s.Content, elem)
+					return nil
+				}); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"content\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode ChatLogprobs")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00000001,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfChatLogprobs) {
+					name = jsonFieldsNameOfChatLogprobs[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *ChatLogprobs) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *ChatLogprobs) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }
@@ -2991,9 +3148,19 @@ func (s *CompletionChunk) encodeFields(e *jx.Encoder) {
 		e.FieldStart("tokens_evaluated")
 		e.Int(s.TokensEvaluated)
 	}
+	{
+		if s.CompletionProbabilities != nil {
+			e.FieldStart("completion_probabilities")
+			e.ArrStart()
+			for _, elem := range s.CompletionProbabilities {
+				elem.Encode(e)
+			}
+			e.ArrEnd()
+		}
+	}
 }
 
-var jsonFieldsNameOfCompletionChunk = [7]string{
+var jsonFieldsNameOfCompletionChunk = [8]string{
 	0: "index",
 	1: "content",
 	2: "tokens",
@@ -3001,6 +3168,7 @@ var jsonFieldsNameOfCompletionChunk = [7]string{
 	4: "id_slot",
 	5: "tokens_predicted",
 	6: "tokens_evaluated",
+	7: "completion_probabilities",
 }
 
 // Decode decodes CompletionChunk from json.
@@ -3103,6 +3271,23 @@ func (s *CompletionChunk) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"tokens_evaluated\"")
+			}
+		case "completion_probabilities":
+			if err := func() error {
+				s.CompletionProbabilities = make([]TokenProbability, 0)
+				if err := d.Arr(func(d *jx.Decoder) error {
+					var elem TokenProbability
+					if err := elem.Decode(d); err != nil {
+						return err
+					}
+					s.CompletionProbabilities = append(s.CompletionProbabilities, elem)
+					return nil
+				}); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"completion_probabilities\"")
 			}
 		default:
 			return d.Skip()
@@ -4002,9 +4187,19 @@ func (s *CompletionResponse) encodeFields(e *jx.Encoder) {
 		e.FieldStart("timings")
 		s.Timings.Encode(e)
 	}
+	{
+		if s.CompletionProbabilities != nil {
+			e.FieldStart("completion_probabilities")
+			e.ArrStart()
+			for _, elem := range s.CompletionProbabilities {
+				elem.Encode(e)
+			}
+			e.ArrEnd()
+		}
+	}
 }
 
-var jsonFieldsNameOfCompletionResponse = [16]string{
+var jsonFieldsNameOfCompletionResponse = [17]string{
 	0:  "index",
 	1:  "content",
 	2:  "tokens",
@@ -4021,6 +4216,7 @@ var jsonFieldsNameOfCompletionResponse = [16]string{
 	13: "stopping_word",
 	14: "tokens_cached",
 	15: "timings",
+	16: "completion_probabilities",
 }
 
 // Decode decodes CompletionResponse from json.
@@ -4028,7 +4224,7 @@ func (s *CompletionResponse) Decode(d *jx.Decoder) error {
 	if s == nil {
 		return errors.New("invalid: unable to decode CompletionResponse to nil")
 	}
-	var requiredBitSet [2]uint8
+	var requiredBitSet [3]uint8
 
 	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
 		switch string(k) {
@@ -4226,6 +4422,23 @@ func (s *CompletionResponse) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"timings\"")
 			}
+		case "completion_probabilities":
+			if err := func() error {
+				s.CompletionProbabilities = make([]TokenProbability, 0)
+				if err := d.Arr(func(d *jx.Decoder) error {
+					var elem TokenProbability
+					if err := elem.Decode(d); err != nil {
+						return err
+					}
+					s.CompletionProbabilities = append(s.CompletionProbabilities, elem)
+					return nil
+				}); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"completion_probabilities\"")
+			}
 		default:
 			return d.Skip()
 		}
@@ -4235,9 +4448,10 @@ func (s *CompletionResponse) Decode(d *jx.Decoder) error {
 	}
 	// Validate required fields.
 	var failures []validate.FieldError
-	for i, mask := range [2]uint8{
+	for i, mask := range [3]uint8{
 		0b11111111,
 		0b11111111,
+		0b00000000,
 	} {
 		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
 			// Mask only required fields and check equality to mask using XOR.
@@ -7233,6 +7447,74 @@ func (s *NilString) UnmarshalJSON(data []byte) error {
 	return s.Decode(d)
 }
 
+// Encode encodes ChatLogprobs as json.
+func (o OptChatLogprobs) Encode(e *jx.Encoder) {
+	if !o.Set {
+		return
+	}
+	o.Value.Encode(e)
+}
+
+// Decode decodes ChatLogprobs from json.
+func (o *OptChatLogprobs) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode OptChatLogprobs to nil")
+	}
+	o.Set = true
+	if err := o.Value.Decode(d); err != nil {
+		return err
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s OptChatLogprobs) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *OptChatLogprobs) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes float64 as json.
+func (o OptFloat64) Encode(e *jx.Encoder) {
+	if !o.Set {
+		return
+	}
+	e.Float64(float64(o.Value))
+}
+
+// Decode decodes float64 from json.
+func (o *OptFloat64) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode OptFloat64 to nil")
+	}
+	o.Set = true
+	v, err := d.Float64()
+	if err != nil {
+		return err
+	}
+	o.Value = float64(v)
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s OptFloat64) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *OptFloat64) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
 // Encode encodes int as json.
 func (o OptInt) Encode(e *jx.Encoder) {
 	if !o.Set {
@@ -8827,6 +9109,238 @@ func (s *TokenPiece) UnmarshalJSON(data []byte) error {
 	return s.Decode(d)
 }
 
+// Encode implements json.Marshaler.
+func (s *TokenProbability) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *TokenProbability) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("id")
+		e.Int32(s.ID)
+	}
+	{
+		e.FieldStart("token")
+		e.Str(s.Token)
+	}
+	{
+		e.FieldStart("bytes")
+		e.ArrStart()
+		for _, elem := range s.Bytes {
+			e.Int(elem)
+		}
+		e.ArrEnd()
+	}
+	{
+		if s.Logprob.Set {
+			e.FieldStart("logprob")
+			s.Logprob.Encode(e)
+		}
+	}
+	{
+		if s.Prob.Set {
+			e.FieldStart("prob")
+			s.Prob.Encode(e)
+		}
+	}
+	{
+		if s.TopLogprobs != nil {
+			e.FieldStart("top_logprobs")
+			e.ArrStart()
+			for _, elem := range s.TopLogprobs {
+				elem.Encode(e)
+			}
+			e.ArrEnd()
+		}
+	}
+	{
+		if s.TopProbs != nil {
+			e.FieldStart("top_probs")
+			e.ArrStart()
+			for _, elem := range s.TopProbs {
+				elem.Encode(e)
+			}
+			e.ArrEnd()
+		}
+	}
+}
+
+var jsonFieldsNameOfTokenProbability = [7]string{
+	0: "id",
+	1: "token",
+	2: "bytes",
+	3: "logprob",
+	4: "prob",
+	5: "top_logprobs",
+	6: "top_probs",
+}
+
+// Decode decodes TokenProbability from json.
+func (s *TokenProbability) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode TokenProbability to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "id":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				v, err := d.Int32()
+				s.ID = int32(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"id\"")
+			}
+		case "token":
+			requiredBitSet[0] |= 1 << 1
+			if err := func() error {
+				v, err := d.Str()
+				s.Token = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"token\"")
+			}
+		case "bytes":
+			requiredBitSet[0] |= 1 << 2
+			if err := func() error {
+				s.Bytes = make([]int, 0)
+				if err := d.Arr(func(d *jx.Decoder) error {
+					var elem int
+					v, err := d.Int()
+					elem = int(v)
+					if err != nil {
+						return err
+					}
+					s.Bytes = append(s.Bytes, elem)
+					return nil
+				}); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"bytes\"")
+			}
+		case "logprob":
+			if err := func() error {
+				s.Logprob.Reset()
+				if err := s.Logprob.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"logprob\"")
+			}
+		case "prob":
+			if err := func() error {
+				s.Prob.Reset()
+				if err := s.Prob.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"prob\"")
+			}
+		case "top_logprobs":
+			if err := func() error {
+				s.TopLogprobs = make([]TopProbability, 0)
+				if err := d.Arr(func(d *jx.Decoder) error {
+					var elem TopProbability
+					if err := elem.Decode(d); err != nil {
+						return err
+					}
+					s.TopLogprobs = append(s.TopLogprobs, elem)
+					return nil
+				}); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"top_logprobs\"")
+			}
+		case "top_probs":
+			if err := func() error {
+				s.TopProbs = make([]TopProbability, 0)
+				if err := d.Arr(func(d *jx.Decoder) error {
+					var elem TopProbability
+					if err := elem.Decode(d); err != nil {
+						return err
+					}
+					s.TopProbs = append(s.TopProbs, elem)
+					return nil
+				}); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"top_probs\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode TokenProbability")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00000111,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfTokenProbability) {
+					name = jsonFieldsNameOfTokenProbability[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *TokenProbability) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *TokenProbability) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
 // Encode encodes TokenizeContent as json.
 func (s TokenizeContent) Encode(e *jx.Encoder) {
 	switch s.Type {
@@ -9151,6 +9665,182 @@ func (s TokenizeToken) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *TokenizeToken) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *TopProbability) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *TopProbability) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("id")
+		e.Int32(s.ID)
+	}
+	{
+		e.FieldStart("token")
+		e.Str(s.Token)
+	}
+	{
+		e.FieldStart("bytes")
+		e.ArrStart()
+		for _, elem := range s.Bytes {
+			e.Int(elem)
+		}
+		e.ArrEnd()
+	}
+	{
+		if s.Logprob.Set {
+			e.FieldStart("logprob")
+			s.Logprob.Encode(e)
+		}
+	}
+	{
+		if s.Prob.Set {
+			e.FieldStart("prob")
+			s.Prob.Encode(e)
+		}
+	}
+}
+
+var jsonFieldsNameOfTopProbability = [5]string{
+	0: "id",
+	1: "token",
+	2: "bytes",
+	3: "logprob",
+	4: "prob",
+}
+
+// Decode decodes TopProbability from json.
+func (s *TopProbability) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode TopProbability to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "id":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				v, err := d.Int32()
+				s.ID = int32(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"id\"")
+			}
+		case "token":
+			requiredBitSet[0] |= 1 << 1
+			if err := func() error {
+				v, err := d.Str()
+				s.Token = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"token\"")
+			}
+		case "bytes":
+			requiredBitSet[0] |= 1 << 2
+			if err := func() error {
+				s.Bytes = make([]int, 0)
+				if err := d.Arr(func(d *jx.Decoder) error {
+					var elem int
+					v, err := d.Int()
+					elem = int(v)
+					if err != nil {
+						return err
+					}
+					s.Bytes = append(s.Bytes, elem)
+					return nil
+				}); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"bytes\"")
+			}
+		case "logprob":
+			if err := func() error {
+				s.Logprob.Reset()
+				if err := s.Logprob.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"logprob\"")
+			}
+		case "prob":
+			if err := func() error {
+				s.Prob.Reset()
+				if err := s.Prob.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"prob\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode TopProbability")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00000111,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfTopProbability) {
+					name = jsonFieldsNameOfTopProbability[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *TopProbability) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *TopProbability) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }

@@ -84,6 +84,7 @@ type ChatChoice struct {
 	FinishReason string              `json:"finish_reason"`
 	Index        int                 `json:"index"`
 	Message      ChatResponseMessage `json:"message"`
+	Logprobs     OptChatLogprobs     `json:"logprobs"`
 }
 
 // GetFinishReason returns the value of FinishReason.
@@ -101,6 +102,11 @@ func (s *ChatChoice) GetMessage() ChatResponseMessage {
 	return s.Message
 }
 
+// GetLogprobs returns the value of Logprobs.
+func (s *ChatChoice) GetLogprobs() OptChatLogprobs {
+	return s.Logprobs
+}
+
 // SetFinishReason sets the value of FinishReason.
 func (s *ChatChoice) SetFinishReason(val string) {
 	s.FinishReason = val
@@ -116,11 +122,17 @@ func (s *ChatChoice) SetMessage(val ChatResponseMessage) {
 	s.Message = val
 }
 
+// SetLogprobs sets the value of Logprobs.
+func (s *ChatChoice) SetLogprobs(val OptChatLogprobs) {
+	s.Logprobs = val
+}
+
 // Ref: #/components/schemas/ChatChunkChoice
 type ChatChunkChoice struct {
-	FinishReason NilString `json:"finish_reason"`
-	Index        int       `json:"index"`
-	Delta        ChatDelta `json:"delta"`
+	FinishReason NilString       `json:"finish_reason"`
+	Index        int             `json:"index"`
+	Delta        ChatDelta       `json:"delta"`
+	Logprobs     OptChatLogprobs `json:"logprobs"`
 }
 
 // GetFinishReason returns the value of FinishReason.
@@ -138,6 +150,11 @@ func (s *ChatChunkChoice) GetDelta() ChatDelta {
 	return s.Delta
 }
 
+// GetLogprobs returns the value of Logprobs.
+func (s *ChatChunkChoice) GetLogprobs() OptChatLogprobs {
+	return s.Logprobs
+}
+
 // SetFinishReason sets the value of FinishReason.
 func (s *ChatChunkChoice) SetFinishReason(val NilString) {
 	s.FinishReason = val
@@ -151,6 +168,11 @@ func (s *ChatChunkChoice) SetIndex(val int) {
 // SetDelta sets the value of Delta.
 func (s *ChatChunkChoice) SetDelta(val ChatDelta) {
 	s.Delta = val
+}
+
+// SetLogprobs sets the value of Logprobs.
+func (s *ChatChunkChoice) SetLogprobs(val OptChatLogprobs) {
+	s.Logprobs = val
 }
 
 // One event of a chat stream.
@@ -270,9 +292,11 @@ type ChatCompletionRequest struct {
 	Stop          OptNilStop          `json:"stop"`
 	Stream        OptNilBool          `json:"stream"`
 	StreamOptions OptNilStreamOptions `json:"stream_options"`
-	// Not supported yet; true is rejected with 400.
-	Logprobs  OptNilBool `json:"logprobs"`
-	IgnoreEos OptNilBool `json:"ignore_eos"`
+	// Return the log-probability of each generated token (choices[].logprobs).
+	Logprobs OptNilBool `json:"logprobs"`
+	// How many of the most likely tokens to list at each step (with logprobs).
+	TopLogprobs OptNilInt  `json:"top_logprobs"`
+	IgnoreEos   OptNilBool `json:"ignore_eos"`
 	// Penalizes tokens seen in the last repeat_last_n tokens; 1 is off. Must be above 0.
 	RepeatPenalty OptNilFloat64 `json:"repeat_penalty"`
 	// Tokens the penalties look at; 0 off, -1 the context size.
@@ -401,6 +425,11 @@ func (s *ChatCompletionRequest) GetStreamOptions() OptNilStreamOptions {
 // GetLogprobs returns the value of Logprobs.
 func (s *ChatCompletionRequest) GetLogprobs() OptNilBool {
 	return s.Logprobs
+}
+
+// GetTopLogprobs returns the value of TopLogprobs.
+func (s *ChatCompletionRequest) GetTopLogprobs() OptNilInt {
+	return s.TopLogprobs
 }
 
 // GetIgnoreEos returns the value of IgnoreEos.
@@ -616,6 +645,11 @@ func (s *ChatCompletionRequest) SetStreamOptions(val OptNilStreamOptions) {
 // SetLogprobs sets the value of Logprobs.
 func (s *ChatCompletionRequest) SetLogprobs(val OptNilBool) {
 	s.Logprobs = val
+}
+
+// SetTopLogprobs sets the value of TopLogprobs.
+func (s *ChatCompletionRequest) SetTopLogprobs(val OptNilInt) {
+	s.TopLogprobs = val
 }
 
 // SetIgnoreEos sets the value of IgnoreEos.
@@ -893,6 +927,21 @@ func (s *ChatDelta) SetRole(val OptString) {
 
 // SetContent sets the value of Content.
 func (s *ChatDelta) SetContent(val OptNilString) {
+	s.Content = val
+}
+
+// Ref: #/components/schemas/ChatLogprobs
+type ChatLogprobs struct {
+	Content []TokenProbability `json:"content"`
+}
+
+// GetContent returns the value of Content.
+func (s *ChatLogprobs) GetContent() []TokenProbability {
+	return s.Content
+}
+
+// SetContent sets the value of Content.
+func (s *ChatLogprobs) SetContent(val []TokenProbability) {
 	s.Content = val
 }
 
@@ -1225,13 +1274,14 @@ type ChatTools []ChatTool
 // A partial result of a native completion stream.
 // Ref: #/components/schemas/CompletionChunk
 type CompletionChunk struct {
-	Index           int     `json:"index"`
-	Content         string  `json:"content"`
-	Tokens          []int32 `json:"tokens"`
-	Stop            bool    `json:"stop"`
-	IDSlot          int     `json:"id_slot"`
-	TokensPredicted int     `json:"tokens_predicted"`
-	TokensEvaluated int     `json:"tokens_evaluated"`
+	Index                   int                `json:"index"`
+	Content                 string             `json:"content"`
+	Tokens                  []int32            `json:"tokens"`
+	Stop                    bool               `json:"stop"`
+	IDSlot                  int                `json:"id_slot"`
+	TokensPredicted         int                `json:"tokens_predicted"`
+	TokensEvaluated         int                `json:"tokens_evaluated"`
+	CompletionProbabilities []TokenProbability `json:"completion_probabilities"`
 }
 
 // GetIndex returns the value of Index.
@@ -1269,6 +1319,11 @@ func (s *CompletionChunk) GetTokensEvaluated() int {
 	return s.TokensEvaluated
 }
 
+// GetCompletionProbabilities returns the value of CompletionProbabilities.
+func (s *CompletionChunk) GetCompletionProbabilities() []TokenProbability {
+	return s.CompletionProbabilities
+}
+
 // SetIndex sets the value of Index.
 func (s *CompletionChunk) SetIndex(val int) {
 	s.Index = val
@@ -1304,6 +1359,11 @@ func (s *CompletionChunk) SetTokensEvaluated(val int) {
 	s.TokensEvaluated = val
 }
 
+// SetCompletionProbabilities sets the value of CompletionProbabilities.
+func (s *CompletionChunk) SetCompletionProbabilities(val []TokenProbability) {
+	s.CompletionProbabilities = val
+}
+
 // Ref: #/components/schemas/CompletionRequest
 type CompletionRequest struct {
 	Prompt Prompt       `json:"prompt"`
@@ -1326,7 +1386,7 @@ type CompletionRequest struct {
 	CachePrompt OptNilBool `json:"cache_prompt"`
 	// Return the generated token ids in the final response's "tokens".
 	ReturnTokens OptNilBool `json:"return_tokens"`
-	// Not supported yet; a value above 0 is rejected with 400.
+	// List this many of the most likely tokens at each step (completion_probabilities).
 	NProbs OptNilInt `json:"n_probs"`
 	// Penalizes tokens seen in the last repeat_last_n tokens; 1 is off. Must be above 0.
 	RepeatPenalty OptNilFloat64 `json:"repeat_penalty"`
@@ -1786,13 +1846,14 @@ type CompletionResponse struct {
 	TokensEvaluated    int                `json:"tokens_evaluated"`
 	GenerationSettings GenerationSettings `json:"generation_settings"`
 	// The prompt as tokenized, detokenized with specials (e.g. "<s> Once upon a time").
-	Prompt       string                     `json:"prompt"`
-	HasNewLine   bool                       `json:"has_new_line"`
-	Truncated    bool                       `json:"truncated"`
-	StopType     CompletionResponseStopType `json:"stop_type"`
-	StoppingWord string                     `json:"stopping_word"`
-	TokensCached int                        `json:"tokens_cached"`
-	Timings      Timings                    `json:"timings"`
+	Prompt                  string                     `json:"prompt"`
+	HasNewLine              bool                       `json:"has_new_line"`
+	Truncated               bool                       `json:"truncated"`
+	StopType                CompletionResponseStopType `json:"stop_type"`
+	StoppingWord            string                     `json:"stopping_word"`
+	TokensCached            int                        `json:"tokens_cached"`
+	Timings                 Timings                    `json:"timings"`
+	CompletionProbabilities []TokenProbability         `json:"completion_probabilities"`
 }
 
 // GetIndex returns the value of Index.
@@ -1875,6 +1936,11 @@ func (s *CompletionResponse) GetTimings() Timings {
 	return s.Timings
 }
 
+// GetCompletionProbabilities returns the value of CompletionProbabilities.
+func (s *CompletionResponse) GetCompletionProbabilities() []TokenProbability {
+	return s.CompletionProbabilities
+}
+
 // SetIndex sets the value of Index.
 func (s *CompletionResponse) SetIndex(val int) {
 	s.Index = val
@@ -1953,6 +2019,11 @@ func (s *CompletionResponse) SetTokensCached(val int) {
 // SetTimings sets the value of Timings.
 func (s *CompletionResponse) SetTimings(val Timings) {
 	s.Timings = val
+}
+
+// SetCompletionProbabilities sets the value of CompletionProbabilities.
+func (s *CompletionResponse) SetCompletionProbabilities(val []TokenProbability) {
+	s.CompletionProbabilities = val
 }
 
 type CompletionResponseStopType string
@@ -3356,6 +3427,98 @@ func (o NilString) Get() (v string, ok bool) {
 
 // Or returns value if set, or given parameter if does not.
 func (o NilString) Or(d string) string {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptChatLogprobs returns new OptChatLogprobs with value set to v.
+func NewOptChatLogprobs(v ChatLogprobs) OptChatLogprobs {
+	return OptChatLogprobs{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptChatLogprobs is optional ChatLogprobs.
+type OptChatLogprobs struct {
+	Value ChatLogprobs
+	Set   bool
+}
+
+// IsSet returns true if OptChatLogprobs was set.
+func (o OptChatLogprobs) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptChatLogprobs) Reset() {
+	var v ChatLogprobs
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptChatLogprobs) SetTo(v ChatLogprobs) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptChatLogprobs) Get() (v ChatLogprobs, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptChatLogprobs) Or(d ChatLogprobs) ChatLogprobs {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptFloat64 returns new OptFloat64 with value set to v.
+func NewOptFloat64(v float64) OptFloat64 {
+	return OptFloat64{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptFloat64 is optional float64.
+type OptFloat64 struct {
+	Value float64
+	Set   bool
+}
+
+// IsSet returns true if OptFloat64 was set.
+func (o OptFloat64) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptFloat64) Reset() {
+	var v float64
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptFloat64) SetTo(v float64) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptFloat64) Get() (v float64, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptFloat64) Or(d float64) float64 {
 	if v, ok := o.Get(); ok {
 		return v
 	}
@@ -4838,6 +5001,90 @@ func (s *TokenPiece) SetPiece(val PieceText) {
 	s.Piece = val
 }
 
+// One generated token with its probability and the most likely candidates at its step:
+// log-probabilities (logprob, top_logprobs), or with post_sampling_probs probabilities
+// (prob, top_probs).
+// Ref: #/components/schemas/TokenProbability
+type TokenProbability struct {
+	ID          int32            `json:"id"`
+	Token       string           `json:"token"`
+	Bytes       []int            `json:"bytes"`
+	Logprob     OptFloat64       `json:"logprob"`
+	Prob        OptFloat64       `json:"prob"`
+	TopLogprobs []TopProbability `json:"top_logprobs"`
+	TopProbs    []TopProbability `json:"top_probs"`
+}
+
+// GetID returns the value of ID.
+func (s *TokenProbability) GetID() int32 {
+	return s.ID
+}
+
+// GetToken returns the value of Token.
+func (s *TokenProbability) GetToken() string {
+	return s.Token
+}
+
+// GetBytes returns the value of Bytes.
+func (s *TokenProbability) GetBytes() []int {
+	return s.Bytes
+}
+
+// GetLogprob returns the value of Logprob.
+func (s *TokenProbability) GetLogprob() OptFloat64 {
+	return s.Logprob
+}
+
+// GetProb returns the value of Prob.
+func (s *TokenProbability) GetProb() OptFloat64 {
+	return s.Prob
+}
+
+// GetTopLogprobs returns the value of TopLogprobs.
+func (s *TokenProbability) GetTopLogprobs() []TopProbability {
+	return s.TopLogprobs
+}
+
+// GetTopProbs returns the value of TopProbs.
+func (s *TokenProbability) GetTopProbs() []TopProbability {
+	return s.TopProbs
+}
+
+// SetID sets the value of ID.
+func (s *TokenProbability) SetID(val int32) {
+	s.ID = val
+}
+
+// SetToken sets the value of Token.
+func (s *TokenProbability) SetToken(val string) {
+	s.Token = val
+}
+
+// SetBytes sets the value of Bytes.
+func (s *TokenProbability) SetBytes(val []int) {
+	s.Bytes = val
+}
+
+// SetLogprob sets the value of Logprob.
+func (s *TokenProbability) SetLogprob(val OptFloat64) {
+	s.Logprob = val
+}
+
+// SetProb sets the value of Prob.
+func (s *TokenProbability) SetProb(val OptFloat64) {
+	s.Prob = val
+}
+
+// SetTopLogprobs sets the value of TopLogprobs.
+func (s *TokenProbability) SetTopLogprobs(val []TopProbability) {
+	s.TopLogprobs = val
+}
+
+// SetTopProbs sets the value of TopProbs.
+func (s *TokenProbability) SetTopProbs(val []TopProbability) {
+	s.TopProbs = val
+}
+
 // The text to tokenize, or an array of token ids and strings tokenized in place (only a
 // leading string gets the special tokens). Absent, the answer has no tokens.
 // Ref: #/components/schemas/TokenizeContent
@@ -5035,6 +5282,65 @@ func NewTokenPieceTokenizeToken(v TokenPiece) TokenizeToken {
 	var s TokenizeToken
 	s.SetTokenPiece(v)
 	return s
+}
+
+// Ref: #/components/schemas/TopProbability
+type TopProbability struct {
+	ID      int32      `json:"id"`
+	Token   string     `json:"token"`
+	Bytes   []int      `json:"bytes"`
+	Logprob OptFloat64 `json:"logprob"`
+	Prob    OptFloat64 `json:"prob"`
+}
+
+// GetID returns the value of ID.
+func (s *TopProbability) GetID() int32 {
+	return s.ID
+}
+
+// GetToken returns the value of Token.
+func (s *TopProbability) GetToken() string {
+	return s.Token
+}
+
+// GetBytes returns the value of Bytes.
+func (s *TopProbability) GetBytes() []int {
+	return s.Bytes
+}
+
+// GetLogprob returns the value of Logprob.
+func (s *TopProbability) GetLogprob() OptFloat64 {
+	return s.Logprob
+}
+
+// GetProb returns the value of Prob.
+func (s *TopProbability) GetProb() OptFloat64 {
+	return s.Prob
+}
+
+// SetID sets the value of ID.
+func (s *TopProbability) SetID(val int32) {
+	s.ID = val
+}
+
+// SetToken sets the value of Token.
+func (s *TopProbability) SetToken(val string) {
+	s.Token = val
+}
+
+// SetBytes sets the value of Bytes.
+func (s *TopProbability) SetBytes(val []int) {
+	s.Bytes = val
+}
+
+// SetLogprob sets the value of Logprob.
+func (s *TopProbability) SetLogprob(val OptFloat64) {
+	s.Logprob = val
+}
+
+// SetProb sets the value of Prob.
+func (s *TopProbability) SetProb(val OptFloat64) {
+	s.Prob = val
 }
 
 // Ref: #/components/schemas/Usage

@@ -18,9 +18,6 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 	if m == nil {
 		return errLoading
 	}
-	if req.Logprobs.Or(false) {
-		return invalidRequest("'logprobs' is not supported yet; omit it or send false")
-	}
 	if len(req.Messages) == 0 {
 		return invalidRequest("'messages' must hold at least one message")
 	}
@@ -75,6 +72,17 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 	if err != nil {
 		return err
 	}
+	// logprobs asks for each token's log-probability, top_logprobs for that many candidates.
+	logprobs, topLogprobs := req.Logprobs.Or(false), req.TopLogprobs.Or(0)
+	if logprobs {
+		params.NProbs = max(topLogprobs, 1)
+	}
+	chatLogprobs := func(steps []engine.StepProbs) gen.OptChatLogprobs {
+		if !logprobs {
+			return gen.OptChatLogprobs{}
+		}
+		return gen.NewOptChatLogprobs(gen.ChatLogprobs{Content: probabilities(m.tok, steps, false, topLogprobs)})
+	}
 	model := req.Model.Or("")
 	if model == "" {
 		model = m.name
@@ -108,6 +116,7 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 				FinishReason: finishReason(final.StopType),
 				Index:        0,
 				Message:      gen.ChatResponseMessage{Role: "assistant", Content: c.content.String()},
+				Logprobs:     chatLogprobs(c.probs),
 			}},
 			Created:           head.created,
 			Model:             head.model,
@@ -149,6 +158,7 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 		}
 		if res.Text != "" {
 			piece := head.chunk(gen.ChatDelta{Content: gen.NewOptNilString(res.Text)})
+			piece.Choices[0].Logprobs = chatLogprobs(res.Probs)
 			if sse.data(&piece) != nil {
 				return nil
 			}

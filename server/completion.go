@@ -9,6 +9,7 @@ import (
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
 	"github.com/wgpu-llama/wgpu-llama/gen"
+	"github.com/wgpu-llama/wgpu-llama/model/tokenizer"
 )
 
 // CreateCompletion implements POST /completion, llama.cpp's native completion, as JSON or as
@@ -24,6 +25,7 @@ func (s *Server) CreateCompletionAlias(ctx context.Context, req *gen.CompletionR
 
 // completion is one native completion request on its way through the engine.
 type completion struct {
+	tok          *tokenizer.Tokenizer
 	model        string
 	promptText   string
 	settings     gen.GenerationSettings
@@ -31,17 +33,13 @@ type completion struct {
 
 	content strings.Builder
 	tokens  []int32
+	probs   []engine.StepProbs
 }
 
 func (s *Server) complete(ctx context.Context, req *gen.CompletionRequest, w http.ResponseWriter) error {
 	m := s.model()
 	if m == nil {
 		return errLoading
-	}
-	// Token probabilities are not produced by the engine yet: asking for them is an error rather
-	// than a response silently missing completion_probabilities.
-	if n, ok := req.NProbs.Get(); ok && n > 0 {
-		return invalidRequest("'n_probs' is not supported yet (got %d); omit it or send 0", n)
 	}
 	params, err := samplingFields{
 		nPredict:    firstSet(req.NPredict, req.MaxTokens),
@@ -84,6 +82,7 @@ func (s *Server) complete(ctx context.Context, req *gen.CompletionRequest, w htt
 	if err != nil {
 		return err
 	}
+	params.NProbs = req.NProbs.Or(0)
 	prompt, err := promptTokens(m.tok, req.Prompt)
 	if err != nil {
 		return err
@@ -93,6 +92,7 @@ func (s *Server) complete(ctx context.Context, req *gen.CompletionRequest, w htt
 	}
 	stream := req.Stream.Or(false)
 	c := &completion{
+		tok:          m.tok,
 		model:        m.name,
 		promptText:   m.tok.Detokenize(prompt, false, true),
 		settings:     generationSettings(params, stream),
@@ -116,6 +116,9 @@ func (s *Server) complete(ctx context.Context, req *gen.CompletionRequest, w htt
 		}
 		noteTokens(ctx, final.TokensEvaluated, final.TokensPredicted)
 		resp := c.final(final, c.content.String())
+		if params.NProbs > 0 {
+			resp.CompletionProbabilities = probabilities(m.tok, c.probs, params.PostSamplingProbs, params.NProbs)
+		}
 		return writeJSON(w, &resp)
 	}
 
@@ -149,6 +152,9 @@ func (s *Server) complete(ctx context.Context, req *gen.CompletionRequest, w htt
 				TokensPredicted: res.TokensPredicted,
 				TokensEvaluated: res.TokensEvaluated,
 			}
+			if params.NProbs > 0 {
+				chunk.CompletionProbabilities = probabilities(m.tok, res.Probs, params.PostSamplingProbs, params.NProbs)
+			}
 			if sse.data(&chunk) != nil {
 				return nil // the client is gone
 			}
@@ -167,6 +173,7 @@ func (s *Server) complete(ctx context.Context, req *gen.CompletionRequest, w htt
 func (c *completion) add(res engine.Result) {
 	c.content.WriteString(res.Text)
 	c.tokens = append(c.tokens, res.Tokens...)
+	c.probs = append(c.probs, res.Probs...)
 }
 
 // collect reads results up to the final one, accumulating the content.
