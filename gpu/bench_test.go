@@ -92,8 +92,8 @@ func BenchmarkAttentionPrompt(b *testing.B) {
 	k, _ := d.NewBuffer("k", nTok*nKV*hd*4)
 	v, _ := d.NewBuffer("v", nTok*nKV*hd*4)
 	out, _ := d.NewBuffer("o", nTok*nHead*hd*4)
-	pos := make([]int32, nTok)
-	for i := range pos {
+	pos := make([]int32, 2*nTok) // positions, then cache row bases (0)
+	for i := range nTok {
 		pos[i] = int32(i)
 	}
 	pb, _ := d.Upload("pos", gpu.Bytes(pos))

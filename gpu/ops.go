@@ -216,7 +216,9 @@ func YaRNCorrDims(nRot, nCtxOrig int, freqBase, betaFast, betaSlow float64) (lo,
 
 // RoPEKV takes the fused qkv rows of nTokens tokens (nHead query heads, then nKVHead key and
 // value heads), adds the projection bias when bias is not nil, rotates q in place, and writes
-// rotated k and plain v into the caches at row pos[t] (u32 positions), in f16 when kvF16.
+// rotated k and plain v into the caches, in f16 when kvF16. pos holds 2*nTokens u32: each
+// token's position, then the first cache row of its sequence; token t goes to row
+// base[t] + pos[t], so sequences of a batch keep separate regions of one cache.
 func (r *Recorder) RoPEKV(qkv, pos, kCache, vCache, bias *Buffer, kvF16 bool, nTokens, nHead, nKVHead, headDim int, rope Rope) {
 	if headDim%2 != 0 || rope.NRot > headDim || rope.NRot%2 != 0 || (rope.NeoX && rope.NRot%4 != 0) {
 		r.fail("gpu: rope: head_dim %d, n_rot %d (neox %v) unsupported", headDim, rope.NRot, rope.NeoX)
@@ -276,7 +278,8 @@ func (a AttnParams) params(base ...any) []uint32 {
 }
 
 // Attention computes causal grouped-query attention of q (rows of qStride floats, heads first)
-// against the cache rows up to pos[t], writing nTokens x nHead x headDim to out.
+// against its sequence's cache rows up to its position, writing nTokens x nHead x headDim to
+// out; pos is laid out as for RoPEKV (positions, then each token's first cache row).
 func (r *Recorder) Attention(q, kCache, vCache, pos, out *Buffer, kvF16 bool, qStride, nTokens, nHead, nKVHead, headDim int, ap AttnParams) {
 	if headDim > 256 || headDim%2 != 0 || nKVHead == 0 || nHead%nKVHead != 0 {
 		r.fail("gpu: attention: head_dim %d (max 256), %d heads over %d kv heads unsupported", headDim, nHead, nKVHead)

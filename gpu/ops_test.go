@@ -45,6 +45,16 @@ func uploadU32(t *testing.T, d *gpu.Device, v []int32) *gpu.Buffer {
 	return b
 }
 
+// withBase appends each token's first cache row (the same base for all) to its positions,
+// the layout the RoPE/KV and attention kernels read.
+func withBase(pos []int32, base int32) []int32 {
+	out := append([]int32(nil), pos...)
+	for range pos {
+		out = append(out, base)
+	}
+	return out
+}
+
 func empty(t *testing.T, d *gpu.Device, n int) *gpu.Buffer {
 	t.Helper()
 	b, err := d.NewBuffer("out", uint64(n*4))
@@ -268,21 +278,25 @@ func TestRoPEKV(t *testing.T) {
 				if f16 {
 					elt = 2
 				}
-				kc := empty(t, d, nCtx*nKV*headDim*elt/4)
-				vc := empty(t, d, nCtx*nKV*headDim*elt/4)
+				base := int32(0)
+				if neox { // a sequence whose cache rows start further in
+					base = 5
+				}
+				kc := empty(t, d, (nCtx+int(base))*nKV*headDim*elt/4)
+				vc := empty(t, d, (nCtx+int(base))*nKV*headDim*elt/4)
 				got := run(t, d, buf, len(qkv), func(r *gpu.Recorder) {
-					r.RoPEKV(buf, uploadU32(t, d, pos), kc, vc, biasBuf, f16, nTok, nHead, nKV, headDim, gpu.Rope{NRot: nRot, FreqBase: 10000, NeoX: neox})
+					r.RoPEKV(buf, uploadU32(t, d, withBase(pos, base)), kc, vc, biasBuf, f16, nTok, nHead, nKV, headDim, gpu.Rope{NRot: nRot, FreqBase: 10000, NeoX: neox})
 				})
 				var gotQ []float32
 				for tk := 0; tk < nTok; tk++ {
 					gotQ = append(gotQ, got[tk*row:tk*row+nHead*headDim]...)
 				}
 				check(t, "rope q "+name, gotQ, q, tolF32)
-				kAll := cacheFloats(t, d, kc, nCtx*nKV*headDim, f16)
-				vAll := cacheFloats(t, d, vc, nCtx*nKV*headDim, f16)
+				kAll := cacheFloats(t, d, kc, (nCtx+int(base))*nKV*headDim, f16)
+				vAll := cacheFloats(t, d, vc, (nCtx+int(base))*nKV*headDim, f16)
 				var gotK, gotV []float32
 				for _, p := range pos {
-					o := int(p) * nKV * headDim
+					o := int(base+p) * nKV * headDim
 					gotK = append(gotK, kAll[o:o+nKV*headDim]...)
 					gotV = append(gotV, vAll[o:o+nKV*headDim]...)
 				}
@@ -350,11 +364,18 @@ func testAttention(t *testing.T, d *gpu.Device) {
 			}
 			k := randVec(rng, c.nCtx*c.nKV*c.headDim)
 			v := randVec(rng, c.nCtx*c.nKV*c.headDim)
-			kb, vb := upload(t, d, k), upload(t, d, v)
 			if f16 {
 				k, v = f16Round(k), f16Round(v)
-				kb, vb = uploadF16(t, d, k), uploadF16(t, d, v)
 			}
+			// The sequence's rows start after two rows of another sequence, which must be ignored.
+			const base = 2
+			other := randVec(rng, base*c.nKV*c.headDim)
+			kAll, vAll := append(append([]float32(nil), other...), k...), append(append([]float32(nil), other...), v...)
+			kb, vb := upload(t, d, kAll), upload(t, d, vAll)
+			if f16 {
+				kb, vb = uploadF16(t, d, kAll), uploadF16(t, d, vAll)
+			}
+			posBuf := uploadU32(t, d, withBase(pos, base))
 			ap := gpu.AttnParams{Scale: 0.3, SoftCap: c.softCap, Window: c.window}
 			refPos := pos
 			if c.window < 0 { // window -1 marks the non-causal case: every token sees all keys
@@ -372,14 +393,14 @@ func testAttention(t *testing.T, d *gpu.Device) {
 			}
 			out := empty(t, d, len(q))
 			got := run(t, d, out, len(q), func(r *gpu.Recorder) {
-				r.Attention(upload(t, d, qRows), kb, vb, uploadU32(t, d, pos), out, f16, qStride, len(pos), c.nHead, c.nKV, c.headDim, ap)
+				r.Attention(upload(t, d, qRows), kb, vb, posBuf, out, f16, qStride, len(pos), c.nHead, c.nKV, c.headDim, ap)
 			})
 			check(t, fmt.Sprintf("attention %+v f16=%v", c, f16), got, wantSeq, tolF32)
 
 			part := empty(t, d, gpu.AttentionSplitSize(len(pos), c.nHead, c.headDim, c.nCtx))
 			out2 := empty(t, d, len(q))
 			got = run(t, d, out2, len(q), func(r *gpu.Recorder) {
-				r.AttentionSplit(upload(t, d, qRows), kb, vb, uploadU32(t, d, pos), part, out2, f16, qStride, len(pos), c.nHead, c.nKV, c.headDim, c.nCtx, ap)
+				r.AttentionSplit(upload(t, d, qRows), kb, vb, posBuf, part, out2, f16, qStride, len(pos), c.nHead, c.nKV, c.headDim, c.nCtx, ap)
 			})
 			check(t, fmt.Sprintf("split attention %+v f16=%v", c, f16), got, want, tolF32)
 		}
@@ -588,7 +609,7 @@ func TestRoPELinearScaling(t *testing.T) {
 		buf := upload(t, d, qkv)
 		kc, vc := empty(t, d, 64*nKV*headDim), empty(t, d, 64*nKV*headDim)
 		return run(t, d, buf, len(qkv), func(r *gpu.Recorder) {
-			r.RoPEKV(buf, uploadU32(t, d, pos), kc, vc, nil, false, 3, nHead, nKV, headDim, gpu.Rope{NRot: headDim, FreqBase: 10000, FreqScale: scale})
+			r.RoPEKV(buf, uploadU32(t, d, withBase(pos, 0)), kc, vc, nil, false, 3, nHead, nKV, headDim, gpu.Rope{NRot: headDim, FreqBase: 10000, FreqScale: scale})
 		})
 	}
 	check(t, "linear rope scaling", rot([]int32{2, 10, 40}, 0.5), rot([]int32{1, 5, 20}, 1), 1e-6)
@@ -607,7 +628,7 @@ func TestRoPEFactors(t *testing.T) {
 		buf := upload(t, d, qkv)
 		kc, vc := empty(t, d, 64*nKV*headDim), empty(t, d, 64*nKV*headDim)
 		return run(t, d, buf, len(qkv), func(r *gpu.Recorder) {
-			r.RoPEKV(buf, uploadU32(t, d, pos), kc, vc, nil, false, 3, nHead, nKV, headDim, gpu.Rope{NRot: headDim, FreqBase: 10000, NeoX: true, Factors: f})
+			r.RoPEKV(buf, uploadU32(t, d, withBase(pos, 0)), kc, vc, nil, false, 3, nHead, nKV, headDim, gpu.Rope{NRot: headDim, FreqBase: 10000, NeoX: true, Factors: f})
 		})
 	}
 	check(t, "rope factors", rot([]int32{2, 10, 40}, factors), rot([]int32{1, 5, 20}, nil), 1e-6)
@@ -632,7 +653,7 @@ func TestRoPEYaRN(t *testing.T) {
 		buf := upload(t, d, qkv)
 		kc, vc := empty(t, d, nCtx*nKV*headDim), empty(t, d, nCtx*nKV*headDim)
 		got := run(t, d, buf, len(qkv), func(r *gpu.Recorder) {
-			r.RoPEKV(buf, uploadU32(t, d, pos), kc, vc, nil, false, nTok, nHead, nKV, headDim, gpu.Rope{NRot: headDim, FreqBase: 10000, FreqScale: 0.25, NeoX: neox, YaRN: y})
+			r.RoPEKV(buf, uploadU32(t, d, withBase(pos, 0)), kc, vc, nil, false, nTok, nHead, nKV, headDim, gpu.Rope{NRot: headDim, FreqBase: 10000, FreqScale: 0.25, NeoX: neox, YaRN: y})
 		})
 		var gotQ []float32
 		for tk := 0; tk < nTok; tk++ {

@@ -107,8 +107,8 @@ func (m *Model) Embed(kv *KVCache, tokens []int32) ([]float32, error) {
 			return nil, fmt.Errorf("model: token id %d out of range (vocabulary %d)", id, c.NVocab)
 		}
 	}
-	pos := make([]int32, n)
-	for i := range pos {
+	pos := make([]int32, 2*n) // positions, then each token's first cache row (all 0)
+	for i := range n {
 		pos[i] = int32(i)
 	}
 	if err := m.dev.Write(s.ids, 0, gpu.Bytes(tokens)); err != nil {

@@ -37,15 +37,16 @@ type Model struct {
 
 	enc *encoder // BERT's extra weights, or nil for decoders
 
-	maxBatch int
-	kvF16    bool
-	actQuant bool
-	scratch  scratch
+	maxBatch   int
+	maxOutputs int
+	kvF16      bool
+	actQuant   bool
+	scratch    scratch
 }
 
 // scratch holds the activations of one forward pass, sized for maxBatch tokens.
 type scratch struct {
-	x, xn, qkv, attn, gu, ffn, xq, xsums, tmp, logits, ids, pos *gpu.Buffer
+	x, xn, qkv, attn, gu, ffn, xq, xsums, tmp, logits, ids, pos, outRows *gpu.Buffer
 }
 
 // Options tune loading.
@@ -57,6 +58,9 @@ type Options struct {
 	Progress func(done, total uint64)
 	// KVF32 keeps the KV cache in f32 instead of f16 (llama.cpp's --cache-type-k f32).
 	KVF32 bool
+	// MaxOutputs is the most rows of logits one batch returns (the engine's slot count).
+	// Default 1.
+	MaxOutputs int
 	// RawActivations feeds matmuls plain f32 activations. By default they are rounded as
 	// llama.cpp's CPU backend rounds them for each weight type (8-bit blocks for quantized
 	// weights, f16 for f16), so quantized models reproduce llama.cpp's greedy output.
@@ -80,7 +84,8 @@ func Load(dev *gpu.Device, f *gguf.File, opts Options) (*Model, error) {
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 512
 	}
-	m := &Model{Config: cfg, Tokenizer: tok, dev: dev, maxBatch: opts.MaxBatch, kvF16: !opts.KVF32, actQuant: !opts.RawActivations}
+	opts.MaxOutputs = max(opts.MaxOutputs, 1)
+	m := &Model{Config: cfg, Tokenizer: tok, dev: dev, maxBatch: opts.MaxBatch, maxOutputs: min(opts.MaxOutputs, opts.MaxBatch), kvF16: !opts.KVF32, actQuant: !opts.RawActivations}
 	l := &loader{f: f, dev: dev, progress: opts.Progress, total: cfg.TensorSize}
 	if err := m.loadWeights(l); err != nil {
 		l.release()
@@ -219,9 +224,10 @@ func (m *Model) allocScratch() error {
 		{"act", t * max(c.NEmbd, c.NHead*c.HeadDim, c.NFF), &m.scratch.xq},
 		{"block_out", t * c.NEmbd, &m.scratch.tmp},
 		{"act_sums", t * max(c.NEmbd, c.NHead*c.HeadDim, c.NFF) / 32, &m.scratch.xsums},
-		{"logits", c.NVocab, &m.scratch.logits},
+		{"logits", m.maxOutputs * c.NVocab, &m.scratch.logits},
 		{"ids", t, &m.scratch.ids},
-		{"pos", t, &m.scratch.pos},
+		{"pos", 2 * t, &m.scratch.pos},
+		{"out_rows", m.maxOutputs, &m.scratch.outRows},
 	} {
 		if *s.dst, err = alloc(s.name, s.n); err != nil {
 			return fmt.Errorf("model: scratch %s: %w", s.name, err)
@@ -239,7 +245,7 @@ func (m *Model) Close() {
 		w.Release()
 	}
 	s := &m.scratch
-	for _, b := range []*gpu.Buffer{s.x, s.xn, s.qkv, s.attn, s.gu, s.ffn, s.xq, s.xsums, s.tmp, s.logits, s.ids, s.pos} {
+	for _, b := range []*gpu.Buffer{s.x, s.xn, s.qkv, s.attn, s.gu, s.ffn, s.xq, s.xsums, s.tmp, s.logits, s.ids, s.pos, s.outRows} {
 		b.Release()
 	}
 	m.vectors, m.weights = nil, nil
@@ -324,26 +330,76 @@ func (m *Model) Forward(kv *KVCache, tokens []int32, pos0 int) ([]float32, error
 	}
 	for start := 0; start < len(tokens); start += m.maxBatch {
 		end := min(start+m.maxBatch, len(tokens))
-		logits, err := m.pass(kv, tokens[start:end], pos0+start, end == len(tokens))
+		b := Batch{Tokens: tokens[start:end], Pos: make([]int32, end-start), Base: make([]int32, end-start)}
+		for i := range b.Pos {
+			b.Pos[i] = int32(pos0 + start + i)
+		}
+		if end == len(tokens) {
+			b.Logits = []int{end - start - 1}
+		}
+		logits, err := m.pass(kv, b)
 		if err != nil || end == len(tokens) {
-			return logits, err
+			if err != nil {
+				return nil, err
+			}
+			return logits[0], nil
 		}
 	}
 	return nil, nil // unreachable
 }
 
+// Batch is one forward pass over tokens of one or more sequences: each token with its
+// position and the first KV cache row of its sequence (sequences keep separate regions of one
+// cache), and the batch rows whose logits are wanted, in the order they are returned.
+type Batch struct {
+	Tokens []int32
+	Pos    []int32
+	Base   []int32
+	Logits []int
+}
+
+// ForwardBatch runs one batch (at most MaxBatch tokens and MaxOutputs logit rows) as one
+// command buffer and one submit, and returns the requested rows' logits.
+func (m *Model) ForwardBatch(kv *KVCache, b Batch) ([][]float32, error) {
+	n := len(b.Tokens)
+	if m.enc != nil {
+		return nil, fmt.Errorf("model: %s is an embedding model: it does not generate text (use Embed)", m.Config.Arch)
+	}
+	if n == 0 || n > m.maxBatch || len(b.Pos) != n || len(b.Base) != n {
+		return nil, fmt.Errorf("model: batch of %d tokens (%d positions, %d bases); the limit is %d", n, len(b.Pos), len(b.Base), m.maxBatch)
+	}
+	if len(b.Logits) > m.maxOutputs {
+		return nil, fmt.Errorf("model: %d logit rows requested; the limit is %d", len(b.Logits), m.maxOutputs)
+	}
+	for i, id := range b.Tokens {
+		if id < 0 || int(id) >= m.Config.NVocab {
+			return nil, fmt.Errorf("model: token id %d out of range (vocabulary %d)", id, m.Config.NVocab)
+		}
+		if b.Pos[i] < 0 || b.Base[i] < 0 || int(b.Base[i]+b.Pos[i]) >= kv.NCtx {
+			return nil, fmt.Errorf("model: token %d at position %d of the sequence at row %d is outside the cache of %d", i, b.Pos[i], b.Base[i], kv.NCtx)
+		}
+	}
+	for _, r := range b.Logits {
+		if r < 0 || r >= n {
+			return nil, fmt.Errorf("model: logits of batch row %d requested of %d", r, n)
+		}
+	}
+	return m.pass(kv, b)
+}
+
 // pass records and submits one forward pass of at most maxBatch tokens.
-func (m *Model) pass(kv *KVCache, tokens []int32, pos0 int, wantLogits bool) ([]float32, error) {
-	c, s, n := m.Config, &m.scratch, len(tokens)
-	pos := make([]int32, n)
-	for i := range pos {
-		pos[i] = int32(pos0 + i)
-	}
-	if err := m.dev.Write(s.ids, 0, gpu.Bytes(tokens)); err != nil {
+func (m *Model) pass(kv *KVCache, b Batch) ([][]float32, error) {
+	c, s, n := m.Config, &m.scratch, len(b.Tokens)
+	if err := m.dev.Write(s.ids, 0, gpu.Bytes(b.Tokens)); err != nil {
 		return nil, err
 	}
-	if err := m.dev.Write(s.pos, 0, gpu.Bytes(pos)); err != nil {
+	posBase := append(append(make([]int32, 0, 2*n), b.Pos...), b.Base...)
+	if err := m.dev.Write(s.pos, 0, gpu.Bytes(posBase)); err != nil {
 		return nil, err
+	}
+	maxKeys := 0
+	for i := range b.Pos {
+		maxKeys = max(maxKeys, int(b.Pos[i])+1)
 	}
 	r, err := m.dev.Begin()
 	if err != nil {
@@ -364,8 +420,8 @@ func (m *Model) pass(kv *KVCache, tokens []int32, pos0 int, wantLogits bool) ([]
 		}
 		rope, ap := m.layerAttention(i)
 		r.RoPEKV(s.qkv, s.pos, kv.k[i], kv.v[i], ly.qkvBias, m.kvF16, n, c.NHead, c.NKVHead, c.HeadDim, rope)
-		if kv.part != nil && n == 1 && pos0+1 >= splitAttentionFrom {
-			r.AttentionSplit(s.qkv, kv.k[i], kv.v[i], s.pos, kv.part, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, pos0+1, ap)
+		if kv.part != nil && n == 1 && maxKeys >= splitAttentionFrom {
+			r.AttentionSplit(s.qkv, kv.k[i], kv.v[i], s.pos, kv.part, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, maxKeys, ap)
 		} else {
 			r.Attention(s.qkv, kv.k[i], kv.v[i], s.pos, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, ap)
 		}
@@ -375,20 +431,40 @@ func (m *Model) pass(kv *KVCache, tokens []int32, pos0 int, wantLogits bool) ([]
 		r.GLU(s.gu, s.ffn, c.NFF, n, c.GELU)
 		m.residual(r, ly.ffnDown, s.ffn, c.NFF, ly.postFFN, n)
 	}
-	if !wantLogits {
+	k := len(b.Logits)
+	if k == 0 {
 		return nil, r.Submit()
 	}
-	// Only the last token needs logits: normalise its row and project it alone.
+	// Only the requested rows get logits: normalise, gather them (the last row alone needs no
+	// gathering) and project.
 	r.RMSNorm(s.x, m.outputNorm, s.xn, c.NEmbd, n, c.RMSEps)
-	m.project(r, m.output, s.xn, n-1, 1, c.NEmbd, s.logits, c.NVocab, false)
-	if c.FinalSoftCap > 0 {
-		r.SoftCap(s.logits, c.NVocab, c.FinalSoftCap)
+	src, row0 := s.xn, b.Logits[0]
+	if k > 1 || b.Logits[0] != n-1 {
+		rows := make([]int32, k)
+		for i, lr := range b.Logits {
+			rows[i] = int32(lr)
+		}
+		if err := m.dev.Write(s.outRows, 0, gpu.Bytes(rows)); err != nil {
+			return nil, err
+		}
+		hidden := gpu.Weight{Type: gpu.F32, Rows: n, Cols: c.NEmbd, Chunks: []gpu.WeightChunk{{Buf: s.xn, Rows: n}}}
+		r.GetRows(hidden, s.outRows, s.tmp, k)
+		src, row0 = s.tmp, 0
 	}
-	b, err := r.SubmitAndRead(s.logits, 0, uint64(c.NVocab)*4)
+	m.project(r, m.output, src, row0, k, c.NEmbd, s.logits, c.NVocab, false)
+	if c.FinalSoftCap > 0 {
+		r.SoftCap(s.logits, k*c.NVocab, c.FinalSoftCap)
+	}
+	raw, err := r.SubmitAndRead(s.logits, 0, uint64(k*c.NVocab)*4)
 	if err != nil {
 		return nil, err
 	}
-	return gpu.Float32s(b), nil
+	all := gpu.Float32s(raw)
+	out := make([][]float32, k)
+	for i := range out {
+		out[i] = all[i*c.NVocab : (i+1)*c.NVocab]
+	}
+	return out, nil
 }
 
 // layerAttention is layer il's RoPE and attention settings: Gemma's sliding-window layers

@@ -1,6 +1,6 @@
 // Causal attention over the GPU-resident KV cache with grouped-query heads:
 // out[t, h, :] = softmax_j(q[t, h, :] . k[j, h / group, :] * scale) v[j, h / group, :] for the
-// cache rows j = 0 .. pos[t]. One workgroup per (head, token); keys are processed 64 at a time
+// cache rows of its sequence up to position pos[t] (pos also holds each token's first row). One workgroup per (head, token); keys are processed 64 at a time
 // with an online (running max) softmax, so any context length fits in fixed workgroup memory.
 // q is read from the fused qkv rows (row stride q_stride floats). Define KV_F16 reads an f16
 // cache (pairs packed in u32).
@@ -27,7 +27,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read> kc: array<f32>;        // (n_ctx, n_kv_head, head_dim)
 @group(0) @binding(3) var<storage, read> vc: array<f32>;
 #endif
-@group(0) @binding(4) var<storage, read> pos: array<u32>;       // (n_tokens)
+@group(0) @binding(4) var<storage, read> pos: array<u32>;       // (2 n_tokens): positions, row bases
 @group(0) @binding(5) var<storage, read_write> out: array<f32>; // (n_tokens, n_head, head_dim)
 
 const WG: u32 = 64u;
@@ -84,8 +84,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     var l = 0.0;
     var acc = vec4<f32>(0.0);
     let n_keys = key_end(t);
+    let row0 = kv_row0(t);
     for (var j = first_key(pos[t]); j < n_keys; j++) {
-        let off = j * kv_stride + kvh * d;
+        let off = (row0 + j) * kv_stride + kvh * d;
         let s = capped(k_dot(q_off, off) * p.scale);
         var ms = 1.0;
         var vs = 1.0;
@@ -113,7 +114,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let t = wg.y;
     let d = p.head_dim;
     load_q(t * p.q_stride + h * d, lid.x);
-    let r = attend(h / (p.n_head / p.n_kv_head), first_key(pos[t]), key_end(t), lid.x);
+    let r = attend(h / (p.n_head / p.n_kv_head), kv_row0(t), first_key(pos[t]), key_end(t), lid.x);
     for (var a = 0u; a < 4u; a++) {
         let dim = lid.x + a * WG;
         if (dim < d) {

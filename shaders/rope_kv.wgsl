@@ -2,7 +2,7 @@
 // [q (n_head x head_dim) | k (n_kv_head x head_dim) | v (n_kv_head x head_dim)] for one token.
 // Rotary position embedding (llama's "normal" RoPE: adjacent pairs of the first n_rot
 // dimensions of a head turn by pos * freq_base^(-2i/n_rot)) is applied to q in place and to k
-// on its way into the KV cache at row pos[t]; v is copied into the cache unchanged.
+// on its way into the KV cache at row base[t] + pos[t]; v is copied into the cache unchanged.
 // Define KV_F16 stores the cache as f16 pairs (one u32 per pair), else f32. NEOX pairs element
 // j with j + n_rot/2 (GPT-NeoX style, n_rot a multiple of 4) instead of adjacent elements.
 // BIAS adds the projection bias (one row of the qkv width) first; FACTORS divides each
@@ -24,7 +24,7 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> qkv: array<f32>; // (n_tokens, n_head + 2 n_kv_head, head_dim)
-@group(0) @binding(2) var<storage, read> pos: array<u32>;       // (n_tokens)
+@group(0) @binding(2) var<storage, read> pos: array<u32>;       // (2 n_tokens): positions, row bases
 #ifdef KV_F16
 @group(0) @binding(3) var<storage, read_write> kc: array<u32>;  // (n_ctx, n_kv_head, head_dim / 2)
 @group(0) @binding(4) var<storage, read_write> vc: array<u32>;
@@ -95,7 +95,8 @@ fn load(row: u32, slot: u32, e: u32) -> vec2<f32> {
     return v;
 }
 
-// save writes two adjacent values back to q (in place) or into the cache row pos[t].
+// save writes two adjacent values back to q (in place) or into the cache row base[t] + pos[t]
+// (pos holds n_tokens positions, then n_tokens cache row bases).
 fn save(t: u32, slot: u32, e: u32, v: vec2<f32>) {
     if (slot < p.n_head) {
         let o = (t * (p.n_head + 2u * p.n_kv_head) + slot) * p.head_dim + e;
@@ -105,7 +106,7 @@ fn save(t: u32, slot: u32, e: u32, v: vec2<f32>) {
     }
     let is_v = slot >= p.n_head + p.n_kv_head;
     let kvh = select(slot - p.n_head, slot - p.n_head - p.n_kv_head, is_v);
-    store_pair(!is_v, (pos[t] * p.n_kv_head + kvh) * p.head_dim + e, v);
+    store_pair(!is_v, ((pos[p.n_tokens + t] + pos[t]) * p.n_kv_head + kvh) * p.head_dim + e, v);
 }
 
 @compute @workgroup_size(64)
