@@ -27,8 +27,11 @@ type Config struct {
 	Alias string
 	// CtxSize is the context in tokens; 0 takes the model's training context.
 	CtxSize int
-	// BatchSize is the most prompt tokens per forward pass (llama-server's -ub); default 512.
+	// BatchSize is the most tokens per forward pass (llama-server's -ub); default 512.
 	BatchSize int
+	// Slots is how many sequences run at once (llama-server's -np); the context is split
+	// evenly between them. Default 1.
+	Slots int
 	// Device selects an adapter by index; -1 picks the best.
 	Device int
 	// KVF32 keeps the KV cache in f32 rather than f16.
@@ -57,7 +60,9 @@ type Engine struct {
 	done    chan struct{}
 	closeMu sync.Once
 
-	cached []int32 // tokens whose keys and values are in kv, in order
+	slots   []*slot
+	slotCtx int // context of each slot
+	batch   int // most tokens per forward pass
 }
 
 type request struct {
@@ -96,8 +101,14 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 	defer f.Close()
 	start := time.Now()
 	lastPct := -1
+	nSlots := max(cfg.Slots, 1)
+	batch := cfg.BatchSize
+	if batch <= 0 {
+		batch = 512
+	}
 	m, err := model.Load(dev, f, model.Options{
-		MaxBatch:       cfg.BatchSize,
+		MaxBatch:       batch,
+		MaxOutputs:     nSlots,
 		KVF32:          cfg.KVF32,
 		RawActivations: cfg.RawActivations,
 		Progress: func(done, total uint64) {
@@ -125,7 +136,12 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 	if nCtx > c.NCtxTrain {
 		logger.Warn("context size exceeds the model's training context", "n_ctx", nCtx, "n_ctx_train", c.NCtxTrain)
 	}
-	kv, err := m.NewKVCache(nCtx)
+	slotCtx := nCtx / nSlots
+	if slotCtx < 2 {
+		m.Close()
+		return nil, fmt.Errorf("engine: a context of %d tokens cannot be split over %d slots", nCtx, nSlots)
+	}
+	kv, err := m.NewKVCache(slotCtx * nSlots)
 	if err != nil {
 		m.Close()
 		return nil, err
@@ -140,17 +156,22 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 	}
 	e := &Engine{
 		info: ModelInfo{
-			Name: alias, Path: cfg.ModelPath, NCtx: nCtx, NCtxTrain: c.NCtxTrain, NVocab: c.NVocab,
+			Name: alias, Path: cfg.ModelPath, NCtx: slotCtx, NCtxTrain: c.NCtxTrain, NVocab: c.NVocab,
 			NEmbd: c.NEmbd, NParams: nParams, Size: c.TensorSize, FileType: c.FileType,
-			ChatTemplate: c.ChatTmpl, NSlots: 1,
+			ChatTemplate: c.ChatTmpl, NSlots: nSlots,
 		},
 		tok: m.Tokenizer, dev: dev, model: m, kv: kv, log: logger,
-		queue: make(chan *request, 256),
-		quit:  make(chan struct{}),
-		done:  make(chan struct{}),
+		queue:   make(chan *request, 256),
+		quit:    make(chan struct{}),
+		done:    make(chan struct{}),
+		slotCtx: slotCtx,
+		batch:   batch,
+	}
+	for i := 0; i < nSlots; i++ {
+		e.slots = append(e.slots, &slot{id: i, base: int32(i * slotCtx)})
 	}
 	logger.Info("model loaded", "name", alias, "arch", c.Arch, "layers", c.NLayer, "n_embd", c.NEmbd,
-		"vocab", c.NVocab, "n_ctx", nCtx, "type", c.FileType, "took", time.Since(start).Round(time.Millisecond))
+		"vocab", c.NVocab, "n_ctx", nCtx, "slots", nSlots, "type", c.FileType, "took", time.Since(start).Round(time.Millisecond))
 	go e.loop()
 	return e, nil
 }
@@ -196,41 +217,6 @@ func (e *Engine) Close() error {
 		e.dev.Close()
 	})
 	return nil
-}
-
-func (e *Engine) loop() {
-	defer close(e.done)
-	for {
-		select {
-		case <-e.quit:
-			for {
-				select {
-				case r := <-e.queue:
-					r.out <- Result{Stop: true, StopType: StopNone, Err: ErrClosed}
-					close(r.out)
-				default:
-					return
-				}
-			}
-		case r := <-e.queue:
-			e.serve(r)
-		}
-	}
-}
-
-// serve runs one request to completion in the single slot, recovering from a GPU failure so
-// one bad request cannot take the server down.
-func (e *Engine) serve(r *request) {
-	defer close(r.out)
-	defer func() {
-		if p := recover(); p != nil {
-			e.log.Error("generation failed", "panic", p)
-			e.cached = nil
-			r.send(Result{Stop: true, StopType: StopNone, Err: fmt.Errorf("engine: internal error: %v", p)})
-		}
-	}()
-	res := e.generate(r)
-	r.send(res)
 }
 
 // send delivers a result unless the client has gone.

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"time"
+
+	"github.com/wgpu-llama/wgpu-llama/model/tokenizer"
 )
 
 // commonPrefix is the length of the longest shared prefix of a and b.
@@ -13,114 +15,128 @@ func commonPrefix(a, b []int32) int {
 	return n
 }
 
-// generate evaluates the prompt (reusing the cached prefix) and samples until a stop
-// condition, streaming partial results; it returns the final result.
-func (e *Engine) generate(r *request) Result {
+// generation is one request's progress in a slot: the prompt still to evaluate, then the
+// sampler, the text produced and what of it has been delivered.
+type generation struct {
+	r      *request
+	p      Params
+	prompt []int32
+	res    Result // accumulates the final result's fields
+
+	promptStart, genStart time.Time
+	promptDone            bool
+
+	smp          *sampler
+	gram         *constraint
+	dec          *tokenizer.StreamDecoder
+	text         []byte // generated text so far (complete UTF-8)
+	sent         int    // bytes of text already delivered
+	pending      []int32
+	pendingProbs []StepProbs
+	next         int32 // the sampled token to evaluate in the next batch
+}
+
+// start prepares a request in slot s: it reuses the slot's cached prefix of the prompt
+// (always leaving one token to evaluate, whose logits are needed) and builds the sampler.
+func (e *Engine) start(s *slot, r *request) error {
 	t := r.task
-	p := t.Params
-	res := Result{TokensEvaluated: len(t.Prompt)}
-
-	// Reuse the cached prefix but always evaluate at least one token, whose logits we need.
-	nPast := min(commonPrefix(e.cached, t.Prompt), len(t.Prompt)-1)
-	e.cached = e.cached[:nPast]
-	res.Timings.CacheN = nPast
-	res.Timings.PromptN = len(t.Prompt) - nPast
-
-	start := time.Now()
-	logits, err := e.model.Forward(e.kv, t.Prompt[nPast:], nPast)
-	if err != nil {
-		e.cached = nil
-		res.Stop, res.StopType, res.Err = true, StopNone, err
-		return res
-	}
-	e.cached = append(e.cached, t.Prompt[nPast:]...)
-	res.Timings.Prompt = time.Since(start)
-	genStart := time.Now()
-
+	nPast := min(commonPrefix(s.cached, t.Prompt), len(t.Prompt)-1)
+	s.cached = s.cached[:nPast]
+	g := &generation{r: r, p: t.Params, prompt: t.Prompt, promptStart: time.Now(), dec: e.tok.NewStreamDecoder()}
+	g.res = Result{TokensEvaluated: len(t.Prompt), Slot: s.id}
+	g.res.Timings.CacheN = nPast
+	g.res.Timings.PromptN = len(t.Prompt) - nPast
 	// DRY matches token text as llama.cpp's detokenize(special=true) renders it.
-	smp := newSampler(p, t.Prompt, func(id int32) string { return string(e.tok.Piece(id, true)) })
-	var gram *constraint
-	if p.Grammar != nil {
-		if gram, err = newConstraint(p.Grammar, func(id int32) string { return string(e.tok.Piece(id, false)) }, e.tok.IsEOG); err != nil {
-			res.Stop, res.StopType, res.Err = true, StopNone, err
-			return res
+	g.smp = newSampler(g.p, t.Prompt, func(id int32) string { return string(e.tok.Piece(id, true)) })
+	if g.p.Grammar != nil {
+		var err error
+		if g.gram, err = newConstraint(g.p.Grammar, func(id int32) string { return string(e.tok.Piece(id, false)) }, e.tok.IsEOG); err != nil {
+			return err
 		}
 	}
-	dec := e.tok.NewStreamDecoder()
-	var text []byte // generated text so far (complete UTF-8)
-	sent := 0       // bytes of text already delivered
-	var pending []int32
-	var pendingProbs []StepProbs
-	finish := func(st StopType) Result {
-		if st != StopWord {
-			text = append(text, dec.Flush()...)
-		}
-		res.Text = string(text[sent:])
-		res.Tokens, res.Probs = pending, pendingProbs
-		res.Stop, res.StopType = true, st
-		res.TokensCached = len(e.cached)
-		res.Timings.Predicted = time.Since(genStart)
-		res.Timings.PredictedN = res.TokensPredicted
-		return res
-	}
-	for {
-		if r.ctx.Err() != nil {
-			return finish(StopNone)
-		}
-		if p.NPredict == 0 {
-			return finish(StopLimit)
-		}
-		id := int32(0)
-		if gram != nil {
-			if id, err = gram.sample(smp, logits); err == nil {
-				err = gram.accept(id)
-			}
-			if err != nil {
-				res.Err = err
-				return finish(StopNone)
-			}
-		} else {
-			id = smp.sample(logits)
-		}
-		smp.accept(id)
-		if e.tok.IsEOG(id) && !p.IgnoreEOS {
-			return finish(StopEOS)
-		}
-		res.TokensPredicted++
-		pending = append(pending, id)
-		if p.NProbs > 0 {
-			top, picked := smp.probs(p.NProbs)
-			pendingProbs = append(pendingProbs, StepProbs{ID: id, Prob: picked, Top: top})
-		}
-		before := len(text)
-		text = append(text, dec.Add(id)...)
+	s.gen = g
+	return nil
+}
 
-		if idx, word := findStop(string(text), p.Stop, before); idx >= 0 {
-			text = text[:max(idx, sent)]
-			res.StoppingWord = word
-			return finish(StopWord)
-		}
-		if p.NPredict >= 0 && res.TokensPredicted >= p.NPredict {
-			return finish(StopLimit)
-		}
-		pos := len(e.cached)
-		if pos+1 >= e.kv.NCtx {
-			// Context full (no context shift yet): stop as llama-server does.
-			res.Truncated = true
-			return finish(StopLimit)
-		}
-		if safe := len(text) - heldBack(string(text), p.Stop); safe > sent {
-			if !r.send(Result{Text: string(text[sent:safe]), Tokens: pending, Probs: pendingProbs, TokensEvaluated: res.TokensEvaluated, TokensPredicted: res.TokensPredicted}) {
-				return finish(StopNone)
-			}
-			sent, pending, pendingProbs = safe, nil, nil
-		}
-		logits, err = e.model.Forward(e.kv, []int32{id}, pos)
-		if err != nil {
-			e.cached = nil
-			res.Err = err
-			return finish(StopNone)
-		}
-		e.cached = append(e.cached, id)
+// finish is the final result of a generation ending for reason st.
+func (e *Engine) finish(s *slot, st StopType) Result {
+	g := s.gen
+	if st != StopWord {
+		g.text = append(g.text, g.dec.Flush()...)
 	}
+	res := g.res
+	res.Text = string(g.text[g.sent:])
+	res.Tokens, res.Probs = g.pending, g.pendingProbs
+	res.Stop, res.StopType = true, st
+	res.TokensCached = len(s.cached)
+	if !g.genStart.IsZero() {
+		res.Timings.Predicted = time.Since(g.genStart)
+	}
+	res.Timings.PredictedN = res.TokensPredicted
+	return res
+}
+
+// step samples the next token of a slot from its logits and delivers what it can of the text.
+// It returns the final result and true when the generation has ended.
+func (e *Engine) step(s *slot, logits []float32) (Result, bool) {
+	g, p := s.gen, s.gen.p
+	if !g.promptDone {
+		g.promptDone = true
+		g.res.Timings.Prompt = time.Since(g.promptStart)
+		g.genStart = time.Now()
+	}
+	if g.r.ctx.Err() != nil {
+		return e.finish(s, StopNone), true
+	}
+	if p.NPredict == 0 {
+		return e.finish(s, StopLimit), true
+	}
+	var id int32
+	if g.gram != nil {
+		var err error
+		if id, err = g.gram.sample(g.smp, logits); err == nil {
+			err = g.gram.accept(id)
+		}
+		if err != nil {
+			g.res.Err = err
+			return e.finish(s, StopNone), true
+		}
+	} else {
+		id = g.smp.sample(logits)
+	}
+	g.smp.accept(id)
+	if e.tok.IsEOG(id) && !p.IgnoreEOS {
+		return e.finish(s, StopEOS), true
+	}
+	g.res.TokensPredicted++
+	g.pending = append(g.pending, id)
+	if p.NProbs > 0 {
+		top, picked := g.smp.probs(p.NProbs)
+		g.pendingProbs = append(g.pendingProbs, StepProbs{ID: id, Prob: picked, Top: top})
+	}
+	before := len(g.text)
+	g.text = append(g.text, g.dec.Add(id)...)
+	if idx, word := findStop(string(g.text), p.Stop, before); idx >= 0 {
+		g.text = g.text[:max(idx, g.sent)]
+		g.res.StoppingWord = word
+		return e.finish(s, StopWord), true
+	}
+	if p.NPredict >= 0 && g.res.TokensPredicted >= p.NPredict {
+		return e.finish(s, StopLimit), true
+	}
+	if len(s.cached)+1 >= e.slotCtx {
+		// Context full (no context shift yet): stop as llama-server does.
+		g.res.Truncated = true
+		return e.finish(s, StopLimit), true
+	}
+	if safe := len(g.text) - heldBack(string(g.text), p.Stop); safe > g.sent {
+		part := Result{Text: string(g.text[g.sent:safe]), Tokens: g.pending, Probs: g.pendingProbs,
+			TokensEvaluated: g.res.TokensEvaluated, TokensPredicted: g.res.TokensPredicted, Slot: s.id}
+		if !g.r.send(part) {
+			return e.finish(s, StopNone), true
+		}
+		g.sent, g.pending, g.pendingProbs = safe, nil, nil
+	}
+	g.next = id
+	return Result{}, false
 }

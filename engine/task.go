@@ -156,6 +156,9 @@ type Result struct {
 	TokensCached    int // tokens in the slot's cache after this result
 	Timings         Timings
 
+	// Slot is the slot the request ran in (llama-server's id_slot).
+	Slot int
+
 	// Probs, when Params.NProbs > 0, holds one entry per token in Tokens: the sampled token's
 	// probability and the NProbs most likely candidates at that step.
 	Probs []StepProbs

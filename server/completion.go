@@ -200,11 +200,10 @@ func (c *completion) final(res engine.Result, content string) gen.CompletionResp
 		tokens = nonNil(c.tokens)
 	}
 	return gen.CompletionResponse{
-		Index:   0,
-		Content: content,
-		Tokens:  tokens,
-		// The engine does not report its slot yet; -1 is llama-server's "no particular slot".
-		IDSlot:             -1,
+		Index:              0,
+		Content:            content,
+		Tokens:             tokens,
+		IDSlot:             res.Slot,
 		Stop:               true,
 		Model:              c.model,
 		TokensPredicted:    res.TokensPredicted,

@@ -96,6 +96,7 @@ type modelFlags struct {
 	verbose        bool
 	cacheK, cacheV string
 	rawActivations bool
+	slots          int
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
@@ -103,6 +104,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	intVar(fs, &m.ctxSize, 4096, "context size in tokens (0: the model's)", "c", "ctx-size")
 	intVar(fs, &m.batch, 512, "prompt tokens per forward pass", "ub", "ubatch-size")
 	intVar(fs, &m.device, -1, "GPU adapter index from `wgpu-llama devices` (-1: best)", "device")
+	intVar(fs, &m.slots, 1, "sequences served at once (the context is split between them)", "np", "parallel")
 	fs.BoolVar(&m.verbose, "v", false, "verbose logging")
 	stringVar(fs, &m.cacheK, "f16", "KV cache type for keys: f16 or f32", "ctk", "cache-type-k")
 	stringVar(fs, &m.cacheV, "f16", "KV cache type for values: f16 or f32 (same as keys)", "ctv", "cache-type-v")
@@ -126,7 +128,10 @@ func (m *modelFlags) engineConfig(alias string, logger *log.Logger) (engine.Conf
 	if m.cacheK != m.cacheV {
 		return engine.Config{}, fmt.Errorf("different key (%s) and value (%s) cache types are not supported", m.cacheK, m.cacheV)
 	}
-	return engine.Config{ModelPath: path, Alias: alias, CtxSize: m.ctxSize, BatchSize: m.batch, Device: m.device,
+	if m.slots < 1 {
+		return engine.Config{}, fmt.Errorf("-np must be at least 1, got %d", m.slots)
+	}
+	return engine.Config{ModelPath: path, Alias: alias, CtxSize: m.ctxSize, BatchSize: m.batch, Slots: m.slots, Device: m.device,
 		KVF32: m.cacheK == "f32", RawActivations: m.rawActivations, Logger: logger}, nil
 }
 

@@ -18,10 +18,16 @@ import (
 // The engine is closed when the test ends.
 func Load(tb testing.TB, parts ...string) *engine.Engine {
 	tb.Helper()
+	return LoadSlots(tb, 1, parts...)
+}
+
+// LoadSlots is Load with n slots, each with a 512-token context.
+func LoadSlots(tb testing.TB, n int, parts ...string) *engine.Engine {
+	tb.Helper()
 	path := shareddata.Path(tb, parts...)
 	_, err := gpu.Adapters()
 	gputest.Check(tb, err) // skip or fail exactly as the GPU tests do
-	e, err := engine.Load(context.Background(), engine.Config{ModelPath: path, CtxSize: 512, Device: -1, Logger: log.New(testWriter{tb})})
+	e, err := engine.Load(context.Background(), engine.Config{ModelPath: path, CtxSize: 512 * n, Slots: n, Device: -1, Logger: log.New(testWriter{tb})})
 	gputest.Check(tb, err)
 	tb.Cleanup(func() { e.Close() })
 	return e

@@ -1,0 +1,89 @@
+package engine_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/wgpu-llama/wgpu-llama/engine"
+	"github.com/wgpu-llama/wgpu-llama/engine/enginetest"
+)
+
+var batchPrompts = []string{
+	"Once upon a time",
+	"Lily and Tom went to the park to play with a big red ball",
+	"The cat",
+	"One day, a little bird flew into the garden and saw a shiny stone near the old tree",
+	"Ben had a toy car",
+	"It was a sunny day. Mia wanted to go outside, but her mom said she had to clean her room first",
+	"The dog ran",
+	"Sara found a box",
+}
+
+// TestBatchedGreedyMatchesAlone is issue 5's first check: greedy output for each of 8
+// requests of different lengths is identical run alone and run together in 8 slots.
+func TestBatchedGreedyMatchesAlone(t *testing.T) {
+	e := enginetest.LoadSlots(t, 8, "models", "stories260K.gguf")
+	run := func(prompt string) string {
+		ch, err := e.Submit(context.Background(), engine.Task{Prompt: e.Tokenizer().Encode(prompt, true, true), Params: greedy(40)})
+		if err != nil {
+			t.Error(err)
+			return ""
+		}
+		text, final, _ := collect(t, ch)
+		if final.Err != nil {
+			t.Error(final.Err)
+		}
+		return text
+	}
+	alone := make([]string, len(batchPrompts))
+	for i, p := range batchPrompts {
+		alone[i] = run(p)
+	}
+	together := make([]string, len(batchPrompts))
+	var wg sync.WaitGroup
+	for i, p := range batchPrompts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			together[i] = run(p)
+		}()
+	}
+	wg.Wait()
+	for i := range batchPrompts {
+		if together[i] != alone[i] || alone[i] == "" {
+			t.Errorf("prompt %d: batched %q, alone %q", i, together[i], alone[i])
+		}
+	}
+}
+
+// TestSlotsQueueAndCancel fills 2 slots, queues a third request, and cancels a running one:
+// the queued request runs as soon as a slot is free.
+func TestSlotsQueueAndCancel(t *testing.T) {
+	e := enginetest.LoadSlots(t, 2, "models", "stories260K.gguf")
+	p := greedy(-1)
+	p.IgnoreEOS = true
+	ctx, cancel := context.WithCancel(context.Background())
+	long, err := e.Submit(ctx, engine.Task{Prompt: []int32{1, 403}, Params: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := e.Submit(context.Background(), engine.Task{Prompt: []int32{1, 300}, Params: greedy(200)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued, err := e.Submit(context.Background(), engine.Task{Prompt: []int32{1, 301}, Params: greedy(4)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-long
+	cancel()
+	for range long {
+	}
+	if _, final, _ := collect(t, queued); final.TokensPredicted != 4 || final.Err != nil {
+		t.Errorf("queued request: %+v", final)
+	}
+	if _, final, _ := collect(t, other); final.TokensPredicted != 200 {
+		t.Errorf("other request: predicted %d", final.TokensPredicted)
+	}
+}
