@@ -87,3 +87,29 @@ func TestSlotsQueueAndCancel(t *testing.T) {
 		t.Errorf("other request: predicted %d", final.TokensPredicted)
 	}
 }
+
+// TestLongPrefixReuse is issue 5's second check: a request sharing a 200-token prefix with
+// the previous one evaluates only its new tokens (timings cache_n), in a multi-slot engine.
+func TestLongPrefixReuse(t *testing.T) {
+	e := enginetest.LoadSlots(t, 2, "models", "stories260K.gguf")
+	prefix := []int32{1}
+	for len(prefix) < 200 {
+		prefix = append(prefix, int32(300+len(prefix)%150))
+	}
+	first := append(append([]int32(nil), prefix...), 401, 402)
+	second := append(append([]int32(nil), prefix...), 410, 411, 412)
+	for i, prompt := range [][]int32{first, second} {
+		ch, err := e.Submit(context.Background(), engine.Task{Prompt: prompt, Params: greedy(4)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, final, _ := collect(t, ch)
+		wantCache, wantN := 0, len(prompt)
+		if i == 1 {
+			wantCache, wantN = 200, 3
+		}
+		if final.Timings.CacheN != wantCache || final.Timings.PromptN != wantN {
+			t.Errorf("request %d: cache_n %d prompt_n %d, want %d and %d", i, final.Timings.CacheN, final.Timings.PromptN, wantCache, wantN)
+		}
+	}
+}
