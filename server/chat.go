@@ -31,44 +31,7 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 		return err
 	}
 	prompt := tokenize(m.tok, text)
-	params, err := samplingFields{
-		nPredict:    firstSet(req.NPredict, req.MaxCompletionTokens, req.MaxTokens),
-		temperature: req.Temperature,
-		topK:        req.TopK,
-		topP:        req.TopP,
-		minP:        req.MinP,
-		seed:        req.Seed,
-		stop:        req.Stop,
-		ignoreEOS:   req.IgnoreEos,
-
-		repeatPenalty:       req.RepeatPenalty,
-		repeatLastN:         req.RepeatLastN,
-		presencePenalty:     req.PresencePenalty,
-		frequencyPenalty:    req.FrequencyPenalty,
-		dryMultiplier:       req.DryMultiplier,
-		dryBase:             req.DryBase,
-		dryAllowedLength:    req.DryAllowedLength,
-		dryPenaltyLastN:     req.DryPenaltyLastN,
-		drySequenceBreakers: req.DrySequenceBreakers,
-		topNSigma:           req.TopNSigma,
-		typicalP:            req.TypicalP,
-		xtcProbability:      req.XtcProbability,
-		xtcThreshold:        req.XtcThreshold,
-		dynatempRange:       req.DynatempRange,
-		dynatempExponent:    req.DynatempExponent,
-		mirostat:            req.Mirostat,
-		mirostatTau:         req.MirostatTau,
-		mirostatEta:         req.MirostatEta,
-		logitBias:           req.LogitBias,
-		postSamplingProbs:   req.PostSamplingProbs,
-		minKeep:             req.MinKeep,
-		samplers:            req.Samplers,
-		grammar:             req.Grammar,
-		jsonSchema:          req.JSONSchema,
-		responseFormat:      req.ResponseFormat,
-		nCtx:                m.info.NCtx,
-		tok:                 m.tok,
-	}.params()
+	params, err := m.samplingFields(req, firstSet(req.NPredict, req.MaxCompletionTokens, req.MaxTokens)).params()
 	if err != nil {
 		return err
 	}

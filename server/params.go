@@ -57,6 +57,85 @@ type samplingFields struct {
 	tok tokenizerLike
 }
 
+// samplingRequest is what the chat and native completion requests (different generated types
+// with the same sampling fields) have in common.
+type samplingRequest interface {
+	GetTemperature() gen.OptNilFloat64
+	GetTopK() gen.OptNilInt
+	GetTopP() gen.OptNilFloat64
+	GetMinP() gen.OptNilFloat64
+	GetSeed() gen.OptNilInt64
+	GetStop() gen.OptNilStop
+	GetIgnoreEos() gen.OptNilBool
+	GetRepeatPenalty() gen.OptNilFloat64
+	GetRepeatLastN() gen.OptNilInt
+	GetPresencePenalty() gen.OptNilFloat64
+	GetFrequencyPenalty() gen.OptNilFloat64
+	GetDryMultiplier() gen.OptNilFloat64
+	GetDryBase() gen.OptNilFloat64
+	GetDryAllowedLength() gen.OptNilInt
+	GetDryPenaltyLastN() gen.OptNilInt
+	GetDrySequenceBreakers() gen.OptNilStringArray
+	GetTopNSigma() gen.OptNilFloat64
+	GetTypicalP() gen.OptNilFloat64
+	GetXtcProbability() gen.OptNilFloat64
+	GetXtcThreshold() gen.OptNilFloat64
+	GetDynatempRange() gen.OptNilFloat64
+	GetDynatempExponent() gen.OptNilFloat64
+	GetMirostat() gen.OptNilInt
+	GetMirostatTau() gen.OptNilFloat64
+	GetMirostatEta() gen.OptNilFloat64
+	GetLogitBias() jx.Raw
+	GetPostSamplingProbs() gen.OptNilBool
+	GetMinKeep() gen.OptNilInt
+	GetSamplers() jx.Raw
+	GetGrammar() gen.OptNilString
+	GetJSONSchema() jx.Raw
+	GetResponseFormat() jx.Raw
+}
+
+// samplingFields gathers a request's sampling fields for the loaded model; nPredict is the
+// request's length field after resolving its aliases.
+func (m *loaded) samplingFields(req samplingRequest, nPredict gen.OptNilInt) samplingFields {
+	return samplingFields{
+		nPredict:            nPredict,
+		temperature:         req.GetTemperature(),
+		topK:                req.GetTopK(),
+		topP:                req.GetTopP(),
+		minP:                req.GetMinP(),
+		seed:                req.GetSeed(),
+		stop:                req.GetStop(),
+		ignoreEOS:           req.GetIgnoreEos(),
+		repeatPenalty:       req.GetRepeatPenalty(),
+		repeatLastN:         req.GetRepeatLastN(),
+		presencePenalty:     req.GetPresencePenalty(),
+		frequencyPenalty:    req.GetFrequencyPenalty(),
+		dryMultiplier:       req.GetDryMultiplier(),
+		dryBase:             req.GetDryBase(),
+		dryAllowedLength:    req.GetDryAllowedLength(),
+		dryPenaltyLastN:     req.GetDryPenaltyLastN(),
+		drySequenceBreakers: req.GetDrySequenceBreakers(),
+		topNSigma:           req.GetTopNSigma(),
+		typicalP:            req.GetTypicalP(),
+		xtcProbability:      req.GetXtcProbability(),
+		xtcThreshold:        req.GetXtcThreshold(),
+		dynatempRange:       req.GetDynatempRange(),
+		dynatempExponent:    req.GetDynatempExponent(),
+		mirostat:            req.GetMirostat(),
+		mirostatTau:         req.GetMirostatTau(),
+		mirostatEta:         req.GetMirostatEta(),
+		logitBias:           req.GetLogitBias(),
+		postSamplingProbs:   req.GetPostSamplingProbs(),
+		minKeep:             req.GetMinKeep(),
+		samplers:            req.GetSamplers(),
+		grammar:             req.GetGrammar(),
+		jsonSchema:          req.GetJSONSchema(),
+		responseFormat:      req.GetResponseFormat(),
+		nCtx:                m.info.NCtx,
+		tok:                 m.tok,
+	}
+}
+
 // tokenizerLike is what logit_bias needs of the tokenizer.
 type tokenizerLike interface {
 	Encode(text string, addSpecial, parseSpecial bool) []int32
