@@ -61,6 +61,22 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// parseInterspersed parses flags given before, between or after the positional arguments and
+// returns the positional ones.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			return nil, err
+		}
+		rest = fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos, rest = append(pos, rest[0]), rest[1:]
+	}
+}
+
 // defaultModel is the model used when -m is not given: stories260K from the shared test data
 // ($WGPU_LLAMA_SHARED, else ../shared beside the repository), so a fresh checkout runs at once.
 func defaultModel() (string, error) {

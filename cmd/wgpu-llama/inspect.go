@@ -33,17 +33,9 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "usage: wgpu-llama inspect [--no-tensors] FILE")
 		fs.PrintDefaults()
 	}
-	// Accept flags before or after the file name.
-	var files []string
-	for rest := args; ; {
-		if err := fs.Parse(rest); err != nil {
-			return err
-		}
-		rest = fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		files, rest = append(files, rest[0]), rest[1:]
+	files, err := parseInterspersed(fs, args) // flags may come before or after the file
+	if err != nil {
+		return err
 	}
 	if len(files) != 1 {
 		fs.Usage()

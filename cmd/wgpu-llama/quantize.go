@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -88,22 +87,6 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 		logger.Info("done", "out", outPath, "took", time.Since(start).Round(time.Millisecond))
 	}
 	return w.Flush()
-}
-
-// parseInterspersed parses flags given before, between or after the positional arguments and
-// returns the positional ones.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for rest := args; ; {
-		if err := fs.Parse(rest); err != nil {
-			return nil, err
-		}
-		rest = fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		pos, rest = append(pos, rest[0]), rest[1:]
-	}
 }
 
 const mib = 1024 * 1024

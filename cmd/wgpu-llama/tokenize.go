@@ -38,17 +38,9 @@ func runTokenize(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&noParse, "no-parse-special", false, "treat special-token text as plain text")
 	fs.BoolVar(&showCount, "show-count", false, "end with the number of tokens")
 
-	// Flags may come before or after TEXT.
-	var texts []string
-	for rest := args; ; {
-		if err := fs.Parse(rest); err != nil {
-			return err
-		}
-		rest = fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		texts, rest = append(texts, rest[0]), rest[1:]
+	texts, err := parseInterspersed(fs, args) // flags may come before or after TEXT
+	if err != nil {
+		return err
 	}
 	if len(texts) > 1 {
 		return fmt.Errorf("tokenize: want one TEXT argument, got %d (quote the text)", len(texts))

@@ -60,22 +60,8 @@ func (c Config) bertKVs(tokens []string, scores []float32, types []int32) []gguf
 	f32 := func(k string, v float32) gguf.KV { return gguf.KV{Key: k, Type: gguf.TypeFloat32, Value: v} }
 	str := func(k, v string) gguf.KV { return gguf.KV{Key: k, Type: gguf.TypeString, Value: v} }
 	boolean := func(k string, v bool) gguf.KV { return gguf.KV{Key: k, Type: gguf.TypeBool, Value: v} }
-	name := c.Name
-	if name == "" {
-		name = "synth"
-	}
 	const a = "bert"
-	kvs := []gguf.KV{
-		str("general.architecture", a),
-		str("general.name", name),
-		u32("general.alignment", gguf.DefaultAlignment),
-		u32(a+".context_length", c.Ctx),
-		u32(a+".embedding_length", c.Dim),
-		u32(a+".block_count", c.Layers),
-		u32(a+".feed_forward_length", c.FF),
-		u32(a+".attention.head_count", c.Heads),
-		u32(a+".attention.head_count_kv", c.KVHeads),
-	}
+	kvs := c.headerKVs()
 	// No key_length: heads x head size = dim, as Validate requires of bert.
 	return append(kvs,
 		f32(a+".attention.layer_norm_epsilon", c.NormEps),

@@ -123,6 +123,28 @@ func (c Config) Plan() ([]quantize.TensorPlan, error) {
 	return quantize.PlanTensors(m, c.Tensors(), c.Mix)
 }
 
+// headerKVs are the general.* keys and the shape keys every architecture has.
+func (c Config) headerKVs() []gguf.KV {
+	u32 := func(k string, v int) gguf.KV { return gguf.KV{Key: k, Type: gguf.TypeUint32, Value: uint32(v)} }
+	str := func(k, v string) gguf.KV { return gguf.KV{Key: k, Type: gguf.TypeString, Value: v} }
+	name := c.Name
+	if name == "" {
+		name = "synth"
+	}
+	a := c.arch()
+	return []gguf.KV{
+		str("general.architecture", a),
+		str("general.name", name),
+		u32("general.alignment", gguf.DefaultAlignment),
+		u32(a+".context_length", c.Ctx),
+		u32(a+".embedding_length", c.Dim),
+		u32(a+".block_count", c.Layers),
+		u32(a+".feed_forward_length", c.FF),
+		u32(a+".attention.head_count", c.Heads),
+		u32(a+".attention.head_count_kv", c.KVHeads),
+	}
+}
+
 // KVs returns the metadata, with the key names and value types of llama.cpp's converters
 // (as in stories260K.gguf), so llama.cpp loads the file too.
 func (c Config) KVs() ([]gguf.KV, error) {
@@ -134,25 +156,11 @@ func (c Config) KVs() ([]gguf.KV, error) {
 	f32 := func(k string, v float32) gguf.KV { return gguf.KV{Key: k, Type: gguf.TypeFloat32, Value: v} }
 	str := func(k, v string) gguf.KV { return gguf.KV{Key: k, Type: gguf.TypeString, Value: v} }
 	boolean := func(k string, v bool) gguf.KV { return gguf.KV{Key: k, Type: gguf.TypeBool, Value: v} }
-	name := c.Name
-	if name == "" {
-		name = "synth"
-	}
 	a := c.arch()
 	if c.bert() {
 		return c.bertKVs(tokens, scores, types), nil
 	}
-	kvs := []gguf.KV{
-		str("general.architecture", a),
-		str("general.name", name),
-		u32("general.alignment", gguf.DefaultAlignment),
-		u32(a+".context_length", c.Ctx),
-		u32(a+".embedding_length", c.Dim),
-		u32(a+".block_count", c.Layers),
-		u32(a+".feed_forward_length", c.FF),
-		u32(a+".attention.head_count", c.Heads),
-		u32(a+".attention.head_count_kv", c.KVHeads),
-	}
+	kvs := c.headerKVs()
 	if a == "qwen3" || c.gemma() || c.headDim() != c.Dim/c.Heads {
 		// As llama.cpp's converters write head_dim: Qwen3 and Gemma always, others when it is
 		// not Dim/Heads.
