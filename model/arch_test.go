@@ -22,26 +22,15 @@ func TestArchitecturesMatchReference(t *testing.T) {
 	for _, arch := range reference.Supported {
 		for _, mix := range []quantize.Mix{quantize.MixF32, quantize.MixQ8_0} {
 			t.Run(arch+"/"+mix.String(), func(t *testing.T) {
-				cfg, err := synth.Preset("tiny")
-				if err != nil {
-					t.Fatal(err)
-				}
-				cfg.Arch, cfg.Mix, cfg.Seed = arch, mix, 7
-				if mix == quantize.MixQ8_0 {
-					cfg.FF = 192 // ffn_down rows must fit 32-element blocks
-				}
-				if arch == "gemma3" {
-					cfg.Layers = 6 // the sixth layer is global: its own RoPE base and scaling
-				}
-				path := filepath.Join(t.TempDir(), arch+".gguf")
-				if _, err := synth.WriteFile(path, cfg, nil); err != nil {
-					t.Fatal(err)
-				}
-				f, err := gguf.Open(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer f.Close()
+				f := tinyModel(t, func(cfg *synth.Config) {
+					cfg.Arch, cfg.Mix, cfg.Seed = arch, mix, 7
+					if mix == quantize.MixQ8_0 {
+						cfg.FF = 192 // ffn_down rows must fit 32-element blocks
+					}
+					if arch == "gemma3" {
+						cfg.Layers = 6 // the sixth layer is global: its own RoPE base and scaling
+					}
+				})
 				tokens := []int32{1, 403, 407, 261, 378, 290, 300, 310, 320, 330, 340, 350}
 				want, err := reference.Forward(f, tokens)
 				if err != nil {
@@ -82,19 +71,7 @@ func TestArchitecturesMatchReference(t *testing.T) {
 // by its factor.
 func TestRopeFreqsMatchReference(t *testing.T) {
 	dev := gputest.Device(t)
-	cfg, err := synth.Preset("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	src := filepath.Join(dir, "llama.gguf")
-	if _, err := synth.WriteFile(src, cfg, nil); err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := tinyModel(t, func(*synth.Config) {})
 	var tensors []gguf.TensorData
 	for i := range f.Tensors {
 		ti := &f.Tensors[i]
@@ -106,7 +83,7 @@ func TestRopeFreqsMatchReference(t *testing.T) {
 		factors[i] = 1 + float32(i) // distinct factors, so a wrong pairing shows
 	}
 	tensors = append(tensors, gguf.TensorData{Name: "rope_freqs.weight", Shape: []uint64{uint64(len(factors))}, Type: gguf.TypeF32, Data: float32Bytes(factors)})
-	dst := filepath.Join(dir, "llama31.gguf")
+	dst := filepath.Join(t.TempDir(), "llama31.gguf")
 	if err := gguf.WriteFile(dst, f.KV, tensors); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +91,6 @@ func TestRopeFreqsMatchReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
 	g, err := gguf.Open(dst)
 	if err != nil {
 		t.Fatal(err)
@@ -165,26 +141,13 @@ func float32Bytes(v []float32) []byte {
 func TestBertMatchesReference(t *testing.T) {
 	dev := gputest.Device(t)
 	for _, pooling := range []int{1, 2, 3} {
-		cfg, err := synth.Preset("tiny")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Arch, cfg.Pooling, cfg.KVHeads = "bert", pooling, cfg.Heads
-		path := filepath.Join(t.TempDir(), "bert.gguf")
-		if _, err := synth.WriteFile(path, cfg, nil); err != nil {
-			t.Fatal(err)
-		}
-		f, err := gguf.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := tinyModel(t, func(cfg *synth.Config) { cfg.Arch, cfg.Pooling, cfg.KVHeads = "bert", pooling, cfg.Heads })
 		tokens := []int32{1, 403, 407, 261, 378, 290, 300}
 		want, err := reference.Embed(f, tokens)
 		if err != nil {
 			t.Fatal(err)
 		}
 		m, err := model.Load(dev, f, model.Options{KVF32: true, RawActivations: true})
-		f.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,4 +165,25 @@ func TestBertMatchesReference(t *testing.T) {
 			t.Errorf("pooling %d: GPU vs reference embedding: relative error %.3g", pooling, e)
 		}
 	}
+}
+
+// tinyModel writes gen-model's tiny preset, changed by edit, and opens it; it is closed when
+// the test ends.
+func tinyModel(t *testing.T, edit func(*synth.Config)) *gguf.File {
+	t.Helper()
+	cfg, err := synth.Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(&cfg)
+	path := filepath.Join(t.TempDir(), "model.gguf")
+	if _, err := synth.WriteFile(path, cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }
