@@ -329,12 +329,8 @@ func (r *Recorder) AttentionSplit(q, kCache, vCache, pos, part, out *Buffer, kvF
 	r.Dispatch(merge, params, [3]uint32{uint32(nHead), uint32(nTokens), 1}, part, out)
 }
 
-// SiLUMul computes out[t, i] = silu(gu[t, i]) * gu[t, n+i] over the fused gate|up rows.
-func (r *Recorder) SiLUMul(gu, out *Buffer, n, nTokens int) {
-	r.GLU(gu, out, n, nTokens, false)
-}
-
-// GLU is SiLUMul with GELU (tanh approximation, as ggml's) instead of SiLU when gelu is set.
+// GLU computes out[t, i] = act(gu[t, i]) * gu[t, n+i] over the fused gate|up rows, act SiLU,
+// or ggml's tanh-approximated GELU when gelu is set.
 func (r *Recorder) GLU(gu, out *Buffer, n, nTokens int, gelu bool) {
 	var defs []string
 	if gelu {

@@ -418,7 +418,7 @@ func TestSiLUMulAndAdd(t *testing.T) {
 		u = append(u, gu[2*n*tk+n:2*n*(tk+1)]...)
 	}
 	out := empty(t, d, n*nTok)
-	got := run(t, d, out, n*nTok, func(r *gpu.Recorder) { r.SiLUMul(upload(t, d, gu), out, n, nTok) })
+	got := run(t, d, out, n*nTok, func(r *gpu.Recorder) { r.GLU(upload(t, d, gu), out, n, nTok, false) })
 	check(t, "silu_mul", got, cpuref.SiLUMul(g, u), tolF32)
 	got = run(t, d, out, n*nTok, func(r *gpu.Recorder) { r.GLU(upload(t, d, gu), out, n, nTok, true) })
 	check(t, "gelu_mul", got, cpuref.GELUMul(g, u), tolF32)
