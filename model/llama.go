@@ -314,38 +314,30 @@ func (kv *KVCache) Release() {
 // values into the cache, and returns the logits of the last token. Each chunk of up to
 // MaxBatch tokens is one command buffer and one submit; only the last reads anything back.
 func (m *Model) Forward(kv *KVCache, tokens []int32, pos0 int) ([]float32, error) {
-	if m.enc != nil {
-		return nil, fmt.Errorf("model: %s is an embedding model: it does not generate text (use Embed)", m.Config.Arch)
-	}
 	if len(tokens) == 0 {
 		return nil, fmt.Errorf("model: forward of zero tokens")
 	}
 	if pos0 < 0 || pos0+len(tokens) > kv.NCtx {
 		return nil, fmt.Errorf("model: positions %d..%d exceed the context of %d", pos0, pos0+len(tokens)-1, kv.NCtx)
 	}
-	for _, id := range tokens {
-		if id < 0 || int(id) >= m.Config.NVocab {
-			return nil, fmt.Errorf("model: token id %d out of range (vocabulary %d)", id, m.Config.NVocab)
-		}
-	}
-	for start := 0; start < len(tokens); start += m.maxBatch {
+	for start := 0; ; start += m.maxBatch {
 		end := min(start+m.maxBatch, len(tokens))
 		b := Batch{Tokens: tokens[start:end], Pos: make([]int32, end-start), Base: make([]int32, end-start)}
 		for i := range b.Pos {
 			b.Pos[i] = int32(pos0 + start + i)
 		}
-		if end == len(tokens) {
+		last := end == len(tokens)
+		if last {
 			b.Logits = []int{end - start - 1}
 		}
-		logits, err := m.pass(kv, b)
-		if err != nil || end == len(tokens) {
-			if err != nil {
-				return nil, err
-			}
+		logits, err := m.ForwardBatch(kv, b)
+		if err != nil {
+			return nil, err
+		}
+		if last {
 			return logits[0], nil
 		}
 	}
-	return nil, nil // unreachable
 }
 
 // Batch is one forward pass over tokens of one or more sequences: each token with its
