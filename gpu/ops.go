@@ -198,6 +198,9 @@ type Rope struct {
 	// YaRN, when ExtFactor > 0, blends interpolated (FreqScale) and extrapolated angles over
 	// the pair range CorrLo..CorrHi and scales by AttnFactor, as ggml's rope_yarn.
 	YaRN YaRN
+	// PageBits says how pos addresses the cache (see RoPEKV); it is the KV cache's, carried
+	// here because RoPEKV writes the cache.
+	PageBits int
 }
 
 // YaRN holds ggml's YaRN RoPE parameters; see YaRNCorrDims for the range.
@@ -216,9 +219,11 @@ func YaRNCorrDims(nRot, nCtxOrig int, freqBase, betaFast, betaSlow float64) (lo,
 
 // RoPEKV takes the fused qkv rows of nTokens tokens (nHead query heads, then nKVHead key and
 // value heads), adds the projection bias when bias is not nil, rotates q in place, and writes
-// rotated k and plain v into the caches, in f16 when kvF16. pos holds 2*nTokens u32: each
-// token's position, then the first cache row of its sequence; token t goes to row
-// base[t] + pos[t], so sequences of a batch keep separate regions of one cache.
+// rotated k and plain v into the caches, in f16 when kvF16. pos holds each token's position,
+// then one u32 per token saying where its sequence lives in the cache: with rope.PageBits 0,
+// the sequence's first cache row (token t goes to row base[t] + pos[t]); otherwise the index in
+// pos of the sequence's page table, which lists the cache pages (2^PageBits rows each) holding
+// its positions in order. Either way sequences of one batch keep apart in one cache.
 func (r *Recorder) RoPEKV(qkv, pos, kCache, vCache, bias *Buffer, kvF16 bool, nTokens, nHead, nKVHead, headDim int, rope Rope) {
 	if headDim%2 != 0 || rope.NRot > headDim || rope.NRot%2 != 0 || (rope.NeoX && rope.NRot%4 != 0) {
 		r.fail("gpu: rope: head_dim %d, n_rot %d (neox %v) unsupported", headDim, rope.NRot, rope.NeoX)
@@ -252,7 +257,7 @@ func (r *Recorder) RoPEKV(qkv, pos, kCache, vCache, bias *Buffer, kvF16 bool, nT
 		attn = 1
 	}
 	y := rope.YaRN
-	r.Dispatch(p, Params(nTokens, nHead, nKVHead, headDim, rope.NRot, rope.FreqBase, scale, y.ExtFactor, attn, y.CorrLo, y.CorrHi), r.elementwise(pairs), bufs...)
+	r.Dispatch(p, Params(nTokens, nHead, nKVHead, headDim, rope.NRot, rope.FreqBase, scale, y.ExtFactor, attn, y.CorrLo, y.CorrHi, rope.PageBits), r.elementwise(pairs), bufs...)
 }
 
 // HeadNorm RMS-normalises every query and key head vector of the fused qkv rows in place,
@@ -271,15 +276,17 @@ type AttnParams struct {
 	SoftCap float32 // > 0: scores pass through SoftCap * tanh(score / SoftCap) (Gemma 2)
 	Window  int     // > 0: each token sees only the last Window positions (sliding window)
 	AllKeys int     // > 0: not causal, every token sees cache rows 0..AllKeys-1 (BERT)
+	// PageBits says how pos addresses the cache, as Rope.PageBits does for RoPEKV.
+	PageBits int
 }
 
 func (a AttnParams) params(base ...any) []uint32 {
-	return Params(append(base, a.SoftCap, a.Window, a.AllKeys)...)
+	return Params(append(base, a.SoftCap, a.Window, a.AllKeys, a.PageBits)...)
 }
 
 // Attention computes causal grouped-query attention of q (rows of qStride floats, heads first)
 // against its sequence's cache rows up to its position, writing nTokens x nHead x headDim to
-// out; pos is laid out as for RoPEKV (positions, then each token's first cache row).
+// out; pos is laid out as for RoPEKV (positions, then where each sequence lives in the cache).
 func (r *Recorder) Attention(q, kCache, vCache, pos, out *Buffer, kvF16 bool, qStride, nTokens, nHead, nKVHead, headDim int, ap AttnParams) {
 	if headDim > 256 || headDim%2 != 0 || nKVHead == 0 || nHead%nKVHead != 0 {
 		r.fail("gpu: attention: head_dim %d (max 256), %d heads over %d kv heads unsupported", headDim, nHead, nKVHead)

@@ -215,3 +215,4 @@ func (d *Device) ensureUniform() error {
 	d.uniform = buf
 	return nil
 }
+

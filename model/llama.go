@@ -257,59 +257,6 @@ func (m *Model) qkvWidth() int {
 	return (c.NHead + 2*c.NKVHead) * c.HeadDim
 }
 
-// splitAttentionFrom is the context length from which decoding on a GPU splits each head's
-// keys over several workgroups (gpu.AttentionSplit); below it one workgroup per head suffices.
-const splitAttentionFrom = 512
-
-// KVCache is one sequence's keys and values for every layer, resident on the GPU.
-type KVCache struct {
-	NCtx int
-	k, v []*gpu.Buffer
-	part *gpu.Buffer // split-K attention partials, on GPUs with contexts long enough to split
-}
-
-// NewKVCache allocates a cache of nCtx positions, f16 unless the model was loaded with KVF32.
-func (m *Model) NewKVCache(nCtx int) (*KVCache, error) {
-	c := m.Config
-	row := uint64(c.NKVHead * c.HeadDim * 4)
-	if m.kvF16 {
-		row /= 2
-	}
-	kv := &KVCache{NCtx: nCtx}
-	for i := 0; i < c.NLayer; i++ {
-		k, err := m.dev.NewBuffer(fmt.Sprintf("cache_k_l%d", i), uint64(nCtx)*row)
-		if err != nil {
-			kv.Release()
-			return nil, fmt.Errorf("model: KV cache of %d tokens: %w", nCtx, err)
-		}
-		kv.k = append(kv.k, k)
-		v, err := m.dev.NewBuffer(fmt.Sprintf("cache_v_l%d", i), uint64(nCtx)*row)
-		if err != nil {
-			kv.Release()
-			return nil, fmt.Errorf("model: KV cache of %d tokens: %w", nCtx, err)
-		}
-		kv.v = append(kv.v, v)
-	}
-	if !m.dev.BarrierFree && nCtx >= splitAttentionFrom {
-		var err error
-		kv.part, err = m.dev.NewBuffer("attention_partials", uint64(gpu.AttentionSplitSize(1, c.NHead, c.HeadDim, nCtx))*4)
-		if err != nil {
-			kv.Release()
-			return nil, fmt.Errorf("model: KV cache of %d tokens: %w", nCtx, err)
-		}
-	}
-	return kv, nil
-}
-
-// Release frees the cache's device memory.
-func (kv *KVCache) Release() {
-	for _, b := range append(kv.k, kv.v...) {
-		b.Release()
-	}
-	kv.part.Release()
-	kv.k, kv.v, kv.part = nil, nil, nil
-}
-
 // Forward runs tokens at positions pos0, pos0+1, ... through the model, writing their keys and
 // values into the cache, and returns the logits of the last token. Each chunk of up to
 // MaxBatch tokens is one command buffer and one submit; only the last reads anything back.
@@ -340,41 +287,14 @@ func (m *Model) Forward(kv *KVCache, tokens []int32, pos0 int) ([]float32, error
 	}
 }
 
-// Batch is one forward pass over tokens of one or more sequences: each token with its
-// position and the first KV cache row of its sequence (sequences keep separate regions of one
-// cache), and the batch rows whose logits are wanted, in the order they are returned.
-type Batch struct {
-	Tokens []int32
-	Pos    []int32
-	Base   []int32
-	Logits []int
-}
-
 // ForwardBatch runs one batch (at most MaxBatch tokens and MaxOutputs logit rows) as one
 // command buffer and one submit, and returns the requested rows' logits.
 func (m *Model) ForwardBatch(kv *KVCache, b Batch) ([][]float32, error) {
-	n := len(b.Tokens)
 	if m.enc != nil {
 		return nil, fmt.Errorf("model: %s is an embedding model: it does not generate text (use Embed)", m.Config.Arch)
 	}
-	if n == 0 || n > m.maxBatch || len(b.Pos) != n || len(b.Base) != n {
-		return nil, fmt.Errorf("model: batch of %d tokens (%d positions, %d bases); the limit is %d", n, len(b.Pos), len(b.Base), m.maxBatch)
-	}
-	if len(b.Logits) > m.maxOutputs {
-		return nil, fmt.Errorf("model: %d logit rows requested; the limit is %d", len(b.Logits), m.maxOutputs)
-	}
-	for i, id := range b.Tokens {
-		if id < 0 || int(id) >= m.Config.NVocab {
-			return nil, fmt.Errorf("model: token id %d out of range (vocabulary %d)", id, m.Config.NVocab)
-		}
-		if b.Pos[i] < 0 || b.Base[i] < 0 || int(b.Base[i]+b.Pos[i]) >= kv.NCtx {
-			return nil, fmt.Errorf("model: token %d at position %d of the sequence at row %d is outside the cache of %d", i, b.Pos[i], b.Base[i], kv.NCtx)
-		}
-	}
-	for _, r := range b.Logits {
-		if r < 0 || r >= n {
-			return nil, fmt.Errorf("model: logits of batch row %d requested of %d", r, n)
-		}
+	if err := m.checkBatch(kv, b); err != nil {
+		return nil, err
 	}
 	return m.pass(kv, b)
 }
@@ -385,8 +305,7 @@ func (m *Model) pass(kv *KVCache, b Batch) ([][]float32, error) {
 	if err := m.dev.Write(s.ids, 0, gpu.Bytes(b.Tokens)); err != nil {
 		return nil, err
 	}
-	posBase := append(append(make([]int32, 0, 2*n), b.Pos...), b.Base...)
-	if err := m.dev.Write(s.pos, 0, gpu.Bytes(posBase)); err != nil {
+	if err := m.writePos(b); err != nil {
 		return nil, err
 	}
 	maxKeys := 0
@@ -401,6 +320,7 @@ func (m *Model) pass(kv *KVCache, b Batch) ([][]float32, error) {
 	if embScale == 0 {
 		embScale = 1
 	}
+	b.recordCopies(r, kv)
 	r.GetRowsScaled(m.tokEmbd, s.ids, s.x, n, embScale)
 	qkvW := m.qkvWidth()
 	for i := range m.layers {
@@ -411,6 +331,7 @@ func (m *Model) pass(kv *KVCache, b Batch) ([][]float32, error) {
 			r.HeadNorm(s.qkv, ly.qNorm, ly.kNorm, n, c.NHead, c.NKVHead, c.HeadDim, c.RMSEps)
 		}
 		rope, ap := m.layerAttention(i)
+		rope.PageBits, ap.PageBits = b.PageBits, b.PageBits
 		r.RoPEKV(s.qkv, s.pos, kv.k[i], kv.v[i], ly.qkvBias, m.kvF16, n, c.NHead, c.NKVHead, c.HeadDim, rope)
 		if kv.part != nil && n == 1 && maxKeys >= splitAttentionFrom {
 			r.AttentionSplit(s.qkv, kv.k[i], kv.v[i], s.pos, kv.part, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, maxKeys, ap)

@@ -1,6 +1,8 @@
 // Attention code shared by the attention kernels. The including kernel declares the Params
-// `p` (with head_dim, scale, softcap, window, all_keys), the bindings `kc`, `vc` (f32, or
-// u32 f16 pairs with KV_F16), `pos`, and the constants WG, MAXD and NEG.
+// `p` (with n_tokens, head_dim, scale, softcap, window, all_keys, page_bits), the bindings `kc`,
+// `vc` (f32, or u32 f16 pairs with KV_F16), `pos`, and the constants WG, MAXD and NEG.
+
+//#include kv_row.inc
 
 // first_key is the earliest cache row token position `at` attends to (sliding window).
 fn first_key(at: u32) -> u32 {
@@ -8,11 +10,6 @@ fn first_key(at: u32) -> u32 {
         return 0u;
     }
     return at + 1u - p.window;
-}
-
-// kv_row0 is the first cache row of token t's sequence.
-fn kv_row0(t: u32) -> u32 {
-    return pos[p.n_tokens + t];
 }
 
 // key_end is one past the last cache row token t attends to: causal, or all keys (BERT).
@@ -69,9 +66,9 @@ fn load_q(q_off: u32, lid: u32) {
     workgroupBarrier();
 }
 
-// attend runs the online softmax over positions start..end (cache rows row0 + start ..) of kv
-// head kvh; every invocation of the workgroup must call it with the same range.
-fn attend(kvh: u32, row0: u32, start: u32, end: u32, lid: u32) -> Partial {
+// attend runs the online softmax over positions start..end of token t's sequence for kv head
+// kvh; every invocation of the workgroup must call it with the same range.
+fn attend(kvh: u32, t: u32, start: u32, end: u32, lid: u32) -> Partial {
     let d = p.head_dim;
     let kv_stride = p.n_kv_head * d;
     var r: Partial;
@@ -80,7 +77,7 @@ fn attend(kvh: u32, row0: u32, start: u32, end: u32, lid: u32) -> Partial {
         let j = j0 + lid;
         var s = NEG;
         if (j < end) {
-            let k_off = (row0 + j) * kv_stride + kvh * d;
+            let k_off = kv_row(t, j) * kv_stride + kvh * d;
             var dot = 0.0;
             for (var i = 0u; i < d; i += 2u) {
                 let kv = k_pair(k_off + i);
@@ -104,7 +101,7 @@ fn attend(kvh: u32, row0: u32, start: u32, end: u32, lid: u32) -> Partial {
         for (var i = 0u; i < count; i++) {
             let pr = exp(scores[i] - m_new);
             r.l += pr;
-            let v_off = (row0 + j0 + i) * kv_stride + kvh * d;
+            let v_off = kv_row(t, j0 + i) * kv_stride + kvh * d;
             for (var a = 0u; a < 4u; a++) {
                 let dim = lid + a * WG;
                 if (dim < d) {

@@ -1,6 +1,7 @@
 // Causal attention over the GPU-resident KV cache with grouped-query heads:
 // out[t, h, :] = softmax_j(q[t, h, :] . k[j, h / group, :] * scale) v[j, h / group, :] for the
-// cache rows of its sequence up to position pos[t] (pos also holds each token's first row). One workgroup per (head, token); keys are processed 64 at a time
+// cache rows of its sequence up to position pos[t] (pos also says where those rows are:
+// kv_row.inc). One workgroup per (head, token); keys are processed 64 at a time
 // with an online (running max) softmax, so any context length fits in fixed workgroup memory.
 // q is read from the fused qkv rows (row stride q_stride floats). Define KV_F16 reads an f16
 // cache (pairs packed in u32).
@@ -15,6 +16,7 @@ struct Params {
     softcap: f32,  // > 0: scores become softcap * tanh(score / softcap) (Gemma 2)
     window: u32,   // > 0: a token sees only the last `window` positions (sliding window)
     all_keys: u32, // > 0: not causal: every token sees keys 0 .. all_keys-1 (BERT)
+    page_bits: u32,// cache addressing (kv_row.inc)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -27,7 +29,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read> kc: array<f32>;        // (n_ctx, n_kv_head, head_dim)
 @group(0) @binding(3) var<storage, read> vc: array<f32>;
 #endif
-@group(0) @binding(4) var<storage, read> pos: array<u32>;       // (2 n_tokens): positions, row bases
+@group(0) @binding(4) var<storage, read> pos: array<u32>;       // positions, then cache addressing (kv_row.inc)
 @group(0) @binding(5) var<storage, read_write> out: array<f32>; // (n_tokens, n_head, head_dim)
 
 const WG: u32 = 64u;
@@ -84,9 +86,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     var l = 0.0;
     var acc = vec4<f32>(0.0);
     let n_keys = key_end(t);
-    let row0 = kv_row0(t);
     for (var j = first_key(pos[t]); j < n_keys; j++) {
-        let off = (row0 + j) * kv_stride + kvh * d;
+        let off = kv_row(t, j) * kv_stride + kvh * d;
         let s = capped(k_dot(q_off, off) * p.scale);
         var ms = 1.0;
         var vs = 1.0;
@@ -114,7 +115,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let t = wg.y;
     let d = p.head_dim;
     load_q(t * p.q_stride + h * d, lid.x);
-    let r = attend(h / (p.n_head / p.n_kv_head), kv_row0(t), first_key(pos[t]), key_end(t), lid.x);
+    let r = attend(h / (p.n_head / p.n_kv_head), t, first_key(pos[t]), key_end(t), lid.x);
     for (var a = 0u; a < 4u; a++) {
         let dim = lid.x + a * WG;
         if (dim < d) {

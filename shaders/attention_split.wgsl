@@ -15,6 +15,7 @@ struct Params {
     softcap: f32,  // > 0: scores become softcap * tanh(score / softcap) (Gemma 2)
     window: u32,   // > 0: a token sees only the last `window` positions (sliding window)
     all_keys: u32, // > 0: not causal: every token sees keys 0 .. all_keys-1 (BERT)
+    page_bits: u32,// cache addressing (kv_row.inc)
 }
 
 const WG: u32 = 64u;
@@ -61,7 +62,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 @group(0) @binding(2) var<storage, read> kc: array<f32>;         // (n_ctx, n_kv_head, head_dim)
 @group(0) @binding(3) var<storage, read> vc: array<f32>;
 #endif
-@group(0) @binding(4) var<storage, read> pos: array<u32>;        // (2 n_tokens): positions, row bases
+@group(0) @binding(4) var<storage, read> pos: array<u32>;        // positions, then cache addressing (kv_row.inc)
 @group(0) @binding(5) var<storage, read_write> part: array<f32>; // (n_tokens, n_head, n_split, head_dim + 2)
 
 //#include attention.inc
@@ -74,7 +75,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let d = p.head_dim;
     load_q(t * p.q_stride + h * d, lid.x);
     let start = max(split * p.chunk, first_key(pos[t]));
-    let r = attend(h / (p.n_head / p.n_kv_head), kv_row0(t), start, min((split + 1u) * p.chunk, key_end(t)), lid.x);
+    let r = attend(h / (p.n_head / p.n_kv_head), t, start, min((split + 1u) * p.chunk, key_end(t)), lid.x);
     let o = ((t * p.n_head + h) * p.n_split + split) * (d + 2u);
     if (lid.x == 0u) {
         part[o] = r.m;

@@ -2,7 +2,8 @@
 // [q (n_head x head_dim) | k (n_kv_head x head_dim) | v (n_kv_head x head_dim)] for one token.
 // Rotary position embedding (llama's "normal" RoPE: adjacent pairs of the first n_rot
 // dimensions of a head turn by pos * freq_base^(-2i/n_rot)) is applied to q in place and to k
-// on its way into the KV cache at row base[t] + pos[t]; v is copied into the cache unchanged.
+// on its way into the cache row holding position pos[t] of the token's sequence (kv_row.inc); v is
+// copied into the cache unchanged.
 // Define KV_F16 stores the cache as f16 pairs (one u32 per pair), else f32. NEOX pairs element
 // j with j + n_rot/2 (GPT-NeoX style, n_rot a multiple of 4) instead of adjacent elements.
 // BIAS adds the projection bias (one row of the qkv width) first; FACTORS divides each
@@ -20,11 +21,12 @@ struct Params {
     attn_factor: f32,// YaRN: multiplies cos and sin
     corr_lo: f32,    // YaRN: the dimension range over which the blend ramps
     corr_hi: f32,
+    page_bits: u32,  // cache addressing (kv_row.inc)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> qkv: array<f32>; // (n_tokens, n_head + 2 n_kv_head, head_dim)
-@group(0) @binding(2) var<storage, read> pos: array<u32>;       // (2 n_tokens): positions, row bases
+@group(0) @binding(2) var<storage, read> pos: array<u32>;       // positions, then cache addressing (kv_row.inc)
 #ifdef KV_F16
 @group(0) @binding(3) var<storage, read_write> kc: array<u32>;  // (n_ctx, n_kv_head, head_dim / 2)
 @group(0) @binding(4) var<storage, read_write> vc: array<u32>;
@@ -58,30 +60,11 @@ fn store_pair(is_k: bool, off: u32, v: vec2<f32>) {
 #endif
 }
 
-fn theta(t: u32, i: u32) -> f32 {
-    let th = f32(pos[t]) * pow(p.freq_base, -f32(2u * i) / f32(p.n_rot));
-#ifdef FACTORS
-    return th / factors[i];
-#else
-    return th;
-#endif
-}
+//#include rope.inc
 
-// rotate turns v by the angle of frequency i at token t, as ggml's rope_yarn does: with
-// ext_factor 0 it is plain (linearly scaled) RoPE.
+// rotate turns v by the angle of frequency i at token t's position.
 fn rotate(v: vec2<f32>, t: u32, i: u32) -> vec2<f32> {
-    let extrap = theta(t, i);
-    var th = p.freq_scale * extrap;
-    var mscale = p.attn_factor;
-    if (p.ext_factor != 0.0) {
-        let y = (f32(i) - p.corr_lo) / max(0.001, p.corr_hi - p.corr_lo);
-        let ramp = (1.0 - min(1.0, max(0.0, y))) * p.ext_factor;
-        th = th * (1.0 - ramp) + extrap * ramp;
-        mscale *= 1.0 + 0.1 * log(1.0 / p.freq_scale);
-    }
-    let c = cos(th) * mscale;
-    let s = sin(th) * mscale;
-    return vec2<f32>(v.x * c - v.y * s, v.x * s + v.y * c);
+    return rope_turn(v, f32(pos[t]), i, p.attn_factor);
 }
 
 // load reads two adjacent values of a head slot, with the projection bias added (BIAS).
@@ -95,8 +78,9 @@ fn load(row: u32, slot: u32, e: u32) -> vec2<f32> {
     return v;
 }
 
-// save writes two adjacent values back to q (in place) or into the cache row base[t] + pos[t]
-// (pos holds n_tokens positions, then n_tokens cache row bases).
+//#include kv_row.inc
+
+// save writes two adjacent values back to q (in place) or into the cache row of position pos[t].
 fn save(t: u32, slot: u32, e: u32, v: vec2<f32>) {
     if (slot < p.n_head) {
         let o = (t * (p.n_head + 2u * p.n_kv_head) + slot) * p.head_dim + e;
@@ -106,7 +90,7 @@ fn save(t: u32, slot: u32, e: u32, v: vec2<f32>) {
     }
     let is_v = slot >= p.n_head + p.n_kv_head;
     let kvh = select(slot - p.n_head, slot - p.n_head - p.n_kv_head, is_v);
-    store_pair(!is_v, ((pos[p.n_tokens + t] + pos[t]) * p.n_kv_head + kvh) * p.head_dim + e, v);
+    store_pair(!is_v, (kv_row(t, pos[t]) * p.n_kv_head + kvh) * p.head_dim + e, v);
 }
 
 @compute @workgroup_size(64)

@@ -1,0 +1,225 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/wgpu-llama/wgpu-llama/gpu"
+)
+
+// splitAttentionFrom is the context length from which decoding on a GPU splits each head's
+// keys over several workgroups (gpu.AttentionSplit); below it one workgroup per head suffices.
+const splitAttentionFrom = 512
+
+// KVCache is the keys and values of every layer for NCtx cache rows, resident on the GPU. How
+// rows belong to sequences is the caller's business, told per batch: contiguous regions
+// (Batch.Base) or pages listed in page tables (Batch.PageBits, Batch.Pages).
+type KVCache struct {
+	NCtx int
+	k, v []*gpu.Buffer
+	part *gpu.Buffer // split-K attention partials, on GPUs with contexts long enough to split
+	row  uint64      // bytes of one cache row of one layer
+}
+
+// NewKVCache allocates a cache of nCtx rows, f16 unless the model was loaded with KVF32.
+func (m *Model) NewKVCache(nCtx int) (*KVCache, error) {
+	c := m.Config
+	row := uint64(c.NKVHead * c.HeadDim * 4)
+	if m.kvF16 {
+		row /= 2
+	}
+	kv := &KVCache{NCtx: nCtx, row: row}
+	for i := 0; i < c.NLayer; i++ {
+		k, err := m.dev.NewBuffer(fmt.Sprintf("cache_k_l%d", i), uint64(nCtx)*row)
+		if err != nil {
+			kv.Release()
+			return nil, fmt.Errorf("model: KV cache of %d tokens: %w", nCtx, err)
+		}
+		kv.k = append(kv.k, k)
+		v, err := m.dev.NewBuffer(fmt.Sprintf("cache_v_l%d", i), uint64(nCtx)*row)
+		if err != nil {
+			kv.Release()
+			return nil, fmt.Errorf("model: KV cache of %d tokens: %w", nCtx, err)
+		}
+		kv.v = append(kv.v, v)
+	}
+	if !m.dev.BarrierFree && nCtx >= splitAttentionFrom {
+		var err error
+		kv.part, err = m.dev.NewBuffer("attention_partials", uint64(gpu.AttentionSplitSize(1, c.NHead, c.HeadDim, nCtx))*4)
+		if err != nil {
+			kv.Release()
+			return nil, fmt.Errorf("model: KV cache of %d tokens: %w", nCtx, err)
+		}
+	}
+	return kv, nil
+}
+
+// Release frees the cache's device memory.
+func (kv *KVCache) Release() {
+	for _, b := range append(kv.k, kv.v...) {
+		b.Release()
+	}
+	kv.part.Release()
+	kv.k, kv.v, kv.part = nil, nil, nil
+}
+
+// Batch is one forward pass over tokens of one or more sequences: each token with its
+// position and where its sequence lives in the cache, and the batch rows whose logits are
+// wanted, in the order they are returned.
+//
+// With PageBits 0, Base[i] is the first cache row of token i's sequence (sequences keep
+// contiguous regions). Otherwise the cache is a pool of pages of 2^PageBits rows and Base[i]
+// is the index in Pages where token i's sequence's page table starts: the page numbers holding
+// its positions 0, 2^PageBits, ... in order. Copies, run first, let a sequence take a private
+// copy of rows it shares with another (copy-on-write) in the same submit.
+type Batch struct {
+	Tokens []int32
+	Pos    []int32
+	Base   []int32
+	Logits []int
+
+	PageBits int
+	Pages    []int32
+	Copies   []RowCopy
+}
+
+// RowCopy copies N cache rows, in every layer, from row Src to row Dst.
+type RowCopy struct{ Src, Dst, N int }
+
+// maxPageBits bounds the page size (2^maxPageBits rows).
+const maxPageBits = 16
+
+// checkBatch validates a batch against the model's limits and the cache.
+func (m *Model) checkBatch(kv *KVCache, b Batch) error {
+	n := len(b.Tokens)
+	if n == 0 || n > m.maxBatch || len(b.Pos) != n || len(b.Base) != n {
+		return fmt.Errorf("model: batch of %d tokens (%d positions, %d bases); the limit is %d", n, len(b.Pos), len(b.Base), m.maxBatch)
+	}
+	if len(b.Logits) > m.maxOutputs {
+		return fmt.Errorf("model: %d logit rows requested; the limit is %d", len(b.Logits), m.maxOutputs)
+	}
+	if b.PageBits < 0 || b.PageBits > maxPageBits {
+		return fmt.Errorf("model: page size 2^%d rows unsupported", b.PageBits)
+	}
+	for _, p := range b.Pages {
+		if p < 0 || int(p)<<b.PageBits >= kv.NCtx {
+			return fmt.Errorf("model: page %d is outside the cache of %d rows", p, kv.NCtx)
+		}
+	}
+	for i, id := range b.Tokens {
+		if id < 0 || int(id) >= m.Config.NVocab {
+			return fmt.Errorf("model: token id %d out of range (vocabulary %d)", id, m.Config.NVocab)
+		}
+		if b.Pos[i] < 0 || b.Base[i] < 0 {
+			return fmt.Errorf("model: token %d has position %d and base %d", i, b.Pos[i], b.Base[i])
+		}
+		if b.PageBits == 0 && int(b.Base[i]+b.Pos[i]) >= kv.NCtx {
+			return fmt.Errorf("model: token %d at position %d of the sequence at row %d is outside the cache of %d", i, b.Pos[i], b.Base[i], kv.NCtx)
+		}
+		if b.PageBits > 0 && int(b.Base[i])+int(b.Pos[i]>>b.PageBits) >= len(b.Pages) {
+			return fmt.Errorf("model: token %d at position %d is past the end of its page table (at %d of %d entries)", i, b.Pos[i], b.Base[i], len(b.Pages))
+		}
+	}
+	for _, r := range b.Logits {
+		if r < 0 || r >= n {
+			return fmt.Errorf("model: logits of batch row %d requested of %d", r, n)
+		}
+	}
+	for _, c := range b.Copies {
+		if c.N <= 0 || c.Src < 0 || c.Dst < 0 || c.Src+c.N > kv.NCtx || c.Dst+c.N > kv.NCtx {
+			return fmt.Errorf("model: copy of %d cache rows from %d to %d is outside the cache of %d", c.N, c.Src, c.Dst, kv.NCtx)
+		}
+	}
+	return nil
+}
+
+// writePos uploads the batch's positions and cache addressing in the layout the cache kernels
+// read (gpu.RoPEKV): positions, then per token its first row or page-table index, then the
+// page tables.
+func (m *Model) writePos(b Batch) error {
+	n := len(b.Tokens)
+	words := make([]int32, 0, 2*n+len(b.Pages))
+	words = append(words, b.Pos...)
+	for _, base := range b.Base {
+		if b.PageBits > 0 {
+			base += int32(2 * n) // tables follow the two per-token arrays
+		}
+		words = append(words, base)
+	}
+	words = append(words, b.Pages...)
+	if err := m.ensurePos(len(words)); err != nil {
+		return err
+	}
+	return m.dev.Write(m.scratch.pos, 0, gpu.Bytes(words))
+}
+
+// ensurePos grows the pos scratch buffer to hold at least n words.
+func (m *Model) ensurePos(n int) error {
+	if uint64(n)*4 <= m.scratch.pos.Size() {
+		return nil
+	}
+	b, err := m.dev.NewBuffer("pos", uint64(max(n, 2*int(m.scratch.pos.Size()/4)))*4)
+	if err != nil {
+		return fmt.Errorf("model: position buffer of %d words: %w", n, err)
+	}
+	m.scratch.pos.Release()
+	m.scratch.pos = b
+	return nil
+}
+
+// recordCopies records the batch's row copies in every layer.
+func (b Batch) recordCopies(r *gpu.Recorder, kv *KVCache) {
+	for _, c := range b.Copies {
+		w := int(kv.row / 4) // words per row
+		for i := range kv.k {
+			r.CopyWithin(kv.k[i], c.Src*w, c.Dst*w, c.N*w)
+			r.CopyWithin(kv.v[i], c.Src*w, c.Dst*w, c.N*w)
+		}
+	}
+}
+
+// Shift is a move of N cached positions of one sequence from Src to Dst < Src (see ShiftKV).
+type Shift struct{ Src, Dst, N int }
+
+// ShiftKV moves positions of one sequence to earlier positions in every layer, keys turned to
+// their new positions (the context shift and cache reuse of llama.cpp's seq_rm + seq_add). The
+// sequence is addressed as in a Batch: pageBits 0 and base its first row, or its page table.
+// All moves are one submit and run in order.
+func (m *Model) ShiftKV(kv *KVCache, pageBits int, base int32, pages []int32, moves []Shift) error {
+	if m.enc != nil {
+		return fmt.Errorf("model: %s keeps no cache between passes", m.Config.Arch)
+	}
+	if len(moves) == 0 {
+		return nil
+	}
+	b := Batch{Tokens: []int32{0}, Pos: []int32{0}, Base: []int32{base}, PageBits: pageBits, Pages: pages}
+	if err := m.checkBatch(kv, b); err != nil {
+		return err
+	}
+	limit := kv.NCtx
+	if pageBits > 0 {
+		limit = len(pages) << pageBits
+	} else {
+		limit -= int(base)
+	}
+	for _, s := range moves {
+		if s.N <= 0 || s.Dst < 0 || s.Dst >= s.Src || s.Src+s.N > limit {
+			return fmt.Errorf("model: cache shift of %d positions from %d to %d (sequence of %d rows)", s.N, s.Src, s.Dst, limit)
+		}
+	}
+	if err := m.writePos(b); err != nil {
+		return err
+	}
+	r, err := m.dev.Begin()
+	if err != nil {
+		return err
+	}
+	c := m.Config
+	for i := range kv.k {
+		rope, _ := m.layerAttention(i)
+		rope.PageBits = pageBits
+		for _, s := range moves {
+			r.ShiftKV(m.scratch.pos, kv.k[i], kv.v[i], m.kvF16, c.NKVHead, c.HeadDim, rope, s.Src, s.Dst, s.N)
+		}
+	}
+	return r.Submit()
+}
