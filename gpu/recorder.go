@@ -215,4 +215,3 @@ func (d *Device) ensureUniform() error {
 	d.uniform = buf
 	return nil
 }
-
