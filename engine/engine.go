@@ -30,8 +30,18 @@ type Config struct {
 	// BatchSize is the most tokens per forward pass (llama-server's -ub); default 512.
 	BatchSize int
 	// Slots is how many sequences run at once (llama-server's -np); the context is split
-	// evenly between them. Default 1.
+	// evenly between them unless KVUnified. Default 1.
 	Slots int
+	// KVUnified lets every slot use the whole context (llama-server's --kv-unified): the
+	// slots share one pool of CtxSize cache rows instead of a fixed share each.
+	KVUnified bool
+	// ContextShift, when a slot's context fills, drops older tokens and goes on
+	// (llama-server's --context-shift) instead of ending the generation.
+	ContextShift bool
+	// CacheReuse is the default n_cache_reuse (llama-server's --cache-reuse): the shortest
+	// chunk of a slot's cache after the common prefix that is moved into place rather than
+	// recomputed; 0 is off.
+	CacheReuse int
 	// Device selects an adapter by index; -1 picks the best.
 	Device int
 	// KVF32 keeps the KV cache in f32 rather than f16.
@@ -60,9 +70,12 @@ type Engine struct {
 	done    chan struct{}
 	closeMu sync.Once
 
-	slots   []*slot
-	slotCtx int // context of each slot
-	batch   int // most tokens per forward pass
+	slots      []*slot
+	slotCtx    int // most tokens one slot holds
+	batch      int // most tokens per forward pass
+	pool       *pagePool
+	ctxShift   bool
+	cacheReuse int
 }
 
 type request struct {
@@ -136,12 +149,20 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 	if nCtx > c.NCtxTrain {
 		logger.Warn("context size exceeds the model's training context", "n_ctx", nCtx, "n_ctx_train", c.NCtxTrain)
 	}
-	slotCtx := nCtx / nSlots
+	slotCtx, nPages := nCtx/nSlots, 0
+	if cfg.KVUnified {
+		slotCtx = nCtx
+	}
 	if slotCtx < 2 {
 		m.Close()
 		return nil, fmt.Errorf("engine: a context of %d tokens cannot be split over %d slots", nCtx, nSlots)
 	}
-	kv, err := m.NewKVCache(slotCtx * nSlots)
+	if cfg.KVUnified {
+		nPages = pagesFor(nCtx)
+	} else {
+		nPages = nSlots * pagesFor(slotCtx) // each slot's share, in whole pages
+	}
+	kv, err := m.NewKVCache(nPages << pageBits)
 	if err != nil {
 		m.Close()
 		return nil, err
@@ -161,14 +182,17 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 			ChatTemplate: c.ChatTmpl, NSlots: nSlots,
 		},
 		tok: m.Tokenizer, dev: dev, model: m, kv: kv, log: logger,
-		queue:   make(chan *request, 256),
-		quit:    make(chan struct{}),
-		done:    make(chan struct{}),
-		slotCtx: slotCtx,
-		batch:   batch,
+		queue:      make(chan *request, 256),
+		quit:       make(chan struct{}),
+		done:       make(chan struct{}),
+		slotCtx:    slotCtx,
+		batch:      batch,
+		pool:       newPagePool(nPages),
+		ctxShift:   cfg.ContextShift,
+		cacheReuse: cfg.CacheReuse,
 	}
 	for i := 0; i < nSlots; i++ {
-		e.slots = append(e.slots, &slot{id: i, base: int32(i * slotCtx)})
+		e.slots = append(e.slots, &slot{id: i})
 	}
 	logger.Info("model loaded", "name", alias, "arch", c.Arch, "layers", c.NLayer, "n_embd", c.NEmbd,
 		"vocab", c.NVocab, "n_ctx", nCtx, "slots", nSlots, "type", c.FileType, "took", time.Since(start).Round(time.Millisecond))

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"cmp"
+	"strings"
 	"time"
 
 	"github.com/wgpu-llama/wgpu-llama/model/tokenizer"
@@ -25,6 +27,7 @@ type generation struct {
 
 	promptStart, genStart time.Time
 	promptDone            bool
+	newline               bool // a newline has been generated (t_max_predict_ms)
 
 	smp          *sampler
 	gram         *constraint
@@ -36,12 +39,25 @@ type generation struct {
 	next         int32 // the sampled token to evaluate in the next batch
 }
 
-// start prepares a request in slot s: it reuses the slot's cached prefix of the prompt
-// (always leaving one token to evaluate, whose logits are needed) and builds the sampler.
+// start prepares a request in slot s: it reuses the longest cached prefix of the prompt held by
+// any slot (sharing its pages; always leaving one token to evaluate, whose logits are needed),
+// then, with cache reuse on, later chunks of the slot's own cache, and builds the sampler.
 func (e *Engine) start(s *slot, r *request) error {
 	t := r.task
-	nPast := min(commonPrefix(s.cached, t.Prompt), len(t.Prompt)-1)
-	s.cached = s.cached[:nPast]
+	nPast := 0
+	if !t.Params.SkipPromptCache {
+		donor, n := e.donorFor(s, t.Prompt)
+		nPast = min(n, len(t.Prompt)-1)
+		if donor != s {
+			e.adopt(s, donor, nPast)
+		} else if reuse := cmp.Or(t.Params.NCacheReuse, e.cacheReuse); reuse > 0 {
+			var err error
+			if nPast, err = e.reuseChunks(s, t.Prompt, nPast, reuse); err != nil {
+				return err
+			}
+		}
+	}
+	e.truncate(s, nPast)
 	g := &generation{r: r, p: t.Params, prompt: t.Prompt, promptStart: time.Now(), dec: e.tok.NewStreamDecoder()}
 	g.res = Result{TokensEvaluated: len(t.Prompt), Slot: s.id}
 	g.res.Timings.CacheN = nPast
@@ -124,9 +140,14 @@ func (e *Engine) step(s *slot, logits []float32) (Result, bool) {
 	if p.NPredict >= 0 && g.res.TokensPredicted >= p.NPredict {
 		return e.finish(s, StopLimit), true
 	}
-	if len(s.cached)+1 >= e.slotCtx {
-		// Context full (no context shift yet): stop as llama-server does.
+	if len(s.cached)+1 >= e.slotCtx && !e.ctxShift {
+		// Context full and no context shift: stop as llama-server does.
 		g.res.Truncated = true
+		return e.finish(s, StopLimit), true
+	}
+	if g.newline = g.newline || strings.ContainsRune(string(g.text[before:]), '\n'); g.newline &&
+		p.TMaxPredictMs > 0 && time.Since(g.genStart) > time.Duration(p.TMaxPredictMs)*time.Millisecond {
+		// llama-server's t_max_predict_ms: past the limit, stop once a line is complete.
 		return e.finish(s, StopLimit), true
 	}
 	if safe := len(g.text) - heldBack(string(g.text), p.Stop); safe > g.sent {

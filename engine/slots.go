@@ -7,12 +7,13 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/model"
 )
 
-// slot is one sequence the engine can run: a region of the KV cache, the tokens cached in it
-// (kept after a request, for prefix reuse), and the generation running in it, if any.
+// slot is one sequence the engine can run: the tokens in its cache (kept after a request, for
+// prefix reuse), the KV cache pages holding them (pages[i] holds positions i*pageRows ..), and
+// the generation running in it, if any.
 type slot struct {
 	id       int
-	base     int32 // first KV cache row of the region
 	cached   []int32
+	pages    []int32
 	gen      *generation
 	lastUsed time.Time
 }
@@ -89,7 +90,8 @@ func (e *Engine) idleSlots() []*slot {
 }
 
 // pickSlot chooses, as llama-server does, the idle slot whose cache shares the longest prefix
-// with the prompt, else the least recently used.
+// with the prompt, else the least recently used. (Any slot's cached prefix can then be shared:
+// see start.)
 func (e *Engine) pickSlot(idle []*slot, prompt []int32) *slot {
 	best, bestLen := idle[0], -1
 	for _, s := range idle {
@@ -108,7 +110,9 @@ func (e *Engine) turn() {
 			e.end(s, e.finish(s, StopNone))
 		}
 	}
-	var b model.Batch
+	e.shiftFull()
+	b := model.Batch{PageBits: pageBits}
+	var bp batchPages
 	type row struct {
 		s      *slot
 		tokens []int32 // what this slot adds to the cache with this batch
@@ -121,24 +125,34 @@ func (e *Engine) turn() {
 		if g == nil || !g.promptDone || budget == 0 {
 			continue
 		}
+		if e.reserve(s, len(s.cached)+1, &b.Copies) == 0 {
+			e.cacheFull(s)
+			continue
+		}
 		b.Tokens = append(b.Tokens, g.next)
 		b.Pos = append(b.Pos, int32(len(s.cached)))
-		b.Base = append(b.Base, s.base)
+		b.Base = append(b.Base, bp.base(s))
 		b.Logits = append(b.Logits, len(b.Tokens)-1)
 		rows = append(rows, row{s: s, tokens: []int32{g.next}, logits: true})
 		budget--
 	}
+	blocked := 0
 	for _, s := range e.slots {
 		g := s.gen
 		if g == nil || g.promptDone || budget == 0 {
 			continue
 		}
 		rest := g.prompt[len(s.cached):]
-		chunk := rest[:min(len(rest), budget)]
+		chunk := rest[:e.reserve(s, len(s.cached)+min(len(rest), budget), &b.Copies)]
+		if len(chunk) == 0 {
+			blocked++
+			continue
+		}
+		base := bp.base(s)
 		for i, tok := range chunk {
 			b.Tokens = append(b.Tokens, tok)
 			b.Pos = append(b.Pos, int32(len(s.cached)+i))
-			b.Base = append(b.Base, s.base)
+			b.Base = append(b.Base, base)
 		}
 		last := len(chunk) == len(rest)
 		if last {
@@ -148,13 +162,17 @@ func (e *Engine) turn() {
 		budget -= len(chunk)
 	}
 	if len(b.Tokens) == 0 {
+		if blocked > 0 { // prompts wait for pages that only they hold: give up on the newest
+			e.cacheFull(e.newestPrompt())
+		}
 		return
 	}
+	b.Pages = bp.pages
 	logits, err := e.forward(b)
 	if err != nil {
 		e.log.Error("forward pass failed", "err", err)
 		for _, r := range rows {
-			r.s.cached = nil
+			e.truncate(r.s, 0)
 			r.s.gen.res.Err = err
 			e.end(r.s, e.finish(r.s, StopNone))
 		}
@@ -171,6 +189,53 @@ func (e *Engine) turn() {
 		}
 		li++
 	}
+}
+
+// shiftFull applies the context shift (when on) to generating slots whose context is full, or
+// that need a page when none is free, before the batch is built, as llama-server does at the
+// start of update_slots.
+func (e *Engine) shiftFull() {
+	if !e.ctxShift {
+		return
+	}
+	for _, s := range e.slots {
+		g := s.gen
+		if g == nil || !g.promptDone {
+			continue
+		}
+		needPage := len(s.cached)&(pageRows-1) == 0 && len(e.pool.free) == 0 && !e.evictable(s)
+		if len(s.cached)+1 < e.slotCtx && !needPage {
+			continue
+		}
+		if err := e.shiftContext(s); err != nil {
+			g.res.Err = err
+			e.end(s, e.finish(s, StopNone))
+		}
+	}
+}
+
+// cacheFull ends a request for which no page was free, as llama-server ends one whose context
+// is full (truncated, stop type limit), or with an error while its prompt is still being read.
+func (e *Engine) cacheFull(s *slot) {
+	g := s.gen
+	if !g.promptDone {
+		g.res.Err = fmt.Errorf("%w: no room for the prompt of %d tokens while %d slots are busy", errCacheFull, len(g.prompt), len(e.slots)-len(e.idleSlots()))
+		e.end(s, e.finish(s, StopNone))
+		return
+	}
+	g.res.Truncated = true
+	e.end(s, e.finish(s, StopLimit))
+}
+
+// newestPrompt is the slot reading a prompt that started last.
+func (e *Engine) newestPrompt() *slot {
+	var newest *slot
+	for _, s := range e.slots {
+		if g := s.gen; g != nil && !g.promptDone && (newest == nil || g.promptStart.After(newest.gen.promptStart)) {
+			newest = s
+		}
+	}
+	return newest
 }
 
 // forward runs a batch, turning a GPU panic into an error so one failure cannot take the

@@ -86,6 +86,21 @@ type Params struct {
 	PostSamplingProbs bool
 	// MinKeep is the fewest tokens top_p, min_p, typical_p and xtc leave; 0 means 1.
 	MinKeep int
+	// SkipPromptCache starts from an empty cache instead of reusing a cached prompt prefix
+	// (llama-server's cache_prompt false).
+	SkipPromptCache bool
+	// NCacheReuse is the shortest chunk of the slot's cache, past the common prefix, that is
+	// moved into place rather than recomputed (llama-server's n_cache_reuse); 0 uses the
+	// engine's Config.CacheReuse.
+	NCacheReuse int
+	// NKeep is how many prompt tokens a context shift keeps (-1: all; BOS is always kept).
+	NKeep int
+	// NDiscard is how many tokens a context shift drops; 0 drops half of those not kept.
+	NDiscard int
+	// TMaxPredictMs stops generation once this many milliseconds have passed since the first
+	// generated token and a newline has been generated; 0 is off.
+	TMaxPredictMs int
+
 	// Samplers is the chain's order, in llama-server's names (see DefaultSamplers); nil means
 	// the default order. Logit bias always runs first and the seeded draw last.
 	Samplers []string

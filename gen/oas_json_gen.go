@@ -1029,6 +1029,36 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.NKeep.Set {
+			e.FieldStart("n_keep")
+			s.NKeep.Encode(e)
+		}
+	}
+	{
+		if s.NDiscard.Set {
+			e.FieldStart("n_discard")
+			s.NDiscard.Encode(e)
+		}
+	}
+	{
+		if s.NCacheReuse.Set {
+			e.FieldStart("n_cache_reuse")
+			s.NCacheReuse.Encode(e)
+		}
+	}
+	{
+		if s.TMaxPredictMs.Set {
+			e.FieldStart("t_max_predict_ms")
+			s.TMaxPredictMs.Encode(e)
+		}
+	}
+	{
+		if s.CachePrompt.Set {
+			e.FieldStart("cache_prompt")
+			s.CachePrompt.Encode(e)
+		}
+	}
+	{
 		if len(s.Samplers) != 0 {
 			e.FieldStart("samplers")
 			e.Raw(s.Samplers)
@@ -1054,7 +1084,7 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfChatCompletionRequest = [44]string{
+var jsonFieldsNameOfChatCompletionRequest = [49]string{
 	0:  "model",
 	1:  "messages",
 	2:  "tools",
@@ -1095,10 +1125,15 @@ var jsonFieldsNameOfChatCompletionRequest = [44]string{
 	37: "logit_bias",
 	38: "post_sampling_probs",
 	39: "min_keep",
-	40: "samplers",
-	41: "grammar",
-	42: "json_schema",
-	43: "response_format",
+	40: "n_keep",
+	41: "n_discard",
+	42: "n_cache_reuse",
+	43: "t_max_predict_ms",
+	44: "cache_prompt",
+	45: "samplers",
+	46: "grammar",
+	47: "json_schema",
+	48: "response_format",
 }
 
 // Decode decodes ChatCompletionRequest from json.
@@ -1106,7 +1141,7 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 	if s == nil {
 		return errors.New("invalid: unable to decode ChatCompletionRequest to nil")
 	}
-	var requiredBitSet [6]uint8
+	var requiredBitSet [7]uint8
 
 	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
 		switch string(k) {
@@ -1519,6 +1554,56 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"min_keep\"")
 			}
+		case "n_keep":
+			if err := func() error {
+				s.NKeep.Reset()
+				if err := s.NKeep.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_keep\"")
+			}
+		case "n_discard":
+			if err := func() error {
+				s.NDiscard.Reset()
+				if err := s.NDiscard.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_discard\"")
+			}
+		case "n_cache_reuse":
+			if err := func() error {
+				s.NCacheReuse.Reset()
+				if err := s.NCacheReuse.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_cache_reuse\"")
+			}
+		case "t_max_predict_ms":
+			if err := func() error {
+				s.TMaxPredictMs.Reset()
+				if err := s.TMaxPredictMs.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"t_max_predict_ms\"")
+			}
+		case "cache_prompt":
+			if err := func() error {
+				s.CachePrompt.Reset()
+				if err := s.CachePrompt.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"cache_prompt\"")
+			}
 		case "samplers":
 			if err := func() error {
 				v, err := d.RawAppend(nil)
@@ -1571,8 +1656,9 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 	}
 	// Validate required fields.
 	var failures []validate.FieldError
-	for i, mask := range [6]uint8{
+	for i, mask := range [7]uint8{
 		0b00000010,
+		0b00000000,
 		0b00000000,
 		0b00000000,
 		0b00000000,
@@ -3569,6 +3655,30 @@ func (s *CompletionRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.NKeep.Set {
+			e.FieldStart("n_keep")
+			s.NKeep.Encode(e)
+		}
+	}
+	{
+		if s.NDiscard.Set {
+			e.FieldStart("n_discard")
+			s.NDiscard.Encode(e)
+		}
+	}
+	{
+		if s.NCacheReuse.Set {
+			e.FieldStart("n_cache_reuse")
+			s.NCacheReuse.Encode(e)
+		}
+	}
+	{
+		if s.TMaxPredictMs.Set {
+			e.FieldStart("t_max_predict_ms")
+			s.TMaxPredictMs.Encode(e)
+		}
+	}
+	{
 		if len(s.Samplers) != 0 {
 			e.FieldStart("samplers")
 			e.Raw(s.Samplers)
@@ -3594,7 +3704,7 @@ func (s *CompletionRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfCompletionRequest = [40]string{
+var jsonFieldsNameOfCompletionRequest = [44]string{
 	0:  "prompt",
 	1:  "model",
 	2:  "n_predict",
@@ -3631,10 +3741,14 @@ var jsonFieldsNameOfCompletionRequest = [40]string{
 	33: "logit_bias",
 	34: "post_sampling_probs",
 	35: "min_keep",
-	36: "samplers",
-	37: "grammar",
-	38: "json_schema",
-	39: "response_format",
+	36: "n_keep",
+	37: "n_discard",
+	38: "n_cache_reuse",
+	39: "t_max_predict_ms",
+	40: "samplers",
+	41: "grammar",
+	42: "json_schema",
+	43: "response_format",
 }
 
 // Decode decodes CompletionRequest from json.
@@ -3642,7 +3756,7 @@ func (s *CompletionRequest) Decode(d *jx.Decoder) error {
 	if s == nil {
 		return errors.New("invalid: unable to decode CompletionRequest to nil")
 	}
-	var requiredBitSet [5]uint8
+	var requiredBitSet [6]uint8
 
 	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
 		switch string(k) {
@@ -4007,6 +4121,46 @@ func (s *CompletionRequest) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"min_keep\"")
 			}
+		case "n_keep":
+			if err := func() error {
+				s.NKeep.Reset()
+				if err := s.NKeep.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_keep\"")
+			}
+		case "n_discard":
+			if err := func() error {
+				s.NDiscard.Reset()
+				if err := s.NDiscard.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_discard\"")
+			}
+		case "n_cache_reuse":
+			if err := func() error {
+				s.NCacheReuse.Reset()
+				if err := s.NCacheReuse.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_cache_reuse\"")
+			}
+		case "t_max_predict_ms":
+			if err := func() error {
+				s.TMaxPredictMs.Reset()
+				if err := s.TMaxPredictMs.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"t_max_predict_ms\"")
+			}
 		case "samplers":
 			if err := func() error {
 				v, err := d.RawAppend(nil)
@@ -4059,8 +4213,9 @@ func (s *CompletionRequest) Decode(d *jx.Decoder) error {
 	}
 	// Validate required fields.
 	var failures []validate.FieldError
-	for i, mask := range [5]uint8{
+	for i, mask := range [6]uint8{
 		0b00000001,
+		0b00000000,
 		0b00000000,
 		0b00000000,
 		0b00000000,

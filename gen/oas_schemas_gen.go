@@ -330,6 +330,18 @@ type ChatCompletionRequest struct {
 	PostSamplingProbs OptNilBool `json:"post_sampling_probs"`
 	// The fewest tokens top_p, min_p, typical_p and xtc leave.
 	MinKeep OptNilInt `json:"min_keep"`
+	// Prompt tokens a context shift keeps (-1 all; BOS is always kept). Default 0.
+	NKeep OptNilInt `json:"n_keep"`
+	// Tokens a context shift drops; 0 (the default) drops half of those not kept.
+	NDiscard OptNilInt `json:"n_discard"`
+	// Shortest chunk of the slot's cache, past the common prefix, that is moved into place
+	// instead of being computed again; 0 uses the server's --cache-reuse.
+	NCacheReuse OptNilInt `json:"n_cache_reuse"`
+	// Stop generating once this many milliseconds have passed since the first generated
+	// token and a newline has been generated; 0 is off.
+	TMaxPredictMs OptNilInt `json:"t_max_predict_ms"`
+	// Reuse the longest cached prefix of the prompt (default true).
+	CachePrompt OptNilBool `json:"cache_prompt"`
 	// The sampler chain's order: an array of names ("top_k", "top-k", "temperature", ...)
 	// or a string of letters ("edskypmxt").
 	Samplers jx.Raw `json:"samplers"`
@@ -540,6 +552,31 @@ func (s *ChatCompletionRequest) GetPostSamplingProbs() OptNilBool {
 // GetMinKeep returns the value of MinKeep.
 func (s *ChatCompletionRequest) GetMinKeep() OptNilInt {
 	return s.MinKeep
+}
+
+// GetNKeep returns the value of NKeep.
+func (s *ChatCompletionRequest) GetNKeep() OptNilInt {
+	return s.NKeep
+}
+
+// GetNDiscard returns the value of NDiscard.
+func (s *ChatCompletionRequest) GetNDiscard() OptNilInt {
+	return s.NDiscard
+}
+
+// GetNCacheReuse returns the value of NCacheReuse.
+func (s *ChatCompletionRequest) GetNCacheReuse() OptNilInt {
+	return s.NCacheReuse
+}
+
+// GetTMaxPredictMs returns the value of TMaxPredictMs.
+func (s *ChatCompletionRequest) GetTMaxPredictMs() OptNilInt {
+	return s.TMaxPredictMs
+}
+
+// GetCachePrompt returns the value of CachePrompt.
+func (s *ChatCompletionRequest) GetCachePrompt() OptNilBool {
+	return s.CachePrompt
 }
 
 // GetSamplers returns the value of Samplers.
@@ -760,6 +797,31 @@ func (s *ChatCompletionRequest) SetPostSamplingProbs(val OptNilBool) {
 // SetMinKeep sets the value of MinKeep.
 func (s *ChatCompletionRequest) SetMinKeep(val OptNilInt) {
 	s.MinKeep = val
+}
+
+// SetNKeep sets the value of NKeep.
+func (s *ChatCompletionRequest) SetNKeep(val OptNilInt) {
+	s.NKeep = val
+}
+
+// SetNDiscard sets the value of NDiscard.
+func (s *ChatCompletionRequest) SetNDiscard(val OptNilInt) {
+	s.NDiscard = val
+}
+
+// SetNCacheReuse sets the value of NCacheReuse.
+func (s *ChatCompletionRequest) SetNCacheReuse(val OptNilInt) {
+	s.NCacheReuse = val
+}
+
+// SetTMaxPredictMs sets the value of TMaxPredictMs.
+func (s *ChatCompletionRequest) SetTMaxPredictMs(val OptNilInt) {
+	s.TMaxPredictMs = val
+}
+
+// SetCachePrompt sets the value of CachePrompt.
+func (s *ChatCompletionRequest) SetCachePrompt(val OptNilBool) {
+	s.CachePrompt = val
 }
 
 // SetSamplers sets the value of Samplers.
@@ -1382,7 +1444,7 @@ type CompletionRequest struct {
 	Stop      OptNilStop  `json:"stop"`
 	Stream    OptNilBool  `json:"stream"`
 	IgnoreEos OptNilBool  `json:"ignore_eos"`
-	// Accepted and ignored; the engine always reuses a matching cached prefix.
+	// Reuse the longest cached prefix of the prompt (default true).
 	CachePrompt OptNilBool `json:"cache_prompt"`
 	// Return the generated token ids in the final response's "tokens".
 	ReturnTokens OptNilBool `json:"return_tokens"`
@@ -1421,6 +1483,16 @@ type CompletionRequest struct {
 	PostSamplingProbs OptNilBool `json:"post_sampling_probs"`
 	// The fewest tokens top_p, min_p, typical_p and xtc leave.
 	MinKeep OptNilInt `json:"min_keep"`
+	// Prompt tokens a context shift keeps (-1 all; BOS is always kept). Default 0.
+	NKeep OptNilInt `json:"n_keep"`
+	// Tokens a context shift drops; 0 (the default) drops half of those not kept.
+	NDiscard OptNilInt `json:"n_discard"`
+	// Shortest chunk of the slot's cache, past the common prefix, that is moved into place
+	// instead of being computed again; 0 uses the server's --cache-reuse.
+	NCacheReuse OptNilInt `json:"n_cache_reuse"`
+	// Stop generating once this many milliseconds have passed since the first generated
+	// token and a newline has been generated; 0 is off.
+	TMaxPredictMs OptNilInt `json:"t_max_predict_ms"`
 	// The sampler chain's order: an array of names ("top_k", "top-k", "temperature", ...)
 	// or a string of letters ("edskypmxt").
 	Samplers jx.Raw `json:"samplers"`
@@ -1611,6 +1683,26 @@ func (s *CompletionRequest) GetPostSamplingProbs() OptNilBool {
 // GetMinKeep returns the value of MinKeep.
 func (s *CompletionRequest) GetMinKeep() OptNilInt {
 	return s.MinKeep
+}
+
+// GetNKeep returns the value of NKeep.
+func (s *CompletionRequest) GetNKeep() OptNilInt {
+	return s.NKeep
+}
+
+// GetNDiscard returns the value of NDiscard.
+func (s *CompletionRequest) GetNDiscard() OptNilInt {
+	return s.NDiscard
+}
+
+// GetNCacheReuse returns the value of NCacheReuse.
+func (s *CompletionRequest) GetNCacheReuse() OptNilInt {
+	return s.NCacheReuse
+}
+
+// GetTMaxPredictMs returns the value of TMaxPredictMs.
+func (s *CompletionRequest) GetTMaxPredictMs() OptNilInt {
+	return s.TMaxPredictMs
 }
 
 // GetSamplers returns the value of Samplers.
@@ -1811,6 +1903,26 @@ func (s *CompletionRequest) SetPostSamplingProbs(val OptNilBool) {
 // SetMinKeep sets the value of MinKeep.
 func (s *CompletionRequest) SetMinKeep(val OptNilInt) {
 	s.MinKeep = val
+}
+
+// SetNKeep sets the value of NKeep.
+func (s *CompletionRequest) SetNKeep(val OptNilInt) {
+	s.NKeep = val
+}
+
+// SetNDiscard sets the value of NDiscard.
+func (s *CompletionRequest) SetNDiscard(val OptNilInt) {
+	s.NDiscard = val
+}
+
+// SetNCacheReuse sets the value of NCacheReuse.
+func (s *CompletionRequest) SetNCacheReuse(val OptNilInt) {
+	s.NCacheReuse = val
+}
+
+// SetTMaxPredictMs sets the value of TMaxPredictMs.
+func (s *CompletionRequest) SetTMaxPredictMs(val OptNilInt) {
+	s.TMaxPredictMs = val
 }
 
 // SetSamplers sets the value of Samplers.

@@ -183,15 +183,16 @@ type Shift struct{ Src, Dst, N int }
 // ShiftKV moves positions of one sequence to earlier positions in every layer, keys turned to
 // their new positions (the context shift and cache reuse of llama.cpp's seq_rm + seq_add). The
 // sequence is addressed as in a Batch: pageBits 0 and base its first row, or its page table.
-// All moves are one submit and run in order.
-func (m *Model) ShiftKV(kv *KVCache, pageBits int, base int32, pages []int32, moves []Shift) error {
+// The row copies run first (copy-on-write of pages the moves write), then the moves in order,
+// all in one submit.
+func (m *Model) ShiftKV(kv *KVCache, pageBits int, base int32, pages []int32, copies []RowCopy, moves []Shift) error {
 	if m.enc != nil {
 		return fmt.Errorf("model: %s keeps no cache between passes", m.Config.Arch)
 	}
 	if len(moves) == 0 {
 		return nil
 	}
-	b := Batch{Tokens: []int32{0}, Pos: []int32{0}, Base: []int32{base}, PageBits: pageBits, Pages: pages}
+	b := Batch{Tokens: []int32{0}, Pos: []int32{0}, Base: []int32{base}, PageBits: pageBits, Pages: pages, Copies: copies}
 	if err := m.checkBatch(kv, b); err != nil {
 		return err
 	}
@@ -214,6 +215,7 @@ func (m *Model) ShiftKV(kv *KVCache, pageBits int, base int32, pages []int32, mo
 		return err
 	}
 	c := m.Config
+	b.recordCopies(r, kv)
 	for i := range kv.k {
 		rope, _ := m.layerAttention(i)
 		rope.PageBits = pageBits

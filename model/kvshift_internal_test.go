@@ -61,7 +61,7 @@ func TestShiftKVMovesEveryLayer(t *testing.T) {
 		for i := range kv.k {
 			before = append(before, [2][]float32{read(kv.k[i]), read(kv.v[i])})
 		}
-		if err := m.ShiftKV(kv, bits, base, pages, []Shift{{Src: 10, Dst: 5, N: 10}}); err != nil {
+		if err := m.ShiftKV(kv, bits, base, pages, nil, []Shift{{Src: 10, Dst: 5, N: 10}}); err != nil {
 			t.Fatal(err)
 		}
 		for i := range kv.k {
@@ -88,7 +88,7 @@ func TestShiftKVMovesEveryLayer(t *testing.T) {
 				t.Errorf("paged=%v layer %d: values after the shift: relative error %.3g", paged, i, e)
 			}
 		}
-		if err := m.ShiftKV(kv, bits, base, pages, []Shift{{Src: 5, Dst: 10, N: 3}}); err == nil {
+		if err := m.ShiftKV(kv, bits, base, pages, nil, []Shift{{Src: 5, Dst: 10, N: 3}}); err == nil {
 			t.Error("a shift to later positions was accepted")
 		}
 		kv.Release()

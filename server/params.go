@@ -50,6 +50,11 @@ type samplingFields struct {
 	grammar             gen.OptNilString
 	jsonSchema          jx.Raw // any JSON schema
 	responseFormat      jx.Raw // chat only: OpenAI's response_format
+	nKeep               gen.OptNilInt
+	nDiscard            gen.OptNilInt
+	nCacheReuse         gen.OptNilInt
+	tMaxPredictMs       gen.OptNilInt
+	cachePrompt         gen.OptNilBool
 
 	// nCtx resolves repeat_last_n and dry_penalty_last_n of -1, as llama-server does.
 	nCtx int
@@ -92,6 +97,11 @@ type samplingRequest interface {
 	GetGrammar() gen.OptNilString
 	GetJSONSchema() jx.Raw
 	GetResponseFormat() jx.Raw
+	GetNKeep() gen.OptNilInt
+	GetNDiscard() gen.OptNilInt
+	GetNCacheReuse() gen.OptNilInt
+	GetTMaxPredictMs() gen.OptNilInt
+	GetCachePrompt() gen.OptNilBool
 }
 
 // samplingFields gathers a request's sampling fields for the loaded model; nPredict is the
@@ -131,6 +141,11 @@ func (m *loaded) samplingFields(req samplingRequest, nPredict gen.OptNilInt) sam
 		grammar:             req.GetGrammar(),
 		jsonSchema:          req.GetJSONSchema(),
 		responseFormat:      req.GetResponseFormat(),
+		nKeep:               req.GetNKeep(),
+		nDiscard:            req.GetNDiscard(),
+		nCacheReuse:         req.GetNCacheReuse(),
+		tMaxPredictMs:       req.GetTMaxPredictMs(),
+		cachePrompt:         req.GetCachePrompt(),
 		nCtx:                m.info.NCtx,
 		tok:                 m.tok,
 	}
@@ -214,7 +229,27 @@ func (f samplingFields) params() (engine.Params, error) {
 	if err := f.samplerParams(&p); err != nil {
 		return p, err
 	}
+	if err := f.cacheParams(&p); err != nil {
+		return p, err
+	}
 	return p, nil
+}
+
+// cacheParams applies the fields about the prompt cache, context shift and time limit.
+func (f samplingFields) cacheParams(p *engine.Params) error {
+	nonNeg := func(v int) bool { return v >= 0 }
+	for _, err := range []error{
+		optInt(f.nKeep, &p.NKeep, "n_keep", "-1 or more", func(v int) bool { return v >= -1 }),
+		optInt(f.nDiscard, &p.NDiscard, "n_discard", "0 or more", nonNeg),
+		optInt(f.nCacheReuse, &p.NCacheReuse, "n_cache_reuse", "0 or more", nonNeg),
+		optInt(f.tMaxPredictMs, &p.TMaxPredictMs, "t_max_predict_ms", "0 or more", nonNeg),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	p.SkipPromptCache = !f.cachePrompt.Or(true)
+	return nil
 }
 
 // finite reports whether v is an ordinary number.
@@ -601,8 +636,8 @@ func generationSettings(p engine.Params, stream bool) gen.GenerationSettings {
 		Stop:                stop,
 		MaxTokens:           p.NPredict,
 		NPredict:            p.NPredict,
-		NKeep:               0,
-		NDiscard:            0,
+		NKeep:               p.NKeep,
+		NDiscard:            p.NDiscard,
 		IgnoreEos:           p.IgnoreEOS,
 		Stream:              stream,
 		LogitBias:           bias,

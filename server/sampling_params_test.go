@@ -44,6 +44,12 @@ func TestSamplingFieldMapping(t *testing.T) {
 		{"mirostat_eta", `"mirostat_eta":0.25`, func(p engine.Params) bool { return p.MirostatEta == 0.25 }, "mirostat_eta", 0.25},
 		{"post_sampling_probs", `"post_sampling_probs":true`, func(p engine.Params) bool { return p.PostSamplingProbs }, "post_sampling_probs", true},
 		{"min_keep", `"min_keep":4`, func(p engine.Params) bool { return p.MinKeep == 4 }, "min_keep", 4.0},
+		{"n_keep", `"n_keep":-1`, func(p engine.Params) bool { return p.NKeep == -1 }, "n_keep", -1.0},
+		{"n_discard", `"n_discard":12`, func(p engine.Params) bool { return p.NDiscard == 12 }, "n_discard", 12.0},
+		{"n_cache_reuse", `"n_cache_reuse":256`, func(p engine.Params) bool { return p.NCacheReuse == 256 }, "", nil},
+		{"t_max_predict_ms", `"t_max_predict_ms":500`, func(p engine.Params) bool { return p.TMaxPredictMs == 500 }, "", nil},
+		{"cache_prompt false", `"cache_prompt":false`, func(p engine.Params) bool { return p.SkipPromptCache }, "", nil},
+		{"cache_prompt default", ``, func(p engine.Params) bool { return !p.SkipPromptCache }, "", nil},
 		{"logit_bias pairs", `"logit_bias":[[5,1.5],[6,false]]`, func(p engine.Params) bool {
 			return reflect.DeepEqual(p.LogitBias, []engine.LogitBias{{Token: 5, Bias: 1.5}, {Token: 6, Bias: inf}})
 		}, "logit_bias.1.1", nil},
@@ -103,6 +109,10 @@ func TestSamplingFieldErrors(t *testing.T) {
 		{`"mirostat_tau":-1`, "mirostat_tau"},
 		{`"mirostat_eta":-1`, "mirostat_eta"},
 		{`"min_keep":-1`, "min_keep"},
+		{`"n_keep":-2`, "n_keep"},
+		{`"n_discard":-1`, "n_discard"},
+		{`"n_cache_reuse":-1`, "n_cache_reuse"},
+		{`"t_max_predict_ms":-5`, "t_max_predict_ms"},
 		{`"logit_bias":5`, "logit_bias"},
 		{`"logit_bias":[[1]]`, "logit_bias"},
 		{`"logit_bias":[[1,true]]`, "logit_bias"},

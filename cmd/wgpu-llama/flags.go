@@ -113,6 +113,10 @@ type modelFlags struct {
 	cacheK, cacheV string
 	rawActivations bool
 	slots          int
+	kvUnified      bool
+	ctxShift       bool
+	noCtxShift     bool
+	cacheReuse     int
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
@@ -125,6 +129,11 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	stringVar(fs, &m.cacheK, "f16", "KV cache type for keys: f16 or f32", "ctk", "cache-type-k")
 	stringVar(fs, &m.cacheV, "f16", "KV cache type for values: f16 or f32 (same as keys)", "ctv", "cache-type-v")
 	fs.BoolVar(&m.rawActivations, "raw-activations", false, "feed matmuls f32 activations instead of rounding them as llama.cpp's CPU backend does")
+	fs.BoolVar(&m.kvUnified, "kv-unified", false, "one KV cache pool for all slots: each may use the whole context")
+	fs.BoolVar(&m.kvUnified, "kvu", false, "same as --kv-unified")
+	fs.BoolVar(&m.ctxShift, "context-shift", false, "when a slot's context fills, drop older tokens and keep generating")
+	fs.BoolVar(&m.noCtxShift, "no-context-shift", false, "stop generating when the context fills (the default)")
+	intVar(fs, &m.cacheReuse, 0, "shortest cached chunk reused by moving it in the KV cache (n_cache_reuse; 0: off)", "cache-reuse")
 }
 
 // engineConfig resolves the default model and returns the engine configuration.
@@ -147,8 +156,12 @@ func (m *modelFlags) engineConfig(alias string, logger *log.Logger) (engine.Conf
 	if m.slots < 1 {
 		return engine.Config{}, fmt.Errorf("-np must be at least 1, got %d", m.slots)
 	}
+	if m.cacheReuse < 0 {
+		return engine.Config{}, fmt.Errorf("--cache-reuse must be 0 or more, got %d", m.cacheReuse)
+	}
 	return engine.Config{ModelPath: path, Alias: alias, CtxSize: m.ctxSize, BatchSize: m.batch, Slots: m.slots, Device: m.device,
-		KVF32: m.cacheK == "f32", RawActivations: m.rawActivations, Logger: logger}, nil
+		KVF32: m.cacheK == "f32", RawActivations: m.rawActivations, Logger: logger,
+		KVUnified: m.kvUnified, ContextShift: m.ctxShift && !m.noCtxShift, CacheReuse: m.cacheReuse}, nil
 }
 
 // loadModel opens the device and loads the model directly, for commands that drive the model

@@ -24,10 +24,17 @@ func Load(tb testing.TB, parts ...string) *engine.Engine {
 // LoadSlots is Load with n slots, each with a 512-token context.
 func LoadSlots(tb testing.TB, n int, parts ...string) *engine.Engine {
 	tb.Helper()
-	path := shareddata.Path(tb, parts...)
+	return LoadConfig(tb, engine.Config{CtxSize: 512 * n, Slots: n}, parts...)
+}
+
+// LoadConfig is Load with cfg's settings (its model path, device and logger are set here).
+func LoadConfig(tb testing.TB, cfg engine.Config, parts ...string) *engine.Engine {
+	tb.Helper()
+	cfg.ModelPath = shareddata.Path(tb, parts...)
 	_, err := gpu.Adapters()
 	gputest.Check(tb, err) // skip or fail exactly as the GPU tests do
-	e, err := engine.Load(context.Background(), engine.Config{ModelPath: path, CtxSize: 512 * n, Slots: n, Device: -1, Logger: log.New(testWriter{tb})})
+	cfg.Device, cfg.Logger = -1, log.New(testWriter{tb})
+	e, err := engine.Load(context.Background(), cfg)
 	gputest.Check(tb, err)
 	tb.Cleanup(func() { e.Close() })
 	return e
