@@ -81,7 +81,7 @@ type Engine struct {
 type request struct {
 	ctx  context.Context
 	task Task
-	out  chan Result
+	box  *outbox
 }
 
 // Load opens the device, loads the model (logging progress) and starts the engine goroutine.
@@ -220,10 +220,12 @@ func (e *Engine) Submit(ctx context.Context, t Task) (<-chan Result, error) {
 			return nil, fmt.Errorf("engine: prompt token %d out of range (vocabulary %d)", id, e.info.NVocab)
 		}
 	}
-	r := &request{ctx: ctx, task: t, out: make(chan Result, 64)}
+	r := &request{ctx: ctx, task: t, box: newOutbox()}
 	select {
 	case e.queue <- r:
-		return r.out, nil
+		out := make(chan Result, 16)
+		go r.box.pump(ctx, out)
+		return out, nil
 	case <-e.quit:
 		return nil, ErrClosed
 	case <-ctx.Done():
@@ -243,12 +245,17 @@ func (e *Engine) Close() error {
 	return nil
 }
 
-// send delivers a result unless the client has gone.
+// send queues a result for the client; it reports false when the client has gone.
 func (r *request) send(res Result) bool {
-	select {
-	case r.out <- res:
-		return true
-	case <-r.ctx.Done():
+	if r.ctx.Err() != nil {
 		return false
 	}
+	r.box.push(res)
+	return true
+}
+
+// fail ends a request that never reached a slot with err.
+func (r *request) fail(err error) {
+	r.box.push(Result{Stop: true, StopType: StopNone, Err: err})
+	r.box.close()
 }

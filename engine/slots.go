@@ -57,14 +57,12 @@ func (e *Engine) admit() bool {
 			}
 		}
 		if r.ctx.Err() != nil {
-			r.out <- Result{Stop: true, StopType: StopNone, Err: r.ctx.Err()}
-			close(r.out)
+			r.fail(r.ctx.Err())
 			continue
 		}
 		s := e.pickSlot(idle, r.task.Prompt)
 		if err := e.start(s, r); err != nil {
-			r.out <- Result{Stop: true, StopType: StopNone, Err: err}
-			close(r.out)
+			r.fail(err)
 			s.gen = nil
 		}
 	}
@@ -253,7 +251,7 @@ func (e *Engine) forward(b model.Batch) (logits [][]float32, err error) {
 func (e *Engine) end(s *slot, final Result) {
 	g := s.gen
 	g.r.send(final)
-	close(g.r.out)
+	g.r.box.close()
 	s.gen, s.lastUsed = nil, time.Now()
 }
 
@@ -268,8 +266,7 @@ func (e *Engine) failAll(err error) {
 	for {
 		select {
 		case r := <-e.queue:
-			r.out <- Result{Stop: true, StopType: StopNone, Err: err}
-			close(r.out)
+			r.fail(err)
 		default:
 			return
 		}
