@@ -35,10 +35,11 @@ ts-client: ts-deps
     cd clients/typescript && npm run --silent generate
 
 # Fail when the TypeScript types differ from what the spec generates; type-check and test the client.
+# (npm test compiles with tsc under the settings of `npm run typecheck`, so one tsc run does both.)
 check-ts: ts-client
     git diff --exit-code --stat -- clients/typescript/src/schema.d.ts
     @test -z "$(git status --porcelain -- clients/typescript/src/schema.d.ts)" || { echo "clients/typescript/src/schema.d.ts is not committed"; exit 1; }
-    cd clients/typescript && npm run --silent typecheck && npm test --silent
+    cd clients/typescript && npm test --silent
 
 # List GPU adapters.
 devices:
