@@ -8,6 +8,7 @@ package server
 // then hands the operation to gen.RawHandler together with the http.ResponseWriter, and the
 // handler writes either one JSON body or the event stream below. An error returned before
 // anything was written still goes through NewError, so early failures are ordinary JSON errors.
+// GET /v1/stream/{id} is raw the same way: it relays a resumable stream's bytes (streams.go).
 
 import (
 	"context"

@@ -37,17 +37,17 @@ func (s *Server) startResumable(ctx context.Context, id string, b Backend, task 
 	case err != nil:
 		return err
 	}
+	// Attach before the first byte exists, so the POST's relay starts at 0 however fast the
+	// generation writes; offset 0 of a new session is always valid.
+	f, err := sess.Follow(ctx, 0)
+	if err != nil {
+		return err
+	}
 	ch, err := b.Submit(sess.Context(), task)
 	if err != nil {
 		ae := run.fail(err)
 		sess.Fail(ae)
 		return ae
-	}
-	// Attach before the first byte exists, so the POST's relay starts at 0 however fast the
-	// generation writes.
-	f, err := sess.Follow(ctx, 0)
-	if err != nil {
-		return err
 	}
 	go func() {
 		defer drain(ch)

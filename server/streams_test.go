@@ -284,6 +284,11 @@ func TestResumableRecorded(t *testing.T) {
 		}
 		wantStreamHeaders(t, got.Header())
 	}
+	// DELETE of a finished stream changes nothing.
+	if del := h.do(t, "DELETE", "/v1/stream/r", ""); del.Code != 200 ||
+		del.Body.String() != fmt.Sprintf(`{"id":"r","status":"done","bytes":%d,"retained_from":0}`, len(full)) {
+		t.Errorf("DELETE of a finished stream: %d %s", del.Code, del.Body)
+	}
 	// A finished id can be used again; the old stream is replaced.
 	again := h.doWith(t, "POST", "/v1/chat/completions", storyChat, conversation("r"))
 	if again.Code != http.StatusOK || h.do(t, "GET", "/v1/stream/r", "").Body.String() != again.Body.String() {
