@@ -26,6 +26,21 @@ check-gen: gen
     git diff --exit-code --stat -- gen/
     @test -z "$(git status --porcelain -- gen/)" || { echo "gen/ has untracked generated files"; git status --porcelain -- gen/; exit 1; }
 
+# Install the TypeScript client's pinned tools (clients/typescript/package-lock.json).
+ts-deps:
+    cd clients/typescript && npm ci --silent --no-audit --no-fund --prefer-offline
+
+# Regenerate the TypeScript client's types (clients/typescript/src/schema.d.ts) from openapi/openapi.yaml.
+ts-client: ts-deps
+    cd clients/typescript && npm run --silent generate
+
+# Fail when the TypeScript types differ from what the spec generates; type-check and test the client.
+# (npm test compiles with tsc under the settings of `npm run typecheck`, so one tsc run does both.)
+check-ts: ts-client
+    git diff --exit-code --stat -- clients/typescript/src/schema.d.ts
+    @test -z "$(git status --porcelain -- clients/typescript/src/schema.d.ts)" || { echo "clients/typescript/src/schema.d.ts is not committed"; exit 1; }
+    cd clients/typescript && npm test --silent
+
 # List GPU adapters.
 devices:
     go run ./cmd/wgpu-llama devices

@@ -9,7 +9,12 @@ import (
 	ht "github.com/ogen-go/ogen/http"
 	"github.com/ogen-go/ogen/middleware"
 	"github.com/ogen-go/ogen/ogenerrors"
+	"github.com/ogen-go/ogen/ogenregex"
 )
+
+var regexMap = map[string]ogenregex.Regexp{
+	"^[A-Za-z0-9_-]{1,128}$": ogenregex.MustCompile("^[A-Za-z0-9_-]{1,128}$"),
+}
 
 type (
 	optionFunc[C any] func(*C)

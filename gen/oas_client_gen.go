@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/go-faster/errors"
+	"github.com/ogen-go/ogen/conv"
 	ht "github.com/ogen-go/ogen/http"
 	"github.com/ogen-go/ogen/uri"
 )
@@ -30,7 +31,7 @@ type Invoker interface {
 	// OpenAI-compatible chat completion.
 	//
 	// POST /v1/chat/completions
-	CreateChatCompletion(ctx context.Context, request *ChatCompletionRequest) (CreateChatCompletionRes, error)
+	CreateChatCompletion(ctx context.Context, request *ChatCompletionRequest, params CreateChatCompletionParams) (CreateChatCompletionRes, error)
 	// CreateCompletion invokes createCompletion operation.
 	//
 	// Llama.cpp's native completion.
@@ -43,6 +44,14 @@ type Invoker interface {
 	//
 	// POST /completions
 	CreateCompletionAlias(ctx context.Context, request *CompletionRequest) (CreateCompletionAliasRes, error)
+	// DeleteStream invokes deleteStream operation.
+	//
+	// Cancels the generation; followers receive the bytes produced so far and their responses
+	// end (without `[DONE]`). The stream stays, with status "cancelled", until it expires.
+	// Deleting a stream that already ended changes nothing and answers its status.
+	//
+	// DELETE /v1/stream/{id}
+	DeleteStream(ctx context.Context, params DeleteStreamParams) (*StreamStatus, error)
 	// Detokenize invokes detokenize operation.
 	//
 	// Turn token ids back into text.
@@ -55,6 +64,20 @@ type Invoker interface {
 	//
 	// GET /health
 	GetHealth(ctx context.Context) (*HealthResponse, error)
+	// GetStream invokes getStream operation.
+	//
+	// Sends the bytes of the stream started by POST /v1/chat/completions with
+	// X-Conversation-Id, exactly as that POST sent them, from absolute byte offset `from` on,
+	// then follows the stream live and ends the response when the stream ends (done,
+	// cancelled or failed). A client that received N bytes reattaches with `from=N`; the
+	// bytes it gets continue the stream exactly. Offsets count every byte the stream ever
+	// produced: once it has produced more than 4 MiB its oldest bytes are dropped, and a
+	// `from` below the first byte still held (`retained_from` in the lookup) is refused, as
+	// is a `from` beyond the bytes produced so far. A stream whose generation failed before
+	// its first event answers that failure as an error.
+	//
+	// GET /v1/stream/{id}
+	GetStream(ctx context.Context, params GetStreamParams) (GetStreamRes, error)
 	// ListModels invokes listModels operation.
 	//
 	// The loaded model, in OpenAI's list shape plus llama-server's ollama-style list.
@@ -67,6 +90,14 @@ type Invoker interface {
 	//
 	// GET /models
 	ListModelsAlias(ctx context.Context) (*ModelsResponse, error)
+	// LookupStreams invokes lookupStreams operation.
+	//
+	// Answers only for the ids in the request that name a stream; ids that name none are
+	// left out. There is no way to list streams: a stream is reached only through its id.
+	// Streams expire 300 s after they end.
+	//
+	// POST /v1/streams/lookup
+	LookupStreams(ctx context.Context, request *StreamLookupRequest) (*StreamLookupResponse, error)
 	// Tokenize invokes tokenize operation.
 	//
 	// Tokenize text with the loaded model's vocabulary.
@@ -159,12 +190,12 @@ func (c *Client) sendApplyTemplate(ctx context.Context, request *ApplyTemplateRe
 // OpenAI-compatible chat completion.
 //
 // POST /v1/chat/completions
-func (c *Client) CreateChatCompletion(ctx context.Context, request *ChatCompletionRequest) (CreateChatCompletionRes, error) {
-	res, err := c.sendCreateChatCompletion(ctx, request)
+func (c *Client) CreateChatCompletion(ctx context.Context, request *ChatCompletionRequest, params CreateChatCompletionParams) (CreateChatCompletionRes, error) {
+	res, err := c.sendCreateChatCompletion(ctx, request, params)
 	return res, err
 }
 
-func (c *Client) sendCreateChatCompletion(ctx context.Context, request *ChatCompletionRequest) (res CreateChatCompletionRes, err error) {
+func (c *Client) sendCreateChatCompletion(ctx context.Context, request *ChatCompletionRequest, params CreateChatCompletionParams) (res CreateChatCompletionRes, err error) {
 
 	u := uri.Clone(c.requestURL(ctx))
 	var pathParts [1]string
@@ -177,6 +208,25 @@ func (c *Client) sendCreateChatCompletion(ctx context.Context, request *ChatComp
 	}
 	if err := encodeCreateChatCompletionRequest(request, r); err != nil {
 		return res, errors.Wrap(err, "encode request")
+	}
+
+	h := uri.NewHeaderEncoder(r.Header)
+	{
+		cfg := uri.HeaderParameterEncodingConfig{
+			Name:    "X-Conversation-Id",
+			Explode: false,
+		}
+		if err := h.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.XConversationID.Get(); ok {
+				if unwrapped := string(val); true {
+					return e.EncodeValue(conv.StringToString(unwrapped))
+				}
+				return nil
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode header")
+		}
 	}
 
 	resp, err := c.cfg.Client.Do(r)
@@ -268,6 +318,66 @@ func (c *Client) sendCreateCompletionAlias(ctx context.Context, request *Complet
 	return result, nil
 }
 
+// DeleteStream invokes deleteStream operation.
+//
+// Cancels the generation; followers receive the bytes produced so far and their responses
+// end (without `[DONE]`). The stream stays, with status "cancelled", until it expires.
+// Deleting a stream that already ended changes nothing and answers its status.
+//
+// DELETE /v1/stream/{id}
+func (c *Client) DeleteStream(ctx context.Context, params DeleteStreamParams) (*StreamStatus, error) {
+	res, err := c.sendDeleteStream(ctx, params)
+	return res, err
+}
+
+func (c *Client) sendDeleteStream(ctx context.Context, params DeleteStreamParams) (res *StreamStatus, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [2]string
+	pathParts[0] = "/v1/stream/"
+	{
+		// Encode "id" parameter.
+		e := uri.NewPathEncoder(uri.PathEncoderConfig{
+			Param:   "id",
+			Style:   uri.PathStyleSimple,
+			Explode: false,
+		})
+		if err := func() error {
+			if unwrapped := string(params.ID); true {
+				return e.EncodeValue(conv.StringToString(unwrapped))
+			}
+			return nil
+		}(); err != nil {
+			return res, errors.Wrap(err, "encode path")
+		}
+		encoded, err := e.Result()
+		if err != nil {
+			return res, errors.Wrap(err, "encode path")
+		}
+		pathParts[1] = encoded
+	}
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "DELETE", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer body.Close()
+
+	result, err := decodeDeleteStreamResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
 // Detokenize invokes detokenize operation.
 //
 // Turn token ids back into text.
@@ -345,6 +455,90 @@ func (c *Client) sendGetHealth(ctx context.Context) (res *HealthResponse, err er
 	return result, nil
 }
 
+// GetStream invokes getStream operation.
+//
+// Sends the bytes of the stream started by POST /v1/chat/completions with
+// X-Conversation-Id, exactly as that POST sent them, from absolute byte offset `from` on,
+// then follows the stream live and ends the response when the stream ends (done,
+// cancelled or failed). A client that received N bytes reattaches with `from=N`; the
+// bytes it gets continue the stream exactly. Offsets count every byte the stream ever
+// produced: once it has produced more than 4 MiB its oldest bytes are dropped, and a
+// `from` below the first byte still held (`retained_from` in the lookup) is refused, as
+// is a `from` beyond the bytes produced so far. A stream whose generation failed before
+// its first event answers that failure as an error.
+//
+// GET /v1/stream/{id}
+func (c *Client) GetStream(ctx context.Context, params GetStreamParams) (GetStreamRes, error) {
+	res, err := c.sendGetStream(ctx, params)
+	return res, err
+}
+
+func (c *Client) sendGetStream(ctx context.Context, params GetStreamParams) (res GetStreamRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [2]string
+	pathParts[0] = "/v1/stream/"
+	{
+		// Encode "id" parameter.
+		e := uri.NewPathEncoder(uri.PathEncoderConfig{
+			Param:   "id",
+			Style:   uri.PathStyleSimple,
+			Explode: false,
+		})
+		if err := func() error {
+			if unwrapped := string(params.ID); true {
+				return e.EncodeValue(conv.StringToString(unwrapped))
+			}
+			return nil
+		}(); err != nil {
+			return res, errors.Wrap(err, "encode path")
+		}
+		encoded, err := e.Result()
+		if err != nil {
+			return res, errors.Wrap(err, "encode path")
+		}
+		pathParts[1] = encoded
+	}
+	uri.AddPathParts(u, pathParts[:]...)
+
+	q := uri.NewQueryEncoder()
+	{
+		// Encode "from" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "from",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.From.Get(); ok {
+				return e.EncodeValue(conv.Int64ToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	u.RawQuery = q.Values().Encode()
+
+	r, err := ht.NewRequest(ctx, "GET", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+
+	result, err := decodeGetStreamResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
 // ListModels invokes listModels operation.
 //
 // The loaded model, in OpenAI's list shape plus llama-server's ollama-style list.
@@ -412,6 +606,48 @@ func (c *Client) sendListModelsAlias(ctx context.Context) (res *ModelsResponse, 
 	defer body.Close()
 
 	result, err := decodeListModelsAliasResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// LookupStreams invokes lookupStreams operation.
+//
+// Answers only for the ids in the request that name a stream; ids that name none are
+// left out. There is no way to list streams: a stream is reached only through its id.
+// Streams expire 300 s after they end.
+//
+// POST /v1/streams/lookup
+func (c *Client) LookupStreams(ctx context.Context, request *StreamLookupRequest) (*StreamLookupResponse, error) {
+	res, err := c.sendLookupStreams(ctx, request)
+	return res, err
+}
+
+func (c *Client) sendLookupStreams(ctx context.Context, request *StreamLookupRequest) (res *StreamLookupResponse, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/v1/streams/lookup"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeLookupStreamsRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer body.Close()
+
+	result, err := decodeLookupStreamsResponse(resp)
 	if err != nil {
 		return res, errors.Wrap(err, "decode response")
 	}

@@ -140,6 +140,16 @@ func (s *Server) handleCreateChatCompletionRequest(args [0]string, argsEscaped b
 			ID:   "createChatCompletion",
 		}
 	)
+	params, err := decodeCreateChatCompletionParams(args, argsEscaped, r)
+	if err != nil {
+		err = &ogenerrors.DecodeParamsError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeParams", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
 
 	var rawBody []byte
 	request, rawBody, close, err := s.decodeCreateChatCompletionRequest(r)
@@ -165,13 +175,18 @@ func (s *Server) handleCreateChatCompletionRequest(args [0]string, argsEscaped b
 			OperationID:      "createChatCompletion",
 			Body:             request,
 			RawBody:          rawBody,
-			Params:           middleware.Parameters{},
-			Raw:              r,
+			Params: middleware.Parameters{
+				{
+					Name: "X-Conversation-Id",
+					In:   "header",
+				}: params.XConversationID,
+			},
+			Raw: r,
 		}
 
 		type (
 			Request  = *ChatCompletionRequest
-			Params   = struct{}
+			Params   = CreateChatCompletionParams
 			Response = struct{}
 		)
 		_, err = middleware.HookMiddleware[
@@ -181,14 +196,14 @@ func (s *Server) handleCreateChatCompletionRequest(args [0]string, argsEscaped b
 		](
 			m,
 			mreq,
-			nil,
+			unpackCreateChatCompletionParams,
 			func(ctx context.Context, request Request, params Params) (response Response, err error) {
-				err = s.rh.CreateChatCompletion(ctx, request, w)
+				err = s.rh.CreateChatCompletion(ctx, request, params, w)
 				return response, err
 			},
 		)
 	} else {
-		err = s.rh.CreateChatCompletion(ctx, request, w)
+		err = s.rh.CreateChatCompletion(ctx, request, params, w)
 	}
 	if err != nil {
 		if errRes, ok := errors.Into[*ErrorStatusCode](err); ok {
@@ -378,6 +393,103 @@ func (s *Server) handleCreateCompletionAliasRequest(args [0]string, argsEscaped 
 	}
 }
 
+// handleDeleteStreamRequest handles deleteStream operation.
+//
+// Cancels the generation; followers receive the bytes produced so far and their responses
+// end (without `[DONE]`). The stream stays, with status "cancelled", until it expires.
+// Deleting a stream that already ended changes nothing and answers its status.
+//
+// DELETE /v1/stream/{id}
+func (s *Server) handleDeleteStreamRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err          error
+		opErrContext = ogenerrors.OperationContext{
+			Name: DeleteStreamOperation,
+			ID:   "deleteStream",
+		}
+	)
+	params, err := decodeDeleteStreamParams(args, argsEscaped, r)
+	if err != nil {
+		err = &ogenerrors.DecodeParamsError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeParams", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+
+	var rawBody []byte
+
+	var response *StreamStatus
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    DeleteStreamOperation,
+			OperationSummary: "Stop a resumable stream's generation and end its followers.",
+			OperationID:      "deleteStream",
+			Body:             nil,
+			RawBody:          rawBody,
+			Params: middleware.Parameters{
+				{
+					Name: "id",
+					In:   "path",
+				}: params.ID,
+			},
+			Raw: r,
+		}
+
+		type (
+			Request  = struct{}
+			Params   = DeleteStreamParams
+			Response = *StreamStatus
+		)
+		response, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			unpackDeleteStreamParams,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				response, err = s.h.DeleteStream(ctx, params)
+				return response, err
+			},
+		)
+	} else {
+		response, err = s.h.DeleteStream(ctx, params)
+	}
+	if err != nil {
+		if errRes, ok := errors.Into[*ErrorStatusCode](err); ok {
+			if err := encodeErrorResponse(errRes, w); err != nil {
+				defer recordError("Internal", err)
+			}
+			return
+		}
+		if errors.Is(err, ht.ErrNotImplemented) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+		if err := encodeErrorResponse(s.h.NewError(ctx, err), w); err != nil {
+			defer recordError("Internal", err)
+		}
+		return
+	}
+
+	if err := encodeDeleteStreamResponse(response, w); err != nil {
+		defer recordError("EncodeResponse", err)
+		if !errors.Is(err, ht.ErrInternalServerErrorResponse) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+		}
+		return
+	}
+}
+
 // handleDetokenizeRequest handles detokenize operation.
 //
 // Turn token ids back into text.
@@ -549,6 +661,103 @@ func (s *Server) handleGetHealthRequest(args [0]string, argsEscaped bool, w http
 	}
 }
 
+// handleGetStreamRequest handles getStream operation.
+//
+// Sends the bytes of the stream started by POST /v1/chat/completions with
+// X-Conversation-Id, exactly as that POST sent them, from absolute byte offset `from` on,
+// then follows the stream live and ends the response when the stream ends (done,
+// cancelled or failed). A client that received N bytes reattaches with `from=N`; the
+// bytes it gets continue the stream exactly. Offsets count every byte the stream ever
+// produced: once it has produced more than 4 MiB its oldest bytes are dropped, and a
+// `from` below the first byte still held (`retained_from` in the lookup) is refused, as
+// is a `from` beyond the bytes produced so far. A stream whose generation failed before
+// its first event answers that failure as an error.
+//
+// GET /v1/stream/{id}
+func (s *Server) handleGetStreamRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err          error
+		opErrContext = ogenerrors.OperationContext{
+			Name: GetStreamOperation,
+			ID:   "getStream",
+		}
+	)
+	params, err := decodeGetStreamParams(args, argsEscaped, r)
+	if err != nil {
+		err = &ogenerrors.DecodeParamsError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeParams", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+
+	var rawBody []byte
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    GetStreamOperation,
+			OperationSummary: "Replay a resumable chat stream from a byte offset, then follow it until it ends.",
+			OperationID:      "getStream",
+			Body:             nil,
+			RawBody:          rawBody,
+			Params: middleware.Parameters{
+				{
+					Name: "from",
+					In:   "query",
+				}: params.From,
+				{
+					Name: "id",
+					In:   "path",
+				}: params.ID,
+			},
+			Raw: r,
+		}
+
+		type (
+			Request  = struct{}
+			Params   = GetStreamParams
+			Response = struct{}
+		)
+		_, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			unpackGetStreamParams,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				err = s.rh.GetStream(ctx, params, w)
+				return response, err
+			},
+		)
+	} else {
+		err = s.rh.GetStream(ctx, params, w)
+	}
+	if err != nil {
+		if errRes, ok := errors.Into[*ErrorStatusCode](err); ok {
+			if err := encodeErrorResponse(errRes, w); err != nil {
+				defer recordError("Internal", err)
+			}
+			return
+		}
+		if errors.Is(err, ht.ErrNotImplemented) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+		if err := encodeErrorResponse(s.h.NewError(ctx, err), w); err != nil {
+			defer recordError("Internal", err)
+		}
+		return
+	}
+}
+
 // handleListModelsRequest handles listModels operation.
 //
 // The loaded model, in OpenAI's list shape plus llama-server's ollama-style list.
@@ -693,6 +902,103 @@ func (s *Server) handleListModelsAliasRequest(args [0]string, argsEscaped bool, 
 	}
 
 	if err := encodeListModelsAliasResponse(response, w); err != nil {
+		defer recordError("EncodeResponse", err)
+		if !errors.Is(err, ht.ErrInternalServerErrorResponse) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+		}
+		return
+	}
+}
+
+// handleLookupStreamsRequest handles lookupStreams operation.
+//
+// Answers only for the ids in the request that name a stream; ids that name none are
+// left out. There is no way to list streams: a stream is reached only through its id.
+// Streams expire 300 s after they end.
+//
+// POST /v1/streams/lookup
+func (s *Server) handleLookupStreamsRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err          error
+		opErrContext = ogenerrors.OperationContext{
+			Name: LookupStreamsOperation,
+			ID:   "lookupStreams",
+		}
+	)
+
+	var rawBody []byte
+	request, rawBody, close, err := s.decodeLookupStreamsRequest(r)
+	if err != nil {
+		err = &ogenerrors.DecodeRequestError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeRequest", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+	defer func() {
+		if err := close(); err != nil {
+			recordError("CloseRequest", err)
+		}
+	}()
+
+	var response *StreamLookupResponse
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    LookupStreamsOperation,
+			OperationSummary: "The status of the resumable streams named, and of no others.",
+			OperationID:      "lookupStreams",
+			Body:             request,
+			RawBody:          rawBody,
+			Params:           middleware.Parameters{},
+			Raw:              r,
+		}
+
+		type (
+			Request  = *StreamLookupRequest
+			Params   = struct{}
+			Response = *StreamLookupResponse
+		)
+		response, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			nil,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				response, err = s.h.LookupStreams(ctx, request)
+				return response, err
+			},
+		)
+	} else {
+		response, err = s.h.LookupStreams(ctx, request)
+	}
+	if err != nil {
+		if errRes, ok := errors.Into[*ErrorStatusCode](err); ok {
+			if err := encodeErrorResponse(errRes, w); err != nil {
+				defer recordError("Internal", err)
+			}
+			return
+		}
+		if errors.Is(err, ht.ErrNotImplemented) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+		if err := encodeErrorResponse(s.h.NewError(ctx, err), w); err != nil {
+			defer recordError("Internal", err)
+		}
+		return
+	}
+
+	if err := encodeLookupStreamsResponse(response, w); err != nil {
 		defer recordError("EncodeResponse", err)
 		if !errors.Is(err, ht.ErrInternalServerErrorResponse) {
 			s.cfg.ErrorHandler(ctx, w, r, err)

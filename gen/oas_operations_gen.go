@@ -10,9 +10,12 @@ const (
 	CreateChatCompletionOperation  OperationName = "CreateChatCompletion"
 	CreateCompletionOperation      OperationName = "CreateCompletion"
 	CreateCompletionAliasOperation OperationName = "CreateCompletionAlias"
+	DeleteStreamOperation          OperationName = "DeleteStream"
 	DetokenizeOperation            OperationName = "Detokenize"
 	GetHealthOperation             OperationName = "GetHealth"
+	GetStreamOperation             OperationName = "GetStream"
 	ListModelsOperation            OperationName = "ListModels"
 	ListModelsAliasOperation       OperationName = "ListModelsAlias"
+	LookupStreamsOperation         OperationName = "LookupStreams"
 	TokenizeOperation              OperationName = "Tokenize"
 )

@@ -80,6 +80,20 @@ func encodeDetokenizeRequest(
 	return nil
 }
 
+func encodeLookupStreamsRequest(
+	req *StreamLookupRequest,
+	r *http.Request,
+) error {
+	const contentType = "application/json"
+	e := new(jx.Encoder)
+	{
+		req.Encode(e)
+	}
+	encoded := e.Bytes()
+	ht.SetBody(r, bytes.NewReader(encoded), contentType)
+	return nil
+}
+
 func encodeTokenizeRequest(
 	req *TokenizeRequest,
 	r *http.Request,

@@ -2980,6 +2980,25 @@ func (s *GenerationSettings) SetLora(val []LoraAdapter) {
 	s.Lora = val
 }
 
+// GetStreamOKRawTextEventStream represents raw HTTP response for GetStream text/event-stream.
+type GetStreamOKRawTextEventStream struct {
+	Response *http.Response `json:"-"`
+}
+
+// GetResponse returns the value of Response.
+func (s *GetStreamOKRawTextEventStream) GetResponse() *http.Response {
+	return s.Response
+}
+
+// SetResponse sets the value of Response.
+func (s *GetStreamOKRawTextEventStream) SetResponse(val *http.Response) {
+	s.Response = val
+}
+
+func (*GetStreamOKRawTextEventStream) getStreamRes() {}
+
+type GetStreamOKTextEventStream string
+
 // Ref: #/components/schemas/GrammarTrigger
 type GrammarTrigger struct {
 	Type  int    `json:"type"`
@@ -3677,6 +3696,52 @@ func (o OptInt) Get() (v int, ok bool) {
 
 // Or returns value if set, or given parameter if does not.
 func (o OptInt) Or(d int) int {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptInt64 returns new OptInt64 with value set to v.
+func NewOptInt64(v int64) OptInt64 {
+	return OptInt64{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptInt64 is optional int64.
+type OptInt64 struct {
+	Value int64
+	Set   bool
+}
+
+// IsSet returns true if OptInt64 was set.
+func (o OptInt64) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptInt64) Reset() {
+	var v int64
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptInt64) SetTo(v int64) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptInt64) Get() (v int64, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptInt64) Or(d int64) int64 {
 	if v, ok := o.Get(); ok {
 		return v
 	}
@@ -4502,6 +4567,52 @@ func (o OptNilStringArray) Or(d []string) []string {
 	return d
 }
 
+// NewOptStreamId returns new OptStreamId with value set to v.
+func NewOptStreamId(v StreamId) OptStreamId {
+	return OptStreamId{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptStreamId is optional StreamId.
+type OptStreamId struct {
+	Value StreamId
+	Set   bool
+}
+
+// IsSet returns true if OptStreamId was set.
+func (o OptStreamId) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptStreamId) Reset() {
+	var v StreamId
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptStreamId) SetTo(v StreamId) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptStreamId) Get() (v StreamId, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptStreamId) Or(d StreamId) StreamId {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
 // NewOptString returns new OptString with value set to v.
 func NewOptString(v string) OptString {
 	return OptString{
@@ -4967,6 +5078,38 @@ func NewStringArrayStop(v []string) Stop {
 	return s
 }
 
+type StreamId string
+
+// Ref: #/components/schemas/StreamLookupRequest
+type StreamLookupRequest struct {
+	Ids []StreamId `json:"ids"`
+}
+
+// GetIds returns the value of Ids.
+func (s *StreamLookupRequest) GetIds() []StreamId {
+	return s.Ids
+}
+
+// SetIds sets the value of Ids.
+func (s *StreamLookupRequest) SetIds(val []StreamId) {
+	s.Ids = val
+}
+
+// Ref: #/components/schemas/StreamLookupResponse
+type StreamLookupResponse struct {
+	Streams []StreamStatus `json:"streams"`
+}
+
+// GetStreams returns the value of Streams.
+func (s *StreamLookupResponse) GetStreams() []StreamStatus {
+	return s.Streams
+}
+
+// SetStreams sets the value of Streams.
+func (s *StreamLookupResponse) SetStreams(val []StreamStatus) {
+	s.Streams = val
+}
+
 // Ref: #/components/schemas/StreamOptions
 type StreamOptions struct {
 	IncludeUsage OptNilBool `json:"include_usage"`
@@ -4980,6 +5123,117 @@ func (s *StreamOptions) GetIncludeUsage() OptNilBool {
 // SetIncludeUsage sets the value of IncludeUsage.
 func (s *StreamOptions) SetIncludeUsage(val OptNilBool) {
 	s.IncludeUsage = val
+}
+
+// Ref: #/components/schemas/StreamStatus
+type StreamStatus struct {
+	ID StreamId `json:"id"`
+	// Running while generating; done when it completed (with `data: [DONE]`); cancelled
+	// by DELETE or server shutdown; failed when generation failed: after the first event
+	// the stream's last event is the error, before it GET answers the error itself.
+	Status StreamStatusStatus `json:"status"`
+	// The bytes the stream has produced so far, the end offset for GET's `from`.
+	Bytes int64 `json:"bytes"`
+	// The offset of the oldest byte still held (0 until 4 MiB have been produced).
+	RetainedFrom int64 `json:"retained_from"`
+}
+
+// GetID returns the value of ID.
+func (s *StreamStatus) GetID() StreamId {
+	return s.ID
+}
+
+// GetStatus returns the value of Status.
+func (s *StreamStatus) GetStatus() StreamStatusStatus {
+	return s.Status
+}
+
+// GetBytes returns the value of Bytes.
+func (s *StreamStatus) GetBytes() int64 {
+	return s.Bytes
+}
+
+// GetRetainedFrom returns the value of RetainedFrom.
+func (s *StreamStatus) GetRetainedFrom() int64 {
+	return s.RetainedFrom
+}
+
+// SetID sets the value of ID.
+func (s *StreamStatus) SetID(val StreamId) {
+	s.ID = val
+}
+
+// SetStatus sets the value of Status.
+func (s *StreamStatus) SetStatus(val StreamStatusStatus) {
+	s.Status = val
+}
+
+// SetBytes sets the value of Bytes.
+func (s *StreamStatus) SetBytes(val int64) {
+	s.Bytes = val
+}
+
+// SetRetainedFrom sets the value of RetainedFrom.
+func (s *StreamStatus) SetRetainedFrom(val int64) {
+	s.RetainedFrom = val
+}
+
+// Running while generating; done when it completed (with `data: [DONE]`); cancelled
+// by DELETE or server shutdown; failed when generation failed: after the first event
+// the stream's last event is the error, before it GET answers the error itself.
+type StreamStatusStatus string
+
+const (
+	StreamStatusStatusRunning   StreamStatusStatus = "running"
+	StreamStatusStatusDone      StreamStatusStatus = "done"
+	StreamStatusStatusCancelled StreamStatusStatus = "cancelled"
+	StreamStatusStatusFailed    StreamStatusStatus = "failed"
+)
+
+// AllValues returns all StreamStatusStatus values.
+func (StreamStatusStatus) AllValues() []StreamStatusStatus {
+	return []StreamStatusStatus{
+		StreamStatusStatusRunning,
+		StreamStatusStatusDone,
+		StreamStatusStatusCancelled,
+		StreamStatusStatusFailed,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s StreamStatusStatus) MarshalText() ([]byte, error) {
+	switch s {
+	case StreamStatusStatusRunning:
+		return []byte(s), nil
+	case StreamStatusStatusDone:
+		return []byte(s), nil
+	case StreamStatusStatusCancelled:
+		return []byte(s), nil
+	case StreamStatusStatusFailed:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *StreamStatusStatus) UnmarshalText(data []byte) error {
+	switch StreamStatusStatus(data) {
+	case StreamStatusStatusRunning:
+		*s = StreamStatusStatusRunning
+		return nil
+	case StreamStatusStatusDone:
+		*s = StreamStatusStatusDone
+		return nil
+	case StreamStatusStatusCancelled:
+		*s = StreamStatusStatusCancelled
+		return nil
+	case StreamStatusStatusFailed:
+		*s = StreamStatusStatusFailed
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
 }
 
 // Ref: #/components/schemas/Timings

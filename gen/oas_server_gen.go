@@ -15,6 +15,14 @@ type Handler interface {
 	//
 	// POST /apply-template
 	ApplyTemplate(ctx context.Context, req *ApplyTemplateRequest) (*ApplyTemplateResponse, error)
+	// DeleteStream implements deleteStream operation.
+	//
+	// Cancels the generation; followers receive the bytes produced so far and their responses
+	// end (without `[DONE]`). The stream stays, with status "cancelled", until it expires.
+	// Deleting a stream that already ended changes nothing and answers its status.
+	//
+	// DELETE /v1/stream/{id}
+	DeleteStream(ctx context.Context, params DeleteStreamParams) (*StreamStatus, error)
 	// Detokenize implements detokenize operation.
 	//
 	// Turn token ids back into text.
@@ -39,6 +47,14 @@ type Handler interface {
 	//
 	// GET /models
 	ListModelsAlias(ctx context.Context) (*ModelsResponse, error)
+	// LookupStreams implements lookupStreams operation.
+	//
+	// Answers only for the ids in the request that name a stream; ids that name none are
+	// left out. There is no way to list streams: a stream is reached only through its id.
+	// Streams expire 300 s after they end.
+	//
+	// POST /v1/streams/lookup
+	LookupStreams(ctx context.Context, req *StreamLookupRequest) (*StreamLookupResponse, error)
 	// Tokenize implements tokenize operation.
 	//
 	// Tokenize text with the loaded model's vocabulary.
@@ -58,7 +74,7 @@ type RawHandler interface {
 	// OpenAI-compatible chat completion.
 	//
 	// POST /v1/chat/completions
-	CreateChatCompletion(ctx context.Context, req *ChatCompletionRequest, w http.ResponseWriter) error
+	CreateChatCompletion(ctx context.Context, req *ChatCompletionRequest, params CreateChatCompletionParams, w http.ResponseWriter) error
 	// CreateCompletion implements createCompletion operation.
 	//
 	// Llama.cpp's native completion.
@@ -71,6 +87,20 @@ type RawHandler interface {
 	//
 	// POST /completions
 	CreateCompletionAlias(ctx context.Context, req *CompletionRequest, w http.ResponseWriter) error
+	// GetStream implements getStream operation.
+	//
+	// Sends the bytes of the stream started by POST /v1/chat/completions with
+	// X-Conversation-Id, exactly as that POST sent them, from absolute byte offset `from` on,
+	// then follows the stream live and ends the response when the stream ends (done,
+	// cancelled or failed). A client that received N bytes reattaches with `from=N`; the
+	// bytes it gets continue the stream exactly. Offsets count every byte the stream ever
+	// produced: once it has produced more than 4 MiB its oldest bytes are dropped, and a
+	// `from` below the first byte still held (`retained_from` in the lookup) is refused, as
+	// is a `from` beyond the bytes produced so far. A stream whose generation failed before
+	// its first event answers that failure as an error.
+	//
+	// GET /v1/stream/{id}
+	GetStream(ctx context.Context, params GetStreamParams, w http.ResponseWriter) error
 }
 
 // Server implements http server based on OpenAPI v3 specification and

@@ -9,17 +9,24 @@ import (
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
 	"github.com/wgpu-llama/wgpu-llama/gen"
+	"github.com/wgpu-llama/wgpu-llama/model/tokenizer"
 )
 
 // CreateChatCompletion implements POST /v1/chat/completions, OpenAI's chat API, as JSON or as
-// an event stream ending with `data: [DONE]`.
-func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompletionRequest, w http.ResponseWriter) error {
+// an event stream ending with `data: [DONE]`. With X-Conversation-Id the stream is resumable
+// (streams.go).
+func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompletionRequest, p gen.CreateChatCompletionParams, w http.ResponseWriter) error {
 	m := s.model()
 	if m == nil {
 		return errLoading
 	}
 	if len(req.Messages) == 0 {
 		return invalidRequest("'messages' must hold at least one message")
+	}
+	stream := req.Stream.Or(false)
+	conversation, resumable := p.XConversationID.Get()
+	if resumable && !stream {
+		return invalidRequest(`X-Conversation-Id makes a resumable stream: it needs "stream": true`)
 	}
 	text, err := m.chatPrompt(chatRequest{
 		messages:            req.Messages,
@@ -40,62 +47,100 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 	if logprobs {
 		params.NProbs = max(topLogprobs, 1)
 	}
-	chatLogprobs := func(steps []engine.StepProbs) gen.OptChatLogprobs {
-		if !logprobs {
-			return gen.OptChatLogprobs{}
-		}
-		return gen.NewOptChatLogprobs(gen.ChatLogprobs{Content: probabilities(m.tok, steps, false, topLogprobs)})
-	}
 	model := req.Model.Or("")
 	if model == "" {
 		model = m.name
 	}
-	head := chatHead{
-		id:          newChatID(),
-		created:     time.Now().Unix(),
-		model:       model,
-		fingerprint: s.cfg.SystemFingerprint,
+	run := &chatRun{
+		server: s,
+		head: chatHead{
+			id:          newChatID(),
+			created:     time.Now().Unix(),
+			model:       model,
+			fingerprint: s.cfg.SystemFingerprint,
+		},
+		tok:         m.tok,
+		logprobs:    logprobs,
+		topLogprobs: topLogprobs,
+		nPrompt:     len(prompt),
+		nCtx:        m.info.NCtx,
+	}
+	if so, ok := req.StreamOptions.Get(); ok {
+		run.includeUsage = so.IncludeUsage.Or(false)
+	}
+	task := engine.Task{Prompt: prompt, Params: params}
+	if resumable {
+		return s.startResumable(ctx, string(conversation), m.backend, task, run, w)
 	}
 
-	ch, err := m.backend.Submit(ctx, engine.Task{Prompt: prompt, Params: params})
+	ch, err := m.backend.Submit(ctx, task)
 	if err != nil {
-		return submitError(err, len(prompt), m.info.NCtx)
+		return run.fail(err)
 	}
 	defer drain(ch)
-	fail := func(err error) *apiError { return submitError(err, len(prompt), m.info.NCtx) }
-
-	if !req.Stream.Or(false) {
-		var c completion
-		final, err := c.collect(ctx, ch)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fail(err)
+	if stream {
+		sse := newSSE(w)
+		if err := run.stream(ctx, ch, sse); err != nil && !sse.started {
+			return err // nothing sent yet: an ordinary JSON error
 		}
-		noteTokens(ctx, final.TokensEvaluated, final.TokensPredicted)
-		return writeJSON(w, &gen.ChatCompletionResponse{
-			Choices: []gen.ChatChoice{{
-				FinishReason: finishReason(final.StopType),
-				Index:        0,
-				Message:      gen.ChatResponseMessage{Role: "assistant", Content: c.content.String()},
-				Logprobs:     chatLogprobs(c.probs),
-			}},
-			Created:           head.created,
-			Model:             head.model,
-			SystemFingerprint: head.fingerprint,
-			Object:            "chat.completion",
-			Usage:             usage(final),
-			ID:                head.id,
-			Timings:           timings(final.Timings),
-		})
+		return nil
 	}
 
-	includeUsage := false
-	if so, ok := req.StreamOptions.Get(); ok {
-		includeUsage = so.IncludeUsage.Or(false)
+	var c completion
+	final, err := c.collect(ctx, ch)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return run.fail(err)
 	}
-	sse := newSSE(w)
+	noteTokens(ctx, final.TokensEvaluated, final.TokensPredicted)
+	return writeJSON(w, &gen.ChatCompletionResponse{
+		Choices: []gen.ChatChoice{{
+			FinishReason: finishReason(final.StopType),
+			Index:        0,
+			Message:      gen.ChatResponseMessage{Role: "assistant", Content: c.content.String()},
+			Logprobs:     run.chatLogprobs(c.probs),
+		}},
+		Created:           run.head.created,
+		Model:             run.head.model,
+		SystemFingerprint: run.head.fingerprint,
+		Object:            "chat.completion",
+		Usage:             usage(final),
+		ID:                run.head.id,
+		Timings:           timings(final.Timings),
+	})
+}
+
+// chatRun is what one chat completion needs after its request was checked, to answer from the
+// engine's results.
+type chatRun struct {
+	server       *Server
+	head         chatHead
+	tok          *tokenizer.Tokenizer
+	logprobs     bool
+	topLogprobs  int
+	includeUsage bool
+	// nPrompt and nCtx explain a prompt that does not fit.
+	nPrompt, nCtx int
+}
+
+// fail is the client's view of an engine error for this request.
+func (r *chatRun) fail(err error) *apiError { return submitError(err, r.nPrompt, r.nCtx) }
+
+// chatLogprobs is a choice's logprobs: the steps' probabilities when the request asked for them.
+func (r *chatRun) chatLogprobs(steps []engine.StepProbs) gen.OptChatLogprobs {
+	if !r.logprobs {
+		return gen.OptChatLogprobs{}
+	}
+	return gen.NewOptChatLogprobs(gen.ChatLogprobs{Content: probabilities(r.tok, steps, false, r.topLogprobs)})
+}
+
+// stream sends the engine's results as chunks, ending with `data: [DONE]`, until the final
+// result, a failed write or the end of ctx. A failure is returned as an *apiError; when sse had
+// started it was also sent as an error event.
+func (r *chatRun) stream(ctx context.Context, ch <-chan engine.Result, sse *sseWriter) error {
+	head := r.head
 	for {
 		res, err := nextResult(ctx, ch)
 		if err == nil && res.Err != nil {
@@ -105,12 +150,12 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 		case ctx.Err() != nil:
 			return nil
 		case err != nil && !sse.started:
-			return fail(err)
+			return r.fail(err)
 		case err != nil:
-			ae := fail(err)
-			s.noteError(ctx, ae)
+			ae := r.fail(err)
+			r.server.noteError(ctx, ae)
 			_ = sse.fail(ae)
-			return nil
+			return ae
 		}
 		if !sse.started {
 			// The first chunk announces the role, with null content.
@@ -121,7 +166,7 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 		}
 		if res.Text != "" {
 			piece := head.chunk(gen.ChatDelta{Content: gen.NewOptNilString(res.Text)})
-			piece.Choices[0].Logprobs = chatLogprobs(res.Probs)
+			piece.Choices[0].Logprobs = r.chatLogprobs(res.Probs)
 			if sse.data(&piece) != nil {
 				return nil
 			}
@@ -134,13 +179,13 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 		// which is the usage chunk (with no choices) when the client asked for usage.
 		finish := head.chunk(gen.ChatDelta{})
 		finish.Choices[0].FinishReason = gen.NewNilString(finishReason(res.StopType))
-		if !includeUsage {
+		if !r.includeUsage {
 			finish.Timings = gen.NewOptTimings(timings(res.Timings))
 		}
 		if sse.data(&finish) != nil {
 			return nil
 		}
-		if includeUsage {
+		if r.includeUsage {
 			u := head.chunk(gen.ChatDelta{})
 			u.Choices = []gen.ChatChunkChoice{}
 			u.Usage = gen.NewOptUsage(usage(res))

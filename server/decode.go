@@ -35,6 +35,7 @@ var requestTypes = map[string]reflect.Type{
 	string(gen.ApplyTemplateOperation):         reflect.TypeFor[gen.ApplyTemplateRequest](),
 	string(gen.TokenizeOperation):              reflect.TypeFor[gen.TokenizeRequest](),
 	string(gen.DetokenizeOperation):            reflect.TypeFor[gen.DetokenizeRequest](),
+	string(gen.LookupStreamsOperation):         reflect.TypeFor[gen.StreamLookupRequest](),
 }
 
 // decodeFailure turns an ogen decode or validation error into a client-facing error.
@@ -45,6 +46,7 @@ func decodeFailure(err error) *apiError {
 		body   *ogenerrors.DecodeBodyError
 		ctErr  *validate.InvalidContentTypeError
 		reqErr *ogenerrors.DecodeRequestError
+		param  *ogenerrors.DecodeParamError
 	)
 	var reqType reflect.Type
 	if errors.As(err, &reqErr) {
@@ -62,6 +64,8 @@ func decodeFailure(err error) *apiError {
 		return &apiError{typ: errInvalidRequest, cause: err, message: describeDecode(body.Err, reqType)}
 	case errors.As(err, &verr):
 		return &apiError{typ: errInvalidRequest, cause: err, message: describeValidation(verr, "")}
+	case errors.As(err, &param):
+		return &apiError{typ: errInvalidRequest, cause: err, message: describeParam(param)}
 	}
 	return &apiError{typ: errInvalidRequest, cause: err, message: "invalid request: " + err.Error()}
 }
@@ -109,11 +113,18 @@ func describeValidation(verr *validate.Error, prefix string) string {
 	msgs := make([]string, 0, len(verr.Fields))
 	for _, f := range verr.Fields {
 		name := f.Name
-		if prefix != "" {
+		if prefix != "" && !strings.HasPrefix(name, "[") { // array items are named "[i]"
 			name = prefix + "." + name
+		} else {
+			name = prefix + name
 		}
-		if errors.Is(f.Error, validate.ErrFieldRequired) {
+		var nested *validate.Error
+		switch {
+		case errors.Is(f.Error, validate.ErrFieldRequired):
 			msgs = append(msgs, fmt.Sprintf("'%s' is required", name))
+			continue
+		case errors.As(f.Error, &nested): // the items of an array
+			msgs = append(msgs, describeValidation(nested, name))
 			continue
 		}
 		msgs = append(msgs, fmt.Sprintf("'%s' %s", name, describeLimit(f.Error)))
@@ -121,8 +132,24 @@ func describeValidation(verr *validate.Error, prefix string) string {
 	return strings.Join(msgs, "; ")
 }
 
-// describeLimit rewords ogen's "int: value -2 less than -1" as "must be at least -1 (got -2)".
+// describeParam explains a header, path or query parameter that failed to parse or validate:
+// "'from' (query) must be an integer", "'id' (path) must match ^[A-Za-z0-9_-]{1,128}$".
+func describeParam(p *ogenerrors.DecodeParamError) string {
+	var num *strconv.NumError
+	name := fmt.Sprintf("'%s' (%s)", p.Name, p.In)
+	if errors.As(p.Err, &num) {
+		return name + " must be an integer"
+	}
+	return name + " " + describeLimit(p.Err)
+}
+
+// describeLimit rewords ogen's "int: value -2 less than -1" as "must be at least -1 (got -2)"
+// and its "no regex match: P" as "must match P".
 func describeLimit(err error) string {
+	var pattern *validate.NoRegexMatchError
+	if errors.As(err, &pattern) {
+		return "must match " + pattern.Pattern.String()
+	}
 	msg := err.Error()
 	if _, rest, ok := strings.Cut(msg, "value "); ok {
 		for sep, bound := range map[string]string{" less than ": "at least", " greater than ": "at most"} {

@@ -26,6 +26,7 @@ const (
 	errUnavailable     errorType = "unavailable_error"
 	errExceedContext   errorType = "exceed_context_size_error"
 	errRequestTooLarge errorType = "request_too_large" // ours: llama-server has no body limit
+	errConflict        errorType = "conflict_error"    // ours: a resumable stream's id is in use
 )
 
 // statusOf is the one table from error type to HTTP status.
@@ -39,6 +40,7 @@ var statusOf = map[errorType]int{
 	errUnavailable:     http.StatusServiceUnavailable,
 	errExceedContext:   http.StatusBadRequest,
 	errRequestTooLarge: http.StatusRequestEntityTooLarge,
+	errConflict:        http.StatusConflict,
 }
 
 // apiError is an error as the client sees it: llama-server's {"error":{"code","message","type"}}.

@@ -108,7 +108,8 @@ func cors(next http.Handler) http.Handler {
 		h.Set("Access-Control-Allow-Origin", r.Header.Get("Origin"))
 		if r.Method == http.MethodOptions {
 			h.Set("Access-Control-Allow-Credentials", "true")
-			h.Set("Access-Control-Allow-Methods", "GET, POST")
+			// llama-server allows GET and POST; DELETE stops a resumable stream (streams.go).
+			h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
 			h.Set("Access-Control-Allow-Headers", "*")
 			h.Set("Content-Type", "text/html")
 			w.WriteHeader(http.StatusOK)

@@ -1,6 +1,6 @@
 // Package server is wgpu-llama's HTTP layer: llama-server's API (health, models, native and
 // OpenAI-style completions, template rendering, tokenization) on top of a Backend that
-// generates tokens.
+// generates tokens, plus resumable chat streams (streams.go), our extension.
 //
 // Routing, request decoding and validation come from package gen, which ogen generates from
 // openapi/openapi.yaml. Server implements gen.Handler for the plain JSON operations and
@@ -22,6 +22,7 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/gen"
 	"github.com/wgpu-llama/wgpu-llama/model/chat"
 	"github.com/wgpu-llama/wgpu-llama/model/tokenizer"
+	"github.com/wgpu-llama/wgpu-llama/server/resumable"
 )
 
 // Backend generates text for the server; the engine satisfies it.
@@ -57,14 +58,18 @@ type Config struct {
 	// and --chat-template-file; see chat.Resolve). Nil uses the GGUF's tokenizer.chat_template,
 	// or ChatML when it has none. Either way bos_token and eos_token come from the model.
 	ChatTemplate *chat.Template
+	// Streams bounds resumable streams (X-Conversation-Id): bytes kept per stream, how long a
+	// finished one stays, how often expired ones are collected, and the clock for all three.
+	Streams resumable.Config
 }
 
 // Server serves the API. Until SetBackend is called every route answers 503 "Loading model".
 type Server struct {
-	cfg    Config
-	logger *log.Logger
-	api    *gen.Server
-	ready  atomic.Pointer[loaded]
+	cfg     Config
+	logger  *log.Logger
+	api     *gen.Server
+	ready   atomic.Pointer[loaded]
+	streams *resumable.Store
 }
 
 // loaded is what SetBackend prepares once per model.
@@ -93,7 +98,7 @@ func New(cfg Config, logger *log.Logger) *Server {
 	if logger == nil {
 		logger = log.Default()
 	}
-	s := &Server{cfg: cfg, logger: logger}
+	s := &Server{cfg: cfg, logger: logger, streams: resumable.NewStore(cfg.Streams)}
 	api, err := gen.NewServer(s, s,
 		gen.WithNotFound(notFound),
 		gen.WithMethodNotAllowed(methodNotAllowed),
@@ -106,6 +111,11 @@ func New(cfg Config, logger *log.Logger) *Server {
 	s.api = api
 	return s
 }
+
+// Close cancels the resumable streams still generating, which ends their followers' responses,
+// and stops collecting expired ones; new resumable streams are refused from then on. Call it
+// before shutting the HTTP server down, which waits for open responses.
+func (s *Server) Close() { s.streams.Close() }
 
 // SetBackend makes the server ready, serving b from now on.
 func (s *Server) SetBackend(b Backend) {

@@ -27,12 +27,19 @@ func newHarnessConfig(t *testing.T, cfg Config) *harness {
 	t.Helper()
 	fake := newFakeBackend(t)
 	srv := New(cfg, testLogger())
+	t.Cleanup(srv.Close)
 	srv.SetBackend(fake)
 	return &harness{srv: srv, fake: fake, h: srv.Handler()}
 }
 
 // do sends one request and returns the recorded response.
 func (h *harness) do(t *testing.T, method, path, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	return h.doWith(t, method, path, body, nil)
+}
+
+// doWith is do with extra request headers.
+func (h *harness) doWith(t *testing.T, method, path, body string, header http.Header) *httptest.ResponseRecorder {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -41,6 +48,9 @@ func (h *harness) do(t *testing.T, method, path, body string) *httptest.Response
 	req := httptest.NewRequest(method, path, rd)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	rec := httptest.NewRecorder()
 	h.h.ServeHTTP(rec, req)
@@ -243,7 +253,7 @@ func TestCORS(t *testing.T) {
 	}{
 		{"preflight", "OPTIONS", "http://example.com", 200, map[string]string{
 			"Access-Control-Allow-Origin":      "http://example.com",
-			"Access-Control-Allow-Methods":     "GET, POST",
+			"Access-Control-Allow-Methods":     "GET, POST, DELETE",
 			"Access-Control-Allow-Headers":     "*",
 			"Access-Control-Allow-Credentials": "true",
 		}},

@@ -8,15 +8,18 @@ package server
 // then hands the operation to gen.RawHandler together with the http.ResponseWriter, and the
 // handler writes either one JSON body or the event stream below. An error returned before
 // anything was written still goes through NewError, so early failures are ordinary JSON errors.
+// GET /v1/stream/{id} is raw the same way: it relays a resumable stream's bytes (streams.go).
 
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 
 	"github.com/go-faster/jx"
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
+	"github.com/wgpu-llama/wgpu-llama/server/resumable"
 )
 
 // encoder is a generated type that can write itself as JSON.
@@ -24,31 +27,35 @@ type encoder interface {
 	Encode(e *jx.Encoder)
 }
 
-// sseWriter writes server-sent events. Nothing is sent until the first event, so a handler can
+// sseWriter writes server-sent events to a response or, for resumable streams, to a session
+// that followers relay (streams.go). Nothing is sent until the first event, so a handler can
 // still answer with a JSON error until it has a first result to stream.
 type sseWriter struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
+	out io.Writer
+	// begin commits the response before the first event; flush pushes each event out. Both
+	// are nil for a session, which has no headers and no buffering.
+	begin   func()
+	flush   func() error
 	started bool
 	enc     jx.Encoder
 }
 
+// newSSE writes events straight to the response.
 func newSSE(w http.ResponseWriter) *sseWriter {
-	return &sseWriter{w: w, rc: http.NewResponseController(w)}
+	return &sseWriter{out: w, begin: func() { startEventStream(w) }, flush: http.NewResponseController(w).Flush}
 }
 
-// start commits the 200 status and the event-stream headers llama-server sends.
-func (s *sseWriter) start() {
-	if s.started {
-		return
-	}
-	s.started = true
-	h := s.w.Header()
+// newSessionSSE writes events to a resumable stream's session.
+func newSessionSSE(s *resumable.Session) *sseWriter { return &sseWriter{out: s} }
+
+// startEventStream commits the 200 status and the event-stream headers llama-server sends.
+func startEventStream(w http.ResponseWriter) {
+	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	// Tell nginx-style proxies not to buffer the stream.
 	h.Set("X-Accel-Buffering", "no")
-	s.w.WriteHeader(http.StatusOK)
+	w.WriteHeader(http.StatusOK)
 }
 
 // data sends v as one `data: {json}` event and flushes it.
@@ -69,15 +76,24 @@ func (s *sseWriter) fail(e *apiError) error {
 }
 
 func (s *sseWriter) send(prefix string, payload []byte) error {
-	s.start()
+	if !s.started {
+		s.started = true
+		if s.begin != nil {
+			s.begin()
+		}
+	}
+	// One write per event, so a session never holds half an event that its producer wrote.
 	buf := make([]byte, 0, len(prefix)+len(payload)+2)
 	buf = append(buf, prefix...)
 	buf = append(buf, payload...)
 	buf = append(buf, "\n\n"...)
-	if _, err := s.w.Write(buf); err != nil {
+	if _, err := s.out.Write(buf); err != nil {
 		return err
 	}
-	return s.rc.Flush()
+	if s.flush == nil {
+		return nil
+	}
+	return s.flush()
 }
 
 // errNoFinal reports an engine channel that closed without a final result.
@@ -98,7 +114,8 @@ func nextResult(ctx context.Context, ch <-chan engine.Result) (engine.Result, er
 
 // drain consumes whatever the engine still sends after the handler stopped listening (client
 // gone, write failed), so an engine blocked on the channel is released; the engine learns of
-// the cancellation through the request context it got in Submit.
+// the cancellation through the context it got in Submit (the request's, or a resumable
+// stream's session).
 func drain(ch <-chan engine.Result) {
 	go func() {
 		for range ch {

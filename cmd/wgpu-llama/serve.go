@@ -60,6 +60,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	eng, err := engine.Load(ctx, cfg)
 	if err != nil {
 		httpSrv.Close()
+		srv.Close()
 		return err
 	}
 	defer eng.Close()
@@ -72,6 +73,9 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down")
+	// Resumable streams generate detached from their clients: stop them, or Shutdown would
+	// wait on their followers.
+	srv.Close()
 	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := httpSrv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -1,0 +1,165 @@
+package server
+
+// Resumable streams, our extension to llama-server's API.
+//
+// A streaming chat completion posted with X-Conversation-Id runs detached from its connection:
+// the generation writes its events into a session of s.streams (package resumable), under the
+// session's context, which only DELETE, server shutdown (Close) or the session's end cancel.
+// Every client, the POST's included, relays the session's bytes to its response from an
+// offset: the POST from 0, GET /v1/stream/{id}?from=N from N. A client that leaves only stops
+// its relay; the generation goes on, and the client can come back for the bytes it missed.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/wgpu-llama/wgpu-llama/engine"
+	"github.com/wgpu-llama/wgpu-llama/gen"
+	"github.com/wgpu-llama/wgpu-llama/server/resumable"
+)
+
+// relayChunk is the most a relay reads from a session at once.
+const relayChunk = 32 << 10
+
+// startResumable runs a chat stream in a new session named id and relays it to w from its first
+// byte. A failure before the first event is answered as a JSON error, as without a session.
+func (s *Server) startResumable(ctx context.Context, id string, b Backend, task engine.Task, run *chatRun, w http.ResponseWriter) error {
+	// The session keeps the request's values (its log fields) but not its cancellation.
+	sess, err := s.streams.Start(context.WithoutCancel(ctx), id)
+	switch {
+	case errors.Is(err, resumable.ErrRunning):
+		return &apiError{typ: errConflict, message: fmt.Sprintf("the stream %q is still running; DELETE /v1/stream/%s stops it", id, id)}
+	case errors.Is(err, resumable.ErrClosed):
+		return &apiError{typ: errUnavailable, cause: err, message: "the server is shutting down"}
+	case err != nil:
+		return err
+	}
+	// Attach before the first byte exists, so the POST's relay starts at 0 however fast the
+	// generation writes; offset 0 of a new session is always valid.
+	f, err := sess.Follow(ctx, 0)
+	if err != nil {
+		return err
+	}
+	ch, err := b.Submit(sess.Context(), task)
+	if err != nil {
+		ae := run.fail(err)
+		sess.Fail(ae)
+		return ae
+	}
+	go func() {
+		defer drain(ch)
+		if err := run.stream(sess.Context(), ch, newSessionSSE(sess)); err != nil {
+			sess.Fail(err)
+			return
+		}
+		sess.Finish()
+	}()
+	return relay(w, sess, f)
+}
+
+// GetStream implements GET /v1/stream/{id}: the stream's bytes from ?from= on, then live.
+func (s *Server) GetStream(ctx context.Context, p gen.GetStreamParams, w http.ResponseWriter) error {
+	sess, ok := s.streams.Get(string(p.ID))
+	if !ok {
+		return unknownStream(string(p.ID))
+	}
+	from := p.From.Or(0)
+	f, err := sess.Follow(ctx, from)
+	if err != nil {
+		return offsetError(err, from, sess.Info())
+	}
+	return relay(w, sess, f)
+}
+
+// DeleteStream implements DELETE /v1/stream/{id}: it cancels the generation, which ends the
+// followers, and answers the stream's status.
+func (s *Server) DeleteStream(_ context.Context, p gen.DeleteStreamParams) (*gen.StreamStatus, error) {
+	sess, ok := s.streams.Get(string(p.ID))
+	if !ok {
+		return nil, unknownStream(string(p.ID))
+	}
+	sess.Cancel()
+	st := streamStatus(sess.Info())
+	return &st, nil
+}
+
+// LookupStreams implements POST /v1/streams/lookup: the status of the named streams that exist.
+func (s *Server) LookupStreams(_ context.Context, req *gen.StreamLookupRequest) (*gen.StreamLookupResponse, error) {
+	ids := make([]string, len(req.Ids))
+	for i, id := range req.Ids {
+		ids[i] = string(id)
+	}
+	infos := s.streams.Lookup(ids)
+	resp := &gen.StreamLookupResponse{Streams: make([]gen.StreamStatus, len(infos))}
+	for i, info := range infos {
+		resp.Streams[i] = streamStatus(info)
+	}
+	return resp, nil
+}
+
+func streamStatus(info resumable.Info) gen.StreamStatus {
+	return gen.StreamStatus{
+		ID:           gen.StreamId(info.ID),
+		Status:       gen.StreamStatusStatus(info.Status),
+		Bytes:        info.Bytes,
+		RetainedFrom: info.RetainedFrom,
+	}
+}
+
+func unknownStream(id string) *apiError {
+	return &apiError{typ: errNotFound, message: fmt.Sprintf("no stream with id %q", id)}
+}
+
+// relay writes what f reads of sess to w until the session ends or the client leaves. The
+// status and headers go out with the first bytes, so a session that failed before its first
+// event is answered with its error instead.
+func relay(w http.ResponseWriter, sess *resumable.Session, f *resumable.Follower) error {
+	flush := http.NewResponseController(w).Flush
+	buf := make([]byte, relayChunk)
+	started := false
+	for {
+		n, err := f.Read(buf)
+		if n > 0 {
+			if !started {
+				started = true
+				startEventStream(w)
+			}
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return nil // the client is gone
+			}
+			if flush() != nil {
+				return nil
+			}
+		}
+		switch {
+		case err == nil:
+			continue
+		case errors.Is(err, io.EOF) && !started:
+			if serr := sess.Err(); serr != nil && sess.Info().Bytes == 0 {
+				return serr
+			}
+			startEventStream(w) // an empty rest: the stream ended where the client was
+			return nil
+		case errors.Is(err, resumable.ErrDropped) && !started:
+			return offsetError(err, f.Offset(), sess.Info())
+		}
+		// The end, the client gone, or a client so slow that the ring dropped bytes it had not
+		// read yet: the response ends, and the client can ask again from where it stopped.
+		return nil
+	}
+}
+
+// offsetError explains a from= that the session cannot serve.
+func offsetError(err error, from int64, info resumable.Info) error {
+	switch {
+	case errors.Is(err, resumable.ErrDropped):
+		return invalidRequest("from=%d is before the oldest byte the stream %q still holds (%d): its first %d bytes were dropped",
+			from, info.ID, info.RetainedFrom, info.RetainedFrom)
+	case errors.Is(err, resumable.ErrBeyondEnd):
+		return invalidRequest("from=%d is beyond the end of the stream %q, which has %d bytes so far", from, info.ID, info.Bytes)
+	}
+	return err
+}
