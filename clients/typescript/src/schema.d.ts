@@ -421,6 +421,22 @@ export interface components {
             post_sampling_probs?: boolean | null;
             /** @description The fewest tokens top_p, min_p, typical_p and xtc leave. */
             min_keep?: number | null;
+            /** @description Prompt tokens a context shift keeps (-1 all; BOS is always kept). Default 0. */
+            n_keep?: number | null;
+            /** @description Tokens a context shift drops; 0 (the default) drops half of those not kept. */
+            n_discard?: number | null;
+            /**
+             * @description Shortest chunk of the slot's cache, past the common prefix, that is moved into place
+             *     instead of being computed again; 0 uses the server's --cache-reuse.
+             */
+            n_cache_reuse?: number | null;
+            /**
+             * @description Stop generating once this many milliseconds have passed since the first generated
+             *     token and a newline has been generated; 0 is off.
+             */
+            t_max_predict_ms?: number | null;
+            /** @description Reuse the longest cached prefix of the prompt (default true). */
+            cache_prompt?: boolean | null;
             /**
              * @description The sampler chain's order: an array of names ("top_k", "top-k", "temperature", ...)
              *     or a string of letters ("edskypmxt").
@@ -542,7 +558,7 @@ export interface components {
             stop?: components["schemas"]["Stop"];
             stream?: boolean | null;
             ignore_eos?: boolean | null;
-            /** @description Accepted and ignored; the engine always reuses a matching cached prefix. */
+            /** @description Reuse the longest cached prefix of the prompt (default true). */
             cache_prompt?: boolean | null;
             /** @description Return the generated token ids in the final response's "tokens". */
             return_tokens?: boolean | null;
@@ -583,6 +599,20 @@ export interface components {
             post_sampling_probs?: boolean | null;
             /** @description The fewest tokens top_p, min_p, typical_p and xtc leave. */
             min_keep?: number | null;
+            /** @description Prompt tokens a context shift keeps (-1 all; BOS is always kept). Default 0. */
+            n_keep?: number | null;
+            /** @description Tokens a context shift drops; 0 (the default) drops half of those not kept. */
+            n_discard?: number | null;
+            /**
+             * @description Shortest chunk of the slot's cache, past the common prefix, that is moved into place
+             *     instead of being computed again; 0 uses the server's --cache-reuse.
+             */
+            n_cache_reuse?: number | null;
+            /**
+             * @description Stop generating once this many milliseconds have passed since the first generated
+             *     token and a newline has been generated; 0 is off.
+             */
+            t_max_predict_ms?: number | null;
             /**
              * @description The sampler chain's order: an array of names ("top_k", "top-k", "temperature", ...)
              *     or a string of letters ("edskypmxt").
