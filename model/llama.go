@@ -355,21 +355,13 @@ type Batch struct {
 func (m *Model) ForwardBatch(kv *KVCache, b Batch) ([][]float32, error) {
 	n := len(b.Tokens)
 	if m.enc != nil {
-		return nil, fmt.Errorf("model: %s is an embedding model: it does not generate text (use Embed)", m.Config.Arch)
+		return nil, fmt.Errorf("model: %s is an embedding model: it does not generate text (use ForwardEmbed)", m.Config.Arch)
 	}
-	if n == 0 || n > m.maxBatch || len(b.Pos) != n || len(b.Base) != n {
-		return nil, fmt.Errorf("model: batch of %d tokens (%d positions, %d bases); the limit is %d", n, len(b.Pos), len(b.Base), m.maxBatch)
+	if err := m.checkBatch(kv, b); err != nil {
+		return nil, err
 	}
 	if len(b.Logits) > m.maxOutputs {
 		return nil, fmt.Errorf("model: %d logit rows requested; the limit is %d", len(b.Logits), m.maxOutputs)
-	}
-	for i, id := range b.Tokens {
-		if id < 0 || int(id) >= m.Config.NVocab {
-			return nil, fmt.Errorf("model: token id %d out of range (vocabulary %d)", id, m.Config.NVocab)
-		}
-		if b.Pos[i] < 0 || b.Base[i] < 0 || int(b.Base[i]+b.Pos[i]) >= kv.NCtx {
-			return nil, fmt.Errorf("model: token %d at position %d of the sequence at row %d is outside the cache of %d", i, b.Pos[i], b.Base[i], kv.NCtx)
-		}
 	}
 	for _, r := range b.Logits {
 		if r < 0 || r >= n {
@@ -379,8 +371,35 @@ func (m *Model) ForwardBatch(kv *KVCache, b Batch) ([][]float32, error) {
 	return m.pass(kv, b)
 }
 
+// checkBatch checks a batch's size, token ids and cache rows.
+func (m *Model) checkBatch(kv *KVCache, b Batch) error {
+	n := len(b.Tokens)
+	if n == 0 || n > m.maxBatch || len(b.Pos) != n || len(b.Base) != n {
+		return fmt.Errorf("model: batch of %d tokens (%d positions, %d bases); the limit is %d", n, len(b.Pos), len(b.Base), m.maxBatch)
+	}
+	for i, id := range b.Tokens {
+		if id < 0 || int(id) >= m.Config.NVocab {
+			return fmt.Errorf("model: token id %d out of range (vocabulary %d)", id, m.Config.NVocab)
+		}
+		if b.Pos[i] < 0 || b.Base[i] < 0 || int(b.Base[i]+b.Pos[i]) >= kv.NCtx {
+			return fmt.Errorf("model: token %d at position %d of the sequence at row %d is outside the cache of %d", i, b.Pos[i], b.Base[i], kv.NCtx)
+		}
+	}
+	return nil
+}
+
 // pass records and submits one forward pass of at most maxBatch tokens.
 func (m *Model) pass(kv *KVCache, b Batch) ([][]float32, error) {
+	r, err := m.record(kv, b)
+	if err != nil {
+		return nil, err
+	}
+	return m.logits(r, b)
+}
+
+// record uploads the batch and records the decoder's layers over it, leaving the final hidden
+// states (before the output norm) in the scratch's x.
+func (m *Model) record(kv *KVCache, b Batch) (*gpu.Recorder, error) {
 	c, s, n := m.Config, &m.scratch, len(b.Tokens)
 	if err := m.dev.Write(s.ids, 0, gpu.Bytes(b.Tokens)); err != nil {
 		return nil, err
@@ -423,6 +442,12 @@ func (m *Model) pass(kv *KVCache, b Batch) ([][]float32, error) {
 		r.GLU(s.gu, s.ffn, c.NFF, n, c.GELU)
 		m.residual(r, ly.ffnDown, s.ffn, c.NFF, ly.postFFN, n)
 	}
+	return r, nil
+}
+
+// logits finishes a recorded pass with the logits of the batch rows b.Logits asks for.
+func (m *Model) logits(r *gpu.Recorder, b Batch) ([][]float32, error) {
+	c, s, n := m.Config, &m.scratch, len(b.Tokens)
 	k := len(b.Logits)
 	if k == 0 {
 		return nil, r.Submit()
