@@ -39,6 +39,9 @@ type generation struct {
 // start prepares a request in slot s: it reuses the slot's cached prefix of the prompt
 // (always leaving one token to evaluate, whose logits are needed) and builds the sampler.
 func (e *Engine) start(s *slot, r *request) error {
+	if r.task.Kind != TaskGenerate {
+		return e.startJob(s, r)
+	}
 	t := r.task
 	nPast := min(commonPrefix(s.cached, t.Prompt), len(t.Prompt)-1)
 	s.cached = s.cached[:nPast]

@@ -14,6 +14,7 @@ type slot struct {
 	base     int32 // first KV cache row of the region
 	cached   []int32
 	gen      *generation
+	job      *embedJob // an embedding or rerank task, when one runs here instead
 	lastUsed time.Time
 }
 
@@ -26,6 +27,7 @@ func (e *Engine) loop() {
 			e.failAll(ErrClosed)
 			return
 		}
+		e.runJobs()
 		e.turn()
 	}
 }
@@ -81,7 +83,7 @@ func (e *Engine) closing() bool {
 func (e *Engine) idleSlots() []*slot {
 	var idle []*slot
 	for _, s := range e.slots {
-		if s.gen == nil {
+		if s.gen == nil && s.job == nil {
 			idle = append(idle, s)
 		}
 	}
@@ -194,6 +196,7 @@ func (e *Engine) end(s *slot, final Result) {
 
 // failAll ends every running and queued request with err (the engine is closing).
 func (e *Engine) failAll(err error) {
+	e.failJobs(err)
 	for _, s := range e.slots {
 		if s.gen != nil {
 			s.gen.res.Err = err
