@@ -12,8 +12,7 @@ type encoder struct {
 	typeRow          *gpu.Buffer // token type 0's embedding, added to every token (nil: none)
 	embNormW, embNrB *gpu.Buffer
 	layers           []encoderLayer
-	head             *rankHead   // a reranker's classification head, or nil
-	keyEnds          *gpu.Buffer // per token: the last position it attends to, then its row base
+	head             *rankHead // a reranker's classification head, or nil
 }
 
 // rankHead is a reranker's classification head (llama.cpp's cls and cls.output tensors, as
@@ -102,10 +101,6 @@ func (m *Model) loadEncoder(l *loader) error {
 	if e.head, err = loadRankHead(l, c.NEmbd); err != nil {
 		return err
 	}
-	if e.keyEnds, err = l.dev.NewBuffer("key_ends", uint64(2*m.maxBatch)*4); err != nil {
-		return fmt.Errorf("model: scratch key_ends: %w", err)
-	}
-	l.bufs = append(l.bufs, e.keyEnds)
 	m.enc = e
 	return nil
 }
@@ -168,10 +163,10 @@ func (m *Model) recordEncoder(kv *KVCache, b Batch) (*gpu.Recorder, error) {
 			ends[i] = last[base]
 		}
 		copy(ends[n:], b.Base)
-		if err := m.dev.Write(e.keyEnds, 0, gpu.Bytes(ends)); err != nil {
+		if err := m.dev.Write(s.keyEnds, 0, gpu.Bytes(ends)); err != nil {
 			return nil, err
 		}
-		keyEnds = e.keyEnds
+		keyEnds = s.keyEnds
 	}
 	r, err := m.dev.Begin()
 	if err != nil {

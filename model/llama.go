@@ -47,6 +47,10 @@ type Model struct {
 // scratch holds the activations of one forward pass, sized for maxBatch tokens.
 type scratch struct {
 	x, xn, qkv, attn, gu, ffn, xq, xsums, tmp, logits, ids, pos, outRows *gpu.Buffer
+
+	// keyEnds holds each token's last attended position and row base for an encoder (see
+	// recordEncoder).
+	keyEnds *gpu.Buffer
 }
 
 // Options tune loading.
@@ -228,6 +232,7 @@ func (m *Model) allocScratch() error {
 		{"ids", t, &m.scratch.ids},
 		{"pos", 2 * t, &m.scratch.pos},
 		{"out_rows", m.maxOutputs, &m.scratch.outRows},
+		{"key_ends", 2 * t, &m.scratch.keyEnds},
 	} {
 		if *s.dst, err = alloc(s.name, s.n); err != nil {
 			return fmt.Errorf("model: scratch %s: %w", s.name, err)
@@ -245,7 +250,7 @@ func (m *Model) Close() {
 		w.Release()
 	}
 	s := &m.scratch
-	for _, b := range []*gpu.Buffer{s.x, s.xn, s.qkv, s.attn, s.gu, s.ffn, s.xq, s.xsums, s.tmp, s.logits, s.ids, s.pos, s.outRows} {
+	for _, b := range []*gpu.Buffer{s.x, s.xn, s.qkv, s.attn, s.gu, s.ffn, s.xq, s.xsums, s.tmp, s.logits, s.ids, s.pos, s.outRows, s.keyEnds} {
 		b.Release()
 	}
 	m.vectors, m.weights = nil, nil
