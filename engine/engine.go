@@ -48,7 +48,12 @@ type Config struct {
 	KVF32 bool
 	// RawActivations skips rounding matmul activations as llama.cpp does (model.Options).
 	RawActivations bool
-	Logger         *log.Logger
+	// Embeddings serves embedding and rerank tasks (llama-server's --embeddings).
+	Embeddings bool
+	// Pooling overrides the model file's pooling_type for embeddings: none, mean, cls, last or
+	// rank (llama-server's --pooling); "" keeps the file's.
+	Pooling string
+	Logger  *log.Logger
 }
 
 // InlineSoftwareBelow is the model file size under which a software adapter runs dispatches
@@ -167,6 +172,11 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		m.Close()
 		return nil, err
 	}
+	pooling, err := embedPooling(cfg, m)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
 	alias := cfg.Alias
 	if alias == "" {
 		alias = strings.TrimSuffix(filepath.Base(cfg.ModelPath), filepath.Ext(cfg.ModelPath))
@@ -180,6 +190,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 			Name: alias, Path: cfg.ModelPath, NCtx: slotCtx, NCtxTrain: c.NCtxTrain, NVocab: c.NVocab,
 			NEmbd: c.NEmbd, NParams: nParams, Size: c.TensorSize, FileType: c.FileType,
 			ChatTemplate: c.ChatTmpl, NSlots: nSlots,
+			Embeddings: cfg.Embeddings, Pooling: pooling, RerankTemplate: c.RerankTmpl,
 		},
 		tok: m.Tokenizer, dev: dev, model: m, kv: kv, log: logger,
 		queue:      make(chan *request, 256),
@@ -209,6 +220,12 @@ func (e *Engine) Info() ModelInfo { return e.info }
 // Submit queues a task. The returned channel yields partial results and then one final result
 // (Stop true), after which it is closed. Cancelling ctx ends the generation at the next token.
 func (e *Engine) Submit(ctx context.Context, t Task) (<-chan Result, error) {
+	if err := e.checkKind(t); err != nil {
+		return nil, err
+	}
+	if t.Kind != TaskGenerate {
+		return e.enqueue(ctx, t)
+	}
 	if len(t.Prompt) == 0 {
 		return nil, ErrEmptyPrompt
 	}
@@ -220,6 +237,11 @@ func (e *Engine) Submit(ctx context.Context, t Task) (<-chan Result, error) {
 			return nil, fmt.Errorf("engine: prompt token %d out of range (vocabulary %d)", id, e.info.NVocab)
 		}
 	}
+	return e.enqueue(ctx, t)
+}
+
+// enqueue puts a checked task on the queue.
+func (e *Engine) enqueue(ctx context.Context, t Task) (<-chan Result, error) {
 	r := &request{ctx: ctx, task: t, box: newOutbox()}
 	select {
 	case e.queue <- r:

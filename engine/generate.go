@@ -43,6 +43,9 @@ type generation struct {
 // any slot (sharing its pages; always leaving one token to evaluate, whose logits are needed),
 // then, with cache reuse on, later chunks of the slot's own cache, and builds the sampler.
 func (e *Engine) start(s *slot, r *request) error {
+	if r.task.Kind != TaskGenerate {
+		return e.startJob(s, r)
+	}
 	t := r.task
 	nPast := 0
 	if !t.Params.SkipPromptCache {

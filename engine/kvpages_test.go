@@ -8,6 +8,7 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/engine"
 	"github.com/wgpu-llama/wgpu-llama/engine/enginetest"
 	"github.com/wgpu-llama/wgpu-llama/engine/grammar"
+	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
 )
 
 const stories = "stories260K.gguf"
@@ -79,7 +80,7 @@ func TestContextShift(t *testing.T) {
 	prompt := cat([]int32{1}, seqTokens(300, 9))
 	p := greedy(150)
 	p.IgnoreEOS = true
-	shifting := enginetest.LoadConfig(t, engine.Config{CtxSize: 64, ContextShift: true}, "models", stories)
+	shifting := enginetest.LoadConfig(t, engine.Config{ModelPath: shareddata.Path(t, "models", stories), CtxSize: 64, ContextShift: true})
 	_, final := run(t, shifting, prompt, p)
 	if final.TokensPredicted != 150 || final.StopType != engine.StopLimit || !final.Truncated || final.TokensCached >= 64 {
 		t.Errorf("with context shift: predicted %d stop %s truncated %v cached %d", final.TokensPredicted, final.StopType, final.Truncated, final.TokensCached)
@@ -89,7 +90,7 @@ func TestContextShift(t *testing.T) {
 	if kept.TokensPredicted != 150 || !kept.Truncated {
 		t.Errorf("n_keep -1: predicted %d truncated %v", kept.TokensPredicted, kept.Truncated)
 	}
-	fixed := enginetest.LoadConfig(t, engine.Config{CtxSize: 64}, "models", stories)
+	fixed := enginetest.LoadConfig(t, engine.Config{ModelPath: shareddata.Path(t, "models", stories), CtxSize: 64})
 	_, final = run(t, fixed, prompt, p)
 	if final.TokensPredicted >= 64 || final.StopType != engine.StopLimit || !final.Truncated {
 		t.Errorf("without context shift: predicted %d stop %s truncated %v", final.TokensPredicted, final.StopType, final.Truncated)
@@ -132,14 +133,14 @@ func TestPromptCacheOff(t *testing.T) {
 // each holds 64.
 func TestUnifiedKV(t *testing.T) {
 	prompt := cat([]int32{1}, seqTokens(300, 99))
-	unified := enginetest.LoadConfig(t, engine.Config{CtxSize: 128, Slots: 2, KVUnified: true}, "models", stories)
+	unified := enginetest.LoadConfig(t, engine.Config{ModelPath: shareddata.Path(t, "models", stories), CtxSize: 128, Slots: 2, KVUnified: true})
 	if unified.Info().NCtx != 128 {
 		t.Errorf("unified n_ctx %d", unified.Info().NCtx)
 	}
 	if _, final := run(t, unified, prompt, greedy(10)); final.TokensPredicted != 10 {
 		t.Errorf("unified: predicted %d", final.TokensPredicted)
 	}
-	split := enginetest.LoadConfig(t, engine.Config{CtxSize: 128, Slots: 2}, "models", stories)
+	split := enginetest.LoadConfig(t, engine.Config{ModelPath: shareddata.Path(t, "models", stories), CtxSize: 128, Slots: 2})
 	if _, err := split.Submit(context.Background(), engine.Task{Prompt: prompt, Params: greedy(10)}); !errors.Is(err, engine.ErrPromptTooBig) {
 		t.Errorf("split context: %v, want ErrPromptTooBig", err)
 	}

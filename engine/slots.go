@@ -15,6 +15,7 @@ type slot struct {
 	cached   []int32
 	pages    []int32
 	gen      *generation
+	job      *embedJob // an embedding or rerank task, when one runs here instead
 	lastUsed time.Time
 }
 
@@ -27,6 +28,7 @@ func (e *Engine) loop() {
 			e.failAll(ErrClosed)
 			return
 		}
+		e.runJobs()
 		e.turn()
 	}
 }
@@ -80,7 +82,7 @@ func (e *Engine) closing() bool {
 func (e *Engine) idleSlots() []*slot {
 	var idle []*slot
 	for _, s := range e.slots {
-		if s.gen == nil {
+		if s.gen == nil && s.job == nil {
 			idle = append(idle, s)
 		}
 	}
@@ -257,6 +259,7 @@ func (e *Engine) end(s *slot, final Result) {
 
 // failAll ends every running and queued request with err (the engine is closing).
 func (e *Engine) failAll(err error) {
+	e.failJobs(err)
 	for _, s := range e.slots {
 		if s.gen != nil {
 			s.gen.res.Err = err

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/wgpu-llama/wgpu-llama/engine/grammar"
+	"github.com/wgpu-llama/wgpu-llama/model"
 )
 
 // SeedRandom asks for a seed drawn from the clock, as llama-server's default seed (-1) does.
@@ -126,8 +127,23 @@ func DefaultParams() Params {
 	}
 }
 
-// Task is one generation request: a tokenized prompt and its settings.
+// TaskKind says what a task asks of the model.
+type TaskKind int
+
+// Task kinds.
+const (
+	// TaskGenerate generates text after the prompt (the zero value).
+	TaskGenerate TaskKind = iota
+	// TaskEmbed computes the prompt's embedding, pooled as the engine pools (Config.Pooling).
+	TaskEmbed
+	// TaskRerank scores the prompt, a query and a document already formatted for the
+	// reranker, with its classification head (rank pooling).
+	TaskRerank
+)
+
+// Task is one request: a tokenized prompt, what to do with it, and for generation its settings.
 type Task struct {
+	Kind   TaskKind
 	Prompt []int32
 	Params Params
 }
@@ -178,6 +194,12 @@ type Result struct {
 	// probability and the NProbs most likely candidates at that step.
 	Probs []StepProbs
 
+	// Embedding is a TaskEmbed's or TaskRerank's answer, on its final result. TaskEmbed: one
+	// pooled vector of NEmbd, not normalised (the caller normalises as its request asks), or
+	// with pooling none one vector per prompt token. TaskRerank: one row, the classification
+	// head's outputs, whose first is the relevance score.
+	Embedding [][]float32
+
 	// Err, when set on a final result, is why the request failed.
 	Err error
 }
@@ -212,4 +234,11 @@ type ModelInfo struct {
 	ChatTemplate string
 	// NSlots is the number of parallel sequences.
 	NSlots int
+	// Embeddings says whether embedding and rerank tasks are served (--embeddings).
+	Embeddings bool
+	// Pooling is how embeddings are pooled: --pooling, else the model file's pooling_type,
+	// else none. PoolRank serves rerank tasks.
+	Pooling model.Pooling
+	// RerankTemplate is the model's tokenizer.chat_template.rerank, "" when it has none.
+	RerankTemplate string
 }

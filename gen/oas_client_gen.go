@@ -44,6 +44,25 @@ type Invoker interface {
 	//
 	// POST /completions
 	CreateCompletionAlias(ctx context.Context, request *CompletionRequest) (CreateCompletionAliasRes, error)
+	// CreateEmbedding invokes createEmbedding operation.
+	//
+	// As llama-server, a request with `content` instead of `input` gets the native answer.
+	//
+	// POST /v1/embeddings
+	CreateEmbedding(ctx context.Context, request *EmbeddingRequest) (EmbeddingResult, error)
+	// CreateEmbeddingNative invokes createEmbeddingNative operation.
+	//
+	// One result per input, in input order: `embedding` holds one pooled vector, normalised as
+	// `embd_normalize` says, or with pooling none one unnormalised vector per token.
+	//
+	// POST /embedding
+	CreateEmbeddingNative(ctx context.Context, request *EmbeddingRequest) (NativeEmbeddingResponse, error)
+	// CreateEmbeddingNativeAlias invokes createEmbeddingNativeAlias operation.
+	//
+	// Alias of POST /embedding.
+	//
+	// POST /embeddings
+	CreateEmbeddingNativeAlias(ctx context.Context, request *EmbeddingRequest) (NativeEmbeddingResponse, error)
 	// DeleteStream invokes deleteStream operation.
 	//
 	// Cancels the generation; followers receive the bytes produced so far and their responses
@@ -98,6 +117,31 @@ type Invoker interface {
 	//
 	// POST /v1/streams/lookup
 	LookupStreams(ctx context.Context, request *StreamLookupRequest) (*StreamLookupResponse, error)
+	// Rerank invokes rerank operation.
+	//
+	// Jina's request and answer (`documents`, `results` sorted by relevance), or with `texts`
+	// in place of `documents` TEI's (an array of `{index, score}` sorted by score).
+	//
+	// POST /v1/rerank
+	Rerank(ctx context.Context, request *RerankRequest) (RerankResult, error)
+	// RerankAlias invokes rerankAlias operation.
+	//
+	// Alias of POST /v1/rerank.
+	//
+	// POST /rerank
+	RerankAlias(ctx context.Context, request *RerankRequest) (RerankResult, error)
+	// RerankV1Alias invokes rerankV1Alias operation.
+	//
+	// Alias of POST /v1/rerank.
+	//
+	// POST /v1/reranking
+	RerankV1Alias(ctx context.Context, request *RerankRequest) (RerankResult, error)
+	// RerankingAlias invokes rerankingAlias operation.
+	//
+	// Alias of POST /v1/rerank.
+	//
+	// POST /reranking
+	RerankingAlias(ctx context.Context, request *RerankRequest) (RerankResult, error)
 	// Tokenize invokes tokenize operation.
 	//
 	// Tokenize text with the loaded model's vocabulary.
@@ -311,6 +355,127 @@ func (c *Client) sendCreateCompletionAlias(ctx context.Context, request *Complet
 	}
 
 	result, err := decodeCreateCompletionAliasResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// CreateEmbedding invokes createEmbedding operation.
+//
+// As llama-server, a request with `content` instead of `input` gets the native answer.
+//
+// POST /v1/embeddings
+func (c *Client) CreateEmbedding(ctx context.Context, request *EmbeddingRequest) (EmbeddingResult, error) {
+	res, err := c.sendCreateEmbedding(ctx, request)
+	return res, err
+}
+
+func (c *Client) sendCreateEmbedding(ctx context.Context, request *EmbeddingRequest) (res EmbeddingResult, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/v1/embeddings"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeCreateEmbeddingRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer body.Close()
+
+	result, err := decodeCreateEmbeddingResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// CreateEmbeddingNative invokes createEmbeddingNative operation.
+//
+// One result per input, in input order: `embedding` holds one pooled vector, normalised as
+// `embd_normalize` says, or with pooling none one unnormalised vector per token.
+//
+// POST /embedding
+func (c *Client) CreateEmbeddingNative(ctx context.Context, request *EmbeddingRequest) (NativeEmbeddingResponse, error) {
+	res, err := c.sendCreateEmbeddingNative(ctx, request)
+	return res, err
+}
+
+func (c *Client) sendCreateEmbeddingNative(ctx context.Context, request *EmbeddingRequest) (res NativeEmbeddingResponse, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/embedding"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeCreateEmbeddingNativeRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer body.Close()
+
+	result, err := decodeCreateEmbeddingNativeResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// CreateEmbeddingNativeAlias invokes createEmbeddingNativeAlias operation.
+//
+// Alias of POST /embedding.
+//
+// POST /embeddings
+func (c *Client) CreateEmbeddingNativeAlias(ctx context.Context, request *EmbeddingRequest) (NativeEmbeddingResponse, error) {
+	res, err := c.sendCreateEmbeddingNativeAlias(ctx, request)
+	return res, err
+}
+
+func (c *Client) sendCreateEmbeddingNativeAlias(ctx context.Context, request *EmbeddingRequest) (res NativeEmbeddingResponse, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/embeddings"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeCreateEmbeddingNativeAliasRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer body.Close()
+
+	result, err := decodeCreateEmbeddingNativeAliasResponse(resp)
 	if err != nil {
 		return res, errors.Wrap(err, "decode response")
 	}
@@ -648,6 +813,167 @@ func (c *Client) sendLookupStreams(ctx context.Context, request *StreamLookupReq
 	defer body.Close()
 
 	result, err := decodeLookupStreamsResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// Rerank invokes rerank operation.
+//
+// Jina's request and answer (`documents`, `results` sorted by relevance), or with `texts`
+// in place of `documents` TEI's (an array of `{index, score}` sorted by score).
+//
+// POST /v1/rerank
+func (c *Client) Rerank(ctx context.Context, request *RerankRequest) (RerankResult, error) {
+	res, err := c.sendRerank(ctx, request)
+	return res, err
+}
+
+func (c *Client) sendRerank(ctx context.Context, request *RerankRequest) (res RerankResult, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/v1/rerank"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeRerankRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer body.Close()
+
+	result, err := decodeRerankResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// RerankAlias invokes rerankAlias operation.
+//
+// Alias of POST /v1/rerank.
+//
+// POST /rerank
+func (c *Client) RerankAlias(ctx context.Context, request *RerankRequest) (RerankResult, error) {
+	res, err := c.sendRerankAlias(ctx, request)
+	return res, err
+}
+
+func (c *Client) sendRerankAlias(ctx context.Context, request *RerankRequest) (res RerankResult, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/rerank"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeRerankAliasRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer body.Close()
+
+	result, err := decodeRerankAliasResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// RerankV1Alias invokes rerankV1Alias operation.
+//
+// Alias of POST /v1/rerank.
+//
+// POST /v1/reranking
+func (c *Client) RerankV1Alias(ctx context.Context, request *RerankRequest) (RerankResult, error) {
+	res, err := c.sendRerankV1Alias(ctx, request)
+	return res, err
+}
+
+func (c *Client) sendRerankV1Alias(ctx context.Context, request *RerankRequest) (res RerankResult, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/v1/reranking"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeRerankV1AliasRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer body.Close()
+
+	result, err := decodeRerankV1AliasResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// RerankingAlias invokes rerankingAlias operation.
+//
+// Alias of POST /v1/rerank.
+//
+// POST /reranking
+func (c *Client) RerankingAlias(ctx context.Context, request *RerankRequest) (RerankResult, error) {
+	res, err := c.sendRerankingAlias(ctx, request)
+	return res, err
+}
+
+func (c *Client) sendRerankingAlias(ctx context.Context, request *RerankRequest) (res RerankResult, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/reranking"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeRerankingAliasRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer body.Close()
+
+	result, err := decodeRerankingAliasResponse(resp)
 	if err != nil {
 		return res, errors.Wrap(err, "decode response")
 	}

@@ -2328,6 +2328,489 @@ func (s *DetokenizeResponse) SetContent(val string) {
 	s.Content = val
 }
 
+// Ref: #/components/schemas/EmbeddingData
+type EmbeddingData struct {
+	Embedding EmbeddingVector `json:"embedding"`
+	Index     int             `json:"index"`
+	Object    string          `json:"object"`
+	// Base64, when the vector is encoded so.
+	EncodingFormat OptString `json:"encoding_format"`
+}
+
+// GetEmbedding returns the value of Embedding.
+func (s *EmbeddingData) GetEmbedding() EmbeddingVector {
+	return s.Embedding
+}
+
+// GetIndex returns the value of Index.
+func (s *EmbeddingData) GetIndex() int {
+	return s.Index
+}
+
+// GetObject returns the value of Object.
+func (s *EmbeddingData) GetObject() string {
+	return s.Object
+}
+
+// GetEncodingFormat returns the value of EncodingFormat.
+func (s *EmbeddingData) GetEncodingFormat() OptString {
+	return s.EncodingFormat
+}
+
+// SetEmbedding sets the value of Embedding.
+func (s *EmbeddingData) SetEmbedding(val EmbeddingVector) {
+	s.Embedding = val
+}
+
+// SetIndex sets the value of Index.
+func (s *EmbeddingData) SetIndex(val int) {
+	s.Index = val
+}
+
+// SetObject sets the value of Object.
+func (s *EmbeddingData) SetObject(val string) {
+	s.Object = val
+}
+
+// SetEncodingFormat sets the value of EncodingFormat.
+func (s *EmbeddingData) SetEncodingFormat(val OptString) {
+	s.EncodingFormat = val
+}
+
+// The text to embed; or several inputs: an array of strings and of arrays of token ids and
+// strings. An array holding a token id is one input of ids and strings (only a leading
+// string gets the special tokens).
+// Ref: #/components/schemas/EmbeddingInput
+// EmbeddingInput represents sum type.
+type EmbeddingInput struct {
+	Type                    EmbeddingInputType // switch on this field
+	String                  string
+	EmbeddingInputItemArray []EmbeddingInputItem
+}
+
+// EmbeddingInputType is oneOf type of EmbeddingInput.
+type EmbeddingInputType string
+
+// Possible values for EmbeddingInputType.
+const (
+	StringEmbeddingInput                  EmbeddingInputType = "string"
+	EmbeddingInputItemArrayEmbeddingInput EmbeddingInputType = "[]EmbeddingInputItem"
+)
+
+// IsString reports whether EmbeddingInput is string.
+func (s EmbeddingInput) IsString() bool { return s.Type == StringEmbeddingInput }
+
+// IsEmbeddingInputItemArray reports whether EmbeddingInput is []EmbeddingInputItem.
+func (s EmbeddingInput) IsEmbeddingInputItemArray() bool {
+	return s.Type == EmbeddingInputItemArrayEmbeddingInput
+}
+
+// SetString sets EmbeddingInput to string.
+func (s *EmbeddingInput) SetString(v string) {
+	s.Type = StringEmbeddingInput
+	s.String = v
+}
+
+// GetString returns string and true boolean if EmbeddingInput is string.
+func (s EmbeddingInput) GetString() (v string, ok bool) {
+	if !s.IsString() {
+		return v, false
+	}
+	return s.String, true
+}
+
+// NewStringEmbeddingInput returns new EmbeddingInput from string.
+func NewStringEmbeddingInput(v string) EmbeddingInput {
+	var s EmbeddingInput
+	s.SetString(v)
+	return s
+}
+
+// SetEmbeddingInputItemArray sets EmbeddingInput to []EmbeddingInputItem.
+func (s *EmbeddingInput) SetEmbeddingInputItemArray(v []EmbeddingInputItem) {
+	s.Type = EmbeddingInputItemArrayEmbeddingInput
+	s.EmbeddingInputItemArray = v
+}
+
+// GetEmbeddingInputItemArray returns []EmbeddingInputItem and true boolean if EmbeddingInput is []EmbeddingInputItem.
+func (s EmbeddingInput) GetEmbeddingInputItemArray() (v []EmbeddingInputItem, ok bool) {
+	if !s.IsEmbeddingInputItemArray() {
+		return v, false
+	}
+	return s.EmbeddingInputItemArray, true
+}
+
+// NewEmbeddingInputItemArrayEmbeddingInput returns new EmbeddingInput from []EmbeddingInputItem.
+func NewEmbeddingInputItemArrayEmbeddingInput(v []EmbeddingInputItem) EmbeddingInput {
+	var s EmbeddingInput
+	s.SetEmbeddingInputItemArray(v)
+	return s
+}
+
+// Ref: #/components/schemas/EmbeddingInputItem
+// EmbeddingInputItem represents sum type.
+type EmbeddingInputItem struct {
+	Type             EmbeddingInputItemType // switch on this field
+	Int32            int32
+	String           string
+	PromptPieceArray []PromptPiece
+}
+
+// EmbeddingInputItemType is oneOf type of EmbeddingInputItem.
+type EmbeddingInputItemType string
+
+// Possible values for EmbeddingInputItemType.
+const (
+	Int32EmbeddingInputItem            EmbeddingInputItemType = "int32"
+	StringEmbeddingInputItem           EmbeddingInputItemType = "string"
+	PromptPieceArrayEmbeddingInputItem EmbeddingInputItemType = "[]PromptPiece"
+)
+
+// IsInt32 reports whether EmbeddingInputItem is int32.
+func (s EmbeddingInputItem) IsInt32() bool { return s.Type == Int32EmbeddingInputItem }
+
+// IsString reports whether EmbeddingInputItem is string.
+func (s EmbeddingInputItem) IsString() bool { return s.Type == StringEmbeddingInputItem }
+
+// IsPromptPieceArray reports whether EmbeddingInputItem is []PromptPiece.
+func (s EmbeddingInputItem) IsPromptPieceArray() bool {
+	return s.Type == PromptPieceArrayEmbeddingInputItem
+}
+
+// SetInt32 sets EmbeddingInputItem to int32.
+func (s *EmbeddingInputItem) SetInt32(v int32) {
+	s.Type = Int32EmbeddingInputItem
+	s.Int32 = v
+}
+
+// GetInt32 returns int32 and true boolean if EmbeddingInputItem is int32.
+func (s EmbeddingInputItem) GetInt32() (v int32, ok bool) {
+	if !s.IsInt32() {
+		return v, false
+	}
+	return s.Int32, true
+}
+
+// NewInt32EmbeddingInputItem returns new EmbeddingInputItem from int32.
+func NewInt32EmbeddingInputItem(v int32) EmbeddingInputItem {
+	var s EmbeddingInputItem
+	s.SetInt32(v)
+	return s
+}
+
+// SetString sets EmbeddingInputItem to string.
+func (s *EmbeddingInputItem) SetString(v string) {
+	s.Type = StringEmbeddingInputItem
+	s.String = v
+}
+
+// GetString returns string and true boolean if EmbeddingInputItem is string.
+func (s EmbeddingInputItem) GetString() (v string, ok bool) {
+	if !s.IsString() {
+		return v, false
+	}
+	return s.String, true
+}
+
+// NewStringEmbeddingInputItem returns new EmbeddingInputItem from string.
+func NewStringEmbeddingInputItem(v string) EmbeddingInputItem {
+	var s EmbeddingInputItem
+	s.SetString(v)
+	return s
+}
+
+// SetPromptPieceArray sets EmbeddingInputItem to []PromptPiece.
+func (s *EmbeddingInputItem) SetPromptPieceArray(v []PromptPiece) {
+	s.Type = PromptPieceArrayEmbeddingInputItem
+	s.PromptPieceArray = v
+}
+
+// GetPromptPieceArray returns []PromptPiece and true boolean if EmbeddingInputItem is []PromptPiece.
+func (s EmbeddingInputItem) GetPromptPieceArray() (v []PromptPiece, ok bool) {
+	if !s.IsPromptPieceArray() {
+		return v, false
+	}
+	return s.PromptPieceArray, true
+}
+
+// NewPromptPieceArrayEmbeddingInputItem returns new EmbeddingInputItem from []PromptPiece.
+func NewPromptPieceArrayEmbeddingInputItem(v []PromptPiece) EmbeddingInputItem {
+	var s EmbeddingInputItem
+	s.SetPromptPieceArray(v)
+	return s
+}
+
+// Ref: #/components/schemas/EmbeddingRequest
+type EmbeddingRequest struct {
+	Input   OptNilEmbeddingInput `json:"input"`
+	Content OptNilEmbeddingInput `json:"content"`
+	// Float (the default) or base64 (each vector's little-endian f32 bytes).
+	EncodingFormat OptNilString `json:"encoding_format"`
+	// Normalisation of pooled vectors: -1 none, 0 max absolute scaled to 32760, 1 taxicab,
+	// 2 Euclidean (the default), p > 2 the p-norm.
+	EmbdNormalize OptNilInt `json:"embd_normalize"`
+	// Echoed in the OpenAI-style answer; the loaded model's name when absent.
+	Model OptNilString `json:"model"`
+}
+
+// GetInput returns the value of Input.
+func (s *EmbeddingRequest) GetInput() OptNilEmbeddingInput {
+	return s.Input
+}
+
+// GetContent returns the value of Content.
+func (s *EmbeddingRequest) GetContent() OptNilEmbeddingInput {
+	return s.Content
+}
+
+// GetEncodingFormat returns the value of EncodingFormat.
+func (s *EmbeddingRequest) GetEncodingFormat() OptNilString {
+	return s.EncodingFormat
+}
+
+// GetEmbdNormalize returns the value of EmbdNormalize.
+func (s *EmbeddingRequest) GetEmbdNormalize() OptNilInt {
+	return s.EmbdNormalize
+}
+
+// GetModel returns the value of Model.
+func (s *EmbeddingRequest) GetModel() OptNilString {
+	return s.Model
+}
+
+// SetInput sets the value of Input.
+func (s *EmbeddingRequest) SetInput(val OptNilEmbeddingInput) {
+	s.Input = val
+}
+
+// SetContent sets the value of Content.
+func (s *EmbeddingRequest) SetContent(val OptNilEmbeddingInput) {
+	s.Content = val
+}
+
+// SetEncodingFormat sets the value of EncodingFormat.
+func (s *EmbeddingRequest) SetEncodingFormat(val OptNilString) {
+	s.EncodingFormat = val
+}
+
+// SetEmbdNormalize sets the value of EmbdNormalize.
+func (s *EmbeddingRequest) SetEmbdNormalize(val OptNilInt) {
+	s.EmbdNormalize = val
+}
+
+// SetModel sets the value of Model.
+func (s *EmbeddingRequest) SetModel(val OptNilString) {
+	s.Model = val
+}
+
+// Ref: #/components/schemas/EmbeddingResponse
+type EmbeddingResponse struct {
+	Model  string          `json:"model"`
+	Object string          `json:"object"`
+	Usage  EmbeddingUsage  `json:"usage"`
+	Data   []EmbeddingData `json:"data"`
+}
+
+// GetModel returns the value of Model.
+func (s *EmbeddingResponse) GetModel() string {
+	return s.Model
+}
+
+// GetObject returns the value of Object.
+func (s *EmbeddingResponse) GetObject() string {
+	return s.Object
+}
+
+// GetUsage returns the value of Usage.
+func (s *EmbeddingResponse) GetUsage() EmbeddingUsage {
+	return s.Usage
+}
+
+// GetData returns the value of Data.
+func (s *EmbeddingResponse) GetData() []EmbeddingData {
+	return s.Data
+}
+
+// SetModel sets the value of Model.
+func (s *EmbeddingResponse) SetModel(val string) {
+	s.Model = val
+}
+
+// SetObject sets the value of Object.
+func (s *EmbeddingResponse) SetObject(val string) {
+	s.Object = val
+}
+
+// SetUsage sets the value of Usage.
+func (s *EmbeddingResponse) SetUsage(val EmbeddingUsage) {
+	s.Usage = val
+}
+
+// SetData sets the value of Data.
+func (s *EmbeddingResponse) SetData(val []EmbeddingData) {
+	s.Data = val
+}
+
+// Ref: #/components/schemas/EmbeddingResult
+// EmbeddingResult represents sum type.
+type EmbeddingResult struct {
+	Type                    EmbeddingResultType // switch on this field
+	EmbeddingResponse       EmbeddingResponse
+	NativeEmbeddingResponse NativeEmbeddingResponse
+}
+
+// EmbeddingResultType is oneOf type of EmbeddingResult.
+type EmbeddingResultType string
+
+// Possible values for EmbeddingResultType.
+const (
+	EmbeddingResponseEmbeddingResult       EmbeddingResultType = "EmbeddingResponse"
+	NativeEmbeddingResponseEmbeddingResult EmbeddingResultType = "NativeEmbeddingResponse"
+)
+
+// IsEmbeddingResponse reports whether EmbeddingResult is EmbeddingResponse.
+func (s EmbeddingResult) IsEmbeddingResponse() bool {
+	return s.Type == EmbeddingResponseEmbeddingResult
+}
+
+// IsNativeEmbeddingResponse reports whether EmbeddingResult is NativeEmbeddingResponse.
+func (s EmbeddingResult) IsNativeEmbeddingResponse() bool {
+	return s.Type == NativeEmbeddingResponseEmbeddingResult
+}
+
+// SetEmbeddingResponse sets EmbeddingResult to EmbeddingResponse.
+func (s *EmbeddingResult) SetEmbeddingResponse(v EmbeddingResponse) {
+	s.Type = EmbeddingResponseEmbeddingResult
+	s.EmbeddingResponse = v
+}
+
+// GetEmbeddingResponse returns EmbeddingResponse and true boolean if EmbeddingResult is EmbeddingResponse.
+func (s EmbeddingResult) GetEmbeddingResponse() (v EmbeddingResponse, ok bool) {
+	if !s.IsEmbeddingResponse() {
+		return v, false
+	}
+	return s.EmbeddingResponse, true
+}
+
+// NewEmbeddingResponseEmbeddingResult returns new EmbeddingResult from EmbeddingResponse.
+func NewEmbeddingResponseEmbeddingResult(v EmbeddingResponse) EmbeddingResult {
+	var s EmbeddingResult
+	s.SetEmbeddingResponse(v)
+	return s
+}
+
+// SetNativeEmbeddingResponse sets EmbeddingResult to NativeEmbeddingResponse.
+func (s *EmbeddingResult) SetNativeEmbeddingResponse(v NativeEmbeddingResponse) {
+	s.Type = NativeEmbeddingResponseEmbeddingResult
+	s.NativeEmbeddingResponse = v
+}
+
+// GetNativeEmbeddingResponse returns NativeEmbeddingResponse and true boolean if EmbeddingResult is NativeEmbeddingResponse.
+func (s EmbeddingResult) GetNativeEmbeddingResponse() (v NativeEmbeddingResponse, ok bool) {
+	if !s.IsNativeEmbeddingResponse() {
+		return v, false
+	}
+	return s.NativeEmbeddingResponse, true
+}
+
+// NewNativeEmbeddingResponseEmbeddingResult returns new EmbeddingResult from NativeEmbeddingResponse.
+func NewNativeEmbeddingResponseEmbeddingResult(v NativeEmbeddingResponse) EmbeddingResult {
+	var s EmbeddingResult
+	s.SetNativeEmbeddingResponse(v)
+	return s
+}
+
+// Ref: #/components/schemas/EmbeddingUsage
+type EmbeddingUsage struct {
+	PromptTokens int `json:"prompt_tokens"`
+	TotalTokens  int `json:"total_tokens"`
+}
+
+// GetPromptTokens returns the value of PromptTokens.
+func (s *EmbeddingUsage) GetPromptTokens() int {
+	return s.PromptTokens
+}
+
+// GetTotalTokens returns the value of TotalTokens.
+func (s *EmbeddingUsage) GetTotalTokens() int {
+	return s.TotalTokens
+}
+
+// SetPromptTokens sets the value of PromptTokens.
+func (s *EmbeddingUsage) SetPromptTokens(val int) {
+	s.PromptTokens = val
+}
+
+// SetTotalTokens sets the value of TotalTokens.
+func (s *EmbeddingUsage) SetTotalTokens(val int) {
+	s.TotalTokens = val
+}
+
+// Ref: #/components/schemas/EmbeddingVector
+// EmbeddingVector represents sum type.
+type EmbeddingVector struct {
+	Type         EmbeddingVectorType // switch on this field
+	Float64Array []float64
+	String       string
+}
+
+// EmbeddingVectorType is oneOf type of EmbeddingVector.
+type EmbeddingVectorType string
+
+// Possible values for EmbeddingVectorType.
+const (
+	Float64ArrayEmbeddingVector EmbeddingVectorType = "[]float64"
+	StringEmbeddingVector       EmbeddingVectorType = "string"
+)
+
+// IsFloat64Array reports whether EmbeddingVector is []float64.
+func (s EmbeddingVector) IsFloat64Array() bool { return s.Type == Float64ArrayEmbeddingVector }
+
+// IsString reports whether EmbeddingVector is string.
+func (s EmbeddingVector) IsString() bool { return s.Type == StringEmbeddingVector }
+
+// SetFloat64Array sets EmbeddingVector to []float64.
+func (s *EmbeddingVector) SetFloat64Array(v []float64) {
+	s.Type = Float64ArrayEmbeddingVector
+	s.Float64Array = v
+}
+
+// GetFloat64Array returns []float64 and true boolean if EmbeddingVector is []float64.
+func (s EmbeddingVector) GetFloat64Array() (v []float64, ok bool) {
+	if !s.IsFloat64Array() {
+		return v, false
+	}
+	return s.Float64Array, true
+}
+
+// NewFloat64ArrayEmbeddingVector returns new EmbeddingVector from []float64.
+func NewFloat64ArrayEmbeddingVector(v []float64) EmbeddingVector {
+	var s EmbeddingVector
+	s.SetFloat64Array(v)
+	return s
+}
+
+// SetString sets EmbeddingVector to string.
+func (s *EmbeddingVector) SetString(v string) {
+	s.Type = StringEmbeddingVector
+	s.String = v
+}
+
+// GetString returns string and true boolean if EmbeddingVector is string.
+func (s EmbeddingVector) GetString() (v string, ok bool) {
+	if !s.IsString() {
+		return v, false
+	}
+	return s.String, true
+}
+
+// NewStringEmbeddingVector returns new EmbeddingVector from string.
+func NewStringEmbeddingVector(v string) EmbeddingVector {
+	var s EmbeddingVector
+	s.SetString(v)
+	return s
+}
+
 // Ref: #/components/schemas/ErrorBody
 type ErrorBody struct {
 	// The HTTP status code.
@@ -3474,6 +3957,35 @@ func (s *ModelsResponse) SetData(val []ModelEntry) {
 	s.Data = val
 }
 
+// Ref: #/components/schemas/NativeEmbedding
+type NativeEmbedding struct {
+	Index int `json:"index"`
+	// One pooled vector, or with pooling none one vector per token.
+	Embedding [][]float64 `json:"embedding"`
+}
+
+// GetIndex returns the value of Index.
+func (s *NativeEmbedding) GetIndex() int {
+	return s.Index
+}
+
+// GetEmbedding returns the value of Embedding.
+func (s *NativeEmbedding) GetEmbedding() [][]float64 {
+	return s.Embedding
+}
+
+// SetIndex sets the value of Index.
+func (s *NativeEmbedding) SetIndex(val int) {
+	s.Index = val
+}
+
+// SetEmbedding sets the value of Embedding.
+func (s *NativeEmbedding) SetEmbedding(val [][]float64) {
+	s.Embedding = val
+}
+
+type NativeEmbeddingResponse []NativeEmbedding
+
 // NewNilFloat64 returns new NilFloat64 with value set to v.
 func NewNilFloat64(v float64) NilFloat64 {
 	return NilFloat64{
@@ -4057,6 +4569,69 @@ func (o OptNilChatTools) Get() (v ChatTools, ok bool) {
 
 // Or returns value if set, or given parameter if does not.
 func (o OptNilChatTools) Or(d ChatTools) ChatTools {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptNilEmbeddingInput returns new OptNilEmbeddingInput with value set to v.
+func NewOptNilEmbeddingInput(v EmbeddingInput) OptNilEmbeddingInput {
+	return OptNilEmbeddingInput{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptNilEmbeddingInput is optional nullable EmbeddingInput.
+type OptNilEmbeddingInput struct {
+	Value EmbeddingInput
+	Set   bool
+	Null  bool
+}
+
+// IsSet returns true if OptNilEmbeddingInput was set.
+func (o OptNilEmbeddingInput) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptNilEmbeddingInput) Reset() {
+	var v EmbeddingInput
+	o.Value = v
+	o.Set = false
+	o.Null = false
+}
+
+// SetTo sets value to v.
+func (o *OptNilEmbeddingInput) SetTo(v EmbeddingInput) {
+	o.Set = true
+	o.Null = false
+	o.Value = v
+}
+
+// IsNull returns true if value is Null.
+func (o OptNilEmbeddingInput) IsNull() bool { return o.Null }
+
+// SetToNull sets value to null.
+func (o *OptNilEmbeddingInput) SetToNull() {
+	o.Set = true
+	o.Null = true
+	var v EmbeddingInput
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptNilEmbeddingInput) Get() (v EmbeddingInput, ok bool) {
+	if o.Null {
+		return v, false
+	}
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptNilEmbeddingInput) Or(d EmbeddingInput) EmbeddingInput {
 	if v, ok := o.Get(); ok {
 		return v
 	}
@@ -5012,6 +5587,221 @@ func (s *PromptTokensDetails) SetCachedTokens(val int) {
 	s.CachedTokens = val
 }
 
+// Ref: #/components/schemas/RerankRequest
+type RerankRequest struct {
+	// The query, a string (another type is refused with llama-server's message).
+	Query jx.Raw `json:"query"`
+	// The documents to rank, an array of strings (Jina's format).
+	Documents jx.Raw `json:"documents"`
+	// The documents to rank, an array of strings (TEI's format, answered in TEI's shape).
+	Texts jx.Raw `json:"texts"`
+	// Answer the most relevant top_n documents; all when absent.
+	TopN OptNilInt `json:"top_n"`
+	// TEI's format only; each result carries its document's text.
+	ReturnText OptNilBool `json:"return_text"`
+	// Echoed in the answer; the loaded model's name when absent.
+	Model OptNilString `json:"model"`
+}
+
+// GetQuery returns the value of Query.
+func (s *RerankRequest) GetQuery() jx.Raw {
+	return s.Query
+}
+
+// GetDocuments returns the value of Documents.
+func (s *RerankRequest) GetDocuments() jx.Raw {
+	return s.Documents
+}
+
+// GetTexts returns the value of Texts.
+func (s *RerankRequest) GetTexts() jx.Raw {
+	return s.Texts
+}
+
+// GetTopN returns the value of TopN.
+func (s *RerankRequest) GetTopN() OptNilInt {
+	return s.TopN
+}
+
+// GetReturnText returns the value of ReturnText.
+func (s *RerankRequest) GetReturnText() OptNilBool {
+	return s.ReturnText
+}
+
+// GetModel returns the value of Model.
+func (s *RerankRequest) GetModel() OptNilString {
+	return s.Model
+}
+
+// SetQuery sets the value of Query.
+func (s *RerankRequest) SetQuery(val jx.Raw) {
+	s.Query = val
+}
+
+// SetDocuments sets the value of Documents.
+func (s *RerankRequest) SetDocuments(val jx.Raw) {
+	s.Documents = val
+}
+
+// SetTexts sets the value of Texts.
+func (s *RerankRequest) SetTexts(val jx.Raw) {
+	s.Texts = val
+}
+
+// SetTopN sets the value of TopN.
+func (s *RerankRequest) SetTopN(val OptNilInt) {
+	s.TopN = val
+}
+
+// SetReturnText sets the value of ReturnText.
+func (s *RerankRequest) SetReturnText(val OptNilBool) {
+	s.ReturnText = val
+}
+
+// SetModel sets the value of Model.
+func (s *RerankRequest) SetModel(val OptNilString) {
+	s.Model = val
+}
+
+// Ref: #/components/schemas/RerankResponse
+type RerankResponse struct {
+	Model   string         `json:"model"`
+	Object  string         `json:"object"`
+	Usage   EmbeddingUsage `json:"usage"`
+	Results []RerankScore  `json:"results"`
+}
+
+// GetModel returns the value of Model.
+func (s *RerankResponse) GetModel() string {
+	return s.Model
+}
+
+// GetObject returns the value of Object.
+func (s *RerankResponse) GetObject() string {
+	return s.Object
+}
+
+// GetUsage returns the value of Usage.
+func (s *RerankResponse) GetUsage() EmbeddingUsage {
+	return s.Usage
+}
+
+// GetResults returns the value of Results.
+func (s *RerankResponse) GetResults() []RerankScore {
+	return s.Results
+}
+
+// SetModel sets the value of Model.
+func (s *RerankResponse) SetModel(val string) {
+	s.Model = val
+}
+
+// SetObject sets the value of Object.
+func (s *RerankResponse) SetObject(val string) {
+	s.Object = val
+}
+
+// SetUsage sets the value of Usage.
+func (s *RerankResponse) SetUsage(val EmbeddingUsage) {
+	s.Usage = val
+}
+
+// SetResults sets the value of Results.
+func (s *RerankResponse) SetResults(val []RerankScore) {
+	s.Results = val
+}
+
+// Ref: #/components/schemas/RerankResult
+// RerankResult represents sum type.
+type RerankResult struct {
+	Type              RerankResultType // switch on this field
+	RerankResponse    RerankResponse
+	TEIRerankResponse TEIRerankResponse
+}
+
+// RerankResultType is oneOf type of RerankResult.
+type RerankResultType string
+
+// Possible values for RerankResultType.
+const (
+	RerankResponseRerankResult    RerankResultType = "RerankResponse"
+	TEIRerankResponseRerankResult RerankResultType = "TEIRerankResponse"
+)
+
+// IsRerankResponse reports whether RerankResult is RerankResponse.
+func (s RerankResult) IsRerankResponse() bool { return s.Type == RerankResponseRerankResult }
+
+// IsTEIRerankResponse reports whether RerankResult is TEIRerankResponse.
+func (s RerankResult) IsTEIRerankResponse() bool { return s.Type == TEIRerankResponseRerankResult }
+
+// SetRerankResponse sets RerankResult to RerankResponse.
+func (s *RerankResult) SetRerankResponse(v RerankResponse) {
+	s.Type = RerankResponseRerankResult
+	s.RerankResponse = v
+}
+
+// GetRerankResponse returns RerankResponse and true boolean if RerankResult is RerankResponse.
+func (s RerankResult) GetRerankResponse() (v RerankResponse, ok bool) {
+	if !s.IsRerankResponse() {
+		return v, false
+	}
+	return s.RerankResponse, true
+}
+
+// NewRerankResponseRerankResult returns new RerankResult from RerankResponse.
+func NewRerankResponseRerankResult(v RerankResponse) RerankResult {
+	var s RerankResult
+	s.SetRerankResponse(v)
+	return s
+}
+
+// SetTEIRerankResponse sets RerankResult to TEIRerankResponse.
+func (s *RerankResult) SetTEIRerankResponse(v TEIRerankResponse) {
+	s.Type = TEIRerankResponseRerankResult
+	s.TEIRerankResponse = v
+}
+
+// GetTEIRerankResponse returns TEIRerankResponse and true boolean if RerankResult is TEIRerankResponse.
+func (s RerankResult) GetTEIRerankResponse() (v TEIRerankResponse, ok bool) {
+	if !s.IsTEIRerankResponse() {
+		return v, false
+	}
+	return s.TEIRerankResponse, true
+}
+
+// NewTEIRerankResponseRerankResult returns new RerankResult from TEIRerankResponse.
+func NewTEIRerankResponseRerankResult(v TEIRerankResponse) RerankResult {
+	var s RerankResult
+	s.SetTEIRerankResponse(v)
+	return s
+}
+
+// Ref: #/components/schemas/RerankScore
+type RerankScore struct {
+	Index          int     `json:"index"`
+	RelevanceScore float64 `json:"relevance_score"`
+}
+
+// GetIndex returns the value of Index.
+func (s *RerankScore) GetIndex() int {
+	return s.Index
+}
+
+// GetRelevanceScore returns the value of RelevanceScore.
+func (s *RerankScore) GetRelevanceScore() float64 {
+	return s.RelevanceScore
+}
+
+// SetIndex sets the value of Index.
+func (s *RerankScore) SetIndex(val int) {
+	s.Index = val
+}
+
+// SetRelevanceScore sets the value of RelevanceScore.
+func (s *RerankScore) SetRelevanceScore(val float64) {
+	s.RelevanceScore = val
+}
+
 // Strings that end generation (not returned). A string or an array of strings.
 // Ref: #/components/schemas/Stop
 // Stop represents sum type.
@@ -5234,6 +6024,45 @@ func (s *StreamStatusStatus) UnmarshalText(data []byte) error {
 	default:
 		return errors.Errorf("invalid value: %q", data)
 	}
+}
+
+type TEIRerankResponse []TEIRerankScore
+
+// Ref: #/components/schemas/TEIRerankScore
+type TEIRerankScore struct {
+	Index int       `json:"index"`
+	Score float64   `json:"score"`
+	Text  OptString `json:"text"`
+}
+
+// GetIndex returns the value of Index.
+func (s *TEIRerankScore) GetIndex() int {
+	return s.Index
+}
+
+// GetScore returns the value of Score.
+func (s *TEIRerankScore) GetScore() float64 {
+	return s.Score
+}
+
+// GetText returns the value of Text.
+func (s *TEIRerankScore) GetText() OptString {
+	return s.Text
+}
+
+// SetIndex sets the value of Index.
+func (s *TEIRerankScore) SetIndex(val int) {
+	s.Index = val
+}
+
+// SetScore sets the value of Score.
+func (s *TEIRerankScore) SetScore(val float64) {
+	s.Score = val
+}
+
+// SetText sets the value of Text.
+func (s *TEIRerankScore) SetText(val OptString) {
+	s.Text = val
 }
 
 // Ref: #/components/schemas/Timings

@@ -15,6 +15,25 @@ type Handler interface {
 	//
 	// POST /apply-template
 	ApplyTemplate(ctx context.Context, req *ApplyTemplateRequest) (*ApplyTemplateResponse, error)
+	// CreateEmbedding implements createEmbedding operation.
+	//
+	// As llama-server, a request with `content` instead of `input` gets the native answer.
+	//
+	// POST /v1/embeddings
+	CreateEmbedding(ctx context.Context, req *EmbeddingRequest) (EmbeddingResult, error)
+	// CreateEmbeddingNative implements createEmbeddingNative operation.
+	//
+	// One result per input, in input order: `embedding` holds one pooled vector, normalised as
+	// `embd_normalize` says, or with pooling none one unnormalised vector per token.
+	//
+	// POST /embedding
+	CreateEmbeddingNative(ctx context.Context, req *EmbeddingRequest) (NativeEmbeddingResponse, error)
+	// CreateEmbeddingNativeAlias implements createEmbeddingNativeAlias operation.
+	//
+	// Alias of POST /embedding.
+	//
+	// POST /embeddings
+	CreateEmbeddingNativeAlias(ctx context.Context, req *EmbeddingRequest) (NativeEmbeddingResponse, error)
 	// DeleteStream implements deleteStream operation.
 	//
 	// Cancels the generation; followers receive the bytes produced so far and their responses
@@ -55,6 +74,31 @@ type Handler interface {
 	//
 	// POST /v1/streams/lookup
 	LookupStreams(ctx context.Context, req *StreamLookupRequest) (*StreamLookupResponse, error)
+	// Rerank implements rerank operation.
+	//
+	// Jina's request and answer (`documents`, `results` sorted by relevance), or with `texts`
+	// in place of `documents` TEI's (an array of `{index, score}` sorted by score).
+	//
+	// POST /v1/rerank
+	Rerank(ctx context.Context, req *RerankRequest) (RerankResult, error)
+	// RerankAlias implements rerankAlias operation.
+	//
+	// Alias of POST /v1/rerank.
+	//
+	// POST /rerank
+	RerankAlias(ctx context.Context, req *RerankRequest) (RerankResult, error)
+	// RerankV1Alias implements rerankV1Alias operation.
+	//
+	// Alias of POST /v1/rerank.
+	//
+	// POST /v1/reranking
+	RerankV1Alias(ctx context.Context, req *RerankRequest) (RerankResult, error)
+	// RerankingAlias implements rerankingAlias operation.
+	//
+	// Alias of POST /v1/rerank.
+	//
+	// POST /reranking
+	RerankingAlias(ctx context.Context, req *RerankRequest) (RerankResult, error)
 	// Tokenize implements tokenize operation.
 	//
 	// Tokenize text with the loaded model's vocabulary.

@@ -2,7 +2,6 @@ package model
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/wgpu-llama/wgpu-llama/gpu"
 )
@@ -13,6 +12,18 @@ type encoder struct {
 	typeRow          *gpu.Buffer // token type 0's embedding, added to every token (nil: none)
 	embNormW, embNrB *gpu.Buffer
 	layers           []encoderLayer
+	head             *rankHead // a reranker's classification head, or nil
+}
+
+// rankHead is a reranker's classification head (llama.cpp's cls and cls.output tensors, as
+// build_pooling applies them for rank pooling): out(tanh(dense x + denseB)) + outB of the first
+// token's output; without cls.output the tanh layer's outputs are the result.
+type rankHead struct {
+	dense  gpu.Weight
+	denseB *gpu.Buffer
+	out    gpu.Weight // zero Rows when the file has no cls.output
+	outB   *gpu.Buffer
+	nOut   int // values per sequence: cls.output's rows, else n_embd
 }
 
 // encoderLayer holds a BERT block's biases and post-norms (its matrices are in layer).
@@ -87,35 +98,75 @@ func (m *Model) loadEncoder(l *loader) error {
 			return fmt.Errorf("model: %sattn_q.bias missing (BERT projections have biases)", p)
 		}
 	}
+	if e.head, err = loadRankHead(l, c.NEmbd); err != nil {
+		return err
+	}
 	m.enc = e
 	return nil
 }
 
-// Embed runs tokens (one sequence, at most MaxBatch and the training context) through an
-// encoder model and returns its pooled embedding, L2-normalised as llama-server returns it.
-// The whole pass is one submit; the hidden states are the one readback.
-func (m *Model) Embed(kv *KVCache, tokens []int32) ([]float32, error) {
-	c, s, e, n := m.Config, &m.scratch, m.enc, len(tokens)
-	if e == nil {
-		return nil, fmt.Errorf("model: %s is not an embedding (encoder) model", c.Arch)
+// loadRankHead loads the classification head when the file has one (cls.weight): a dense
+// n_embd x n_embd layer with its bias and, optionally, cls.output with its bias.
+func loadRankHead(l *loader, nEmbd int) (*rankHead, error) {
+	if _, ok := l.f.Tensor("cls.weight"); !ok {
+		return nil, nil
 	}
-	if n == 0 || n > m.maxBatch || n > c.NCtxTrain || n > kv.NCtx {
-		return nil, fmt.Errorf("model: %d tokens to embed; the limit is %d", n, min(m.maxBatch, c.NCtxTrain, kv.NCtx))
+	h := &rankHead{nOut: nEmbd}
+	var err error
+	if h.dense, err = l.matrix("cls.weight", nEmbd, nEmbd); err != nil {
+		return nil, err
 	}
-	for _, id := range tokens {
-		if id < 0 || int(id) >= c.NVocab {
-			return nil, fmt.Errorf("model: token id %d out of range (vocabulary %d)", id, c.NVocab)
+	if h.denseB, err = l.vector("cls.bias", nEmbd); err != nil {
+		return nil, err
+	}
+	t, ok := l.f.Tensor("cls.output.weight")
+	if !ok {
+		return h, nil
+	}
+	if len(t.Shape) < 1 || len(t.Shape) > 2 || t.Shape[0] != uint64(nEmbd) {
+		return nil, fmt.Errorf("model: tensor \"cls.output.weight\" has shape %v, want [%d, outputs]", t.Shape, nEmbd)
+	}
+	h.nOut = 1
+	if len(t.Shape) == 2 {
+		h.nOut = int(t.Shape[1])
+	}
+	if h.out, err = l.matrix("cls.output.weight", h.nOut, nEmbd); err != nil {
+		return nil, err
+	}
+	if h.outB, err = l.vector("cls.output.bias", h.nOut); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// recordEncoder uploads the batch and records the encoder over it, leaving the final hidden
+// states in the scratch's x. A token attends to every token of its own sequence (the batch's
+// tokens with its Base), or with attention.causal to those up to its position: the attention
+// kernel's causal limit is given, per token, the last position of its sequence.
+func (m *Model) recordEncoder(kv *KVCache, b Batch) (*gpu.Recorder, error) {
+	c, s, e, n := m.Config, &m.scratch, m.enc, len(b.Tokens)
+	if err := m.dev.Write(s.ids, 0, gpu.Bytes(b.Tokens)); err != nil {
+		return nil, err
+	}
+	posBase := append(append(make([]int32, 0, 2*n), b.Pos...), b.Base...)
+	if err := m.dev.Write(s.pos, 0, gpu.Bytes(posBase)); err != nil {
+		return nil, err
+	}
+	keyEnds := s.pos
+	if !c.Causal {
+		last := map[int32]int32{}
+		for i, base := range b.Base {
+			last[base] = max(last[base], b.Pos[i])
 		}
-	}
-	pos := make([]int32, 2*n) // positions, then each token's first cache row (all 0)
-	for i := range n {
-		pos[i] = int32(i)
-	}
-	if err := m.dev.Write(s.ids, 0, gpu.Bytes(tokens)); err != nil {
-		return nil, err
-	}
-	if err := m.dev.Write(s.pos, 0, gpu.Bytes(pos)); err != nil {
-		return nil, err
+		ends := make([]int32, 2*n)
+		for i, base := range b.Base {
+			ends[i] = last[base]
+		}
+		copy(ends[n:], b.Base)
+		if err := m.dev.Write(s.keyEnds, 0, gpu.Bytes(ends)); err != nil {
+			return nil, err
+		}
+		keyEnds = s.keyEnds
 	}
 	r, err := m.dev.Begin()
 	if err != nil {
@@ -130,15 +181,12 @@ func (m *Model) Embed(kv *KVCache, tokens []int32) ([]float32, error) {
 	r.Add(s.tmp, s.xn, n*c.NEmbd)
 	r.LayerNorm(s.tmp, e.embNormW, e.embNrB, s.x, c.NEmbd, n, c.NormEps)
 	qkvW := m.qkvWidth()
-	ap := gpu.AttnParams{Scale: c.AttnScale, AllKeys: n}
-	if c.Causal {
-		ap.AllKeys = 0
-	}
+	ap := gpu.AttnParams{Scale: c.AttnScale}
 	for i := range m.layers {
 		ly, el := &m.layers[i], &e.layers[i]
 		m.project(r, ly.qkv, s.x, 0, n, c.NEmbd, s.qkv, qkvW, false)
 		r.RoPEKV(s.qkv, s.pos, kv.k[i], kv.v[i], ly.qkvBias, m.kvF16, n, c.NHead, c.NKVHead, c.HeadDim, gpu.Rope{FreqBase: 1})
-		r.Attention(s.qkv, kv.k[i], kv.v[i], s.pos, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, ap)
+		r.Attention(s.qkv, kv.k[i], kv.v[i], keyEnds, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, ap)
 		// Post-norm blocks: x = LN(x + Wo attn + bo); x = LN(x + down(gelu(up x + bu)) + bd).
 		m.project(r, ly.wo, s.attn, 0, n, c.NHead*c.HeadDim, s.tmp, c.NEmbd, false)
 		r.BiasAct(s.tmp, el.outBias, c.NEmbd, n, false)
@@ -151,42 +199,23 @@ func (m *Model) Embed(kv *KVCache, tokens []int32) ([]float32, error) {
 		r.Add(s.tmp, s.x, n*c.NEmbd)
 		r.LayerNorm(s.tmp, el.outNormW, el.outNormB, s.x, c.NEmbd, n, c.NormEps)
 	}
-	b, err := r.SubmitAndRead(s.x, 0, uint64(n*c.NEmbd)*4)
-	if err != nil {
-		return nil, err
-	}
-	return Pool(gpu.Float32s(b), c.NEmbd, c.Pooling), nil
+	return r, nil
 }
 
-// Pool reduces per-token hidden states (rows of n) to one embedding as pooling says and
-// L2-normalises it.
-func Pool(hidden []float32, n int, pooling Pooling) []float32 {
-	rows := len(hidden) / n
-	out := make([]float32, n)
-	switch pooling {
-	case PoolCLS:
-		copy(out, hidden[:n])
-	case PoolLast:
-		copy(out, hidden[(rows-1)*n:])
-	default: // mean
-		for r := 0; r < rows; r++ {
-			for i := range out {
-				out[i] += hidden[r*n+i]
-			}
-		}
-		for i := range out {
-			out[i] /= float32(rows)
-		}
+// recordRankHead records the classification head over the hidden states of the k batch rows
+// listed in s.outRows (gathered from s.x) and returns the buffer that will hold the k x nOut
+// outputs.
+func (m *Model) recordRankHead(r *gpu.Recorder, n, k int) *gpu.Buffer {
+	c, s, h := m.Config, &m.scratch, m.enc.head
+	hidden := gpu.Weight{Type: gpu.F32, Rows: n, Cols: c.NEmbd, Chunks: []gpu.WeightChunk{{Buf: s.x, Rows: n}}}
+	r.GetRows(hidden, s.outRows, s.tmp, k)
+	m.project(r, []proj{{w: h.dense}}, s.tmp, 0, k, c.NEmbd, s.xn, c.NEmbd, false)
+	r.BiasAct(s.xn, h.denseB, c.NEmbd, k, false)
+	r.SoftCap(s.xn, k*c.NEmbd, 1) // tanh
+	if h.out.Rows == 0 {
+		return s.xn
 	}
-	var ss float64
-	for _, v := range out {
-		ss += float64(v) * float64(v)
-	}
-	if ss > 0 {
-		inv := float32(1 / math.Sqrt(ss))
-		for i := range out {
-			out[i] *= inv
-		}
-	}
-	return out
+	m.project(r, []proj{{w: h.out}}, s.xn, 0, k, c.NEmbd, s.logits, h.nOut, false)
+	r.BiasAct(s.logits, h.outB, h.nOut, k, false)
+	return s.logits
 }

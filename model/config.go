@@ -39,14 +39,19 @@ type Config struct {
 	GELU          bool    // GELU-gated FFN instead of SiLU
 
 	// Encoders (BERT): no causal mask, no RoPE, LayerNorm, and a pooled embedding as output.
-	Encoder    bool
-	Causal     bool // an encoder whose file asks for a causal mask (attention.causal true)
-	Pooling    Pooling
-	NormEps    float32 // LayerNorm epsilon
-	RMSEps     float32
-	NCtxTrain  int
-	FileType   string
-	ChatTmpl   string
+	Encoder bool
+	Causal  bool // an encoder whose file asks for a causal mask (attention.causal true)
+	// Pooling is the file's <arch>.pooling_type, PoolNone when it has none (llama.cpp's
+	// default, which --pooling overrides).
+	Pooling   Pooling
+	NormEps   float32 // LayerNorm epsilon
+	RMSEps    float32
+	NCtxTrain int
+	FileType  string
+	ChatTmpl  string
+	// RerankTmpl is tokenizer.chat_template.rerank: a reranker's prompt with {query} and
+	// {document} placeholders, or "" when the file has none.
+	RerankTmpl string
 	TensorSize uint64
 }
 
@@ -69,6 +74,7 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	c := Config{Arch: arch, RopeNeoX: arch != "llama", Encoder: arch == "bert"} // llama.cpp's rope type per architecture
 	c.Name, _ = f.String("general.name")
 	c.ChatTmpl, _ = f.String("tokenizer.chat_template")
+	c.RerankTmpl, _ = f.String("tokenizer.chat_template.rerank")
 	req := func(key string, dst *int) error {
 		v, ok := f.Uint(arch + "." + key)
 		if !ok || v == 0 || v > 1<<24 {
@@ -124,13 +130,12 @@ func ReadConfig(f *gguf.File) (Config, error) {
 			c.NormEps = float32(v)
 		}
 		c.Causal, _ = f.Bool(arch + ".attention.causal")
-		c.Pooling = PoolMean
-		if v, ok := f.Uint(arch + ".pooling_type"); ok {
-			c.Pooling = Pooling(v)
+	}
+	if v, ok := f.Uint(arch + ".pooling_type"); ok {
+		if v > uint64(PoolRank) {
+			return Config{}, fmt.Errorf("model: %s.pooling_type %d not supported (supported: 0 none, 1 mean, 2 cls, 3 last, 4 rank)", arch, v)
 		}
-		if c.Pooling != PoolMean && c.Pooling != PoolCLS && c.Pooling != PoolLast {
-			return Config{}, fmt.Errorf("model: %s.pooling_type %d not supported (supported: 1 mean, 2 cls, 3 last)", arch, c.Pooling)
-		}
+		c.Pooling = Pooling(v)
 	}
 	c.RMSEps = 1e-5
 	if v, ok := f.Float(arch + ".attention.layer_norm_rms_epsilon"); ok {
@@ -182,17 +187,48 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	return c, nil
 }
 
-// Pooling is how an encoder turns its per-token outputs into one embedding (llama.cpp's
-// pooling type numbering).
+// Pooling is how a model's per-token outputs become one embedding (llama.cpp's enum
+// llama_pooling_type, with its numbering).
 type Pooling int
 
 // Pooling types.
 const (
+	// PoolUnspecified defers to the model file's pooling_type (llama.cpp's -1).
+	PoolUnspecified Pooling = -1
+	// PoolNone keeps one embedding per token.
 	PoolNone Pooling = 0
+	// PoolMean averages the tokens' outputs.
 	PoolMean Pooling = 1
-	PoolCLS  Pooling = 2
+	// PoolCLS takes the first token's output (BERT's [CLS]).
+	PoolCLS Pooling = 2
+	// PoolLast takes the last token's output.
 	PoolLast Pooling = 3
+	// PoolRank runs a reranker's classification head on the first token's output.
+	PoolRank Pooling = 4
 )
+
+var poolingNames = []string{"none", "mean", "cls", "last", "rank"}
+
+// String is the name llama.cpp's --pooling takes ("unspecified" for PoolUnspecified).
+func (p Pooling) String() string {
+	if p >= 0 && int(p) < len(poolingNames) {
+		return poolingNames[p]
+	}
+	if p == PoolUnspecified {
+		return "unspecified"
+	}
+	return fmt.Sprintf("pooling(%d)", int(p))
+}
+
+// ParsePooling reads a --pooling value: none, mean, cls, last or rank.
+func ParsePooling(name string) (Pooling, error) {
+	for i, n := range poolingNames {
+		if n == name {
+			return Pooling(i), nil
+		}
+	}
+	return PoolUnspecified, fmt.Errorf("pooling %q not supported (supported: %s)", name, strings.Join(poolingNames, ", "))
+}
 
 // readYaRN reads YaRN's settings with llama.cpp's defaults (ext_factor 1, attn_factor 1,
 // beta_fast 32, beta_slow 1) and the original training context.

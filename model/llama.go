@@ -47,6 +47,10 @@ type Model struct {
 // scratch holds the activations of one forward pass, sized for maxBatch tokens.
 type scratch struct {
 	x, xn, qkv, attn, gu, ffn, xq, xsums, tmp, logits, ids, pos, outRows *gpu.Buffer
+
+	// keyEnds holds each token's last attended position and row base for an encoder (see
+	// recordEncoder).
+	keyEnds *gpu.Buffer
 }
 
 // Options tune loading.
@@ -228,6 +232,7 @@ func (m *Model) allocScratch() error {
 		{"ids", t, &m.scratch.ids},
 		{"pos", 2 * t, &m.scratch.pos},
 		{"out_rows", m.maxOutputs, &m.scratch.outRows},
+		{"key_ends", 2 * t, &m.scratch.keyEnds},
 	} {
 		if *s.dst, err = alloc(s.name, s.n); err != nil {
 			return fmt.Errorf("model: scratch %s: %w", s.name, err)
@@ -245,7 +250,7 @@ func (m *Model) Close() {
 		w.Release()
 	}
 	s := &m.scratch
-	for _, b := range []*gpu.Buffer{s.x, s.xn, s.qkv, s.attn, s.gu, s.ffn, s.xq, s.xsums, s.tmp, s.logits, s.ids, s.pos, s.outRows} {
+	for _, b := range []*gpu.Buffer{s.x, s.xn, s.qkv, s.attn, s.gu, s.ffn, s.xq, s.xsums, s.tmp, s.logits, s.ids, s.pos, s.outRows, s.keyEnds} {
 		b.Release()
 	}
 	m.vectors, m.weights = nil, nil
@@ -291,7 +296,7 @@ func (m *Model) Forward(kv *KVCache, tokens []int32, pos0 int) ([]float32, error
 // command buffer and one submit, and returns the requested rows' logits.
 func (m *Model) ForwardBatch(kv *KVCache, b Batch) ([][]float32, error) {
 	if m.enc != nil {
-		return nil, fmt.Errorf("model: %s is an embedding model: it does not generate text (use Embed)", m.Config.Arch)
+		return nil, fmt.Errorf("model: %s is an embedding model: it does not generate text (use ForwardEmbed)", m.Config.Arch)
 	}
 	if err := m.checkBatch(kv, b); err != nil {
 		return nil, err
@@ -301,6 +306,16 @@ func (m *Model) ForwardBatch(kv *KVCache, b Batch) ([][]float32, error) {
 
 // pass records and submits one forward pass of at most maxBatch tokens.
 func (m *Model) pass(kv *KVCache, b Batch) ([][]float32, error) {
+	r, err := m.record(kv, b)
+	if err != nil {
+		return nil, err
+	}
+	return m.logits(r, b)
+}
+
+// record uploads the batch and records the decoder's layers over it, leaving the final hidden
+// states (before the output norm) in the scratch's x.
+func (m *Model) record(kv *KVCache, b Batch) (*gpu.Recorder, error) {
 	c, s, n := m.Config, &m.scratch, len(b.Tokens)
 	if err := m.dev.Write(s.ids, 0, gpu.Bytes(b.Tokens)); err != nil {
 		return nil, err
@@ -344,6 +359,12 @@ func (m *Model) pass(kv *KVCache, b Batch) ([][]float32, error) {
 		r.GLU(s.gu, s.ffn, c.NFF, n, c.GELU)
 		m.residual(r, ly.ffnDown, s.ffn, c.NFF, ly.postFFN, n)
 	}
+	return r, nil
+}
+
+// logits finishes a recorded pass with the logits of the batch rows b.Logits asks for.
+func (m *Model) logits(r *gpu.Recorder, b Batch) ([][]float32, error) {
+	c, s, n := m.Config, &m.scratch, len(b.Tokens)
 	k := len(b.Logits)
 	if k == 0 {
 		return nil, r.Submit()

@@ -29,13 +29,20 @@ func (s *Server) decodeError(ctx context.Context, w http.ResponseWriter, _ *http
 
 // requestTypes maps operations to their request body types, to name the type a field expects.
 var requestTypes = map[string]reflect.Type{
-	string(gen.CreateCompletionOperation):      reflect.TypeFor[gen.CompletionRequest](),
-	string(gen.CreateCompletionAliasOperation): reflect.TypeFor[gen.CompletionRequest](),
-	string(gen.CreateChatCompletionOperation):  reflect.TypeFor[gen.ChatCompletionRequest](),
-	string(gen.ApplyTemplateOperation):         reflect.TypeFor[gen.ApplyTemplateRequest](),
-	string(gen.TokenizeOperation):              reflect.TypeFor[gen.TokenizeRequest](),
-	string(gen.DetokenizeOperation):            reflect.TypeFor[gen.DetokenizeRequest](),
-	string(gen.LookupStreamsOperation):         reflect.TypeFor[gen.StreamLookupRequest](),
+	string(gen.CreateCompletionOperation):           reflect.TypeFor[gen.CompletionRequest](),
+	string(gen.CreateCompletionAliasOperation):      reflect.TypeFor[gen.CompletionRequest](),
+	string(gen.CreateChatCompletionOperation):       reflect.TypeFor[gen.ChatCompletionRequest](),
+	string(gen.ApplyTemplateOperation):              reflect.TypeFor[gen.ApplyTemplateRequest](),
+	string(gen.TokenizeOperation):                   reflect.TypeFor[gen.TokenizeRequest](),
+	string(gen.DetokenizeOperation):                 reflect.TypeFor[gen.DetokenizeRequest](),
+	string(gen.CreateEmbeddingOperation):            reflect.TypeFor[gen.EmbeddingRequest](),
+	string(gen.CreateEmbeddingNativeOperation):      reflect.TypeFor[gen.EmbeddingRequest](),
+	string(gen.CreateEmbeddingNativeAliasOperation): reflect.TypeFor[gen.EmbeddingRequest](),
+	string(gen.RerankOperation):                     reflect.TypeFor[gen.RerankRequest](),
+	string(gen.RerankV1AliasOperation):              reflect.TypeFor[gen.RerankRequest](),
+	string(gen.RerankAliasOperation):                reflect.TypeFor[gen.RerankRequest](),
+	string(gen.RerankingAliasOperation):             reflect.TypeFor[gen.RerankRequest](),
+	string(gen.LookupStreamsOperation):                 reflect.TypeFor[gen.StreamLookupRequest](),
 }
 
 // decodeFailure turns an ogen decode or validation error into a client-facing error.
@@ -174,6 +181,8 @@ var sumTypes = map[reflect.Type]string{
 	reflect.TypeFor[gen.PromptPiece]():        "a token id or a string",
 	reflect.TypeFor[gen.ChatMessageContent](): "a string or an array of content parts",
 	reflect.TypeFor[gen.TokenizeContent]():    "a string or an array of token ids and strings",
+	reflect.TypeFor[gen.EmbeddingInput]():     "a string, or an array of strings, token ids and arrays of them",
+	reflect.TypeFor[gen.EmbeddingInputItem](): "a string, a token id, or an array of token ids and strings",
 }
 
 // expectedType names the JSON type of the field at path in the generated request type t, or ""

@@ -80,10 +80,27 @@ var errLoading = &apiError{typ: errUnavailable, message: "Loading model"}
 // toAPIError maps any handler or engine error to what the client sees; it is the one place
 // that decides statuses and messages.
 func toAPIError(err error) *apiError {
-	var ae *apiError
+	var (
+		ae       *apiError
+		tooLarge *engine.InputTooLargeError
+		tooLong  *engine.ContextExceededError
+	)
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &tooLarge):
+		return &apiError{typ: errServer, cause: err, message: tooLarge.Error()}
+	case errors.As(err, &tooLong):
+		return &apiError{typ: errExceedContext, cause: err, message: tooLong.Error(), nPrompt: tooLong.Tokens, nCtx: tooLong.NCtx}
+	case errors.Is(err, engine.ErrEmbeddingsDisabled):
+		return errNoEmbeddings
+	case errors.Is(err, engine.ErrNotReranker):
+		return errNoRerank
+	case errors.Is(err, engine.ErrRankPooling):
+		return errRankServer
+	case errors.Is(err, engine.ErrNoGeneration):
+		return &apiError{typ: errNotSupported, cause: err,
+			message: "The loaded model is an embedding model (an encoder): it does not generate text. Use /v1/embeddings or /v1/rerank"}
 	case errors.Is(err, engine.ErrPromptTooBig):
 		return &apiError{typ: errExceedContext, cause: err,
 			message: "the request exceeds the available context size, try increasing it"}
@@ -100,7 +117,7 @@ func toAPIError(err error) *apiError {
 // submitError explains a failed Submit (or a failed final result) with the request's numbers.
 func submitError(err error, nPrompt, nCtx int) *apiError {
 	ae := toAPIError(err)
-	if ae.typ == errExceedContext {
+	if ae.typ == errExceedContext && ae.nCtx == 0 {
 		ae = &apiError{typ: errExceedContext, cause: err, nPrompt: nPrompt, nCtx: nCtx,
 			message: fmt.Sprintf("the request exceeds the available context size, try increasing it "+
 				"(the prompt has %d tokens, the context size is %d)", nPrompt, nCtx)}

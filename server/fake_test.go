@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/charmbracelet/log"
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
+	"github.com/wgpu-llama/wgpu-llama/model"
 	"github.com/wgpu-llama/wgpu-llama/model/tokenizer"
 )
 
@@ -102,6 +104,9 @@ func (f *fakeBackend) lastTask(t testing.TB) engine.Task {
 func (f *fakeBackend) Submit(ctx context.Context, task engine.Task) (<-chan engine.Result, error) {
 	if f.submitErr != nil {
 		return nil, f.submitErr
+	}
+	if task.Kind != engine.TaskGenerate {
+		return f.embed(task)
 	}
 	if len(task.Prompt) == 0 {
 		return nil, engine.ErrEmptyPrompt
@@ -199,6 +204,51 @@ func (f *fakeBackend) generate(ctx context.Context, task engine.Task, ch chan<- 
 		sent = len(text)
 	}
 	send(final())
+}
+
+// embed answers an embedding or rerank task at once: fakeVector of each token (pooling none)
+// or of the tokens' sum, or fakeScore.
+func (f *fakeBackend) embed(task engine.Task) (<-chan engine.Result, error) {
+	if len(task.Prompt) == 0 {
+		return nil, engine.ErrEmptyPrompt
+	}
+	f.mu.Lock()
+	f.tasks = append(f.tasks, task)
+	f.mu.Unlock()
+	res := engine.Result{Stop: true, TokensEvaluated: len(task.Prompt), Slot: 1}
+	switch {
+	case task.Kind == engine.TaskRerank:
+		res.Embedding = [][]float32{{fakeScore(task.Prompt)}}
+	case f.info.Pooling == model.PoolNone:
+		for _, id := range task.Prompt {
+			res.Embedding = append(res.Embedding, fakeVector(id, f.info.NEmbd))
+		}
+	default:
+		sum := int32(0)
+		for _, id := range task.Prompt {
+			sum += id
+		}
+		res.Embedding = [][]float32{fakeVector(sum, f.info.NEmbd)}
+	}
+	ch := make(chan engine.Result, 1)
+	ch <- res
+	close(ch)
+	return ch, nil
+}
+
+// fakeVector is the fake's unnormalised embedding of seed: sin(seed * (i+1)) for i < n.
+func fakeVector(seed int32, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(math.Sin(float64(seed) * float64(i+1)))
+	}
+	return v
+}
+
+// fakeScore is the fake's relevance score of a rerank prompt: its length, with its last
+// token's id as a tie-break.
+func fakeScore(prompt []int32) float32 {
+	return float32(len(prompt)) + float32(prompt[len(prompt)-1])/1000
 }
 
 // firstStop finds the earliest stop string in text.

@@ -26,7 +26,14 @@ type capture struct {
 
 func loadCapture(t *testing.T, name string) capture {
 	t.Helper()
-	dir := filepath.Dir(shareddata.Path(t, "reference", "llama-server-wire", "server-default", name+".body"))
+	return loadCaptureIn(t, "server-default", name)
+}
+
+// loadCaptureIn loads a capture of the server started as set says (server-default or
+// server-embeddings; see the captures' README).
+func loadCaptureIn(t *testing.T, set, name string) capture {
+	t.Helper()
+	dir := filepath.Dir(shareddata.Path(t, "reference", "llama-server-wire", set, name+".body"))
 	read := func(suffix string) []byte {
 		data, err := os.ReadFile(filepath.Join(dir, name+suffix))
 		if err != nil {
@@ -247,6 +254,7 @@ func testWireFormat(t *testing.T, url string, real bool) {
 		{name: "chat_stream"},
 		{name: "chat_stream_usage"},
 		{name: "chat_error_no_messages", exact: true},
+		{name: "embeddings_on_nonembedding_server", exact: true},
 		{name: "error_404"},
 		// llama-server answers 500 server_error with its JSON library's message; we answer 400.
 		{name: "error_bad_json", status: http.StatusBadRequest},

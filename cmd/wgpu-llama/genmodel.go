@@ -12,7 +12,7 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/gguf/synth"
 )
 
-const genModelSynopsis = "wgpu-llama gen-model [--preset NAME] [--arch ARCH] [--type TYPE] [--dim N --layers N --heads N --kv-heads N --ff N --vocab N --ctx N] [--seed S] --out FILE"
+const genModelSynopsis = "wgpu-llama gen-model [--preset NAME] [--arch ARCH] [--rank] [--type TYPE] [--dim N --layers N --heads N --kv-heads N --ff N --vocab N --ctx N] [--seed S] --out FILE"
 
 // runGenModel implements `wgpu-llama gen-model`: a llama (or qwen2, qwen3, phi3) GGUF of any
 // shape and type with seeded random weights and a working vocabulary, for tests and benchmarks
@@ -24,7 +24,7 @@ func runGenModel(args []string, stdout, stderr io.Writer) error {
 		dim, layers, heads, kvHeads, ff, vocab, ctx int
 		seed                                        uint64
 		ropeBase, normEps                           float64
-		verbose                                     bool
+		verbose, rank                               bool
 	)
 	stringVar(fs, &preset, "tiny", "shape preset: "+strings.Join(synth.Presets(), ", ")+"; the flags below override its fields", "preset")
 	stringVar(fs, &arch, "llama", "architecture: "+strings.Join(synth.Archs(), ", "), "arch")
@@ -41,6 +41,7 @@ func runGenModel(args []string, stdout, stderr io.Writer) error {
 	fs.Uint64Var(&seed, "seed", 1, "random seed (the same seed gives the same file)")
 	floatVar(fs, &ropeBase, 0, "rope.freq_base", "rope-base")
 	floatVar(fs, &normEps, 0, "RMS norm epsilon", "norm-eps")
+	fs.BoolVar(&rank, "rank", false, "bert: add a reranker's classification head (pooling rank), for --reranking")
 	fs.BoolVar(&verbose, "v", false, "log every tensor")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -79,6 +80,7 @@ func runGenModel(args []string, stdout, stderr io.Writer) error {
 	}
 	cfg.Seed = seed
 	cfg.Arch = arch
+	cfg.Rank = rank
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("gen-model: %w", err)
 	}

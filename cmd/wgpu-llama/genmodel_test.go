@@ -92,6 +92,24 @@ func TestGenModelArch(t *testing.T) {
 	}
 }
 
+// TestGenModelRank checks --rank: a bert reranker, with the classification head and rank
+// pooling.
+func TestGenModelRank(t *testing.T) {
+	f, err := gguf.Open(genModel(t, "--arch", "bert", "--rank"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if p, _ := f.Uint("bert.pooling_type"); p != 4 {
+		t.Errorf("pooling_type %d, want 4 (rank)", p)
+	}
+	for _, name := range []string{"cls.weight", "cls.bias", "cls.output.weight", "cls.output.bias"} {
+		if _, ok := f.Tensor(name); !ok {
+			t.Errorf("no %s", name)
+		}
+	}
+}
+
 func TestGenModelSeed(t *testing.T) {
 	read := func(args ...string) []byte {
 		b, err := os.ReadFile(genModel(t, args...))
@@ -121,6 +139,7 @@ func TestGenModelErrors(t *testing.T) {
 		{[]string{"--heads", "3", "--out", out}, "not a multiple of heads"},
 		{[]string{"--arch", "gpt2", "--out", out}, `architecture "gpt2" not supported (supported: llama, qwen2, qwen3, phi3, gemma2, gemma3, bert)`},
 		{[]string{"--vocab", "100", "--out", out}, "below the minimum"},
+		{[]string{"--rank", "--out", out}, "a rank head is bert's alone"},
 		{[]string{"--type", "Q4_K", "--out", filepath.Join(out, "no", "dir")}, "no such file"},
 	}
 	for _, c := range cases {

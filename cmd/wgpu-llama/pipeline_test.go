@@ -97,7 +97,8 @@ func TestCompleteEveryArch(t *testing.T) {
 }
 
 // TestEmbedBert generates a BERT model and prints its embedding: one line, n_embd values of a
-// unit vector; a decoder model is refused.
+// unit vector. A decoder model (no pooling_type: none) prints one line per token, or one with
+// --pooling; rank and unknown poolings are refused.
 func TestEmbedBert(t *testing.T) {
 	requireGPU(t)
 	path := genModel(t, "--preset", "tiny", "--arch", "bert", "--kv-heads", "4")
@@ -117,8 +118,21 @@ func TestEmbedBert(t *testing.T) {
 	if ss < 0.99 || ss > 1.01 {
 		t.Errorf("embedding norm² %.4f, want 1", ss)
 	}
-	var stdout, stderr bytes.Buffer
-	if err := run(context.Background(), []string{"embed", "-m", genModel(t, "--preset", "tiny"), "-p", "x"}, &stdout, &stderr); err == nil {
-		t.Error("embed on a decoder model: expected an error")
+	decoder := genModel(t, "--preset", "tiny")
+	if out := runOK(t, "embed", "-m", decoder, "-p", "Once upon a time"); strings.Count(out, "\n") < 3 || !strings.Contains(out, "\nembedding 2:") {
+		t.Errorf("decoder, pooling none: %q, want a line per token", out)
+	}
+	if out := runOK(t, "embed", "-m", decoder, "-p", "Once upon a time", "--pooling", "last", "--embd-normalize", "-1"); strings.Count(out, "\n") != 1 {
+		t.Errorf("decoder, pooling last: %q, want one line", out)
+	}
+	for _, c := range []struct{ pooling, want string }{
+		{"rank", "rank pooling scores a query and a document"},
+		{"max", `--pooling: pooling "max" not supported`},
+	} {
+		var stdout, stderr bytes.Buffer
+		err := run(context.Background(), []string{"embed", "-m", decoder, "-p", "x", "--pooling", c.pooling}, &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--pooling %s: %v, want %q", c.pooling, err, c.want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
+	"github.com/wgpu-llama/wgpu-llama/model"
 	"github.com/wgpu-llama/wgpu-llama/model/chat"
 	"github.com/wgpu-llama/wgpu-llama/server"
 )
@@ -20,13 +22,14 @@ import (
 // runServe implements the server: it listens first, so /health answers 503 "Loading model"
 // while the model loads, then serves until interrupted and shuts down gracefully.
 func runServe(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := newFlagSet("serve", "wgpu-llama [serve] -m FILE [--host H] [--port P] [-c N] [-a ALIAS] [--device N] [--chat-template NAME|FILE]", stderr)
+	fs := newFlagSet("serve", "wgpu-llama [serve] -m FILE [--host H] [--port P] [-c N] [-a ALIAS] [--device N] [--chat-template NAME|FILE] [--embeddings [--pooling TYPE] | --reranking]", stderr)
 	var (
 		mf                 modelFlags
 		host, alias        string
 		port               int
 		tmplName, tmplFile string
 		jinja              bool
+		ef                 embedFlags
 	)
 	mf.register(fs)
 	stringVar(fs, &host, "127.0.0.1", "address to listen on", "host")
@@ -35,6 +38,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	stringVar(fs, &tmplName, "", "chat template instead of the model's: a built-in name ("+strings.Join(chat.BuiltinNames(), ", ")+") or a Jinja file", "chat-template")
 	stringVar(fs, &tmplFile, "", "chat template instead of the model's, read from a Jinja file", "chat-template-file")
 	fs.BoolVar(&jinja, "jinja", false, "accepted for llama-server compatibility; chat templates always run as Jinja")
+	ef.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -45,6 +49,9 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	logger := newLogger(stderr, mf.verbose)
 	cfg, err := mf.engineConfig(alias, logger)
 	if err != nil {
+		return err
+	}
+	if err := ef.apply(&cfg); err != nil {
 		return err
 	}
 	srv := server.New(server.Config{Alias: alias, ChatTemplate: tmpl}, logger)
@@ -109,4 +116,37 @@ func chatTemplateFlag(nameOrFile, file string) (*chat.Template, error) {
 		return &t, nil
 	}
 	return nil, nil
+}
+
+// embedFlags are llama-server's embedding flags: --embeddings, --pooling and --reranking.
+type embedFlags struct {
+	embeddings, reranking bool
+	pooling               string
+}
+
+func (f *embedFlags) register(fs *flag.FlagSet) {
+	for _, n := range []string{"embeddings", "embedding"} {
+		fs.BoolVar(&f.embeddings, n, false, "serve embeddings (/embedding, /v1/embeddings)")
+	}
+	for _, n := range []string{"reranking", "rerank"} {
+		fs.BoolVar(&f.reranking, n, false, "serve reranking (/v1/rerank) with a reranker model: --embeddings with --pooling rank")
+	}
+	stringVar(fs, &f.pooling, "", "pooling of embeddings: none, mean, cls, last or rank (default: the model's)", "pooling")
+}
+
+// apply sets the engine's embedding options; --reranking means rank pooling, as in llama.cpp.
+func (f *embedFlags) apply(cfg *engine.Config) error {
+	if f.pooling != "" {
+		if _, err := model.ParsePooling(f.pooling); err != nil {
+			return fmt.Errorf("--pooling: %w", err)
+		}
+	}
+	cfg.Embeddings, cfg.Pooling = f.embeddings, f.pooling
+	if f.reranking {
+		if f.pooling != "" && f.pooling != "rank" {
+			return fmt.Errorf("--reranking pools by rank; --pooling %s contradicts it", f.pooling)
+		}
+		cfg.Embeddings, cfg.Pooling = true, "rank"
+	}
+	return nil
 }

@@ -3,11 +3,13 @@ package enginetest
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 
 	"github.com/charmbracelet/log"
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
+	"github.com/wgpu-llama/wgpu-llama/gguf/synth"
 	"github.com/wgpu-llama/wgpu-llama/gpu"
 	"github.com/wgpu-llama/wgpu-llama/gpu/gputest"
 	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
@@ -24,20 +26,43 @@ func Load(tb testing.TB, parts ...string) *engine.Engine {
 // LoadSlots is Load with n slots, each with a 512-token context.
 func LoadSlots(tb testing.TB, n int, parts ...string) *engine.Engine {
 	tb.Helper()
-	return LoadConfig(tb, engine.Config{CtxSize: 512 * n, Slots: n}, parts...)
+	return LoadConfig(tb, engine.Config{ModelPath: shareddata.Path(tb, parts...), CtxSize: 512 * n, Slots: n})
 }
 
-// LoadConfig is Load with cfg's settings (its model path, device and logger are set here).
-func LoadConfig(tb testing.TB, cfg engine.Config, parts ...string) *engine.Engine {
+// LoadConfig starts an engine as cfg says, on the best adapter, logging to the test; it skips
+// or fails as gputest does without a GPU adapter and is closed when the test ends.
+func LoadConfig(tb testing.TB, cfg engine.Config) *engine.Engine {
 	tb.Helper()
-	cfg.ModelPath = shareddata.Path(tb, parts...)
 	_, err := gpu.Adapters()
 	gputest.Check(tb, err) // skip or fail exactly as the GPU tests do
-	cfg.Device, cfg.Logger = -1, log.New(testWriter{tb})
+	cfg.Device = -1
+	if cfg.Logger == nil {
+		cfg.Logger = log.New(testWriter{tb})
+	}
 	e, err := engine.Load(context.Background(), cfg)
 	gputest.Check(tb, err)
 	tb.Cleanup(func() { e.Close() })
 	return e
+}
+
+// SynthModel writes gen-model's tiny preset as a bert encoder with full attention heads (the
+// mean pooling of an embedding model), changed by edit (e.g. Rank for a reranker), into a
+// temporary file and returns its path.
+func SynthModel(tb testing.TB, edit func(*synth.Config)) string {
+	tb.Helper()
+	cfg, err := synth.Preset("tiny")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg.Arch, cfg.KVHeads, cfg.NormEps = "bert", cfg.Heads, 1e-12
+	if edit != nil {
+		edit(&cfg)
+	}
+	path := filepath.Join(tb.TempDir(), "synth-"+cfg.Arch+".gguf")
+	if _, err := synth.WriteFile(path, cfg, nil); err != nil {
+		tb.Fatal(err)
+	}
+	return path
 }
 
 type testWriter struct{ tb testing.TB }

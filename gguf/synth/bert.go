@@ -15,8 +15,9 @@ const bertTypes = 2
 // bertTensors lists bert's tensors in convert_hf_to_gguf's order (Hugging Face BertModel's):
 // the embeddings (token_embd, position_embd with Ctx rows, token_types with 2 rows, and the
 // embedding LayerNorm token_embd_norm), then each layer's q/k/v, attn_output, attn_output_norm,
-// ffn_up, ffn_down and layer_output_norm, every one with its bias, and nothing after the layers:
-// an encoder has no output norm or matrix.
+// ffn_up, ffn_down and layer_output_norm, every one with its bias, and nothing after the layers
+// (an encoder has no output norm or matrix) but a reranker's classification head: cls, n_embd
+// x n_embd, and cls.output, one row, each with its bias.
 func (c Config) bertTensors() []quantize.Tensor {
 	hd := uint64(c.headDim())
 	d, q, kv, ff := uint64(c.Dim), uint64(c.Heads)*hd, uint64(c.KVHeads)*hd, uint64(c.FF)
@@ -44,6 +45,14 @@ func (c Config) bertTensors() []quantize.Tensor {
 			ts = append(ts, quantize.Tensor{Name: name + "weight", Shape: w}, quantize.Tensor{Name: name + "bias", Shape: []uint64{m.rows}})
 		}
 	}
+	if c.Rank {
+		ts = append(ts,
+			quantize.Tensor{Name: "cls.weight", Shape: []uint64{d, d}},
+			quantize.Tensor{Name: "cls.bias", Shape: []uint64{d}},
+			quantize.Tensor{Name: "cls.output.weight", Shape: []uint64{d, 1}},
+			quantize.Tensor{Name: "cls.output.bias", Shape: []uint64{1}},
+		)
+	}
 	for i := range ts {
 		ts[i].Type = gguf.TypeF32
 	}
@@ -63,7 +72,7 @@ func (c Config) bertKVs(tokens []string, scores []float32, types []int32) []gguf
 	const a = "bert"
 	kvs := c.headerKVs()
 	// No key_length: heads x head size = dim, as Validate requires of bert.
-	return append(kvs,
+	kvs = append(kvs,
 		f32(a+".attention.layer_norm_epsilon", c.NormEps),
 		boolean(a+".attention.causal", false),
 		u32(a+".pooling_type", c.pooling()),
@@ -79,7 +88,11 @@ func (c Config) bertKVs(tokens []string, scores []float32, types []int32) []gguf
 		u32("tokenizer.ggml.bos_token_id", 1),
 		u32("tokenizer.ggml.eos_token_id", 2),
 		boolean("tokenizer.ggml.add_bos_token", true),
-		boolean("tokenizer.ggml.add_eos_token", false),
+		boolean("tokenizer.ggml.add_eos_token", c.Rank),
 		boolean("tokenizer.ggml.add_space_prefix", true),
 	)
+	if c.Rank {
+		kvs = append(kvs, u32("tokenizer.ggml.seperator_token_id", 2), boolean("tokenizer.ggml.add_sep_token", true))
+	}
+	return kvs
 }

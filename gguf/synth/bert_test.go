@@ -10,6 +10,7 @@ import (
 
 	"github.com/wgpu-llama/wgpu-llama/gguf"
 	"github.com/wgpu-llama/wgpu-llama/gguf/quantize"
+	"github.com/wgpu-llama/wgpu-llama/model/tokenizer"
 )
 
 // TestBert generates the tiny bert in F32 and Q8_0 and checks its tensors against llama.cpp's
@@ -154,6 +155,53 @@ func TestBertMixRules(t *testing.T) {
 			if got := types[fmt.Sprintf("blk.%d.%s", i, name)]; got != want {
 				t.Errorf("blk.%d.%s: %s, want %s", i, name, got, want)
 			}
+		}
+	}
+}
+
+// TestBertRank generates the tiny bert with a rank head: the classification head's tensors
+// after the layers (cls n_embd x n_embd quantized with the mix, cls.output one F32 row, their
+// F32 biases), pooling_type 4, and XLM-RoBERTa's separators in the vocabulary.
+func TestBertRank(t *testing.T) {
+	c := tiny(t, quantize.MixQ8_0)
+	c.Arch, c.Rank = "bert", true
+	f, _ := generate(t, c)
+	n := len(f.Tensors)
+	want := []struct {
+		name  string
+		shape []uint64
+		typ   gguf.GGMLType
+	}{
+		{"cls.weight", []uint64{64, 64}, gguf.TypeQ8_0}, {"cls.bias", []uint64{64}, gguf.TypeF32},
+		{"cls.output.weight", []uint64{64, 1}, gguf.TypeF32}, {"cls.output.bias", []uint64{1}, gguf.TypeF32},
+	}
+	for i, w := range want {
+		ti := f.Tensors[n-len(want)+i]
+		if ti.Name != w.name || !slices.Equal(ti.Shape, w.shape) || ti.Type != w.typ {
+			t.Errorf("tensor %d: %s %v %s, want %s %v %s", n-len(want)+i, ti.Name, ti.Shape, ti.Type, w.name, w.shape, w.typ)
+		}
+	}
+	if m, s := fillOf("bert", "cls.weight"); m != 0 || s != headScale {
+		t.Errorf("cls.weight filled as %g + %g normal", m, s)
+	}
+	if p, _ := f.Uint("bert.pooling_type"); p != 4 {
+		t.Errorf("pooling_type %d, want 4 (rank)", p)
+	}
+	tk, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tk.AddBOS() || !tk.AddEOS() || !tk.AddSEP() || tk.SEP() != 2 || tk.EOS() != 2 {
+		t.Errorf("add_bos %v add_eos %v add_sep %v sep %d eos %d", tk.AddBOS(), tk.AddEOS(), tk.AddSEP(), tk.SEP(), tk.EOS())
+	}
+	for _, bad := range []func(*Config){
+		func(c *Config) { c.Arch = "llama" },
+		func(c *Config) { c.Pooling = 2 },
+	} {
+		b := c
+		bad(&b)
+		if err := b.Validate(); err == nil || !strings.Contains(err.Error(), "rank head") {
+			t.Errorf("%s with pooling %d: %v, want the rank head refused", b.Arch, b.Pooling, err)
 		}
 	}
 }

@@ -54,6 +54,12 @@ type Config struct {
 	// Pooling is bert's pooling_type, in llama.cpp's numbering: 1 mean, 2 cls (the first
 	// token), 3 last; 0 means mean. Other architectures have none.
 	Pooling int
+	// Rank makes a bert a reranker (a cross-encoder): it adds the classification head
+	// llama.cpp's rank pooling runs (cls.weight, cls.bias, cls.output.weight with one output,
+	// cls.output.bias), writes pooling_type 4 (rank), and gives the vocabulary XLM-RoBERTa's
+	// separators (add_eos_token and add_sep_token, EOS as the separator), so llama-server's
+	// rerank prompt is BOS query EOS SEP document EOS. Pooling must be 0 with it.
+	Rank bool
 	// Seed selects the weights: the same seed gives the same file, byte for byte.
 	Seed uint64
 }
@@ -128,6 +134,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("synth: %s needs heads x head size = dim, got %d x %d != %d", c.arch(), c.Heads, hd, c.Dim)
 	case c.Pooling < 0 || c.Pooling > 3 || (c.Pooling != 0 && !c.bert()):
 		return fmt.Errorf("synth: pooling %d: bert's alone, one of 1 (mean), 2 (cls), 3 (last), or 0 for mean", c.Pooling)
+	case c.Rank && (!c.bert() || c.Pooling != 0):
+		return fmt.Errorf("synth: a rank head is bert's alone, whose pooling is then rank (leave Pooling 0)")
 	case c.Heads%c.KVHeads != 0:
 		return fmt.Errorf("synth: heads %d is not a multiple of kv-heads %d", c.Heads, c.KVHeads)
 	case c.Vocab < MinVocab:
@@ -176,9 +184,12 @@ func (c Config) gemma() bool { return c.arch() == "gemma2" || c.arch() == "gemma
 // bert says whether the architecture is the BERT encoder.
 func (c Config) bert() bool { return c.arch() == "bert" }
 
-// pooling is bert's pooling_type, Pooling or 1 (mean).
+// pooling is bert's pooling_type: 4 (rank) with a rank head, else Pooling or 1 (mean).
 func (c Config) pooling() int {
-	if c.Pooling == 0 {
+	switch {
+	case c.Rank:
+		return 4
+	case c.Pooling == 0:
 		return 1
 	}
 	return c.Pooling

@@ -19,13 +19,23 @@ const weightScale = 0.02
 // small, but large enough that a forward pass that drops them goes visibly wrong.
 const spreadScale = 0.1
 
+// headScale is the standard deviation of a reranker's dense head matrix (cls.weight), about
+// 1/sqrt(n_embd) for the tiny preset, so the tanh after it stays in its responsive range; the
+// output row (cls.output.weight) is normal(0, 1), so scores spread like a trained reranker's
+// logits and documents rank apart by far more than rounding.
+const headScale = 0.125
+
 // fillOf returns how the tensor name's values are drawn in a model of arch: mean +
 // scale*normal(0, 1). The layer and output norms are exactly 1, as in llama's initialisation,
 // except Gemma's, which spread around 1 like trained ones (the GGUF converter has already
 // added Gemma's +1 to them), and bert's LayerNorm weights, which spread alike (their biases
-// spread around 0 as every bias does).
+// spread around 0 as every bias does). A reranker's head spreads as headScale says.
 func fillOf(arch, name string) (mean, scale float64) {
 	switch {
+	case name == "cls.weight":
+		return 0, headScale
+	case name == "cls.output.weight":
+		return 0, 1
 	case strings.HasSuffix(name, "attn_q_norm.weight") || strings.HasSuffix(name, "attn_k_norm.weight"):
 		return 1, spreadScale
 	case strings.HasSuffix(name, "_norm.weight"):

@@ -39,6 +39,7 @@ const (
 	PoolMean = 1 // the mean of every token's output
 	PoolCLS  = 2 // the first token's ([CLS] in BERT's vocabulary)
 	PoolLast = 3 // the last token's
+	PoolRank = 4 // a reranker's classification head on the first token's (see Rank)
 )
 
 // bertHparams are an encoder's hyperparameters, from the "bert.*" metadata keys.
@@ -62,11 +63,67 @@ func Embed(f *gguf.File, tokens []int32) ([]float32, error) {
 	if err != nil {
 		return nil, err
 	}
+	if hp.pooling == PoolRank {
+		return nil, fmt.Errorf("reference: pooling_type 4 (rank) scores a query and document: use Rank")
+	}
 	hidden, err := encode(f, hp, tokens)
 	if err != nil {
 		return nil, err
 	}
 	return pool(hidden, hp.nEmbd, hp.pooling), nil
+}
+
+// Rank runs tokens (a reranker's prompt: query and document) through an encoder with a
+// classification head and returns the head's outputs for the first token, as llama.cpp's rank
+// pooling computes them (llm_graph_context::build_pooling):
+//
+//	h = tanh(cls.weight @ x[0] + cls.bias)
+//	out = cls.output.weight @ h + cls.output.bias   (h itself when the file has no cls.output)
+//
+// The relevance score llama-server reports is out[0]. The file's pooling_type does not matter.
+func Rank(f *gguf.File, tokens []int32) ([]float32, error) {
+	hp, err := readBert(f)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := f.Tensor("cls.weight"); !ok {
+		return nil, fmt.Errorf("reference: no classification head (cls.weight): not a reranker")
+	}
+	hidden, err := encode(f, hp, tokens)
+	if err != nil {
+		return nil, err
+	}
+	d := hp.nEmbd
+	w := loader{f}
+	dense, err := w.tensor("cls.weight", d, d)
+	if err != nil {
+		return nil, err
+	}
+	denseB, err := w.tensor("cls.bias", d)
+	if err != nil {
+		return nil, err
+	}
+	h := linear(dense, denseB, d, d, hidden[:d], 1)
+	for i, v := range h {
+		h[i] = float32(math.Tanh(float64(v)))
+	}
+	ti, ok := f.Tensor("cls.output.weight")
+	if !ok {
+		return h, nil
+	}
+	nOut := 1
+	if len(ti.Shape) == 2 {
+		nOut = int(ti.Shape[1])
+	}
+	out, err := w.tensor("cls.output.weight", d, nOut)
+	if err != nil {
+		return nil, err
+	}
+	outB, err := w.tensor("cls.output.bias", nOut)
+	if err != nil {
+		return nil, err
+	}
+	return linear(out, outB, nOut, d, h, 1), nil
 }
 
 // encode returns the final hidden states, len(tokens) rows of nEmbd.
@@ -197,8 +254,8 @@ func pool(hidden []float32, n, pooling int) []float32 {
 // attention.layer_norm_epsilon and attention.causal are required (llama.cpp refuses a BERT
 // file without them). pooling_type is optional; llama.cpp's default when it is absent is no
 // pooling (one vector per token, which llama-server's OpenAI-style endpoint refuses), and an
-// embedding of one vector then falls back to the mean, as this project's GPU side does.
-// Pooling types other than mean, cls and last (none, rank) are refused.
+// embedding of one vector then falls back to the mean, as this project's GPU side does
+// (model.Embed). Rank (4) is read for Rank and refused by Embed; none (0) is refused.
 func readBert(f *gguf.File) (bertHparams, error) {
 	arch := f.Architecture()
 	if !slices.Contains(Encoders, arch) {
@@ -245,8 +302,8 @@ func readBert(f *gguf.File) (bertHparams, error) {
 	if v, ok := f.Uint(arch + ".pooling_type"); ok {
 		hp.pooling = int(v)
 	}
-	if hp.pooling != PoolMean && hp.pooling != PoolCLS && hp.pooling != PoolLast {
-		return bertHparams{}, fmt.Errorf("reference: %s.pooling_type %d not supported (supported: 1 mean, 2 cls, 3 last)", arch, hp.pooling)
+	if hp.pooling != PoolMean && hp.pooling != PoolCLS && hp.pooling != PoolLast && hp.pooling != PoolRank {
+		return bertHparams{}, fmt.Errorf("reference: %s.pooling_type %d not supported (supported: 1 mean, 2 cls, 3 last, 4 rank)", arch, hp.pooling)
 	}
 	embd, ok := f.Tensor("token_embd.weight")
 	if !ok || len(embd.Shape) != 2 {

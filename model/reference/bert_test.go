@@ -207,7 +207,8 @@ func TestBertErrors(t *testing.T) {
 		{[]string{"bert.attention.causal"}, nil, "attention.causal missing"},
 		{[]string{"bert.context_length"}, nil, "context_length missing"},
 		{[]string{"bert.pooling_type"}, []gguf.KV{{Key: "bert.pooling_type", Type: gguf.TypeUint32, Value: uint32(0)}}, "pooling_type 0 not supported"},
-		{[]string{"bert.pooling_type"}, []gguf.KV{{Key: "bert.pooling_type", Type: gguf.TypeUint32, Value: uint32(4)}}, "pooling_type 4 not supported"},
+		{[]string{"bert.pooling_type"}, []gguf.KV{{Key: "bert.pooling_type", Type: gguf.TypeUint32, Value: uint32(4)}}, "pooling_type 4 (rank) scores a query and document: use Rank"},
+		{[]string{"bert.pooling_type"}, []gguf.KV{{Key: "bert.pooling_type", Type: gguf.TypeUint32, Value: uint32(5)}}, "pooling_type 5 not supported"},
 	} {
 		if _, err := Embed(rewrite(t, f, c.drop, c.add...), prompt); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v %v: %v, want %q", c.drop, c.add, err, c.want)
@@ -223,6 +224,44 @@ func TestBertErrors(t *testing.T) {
 	}
 	if _, err := Embed(dropTensor(t, f, "blk.1.ffn_up.bias"), prompt); err == nil || !strings.Contains(err.Error(), "blk.1.ffn_up.bias missing") {
 		t.Errorf("without blk.1.ffn_up.bias: %v", err)
+	}
+}
+
+// TestBertRank checks the classification head: one score per prompt, different prompts
+// scoring differently; without cls.output the head's tanh layer (n_embd values in (-1, 1)),
+// which cls.output then maps to the score; a file without a head refused.
+func TestBertRank(t *testing.T) {
+	f := bertWith(t, func(c *synth.Config) { c.Rank = true })
+	score, err := Rank(f, long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(score) != 1 || math.IsNaN(float64(score[0])) {
+		t.Fatalf("score %v, want one value", score)
+	}
+	if other, err := Rank(f, prompt); err != nil || math.Abs(float64(other[0]-score[0])) < 1e-3 {
+		t.Errorf("another prompt scores %v (%v), the first %v", other, err, score)
+	}
+	tanh, err := Rank(dropTensor(t, dropTensor(t, f, "cls.output.weight"), "cls.output.bias"), long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tanh) != 64 || slices.Max(tanh) >= 1 || slices.Min(tanh) <= -1 {
+		t.Fatalf("without cls.output: %d values from %g to %g, want 64 in (-1, 1)", len(tanh), slices.Min(tanh), slices.Max(tanh))
+	}
+	w, b := values(t, f, "cls.output.weight"), values(t, f, "cls.output.bias")
+	sum := float64(b[0])
+	for i, h := range tanh {
+		sum += float64(w[i]) * float64(h)
+	}
+	if math.Abs(sum-float64(score[0])) > 1e-5 {
+		t.Errorf("cls.output over the tanh layer gives %g, Rank %g", sum, score[0])
+	}
+	if _, err := Embed(f, long); err == nil || !strings.Contains(err.Error(), "use Rank") {
+		t.Errorf("Embed(reranker): %v, want an error pointing to Rank", err)
+	}
+	if _, err := Rank(bertWith(t, func(*synth.Config) {}), long); err == nil || !strings.Contains(err.Error(), "not a reranker") {
+		t.Errorf("Rank(bert without a head): %v", err)
 	}
 }
 

@@ -216,6 +216,136 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/embedding": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * llama-server's native embeddings (with --embeddings).
+         * @description One result per input, in input order: `embedding` holds one pooled vector, normalised as
+         *     `embd_normalize` says, or with pooling none one unnormalised vector per token.
+         */
+        post: operations["createEmbeddingNative"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/embeddings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Alias of POST /embedding. */
+        post: operations["createEmbeddingNativeAlias"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/embeddings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * OpenAI-compatible embeddings (with --embeddings and a pooling other than none).
+         * @description As llama-server, a request with `content` instead of `input` gets the native answer.
+         */
+        post: operations["createEmbedding"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rerank": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rank documents by relevance to a query (with --reranking).
+         * @description Jina's request and answer (`documents`, `results` sorted by relevance), or with `texts`
+         *     in place of `documents` TEI's (an array of `{index, score}` sorted by score).
+         */
+        post: operations["rerank"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/reranking": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Alias of POST /v1/rerank. */
+        post: operations["rerankV1Alias"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/rerank": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Alias of POST /v1/rerank. */
+        post: operations["rerankAlias"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/reranking": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Alias of POST /v1/rerank. */
+        post: operations["rerankingAlias"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -824,6 +954,85 @@ export interface components {
              */
             content: string;
         };
+        EmbeddingRequest: {
+            input?: components["schemas"]["EmbeddingInput"];
+            content?: components["schemas"]["EmbeddingInput"];
+            /** @description float (the default) or base64 (each vector's little-endian f32 bytes). */
+            encoding_format?: string | null;
+            /**
+             * @description Normalisation of pooled vectors: -1 none, 0 max absolute scaled to 32760, 1 taxicab,
+             *     2 Euclidean (the default), p > 2 the p-norm.
+             */
+            embd_normalize?: number | null;
+            /** @description Echoed in the OpenAI-style answer; the loaded model's name when absent. */
+            model?: string | null;
+        };
+        /**
+         * @description The text to embed; or several inputs: an array of strings and of arrays of token ids and
+         *     strings. An array holding a token id is one input of ids and strings (only a leading
+         *     string gets the special tokens).
+         */
+        EmbeddingInput: (string | components["schemas"]["EmbeddingInputItem"][]) | null;
+        EmbeddingInputItem: number | string | components["schemas"]["PromptPiece"][];
+        NativeEmbeddingResponse: components["schemas"]["NativeEmbedding"][];
+        NativeEmbedding: {
+            index: number;
+            /** @description One pooled vector, or with pooling none one vector per token. */
+            embedding: number[][];
+        };
+        EmbeddingResult: components["schemas"]["EmbeddingResponse"] | components["schemas"]["NativeEmbeddingResponse"];
+        EmbeddingResponse: {
+            model: string;
+            /** @example list */
+            object: string;
+            usage: components["schemas"]["EmbeddingUsage"];
+            data: components["schemas"]["EmbeddingData"][];
+        };
+        EmbeddingUsage: {
+            prompt_tokens: number;
+            total_tokens: number;
+        };
+        EmbeddingData: {
+            embedding: components["schemas"]["EmbeddingVector"];
+            index: number;
+            /** @example embedding */
+            object: string;
+            /** @description base64, when the vector is encoded so. */
+            encoding_format?: string;
+        };
+        EmbeddingVector: number[] | string;
+        RerankRequest: {
+            /** @description The query, a string (another type is refused with llama-server's message). */
+            query?: unknown;
+            /** @description The documents to rank, an array of strings (Jina's format). */
+            documents?: unknown;
+            /** @description The documents to rank, an array of strings (TEI's format, answered in TEI's shape). */
+            texts?: unknown;
+            /** @description Answer the most relevant top_n documents; all when absent. */
+            top_n?: number | null;
+            /** @description TEI's format only; each result carries its document's text. */
+            return_text?: boolean | null;
+            /** @description Echoed in the answer; the loaded model's name when absent. */
+            model?: string | null;
+        };
+        RerankResult: components["schemas"]["RerankResponse"] | components["schemas"]["TEIRerankResponse"];
+        RerankResponse: {
+            model: string;
+            /** @example list */
+            object: string;
+            usage: components["schemas"]["EmbeddingUsage"];
+            results: components["schemas"]["RerankScore"][];
+        };
+        RerankScore: {
+            index: number;
+            relevance_score: number;
+        };
+        TEIRerankResponse: components["schemas"]["TEIRerankScore"][];
+        TEIRerankScore: {
+            index: number;
+            score: number;
+            text?: string;
+        };
     };
     responses: {
         /** @description An error in llama-server's shape. */
@@ -1152,6 +1361,181 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DetokenizeResponse"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    createEmbeddingNative: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EmbeddingRequest"];
+            };
+        };
+        responses: {
+            /** @description The embeddings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NativeEmbeddingResponse"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    createEmbeddingNativeAlias: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EmbeddingRequest"];
+            };
+        };
+        responses: {
+            /** @description The embeddings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NativeEmbeddingResponse"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    createEmbedding: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EmbeddingRequest"];
+            };
+        };
+        responses: {
+            /** @description The embeddings, in OpenAI's list (or the native array for `content`). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmbeddingResult"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    rerank: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RerankRequest"];
+            };
+        };
+        responses: {
+            /** @description The documents' indices and scores, most relevant first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RerankResult"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    rerankV1Alias: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RerankRequest"];
+            };
+        };
+        responses: {
+            /** @description As POST /v1/rerank. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RerankResult"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    rerankAlias: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RerankRequest"];
+            };
+        };
+        responses: {
+            /** @description As POST /v1/rerank. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RerankResult"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    rerankingAlias: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RerankRequest"];
+            };
+        };
+        responses: {
+            /** @description As POST /v1/rerank. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RerankResult"];
                 };
             };
             default: components["responses"]["Error"];
