@@ -42,7 +42,7 @@ var requestTypes = map[string]reflect.Type{
 	string(gen.RerankV1AliasOperation):              reflect.TypeFor[gen.RerankRequest](),
 	string(gen.RerankAliasOperation):                reflect.TypeFor[gen.RerankRequest](),
 	string(gen.RerankingAliasOperation):             reflect.TypeFor[gen.RerankRequest](),
-	string(gen.LookupStreamsOperation):                 reflect.TypeFor[gen.StreamLookupRequest](),
+	string(gen.LookupStreamsOperation):              reflect.TypeFor[gen.StreamLookupRequest](),
 }
 
 // decodeFailure turns an ogen decode or validation error into a client-facing error.
