@@ -42,6 +42,7 @@ type Model struct {
 	kvF16      bool
 	actQuant   bool
 	scratch    scratch
+	draft      draftScratch // DraftGreedy's buffers, made on first use
 }
 
 // scratch holds the activations of one forward pass, sized for maxBatch tokens.
@@ -248,6 +249,7 @@ func (m *Model) Close() {
 	for _, b := range []*gpu.Buffer{s.x, s.xn, s.qkv, s.attn, s.gu, s.ffn, s.xq, s.xsums, s.tmp, s.logits, s.ids, s.pos, s.outRows} {
 		b.Release()
 	}
+	m.draft.release()
 	m.vectors, m.weights = nil, nil
 }
 
@@ -353,40 +355,44 @@ type Batch struct {
 // ForwardBatch runs one batch (at most MaxBatch tokens and MaxOutputs logit rows) as one
 // command buffer and one submit, and returns the requested rows' logits.
 func (m *Model) ForwardBatch(kv *KVCache, b Batch) ([][]float32, error) {
-	n := len(b.Tokens)
 	if m.enc != nil {
 		return nil, fmt.Errorf("model: %s is an embedding model: it does not generate text (use Embed)", m.Config.Arch)
 	}
-	if n == 0 || n > m.maxBatch || len(b.Pos) != n || len(b.Base) != n {
-		return nil, fmt.Errorf("model: batch of %d tokens (%d positions, %d bases); the limit is %d", n, len(b.Pos), len(b.Base), m.maxBatch)
-	}
-	if len(b.Logits) > m.maxOutputs {
-		return nil, fmt.Errorf("model: %d logit rows requested; the limit is %d", len(b.Logits), m.maxOutputs)
-	}
-	for i, id := range b.Tokens {
-		if id < 0 || int(id) >= m.Config.NVocab {
-			return nil, fmt.Errorf("model: token id %d out of range (vocabulary %d)", id, m.Config.NVocab)
-		}
-		if b.Pos[i] < 0 || b.Base[i] < 0 || int(b.Base[i]+b.Pos[i]) >= kv.NCtx {
-			return nil, fmt.Errorf("model: token %d at position %d of the sequence at row %d is outside the cache of %d", i, b.Pos[i], b.Base[i], kv.NCtx)
-		}
-	}
-	for _, r := range b.Logits {
-		if r < 0 || r >= n {
-			return nil, fmt.Errorf("model: logits of batch row %d requested of %d", r, n)
-		}
+	if err := m.validate(kv, b); err != nil {
+		return nil, err
 	}
 	return m.pass(kv, b)
 }
 
+// validate checks a batch against the model's limits and the cache.
+func (m *Model) validate(kv *KVCache, b Batch) error {
+	n := len(b.Tokens)
+	if n == 0 || n > m.maxBatch || len(b.Pos) != n || len(b.Base) != n {
+		return fmt.Errorf("model: batch of %d tokens (%d positions, %d bases); the limit is %d", n, len(b.Pos), len(b.Base), m.maxBatch)
+	}
+	if len(b.Logits) > m.maxOutputs {
+		return fmt.Errorf("model: %d logit rows requested; the limit is %d", len(b.Logits), m.maxOutputs)
+	}
+	for i, id := range b.Tokens {
+		if id < 0 || int(id) >= m.Config.NVocab {
+			return fmt.Errorf("model: token id %d out of range (vocabulary %d)", id, m.Config.NVocab)
+		}
+		if b.Pos[i] < 0 || b.Base[i] < 0 || int(b.Base[i]+b.Pos[i]) >= kv.NCtx {
+			return fmt.Errorf("model: token %d at position %d of the sequence at row %d is outside the cache of %d", i, b.Pos[i], b.Base[i], kv.NCtx)
+		}
+	}
+	for _, r := range b.Logits {
+		if r < 0 || r >= n {
+			return fmt.Errorf("model: logits of batch row %d requested of %d", r, n)
+		}
+	}
+	return nil
+}
+
 // pass records and submits one forward pass of at most maxBatch tokens.
 func (m *Model) pass(kv *KVCache, b Batch) ([][]float32, error) {
-	c, s, n := m.Config, &m.scratch, len(b.Tokens)
-	if err := m.dev.Write(s.ids, 0, gpu.Bytes(b.Tokens)); err != nil {
-		return nil, err
-	}
-	posBase := append(append(make([]int32, 0, 2*n), b.Pos...), b.Base...)
-	if err := m.dev.Write(s.pos, 0, gpu.Bytes(posBase)); err != nil {
+	c, s := m.Config, &m.scratch
+	if err := m.upload(b); err != nil {
 		return nil, err
 	}
 	maxKeys := 0
@@ -397,6 +403,66 @@ func (m *Model) pass(kv *KVCache, b Batch) ([][]float32, error) {
 	if err != nil {
 		return nil, err
 	}
+	m.record(r, kv, len(b.Tokens), maxKeys, b.Logits)
+	k := len(b.Logits)
+	if k == 0 {
+		return nil, r.Submit()
+	}
+	raw, err := r.SubmitAndRead(s.logits, 0, uint64(k*c.NVocab)*4)
+	if err != nil {
+		return nil, err
+	}
+	all := gpu.Float32s(raw)
+	out := make([][]float32, k)
+	for i := range out {
+		out[i] = all[i*c.NVocab : (i+1)*c.NVocab]
+	}
+	return out, nil
+}
+
+// upload writes a batch's inputs to the scratch buffers: token ids, positions then bases, and
+// the rows to gather logits from when record needs them.
+func (m *Model) upload(b Batch) error {
+	s, n := &m.scratch, len(b.Tokens)
+	if err := m.dev.Write(s.ids, 0, gpu.Bytes(b.Tokens)); err != nil {
+		return err
+	}
+	posBase := append(append(make([]int32, 0, 2*n), b.Pos...), b.Base...)
+	if err := m.dev.Write(s.pos, 0, gpu.Bytes(posBase)); err != nil {
+		return err
+	}
+	if !gathers(b.Logits, n) {
+		return nil
+	}
+	rows := make([]int32, len(b.Logits))
+	for i, lr := range b.Logits {
+		rows[i] = int32(lr)
+	}
+	return m.dev.Write(s.outRows, 0, gpu.Bytes(rows))
+}
+
+// gathers reports whether the logits rows must be gathered before the output projection:
+// not when they are the last row alone or every row in order.
+func gathers(rows []int, n int) bool {
+	if len(rows) == 1 && rows[0] == n-1 {
+		return false
+	}
+	if len(rows) != n {
+		return true
+	}
+	for i, r := range rows {
+		if r != i {
+			return true
+		}
+	}
+	return false
+}
+
+// record records the forward pass of n tokens whose inputs are in the scratch buffers (see
+// upload), at most maxKeys positions deep, and the logits of the given rows into
+// scratch.logits, in order.
+func (m *Model) record(r *gpu.Recorder, kv *KVCache, n, maxKeys int, logits []int) {
+	c, s := m.Config, &m.scratch
 	embScale := c.EmbedScale
 	if embScale == 0 {
 		embScale = 1
@@ -423,22 +489,15 @@ func (m *Model) pass(kv *KVCache, b Batch) ([][]float32, error) {
 		r.GLU(s.gu, s.ffn, c.NFF, n, c.GELU)
 		m.residual(r, ly.ffnDown, s.ffn, c.NFF, ly.postFFN, n)
 	}
-	k := len(b.Logits)
+	k := len(logits)
 	if k == 0 {
-		return nil, r.Submit()
+		return
 	}
-	// Only the requested rows get logits: normalise, gather them (the last row alone needs no
-	// gathering) and project.
+	// Only the requested rows get logits: normalise, gather them (unless they are the last
+	// row or all rows in order) and project.
 	r.RMSNorm(s.x, m.outputNorm, s.xn, c.NEmbd, n, c.RMSEps)
-	src, row0 := s.xn, b.Logits[0]
-	if k > 1 || b.Logits[0] != n-1 {
-		rows := make([]int32, k)
-		for i, lr := range b.Logits {
-			rows[i] = int32(lr)
-		}
-		if err := m.dev.Write(s.outRows, 0, gpu.Bytes(rows)); err != nil {
-			return nil, err
-		}
+	src, row0 := s.xn, logits[0]
+	if gathers(logits, n) {
 		hidden := gpu.Weight{Type: gpu.F32, Rows: n, Cols: c.NEmbd, Chunks: []gpu.WeightChunk{{Buf: s.xn, Rows: n}}}
 		r.GetRows(hidden, s.outRows, s.tmp, k)
 		src, row0 = s.tmp, 0
@@ -447,16 +506,6 @@ func (m *Model) pass(kv *KVCache, b Batch) ([][]float32, error) {
 	if c.FinalSoftCap > 0 {
 		r.SoftCap(s.logits, k*c.NVocab, c.FinalSoftCap)
 	}
-	raw, err := r.SubmitAndRead(s.logits, 0, uint64(k*c.NVocab)*4)
-	if err != nil {
-		return nil, err
-	}
-	all := gpu.Float32s(raw)
-	out := make([][]float32, k)
-	for i := range out {
-		out[i] = all[i*c.NVocab : (i+1)*c.NVocab]
-	}
-	return out, nil
 }
 
 // layerAttention is layer il's RoPE and attention settings: Gemma's sliding-window layers
