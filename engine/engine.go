@@ -38,7 +38,9 @@ type Config struct {
 	KVF32 bool
 	// RawActivations skips rounding matmul activations as llama.cpp does (model.Options).
 	RawActivations bool
-	Logger         *log.Logger
+	// Speculative configures speculative decoding; the zero value is off.
+	Speculative SpecConfig
+	Logger      *log.Logger
 }
 
 // InlineSoftwareBelow is the model file size under which a software adapter runs dispatches
@@ -63,6 +65,8 @@ type Engine struct {
 	slots   []*slot
 	slotCtx int // context of each slot
 	batch   int // most tokens per forward pass
+
+	spec *speculator // nil without speculative decoding
 }
 
 type request struct {
@@ -106,9 +110,17 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 	if batch <= 0 {
 		batch = 512
 	}
+	spec, err := cfg.Speculative.resolve()
+	if err != nil {
+		return nil, err
+	}
+	outputs := nSlots
+	if spec.Type != SpecNone { // each slot may verify NMax drafted tokens after its next one
+		outputs = nSlots * (spec.NMax + 1)
+	}
 	m, err := model.Load(dev, f, model.Options{
 		MaxBatch:       batch,
-		MaxOutputs:     nSlots,
+		MaxOutputs:     outputs,
 		KVF32:          cfg.KVF32,
 		RawActivations: cfg.RawActivations,
 		Progress: func(done, total uint64) {
@@ -146,6 +158,19 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		m.Close()
 		return nil, err
 	}
+	var sp *speculator
+	switch spec.Type {
+	case SpecDraft:
+		opts := model.Options{MaxBatch: batch, KVF32: cfg.KVF32, RawActivations: cfg.RawActivations}
+		if sp, err = loadDraft(dev, spec, m, opts, nSlots, slotCtx, logger); err != nil {
+			kv.Release()
+			m.Close()
+			return nil, err
+		}
+	case SpecNgram:
+		sp = &speculator{cfg: spec}
+		logger.Info("n-gram drafting", "n", spec.NgramN, "m", spec.NgramM, "draft_max", spec.NMax, "draft_min", spec.NMin)
+	}
 	alias := cfg.Alias
 	if alias == "" {
 		alias = strings.TrimSuffix(filepath.Base(cfg.ModelPath), filepath.Ext(cfg.ModelPath))
@@ -158,7 +183,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		info: ModelInfo{
 			Name: alias, Path: cfg.ModelPath, NCtx: slotCtx, NCtxTrain: c.NCtxTrain, NVocab: c.NVocab,
 			NEmbd: c.NEmbd, NParams: nParams, Size: c.TensorSize, FileType: c.FileType,
-			ChatTemplate: c.ChatTmpl, NSlots: nSlots,
+			ChatTemplate: c.ChatTmpl, NSlots: nSlots, SpecType: spec.Type,
 		},
 		tok: m.Tokenizer, dev: dev, model: m, kv: kv, log: logger,
 		queue:   make(chan *request, 256),
@@ -166,6 +191,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		done:    make(chan struct{}),
 		slotCtx: slotCtx,
 		batch:   batch,
+		spec:    sp,
 	}
 	for i := 0; i < nSlots; i++ {
 		e.slots = append(e.slots, &slot{id: i, base: int32(i * slotCtx)})
@@ -212,6 +238,10 @@ func (e *Engine) Close() error {
 	e.closeMu.Do(func() {
 		close(e.quit)
 		<-e.done
+		if e.spec != nil && e.spec.draft != nil {
+			e.spec.kv.Release()
+			e.spec.draft.Close()
+		}
 		e.kv.Release()
 		e.model.Close()
 		e.dev.Close()

@@ -112,21 +112,28 @@ func (e *Engine) turn() {
 	type row struct {
 		s      *slot
 		tokens []int32 // what this slot adds to the cache with this batch
-		logits bool
+		logits int     // how many of its last rows have logits (1 + drafted tokens when generating)
 	}
 	var rows []row
 	budget := e.batch
+	drafts := e.propose() // speculative decoding: drafted tokens to verify after each next token
 	for _, s := range e.slots { // generating slots first: they need one token each
 		g := s.gen
 		if g == nil || !g.promptDone || budget == 0 {
 			continue
 		}
-		b.Tokens = append(b.Tokens, g.next)
-		b.Pos = append(b.Pos, int32(len(s.cached)))
-		b.Base = append(b.Base, s.base)
-		b.Logits = append(b.Logits, len(b.Tokens)-1)
-		rows = append(rows, row{s: s, tokens: []int32{g.next}, logits: true})
-		budget--
+		toks := []int32{g.next}
+		if drafts != nil {
+			toks = append(toks, drafts[s.id]...)
+		}
+		for i, tok := range toks {
+			b.Tokens = append(b.Tokens, tok)
+			b.Pos = append(b.Pos, int32(len(s.cached)+i))
+			b.Base = append(b.Base, s.base)
+			b.Logits = append(b.Logits, len(b.Tokens)-1)
+		}
+		rows = append(rows, row{s: s, tokens: toks, logits: len(toks)})
+		budget -= len(toks)
 	}
 	for _, s := range e.slots {
 		g := s.gen
@@ -140,11 +147,12 @@ func (e *Engine) turn() {
 			b.Pos = append(b.Pos, int32(len(s.cached)+i))
 			b.Base = append(b.Base, s.base)
 		}
-		last := len(chunk) == len(rest)
-		if last {
+		r := row{s: s, tokens: chunk}
+		if len(chunk) == len(rest) {
 			b.Logits = append(b.Logits, len(b.Tokens)-1)
+			r.logits = 1
 		}
-		rows = append(rows, row{s: s, tokens: chunk, logits: last})
+		rows = append(rows, r)
 		budget -= len(chunk)
 	}
 	if len(b.Tokens) == 0 {
@@ -162,8 +170,15 @@ func (e *Engine) turn() {
 	}
 	li := 0
 	for _, r := range rows {
+		if r.logits > 1 { // a drafted continuation: the slot keeps what the model agrees with
+			if final, done := e.verify(r.s, r.tokens, logits[li:li+r.logits]); done {
+				e.end(r.s, final)
+			}
+			li += r.logits
+			continue
+		}
 		r.s.cached = append(r.s.cached, r.tokens...)
-		if !r.logits {
+		if r.logits == 0 {
 			continue
 		}
 		if final, done := e.step(r.s, logits[li]); done {
