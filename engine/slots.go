@@ -116,7 +116,8 @@ func (e *Engine) turn() {
 	}
 	var rows []row
 	budget := e.batch
-	drafts := e.propose()       // speculative decoding: drafted tokens to verify after each next token
+	// Speculative decoding: the drafted tokens each generating slot verifies after its next one.
+	drafts := e.propose()
 	for _, s := range e.slots { // generating slots first: they need one token each
 		g := s.gen
 		if g == nil || !g.promptDone || budget == 0 {

@@ -99,6 +99,31 @@ func TestSelfDraftMatchesGreedy(t *testing.T) {
 	}
 }
 
+// TestSelfDraftSmallBatch drafts with a batch of 8 tokens for 4 slots whose prompts are
+// longer: the draft model catches up on the prompts over several passes and the drafts share
+// what the batch has left; greedy output is still the plain engine's.
+func TestSelfDraftSmallBatch(t *testing.T) {
+	prompts := []string{
+		"Lily and Tom went to the park to play with a big red ball",
+		"One day, a little bird flew into the garden and saw a shiny stone",
+		"The cat", "Once upon a time",
+	}
+	plain := enginetest.LoadConfig(t, engine.Config{CtxSize: 4 * 256, Slots: 4, BatchSize: 8}, "models", "stories260K.gguf")
+	want, _ := generateAll(t, plain, prompts, greedy(40))
+	spec := engine.DefaultSpecConfig()
+	spec.DraftModel = "models/stories260K.gguf"
+	e := enginetest.LoadConfig(t, engine.Config{CtxSize: 4 * 256, Slots: 4, BatchSize: 8, Speculative: spec}, "models", "stories260K.gguf")
+	texts, finals := generateAll(t, e, prompts, greedy(40))
+	for i := range prompts {
+		if texts[i] != want[i] {
+			t.Errorf("prompt %d: self-drafted %q, plain %q", i, texts[i], want[i])
+		}
+		if tm := finals[i].Timings; tm.DraftN == 0 || tm.DraftNAccepted != tm.DraftN {
+			t.Errorf("prompt %d: draft_n %d, accepted %d", i, tm.DraftN, tm.DraftNAccepted)
+		}
+	}
+}
+
 // TestQuantizedDraftMatchesGreedy drafts stories260K with its Q4_0 quantization: the target
 // still decides every token (output identical to plain greedy decoding), and it rejects some
 // of the draft's.

@@ -32,14 +32,21 @@ func LoadSlots(tb testing.TB, n int, parts ...string) *engine.Engine {
 // under the shared data directory, as parts are).
 func LoadSpec(tb testing.TB, n int, spec engine.SpecConfig, parts ...string) *engine.Engine {
 	tb.Helper()
-	path := shareddata.Path(tb, parts...)
-	if spec.DraftModel != "" {
-		spec.DraftModel = shareddata.Path(tb, strings.Split(spec.DraftModel, "/")...)
+	return LoadConfig(tb, engine.Config{CtxSize: 512 * n, Slots: n, Speculative: spec}, parts...)
+}
+
+// LoadConfig starts an engine with cfg on the shared model at parts (a DraftModel is a path
+// under the shared data directory too), on the best device, logging to the test.
+func LoadConfig(tb testing.TB, cfg engine.Config, parts ...string) *engine.Engine {
+	tb.Helper()
+	cfg.ModelPath = shareddata.Path(tb, parts...)
+	if cfg.Speculative.DraftModel != "" {
+		cfg.Speculative.DraftModel = shareddata.Path(tb, strings.Split(cfg.Speculative.DraftModel, "/")...)
 	}
+	cfg.Device, cfg.Logger = -1, log.New(testWriter{tb})
 	_, err := gpu.Adapters()
 	gputest.Check(tb, err) // skip or fail exactly as the GPU tests do
-	e, err := engine.Load(context.Background(), engine.Config{ModelPath: path, CtxSize: 512 * n, Slots: n, Device: -1,
-		Speculative: spec, Logger: log.New(testWriter{tb})})
+	e, err := engine.Load(context.Background(), cfg)
 	gputest.Check(tb, err)
 	tb.Cleanup(func() { e.Close() })
 	return e
