@@ -43,6 +43,12 @@ func DefaultSpecConfig() SpecConfig {
 	return SpecConfig{NMax: 16, PMin: 0.75, NgramN: 12, NgramM: 48}
 }
 
+// Validate reports what is wrong with the configuration, as Load would.
+func (c SpecConfig) Validate() error {
+	_, err := c.resolve()
+	return err
+}
+
 // resolve checks the configuration and settles its type.
 func (c SpecConfig) resolve() (SpecConfig, error) {
 	if c.Type == "" {
