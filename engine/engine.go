@@ -53,7 +53,9 @@ type Config struct {
 	// Pooling overrides the model file's pooling_type for embeddings: none, mean, cls, last or
 	// rank (llama-server's --pooling); "" keeps the file's.
 	Pooling string
-	Logger  *log.Logger
+	// Speculative configures speculative decoding; the zero value is off.
+	Speculative SpecConfig
+	Logger      *log.Logger
 }
 
 // InlineSoftwareBelow is the model file size under which a software adapter runs dispatches
@@ -81,6 +83,8 @@ type Engine struct {
 	pool       *pagePool
 	ctxShift   bool
 	cacheReuse int
+
+	spec *speculator // nil without speculative decoding
 }
 
 type request struct {
@@ -124,9 +128,17 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 	if batch <= 0 {
 		batch = 512
 	}
+	spec, err := cfg.Speculative.resolve()
+	if err != nil {
+		return nil, err
+	}
+	outputs := nSlots
+	if spec.Type != SpecNone { // each slot may verify NMax drafted tokens after its next one
+		outputs = nSlots * (spec.NMax + 1)
+	}
 	m, err := model.Load(dev, f, model.Options{
 		MaxBatch:       batch,
-		MaxOutputs:     nSlots,
+		MaxOutputs:     outputs,
 		KVF32:          cfg.KVF32,
 		RawActivations: cfg.RawActivations,
 		Progress: func(done, total uint64) {
@@ -177,6 +189,19 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		m.Close()
 		return nil, err
 	}
+	var sp *speculator
+	switch spec.Type {
+	case SpecDraft:
+		opts := model.Options{MaxBatch: batch, KVF32: cfg.KVF32, RawActivations: cfg.RawActivations}
+		if sp, err = loadDraft(dev, spec, m, opts, nSlots, slotCtx, logger); err != nil {
+			kv.Release()
+			m.Close()
+			return nil, err
+		}
+	case SpecNgram:
+		sp = &speculator{cfg: spec}
+		logger.Info("n-gram drafting", "n", spec.NgramN, "m", spec.NgramM, "draft_max", spec.NMax, "draft_min", spec.NMin)
+	}
 	alias := cfg.Alias
 	if alias == "" {
 		alias = strings.TrimSuffix(filepath.Base(cfg.ModelPath), filepath.Ext(cfg.ModelPath))
@@ -189,7 +214,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		info: ModelInfo{
 			Name: alias, Path: cfg.ModelPath, NCtx: slotCtx, NCtxTrain: c.NCtxTrain, NVocab: c.NVocab,
 			NEmbd: c.NEmbd, NParams: nParams, Size: c.TensorSize, FileType: c.FileType,
-			ChatTemplate: c.ChatTmpl, NSlots: nSlots,
+			ChatTemplate: c.ChatTmpl, NSlots: nSlots, SpecType: spec.Type,
 			Embeddings: cfg.Embeddings, Pooling: pooling, RerankTemplate: c.RerankTmpl,
 		},
 		tok: m.Tokenizer, dev: dev, model: m, kv: kv, log: logger,
@@ -201,6 +226,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		pool:       newPagePool(nPages),
 		ctxShift:   cfg.ContextShift,
 		cacheReuse: cfg.CacheReuse,
+		spec:       sp,
 	}
 	for i := 0; i < nSlots; i++ {
 		e.slots = append(e.slots, &slot{id: i})
@@ -260,6 +286,10 @@ func (e *Engine) Close() error {
 	e.closeMu.Do(func() {
 		close(e.quit)
 		<-e.done
+		if e.spec != nil && e.spec.draft != nil {
+			e.spec.kv.Release()
+			e.spec.draft.Close()
+		}
 		e.kv.Release()
 		e.model.Close()
 		e.dev.Close()

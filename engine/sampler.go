@@ -24,6 +24,9 @@ type sampler struct {
 	cand   []candidate // reused between tokens; after sample, the final candidates
 	last   []float32   // logits of the last sample call, for pre-sampling probabilities
 	picked int32
+	// proposal, while a drafted token is being verified, turns the final draw into the
+	// speculative sampling rule (speculativeDraw).
+	proposal *draftProposal
 
 	sorted  bool // cand is sorted by descending logit (ties by ascending id)
 	idOrder bool // cand[i].id == i for every token of the vocabulary
@@ -171,6 +174,9 @@ func (s *sampler) draw() int32 {
 	s.probsOK = true
 	if len(s.cand) == 1 {
 		return s.cand[0].id
+	}
+	if s.proposal != nil {
+		return speculativeDraw(s.cand, s.proposal, s.rng)
 	}
 	r := s.rng.Float64()
 	cum := 0.0

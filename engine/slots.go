@@ -116,25 +116,36 @@ func (e *Engine) turn() {
 	type row struct {
 		s      *slot
 		tokens []int32 // what this slot adds to the cache with this batch
-		logits bool
+		logits int     // how many of its last rows have logits (1 + drafted tokens when generating)
 	}
 	var rows []row
 	budget := e.batch
+	// Speculative decoding: the drafted tokens each generating slot verifies after its next one.
+	drafts := e.propose()
 	for _, s := range e.slots { // generating slots first: they need one token each
 		g := s.gen
 		if g == nil || !g.promptDone || budget == 0 {
 			continue
 		}
-		if e.reserve(s, len(s.cached)+1, &b.Copies) == 0 {
+		toks := []int32{g.next}
+		if drafts != nil {
+			toks = append(toks, drafts[s.id]...)
+		}
+		got := e.reserve(s, len(s.cached)+len(toks), &b.Copies)
+		if got == 0 {
 			e.cacheFull(s)
 			continue
 		}
-		b.Tokens = append(b.Tokens, g.next)
-		b.Pos = append(b.Pos, int32(len(s.cached)))
-		b.Base = append(b.Base, bp.base(s))
-		b.Logits = append(b.Logits, len(b.Tokens)-1)
-		rows = append(rows, row{s: s, tokens: []int32{g.next}, logits: true})
-		budget--
+		toks = toks[:got] // drafted tokens past the free pages are dropped
+		base := bp.base(s)
+		for i, tok := range toks {
+			b.Tokens = append(b.Tokens, tok)
+			b.Pos = append(b.Pos, int32(len(s.cached)+i))
+			b.Base = append(b.Base, base)
+			b.Logits = append(b.Logits, len(b.Tokens)-1)
+		}
+		rows = append(rows, row{s: s, tokens: toks, logits: len(toks)})
+		budget -= len(toks)
 	}
 	blocked := 0
 	for _, s := range e.slots {
@@ -154,11 +165,12 @@ func (e *Engine) turn() {
 			b.Pos = append(b.Pos, int32(len(s.cached)+i))
 			b.Base = append(b.Base, base)
 		}
-		last := len(chunk) == len(rest)
-		if last {
+		r := row{s: s, tokens: chunk}
+		if len(chunk) == len(rest) {
 			b.Logits = append(b.Logits, len(b.Tokens)-1)
+			r.logits = 1
 		}
-		rows = append(rows, row{s: s, tokens: chunk, logits: last})
+		rows = append(rows, r)
 		budget -= len(chunk)
 	}
 	if len(b.Tokens) == 0 {
@@ -180,8 +192,17 @@ func (e *Engine) turn() {
 	}
 	li := 0
 	for _, r := range rows {
+		if r.logits > 1 { // a drafted continuation: the slot keeps what the model agrees with
+			final, done := e.verify(r.s, r.tokens, logits[li:li+r.logits])
+			e.truncate(r.s, len(r.s.cached)) // free pages reserved for rejected drafts
+			if done {
+				e.end(r.s, final)
+			}
+			li += r.logits
+			continue
+		}
 		r.s.cached = append(r.s.cached, r.tokens...)
-		if !r.logits {
+		if r.logits == 0 {
 			continue
 		}
 		if final, done := e.step(r.s, logits[li]); done {

@@ -105,6 +105,14 @@ type Params struct {
 	// Samplers is the chain's order, in llama-server's names (see DefaultSamplers); nil means
 	// the default order. Logit bias always runs first and the seeded draw last.
 	Samplers []string
+
+	// SpecNMax, SpecNMin and SpecPMin override the engine's speculative decoding settings for
+	// this request (llama-server's speculative.n_max, speculative.n_min and
+	// speculative.p_min; see SpecConfig); -1 keeps the engine's. They do nothing when the
+	// engine runs without speculative decoding.
+	SpecNMax int
+	SpecNMin int
+	SpecPMin float32
 }
 
 // LogitBias is one token's logit adjustment.
@@ -124,6 +132,7 @@ func DefaultParams() Params {
 		TopNSigma:           -1, TypicalP: 1, XTCThreshold: 0.1, DynatempExponent: 1,
 		MirostatTau: 5, MirostatEta: 0.1,
 		Samplers: DefaultSamplers(),
+		SpecNMax: -1, SpecNMin: -1, SpecPMin: -1,
 	}
 }
 
@@ -166,6 +175,11 @@ type Timings struct {
 	Prompt     time.Duration
 	PredictedN int
 	Predicted  time.Duration
+	// DraftN is how many drafted tokens speculative decoding offered for verification, and
+	// DraftNAccepted how many of them the target kept (llama-server's draft_n and
+	// draft_n_accepted, reported only when DraftN > 0).
+	DraftN         int
+	DraftNAccepted int
 }
 
 // Result is one message from the engine to a request: a piece of generated text, or the end.
@@ -241,4 +255,6 @@ type ModelInfo struct {
 	Pooling model.Pooling
 	// RerankTemplate is the model's tokenizer.chat_template.rerank, "" when it has none.
 	RerankTemplate string
+	// SpecType is the speculative decoding method in use, SpecNone when off.
+	SpecType SpecType
 }

@@ -1082,9 +1082,27 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 			e.Raw(s.ResponseFormat)
 		}
 	}
+	{
+		if s.SpeculativeDotNMax.Set {
+			e.FieldStart("speculative.n_max")
+			s.SpeculativeDotNMax.Encode(e)
+		}
+	}
+	{
+		if s.SpeculativeDotNMin.Set {
+			e.FieldStart("speculative.n_min")
+			s.SpeculativeDotNMin.Encode(e)
+		}
+	}
+	{
+		if s.SpeculativeDotPMin.Set {
+			e.FieldStart("speculative.p_min")
+			s.SpeculativeDotPMin.Encode(e)
+		}
+	}
 }
 
-var jsonFieldsNameOfChatCompletionRequest = [49]string{
+var jsonFieldsNameOfChatCompletionRequest = [52]string{
 	0:  "model",
 	1:  "messages",
 	2:  "tools",
@@ -1134,6 +1152,9 @@ var jsonFieldsNameOfChatCompletionRequest = [49]string{
 	46: "grammar",
 	47: "json_schema",
 	48: "response_format",
+	49: "speculative.n_max",
+	50: "speculative.n_min",
+	51: "speculative.p_min",
 }
 
 // Decode decodes ChatCompletionRequest from json.
@@ -1646,6 +1667,36 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"response_format\"")
+			}
+		case "speculative.n_max":
+			if err := func() error {
+				s.SpeculativeDotNMax.Reset()
+				if err := s.SpeculativeDotNMax.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"speculative.n_max\"")
+			}
+		case "speculative.n_min":
+			if err := func() error {
+				s.SpeculativeDotNMin.Reset()
+				if err := s.SpeculativeDotNMin.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"speculative.n_min\"")
+			}
+		case "speculative.p_min":
+			if err := func() error {
+				s.SpeculativeDotPMin.Reset()
+				if err := s.SpeculativeDotPMin.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"speculative.p_min\"")
 			}
 		default:
 			return d.Skip()
@@ -3702,9 +3753,27 @@ func (s *CompletionRequest) encodeFields(e *jx.Encoder) {
 			e.Raw(s.ResponseFormat)
 		}
 	}
+	{
+		if s.SpeculativeDotNMax.Set {
+			e.FieldStart("speculative.n_max")
+			s.SpeculativeDotNMax.Encode(e)
+		}
+	}
+	{
+		if s.SpeculativeDotNMin.Set {
+			e.FieldStart("speculative.n_min")
+			s.SpeculativeDotNMin.Encode(e)
+		}
+	}
+	{
+		if s.SpeculativeDotPMin.Set {
+			e.FieldStart("speculative.p_min")
+			s.SpeculativeDotPMin.Encode(e)
+		}
+	}
 }
 
-var jsonFieldsNameOfCompletionRequest = [44]string{
+var jsonFieldsNameOfCompletionRequest = [47]string{
 	0:  "prompt",
 	1:  "model",
 	2:  "n_predict",
@@ -3749,6 +3818,9 @@ var jsonFieldsNameOfCompletionRequest = [44]string{
 	41: "grammar",
 	42: "json_schema",
 	43: "response_format",
+	44: "speculative.n_max",
+	45: "speculative.n_min",
+	46: "speculative.p_min",
 }
 
 // Decode decodes CompletionRequest from json.
@@ -4203,6 +4275,36 @@ func (s *CompletionRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"response_format\"")
+			}
+		case "speculative.n_max":
+			if err := func() error {
+				s.SpeculativeDotNMax.Reset()
+				if err := s.SpeculativeDotNMax.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"speculative.n_max\"")
+			}
+		case "speculative.n_min":
+			if err := func() error {
+				s.SpeculativeDotNMin.Reset()
+				if err := s.SpeculativeDotNMin.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"speculative.n_min\"")
+			}
+		case "speculative.p_min":
+			if err := func() error {
+				s.SpeculativeDotPMin.Reset()
+				if err := s.SpeculativeDotPMin.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"speculative.p_min\"")
 			}
 		default:
 			return d.Skip()
@@ -11106,18 +11208,32 @@ func (s *Timings) encodeFields(e *jx.Encoder) {
 		e.FieldStart("predicted_per_second")
 		e.Float64(s.PredictedPerSecond)
 	}
+	{
+		if s.DraftN.Set {
+			e.FieldStart("draft_n")
+			s.DraftN.Encode(e)
+		}
+	}
+	{
+		if s.DraftNAccepted.Set {
+			e.FieldStart("draft_n_accepted")
+			s.DraftNAccepted.Encode(e)
+		}
+	}
 }
 
-var jsonFieldsNameOfTimings = [9]string{
-	0: "cache_n",
-	1: "prompt_n",
-	2: "prompt_ms",
-	3: "prompt_per_token_ms",
-	4: "prompt_per_second",
-	5: "predicted_n",
-	6: "predicted_ms",
-	7: "predicted_per_token_ms",
-	8: "predicted_per_second",
+var jsonFieldsNameOfTimings = [11]string{
+	0:  "cache_n",
+	1:  "prompt_n",
+	2:  "prompt_ms",
+	3:  "prompt_per_token_ms",
+	4:  "prompt_per_second",
+	5:  "predicted_n",
+	6:  "predicted_ms",
+	7:  "predicted_per_token_ms",
+	8:  "predicted_per_second",
+	9:  "draft_n",
+	10: "draft_n_accepted",
 }
 
 // Decode decodes Timings from json.
@@ -11236,6 +11352,26 @@ func (s *Timings) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"predicted_per_second\"")
+			}
+		case "draft_n":
+			if err := func() error {
+				s.DraftN.Reset()
+				if err := s.DraftN.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"draft_n\"")
+			}
+		case "draft_n_accepted":
+			if err := func() error {
+				s.DraftNAccepted.Reset()
+				if err := s.DraftNAccepted.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"draft_n_accepted\"")
 			}
 		default:
 			return d.Skip()

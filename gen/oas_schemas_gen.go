@@ -352,6 +352,13 @@ type ChatCompletionRequest struct {
 	// OpenAI's output format: {"type": "text"}, {"type": "json_object"} (any JSON object,
 	// or the "schema" given) or {"type": "json_schema", "json_schema": {"schema": {...}}}.
 	ResponseFormat jx.Raw `json:"response_format"`
+	// Most tokens drafted per step when the server runs speculative decoding (-md or
+	// --spec-type); the server's --draft-max caps it, 0 turns drafting off.
+	SpeculativeDotNMax OptNilInt `json:"speculative.n_max"`
+	// Fewest drafted tokens worth verifying; at most speculative.n_max.
+	SpeculativeDotNMin OptNilInt `json:"speculative.n_min"`
+	// A draft model's draft stops at a token it gives less probability, 0 to 1.
+	SpeculativeDotPMin OptNilFloat64 `json:"speculative.p_min"`
 }
 
 // GetModel returns the value of Model.
@@ -599,6 +606,21 @@ func (s *ChatCompletionRequest) GetResponseFormat() jx.Raw {
 	return s.ResponseFormat
 }
 
+// GetSpeculativeDotNMax returns the value of SpeculativeDotNMax.
+func (s *ChatCompletionRequest) GetSpeculativeDotNMax() OptNilInt {
+	return s.SpeculativeDotNMax
+}
+
+// GetSpeculativeDotNMin returns the value of SpeculativeDotNMin.
+func (s *ChatCompletionRequest) GetSpeculativeDotNMin() OptNilInt {
+	return s.SpeculativeDotNMin
+}
+
+// GetSpeculativeDotPMin returns the value of SpeculativeDotPMin.
+func (s *ChatCompletionRequest) GetSpeculativeDotPMin() OptNilFloat64 {
+	return s.SpeculativeDotPMin
+}
+
 // SetModel sets the value of Model.
 func (s *ChatCompletionRequest) SetModel(val OptNilString) {
 	s.Model = val
@@ -842,6 +864,21 @@ func (s *ChatCompletionRequest) SetJSONSchema(val jx.Raw) {
 // SetResponseFormat sets the value of ResponseFormat.
 func (s *ChatCompletionRequest) SetResponseFormat(val jx.Raw) {
 	s.ResponseFormat = val
+}
+
+// SetSpeculativeDotNMax sets the value of SpeculativeDotNMax.
+func (s *ChatCompletionRequest) SetSpeculativeDotNMax(val OptNilInt) {
+	s.SpeculativeDotNMax = val
+}
+
+// SetSpeculativeDotNMin sets the value of SpeculativeDotNMin.
+func (s *ChatCompletionRequest) SetSpeculativeDotNMin(val OptNilInt) {
+	s.SpeculativeDotNMin = val
+}
+
+// SetSpeculativeDotPMin sets the value of SpeculativeDotPMin.
+func (s *ChatCompletionRequest) SetSpeculativeDotPMin(val OptNilFloat64) {
+	s.SpeculativeDotPMin = val
 }
 
 // Ref: #/components/schemas/ChatCompletionResponse
@@ -1503,6 +1540,13 @@ type CompletionRequest struct {
 	// OpenAI's output format: {"type": "text"}, {"type": "json_object"} (any JSON object,
 	// or the "schema" given) or {"type": "json_schema", "json_schema": {"schema": {...}}}.
 	ResponseFormat jx.Raw `json:"response_format"`
+	// Most tokens drafted per step when the server runs speculative decoding (-md or
+	// --spec-type); the server's --draft-max caps it, 0 turns drafting off.
+	SpeculativeDotNMax OptNilInt `json:"speculative.n_max"`
+	// Fewest drafted tokens worth verifying; at most speculative.n_max.
+	SpeculativeDotNMin OptNilInt `json:"speculative.n_min"`
+	// A draft model's draft stops at a token it gives less probability, 0 to 1.
+	SpeculativeDotPMin OptNilFloat64 `json:"speculative.p_min"`
 }
 
 // GetPrompt returns the value of Prompt.
@@ -1725,6 +1769,21 @@ func (s *CompletionRequest) GetResponseFormat() jx.Raw {
 	return s.ResponseFormat
 }
 
+// GetSpeculativeDotNMax returns the value of SpeculativeDotNMax.
+func (s *CompletionRequest) GetSpeculativeDotNMax() OptNilInt {
+	return s.SpeculativeDotNMax
+}
+
+// GetSpeculativeDotNMin returns the value of SpeculativeDotNMin.
+func (s *CompletionRequest) GetSpeculativeDotNMin() OptNilInt {
+	return s.SpeculativeDotNMin
+}
+
+// GetSpeculativeDotPMin returns the value of SpeculativeDotPMin.
+func (s *CompletionRequest) GetSpeculativeDotPMin() OptNilFloat64 {
+	return s.SpeculativeDotPMin
+}
+
 // SetPrompt sets the value of Prompt.
 func (s *CompletionRequest) SetPrompt(val Prompt) {
 	s.Prompt = val
@@ -1943,6 +2002,21 @@ func (s *CompletionRequest) SetJSONSchema(val jx.Raw) {
 // SetResponseFormat sets the value of ResponseFormat.
 func (s *CompletionRequest) SetResponseFormat(val jx.Raw) {
 	s.ResponseFormat = val
+}
+
+// SetSpeculativeDotNMax sets the value of SpeculativeDotNMax.
+func (s *CompletionRequest) SetSpeculativeDotNMax(val OptNilInt) {
+	s.SpeculativeDotNMax = val
+}
+
+// SetSpeculativeDotNMin sets the value of SpeculativeDotNMin.
+func (s *CompletionRequest) SetSpeculativeDotNMin(val OptNilInt) {
+	s.SpeculativeDotNMin = val
+}
+
+// SetSpeculativeDotPMin sets the value of SpeculativeDotPMin.
+func (s *CompletionRequest) SetSpeculativeDotPMin(val OptNilFloat64) {
+	s.SpeculativeDotPMin = val
 }
 
 // A native completion, and the last event of a native stream.
@@ -6078,6 +6152,10 @@ type Timings struct {
 	PredictedMs         float64 `json:"predicted_ms"`
 	PredictedPerTokenMs float64 `json:"predicted_per_token_ms"`
 	PredictedPerSecond  float64 `json:"predicted_per_second"`
+	// Drafted tokens speculative decoding offered for verification (only when some were).
+	DraftN OptInt `json:"draft_n"`
+	// Drafted tokens the model accepted (with draft_n).
+	DraftNAccepted OptInt `json:"draft_n_accepted"`
 }
 
 // GetCacheN returns the value of CacheN.
@@ -6125,6 +6203,16 @@ func (s *Timings) GetPredictedPerSecond() float64 {
 	return s.PredictedPerSecond
 }
 
+// GetDraftN returns the value of DraftN.
+func (s *Timings) GetDraftN() OptInt {
+	return s.DraftN
+}
+
+// GetDraftNAccepted returns the value of DraftNAccepted.
+func (s *Timings) GetDraftNAccepted() OptInt {
+	return s.DraftNAccepted
+}
+
 // SetCacheN sets the value of CacheN.
 func (s *Timings) SetCacheN(val int) {
 	s.CacheN = val
@@ -6168,6 +6256,16 @@ func (s *Timings) SetPredictedPerTokenMs(val float64) {
 // SetPredictedPerSecond sets the value of PredictedPerSecond.
 func (s *Timings) SetPredictedPerSecond(val float64) {
 	s.PredictedPerSecond = val
+}
+
+// SetDraftN sets the value of DraftN.
+func (s *Timings) SetDraftN(val OptInt) {
+	s.DraftN = val
+}
+
+// SetDraftNAccepted sets the value of DraftNAccepted.
+func (s *Timings) SetDraftNAccepted(val OptInt) {
+	s.DraftNAccepted = val
 }
 
 // Ref: #/components/schemas/TokenPiece

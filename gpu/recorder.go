@@ -202,6 +202,9 @@ func (d *Device) bindGroup(p *Pipeline, bufs []*Buffer) (*wgpu.BindGroup, error)
 // uniformSlots is how many dispatches one submit can parameterise.
 const uniformSlots = 4096
 
+// MaxDispatches is the most kernels one Recorder can record; work beyond it goes in another.
+const MaxDispatches = uniformSlots
+
 func (d *Device) ensureUniform() error {
 	if d.uniform != nil {
 		return nil

@@ -27,7 +27,7 @@ func (m *Model) ForwardEmbed(kv *KVCache, b Batch) ([]float32, error) {
 	if m.enc != nil {
 		r, err = m.recordEncoder(kv, b)
 		out = s.x
-	} else if r, err = m.record(kv, b); err == nil {
+	} else if r, err = m.begin(kv, b); err == nil {
 		r.RMSNorm(s.x, m.outputNorm, s.xn, c.NEmbd, n, c.RMSEps)
 		out = s.xn
 	}

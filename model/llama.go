@@ -42,6 +42,7 @@ type Model struct {
 	kvF16      bool
 	actQuant   bool
 	scratch    scratch
+	draft      draftScratch // DraftGreedy's buffers, made on first use
 }
 
 // scratch holds the activations of one forward pass, sized for maxBatch tokens.
@@ -253,6 +254,7 @@ func (m *Model) Close() {
 	for _, b := range []*gpu.Buffer{s.x, s.xn, s.qkv, s.attn, s.gu, s.ffn, s.xq, s.xsums, s.tmp, s.logits, s.ids, s.pos, s.outRows, s.keyEnds} {
 		b.Release()
 	}
+	m.draft.release()
 	m.vectors, m.weights = nil, nil
 }
 
@@ -306,21 +308,32 @@ func (m *Model) ForwardBatch(kv *KVCache, b Batch) ([][]float32, error) {
 
 // pass records and submits one forward pass of at most maxBatch tokens.
 func (m *Model) pass(kv *KVCache, b Batch) ([][]float32, error) {
-	r, err := m.record(kv, b)
+	c, s := m.Config, &m.scratch
+	r, err := m.begin(kv, b)
 	if err != nil {
 		return nil, err
 	}
-	return m.logits(r, b)
-}
-
-// record uploads the batch and records the decoder's layers over it, leaving the final hidden
-// states (before the output norm) in the scratch's x.
-func (m *Model) record(kv *KVCache, b Batch) (*gpu.Recorder, error) {
-	c, s, n := m.Config, &m.scratch, len(b.Tokens)
-	if err := m.dev.Write(s.ids, 0, gpu.Bytes(b.Tokens)); err != nil {
+	k := len(b.Logits)
+	if k == 0 {
+		return nil, r.Submit()
+	}
+	m.recordLogits(r, len(b.Tokens), b.Logits)
+	raw, err := r.SubmitAndRead(s.logits, 0, uint64(k*c.NVocab)*4)
+	if err != nil {
 		return nil, err
 	}
-	if err := m.writePos(b); err != nil {
+	all := gpu.Float32s(raw)
+	out := make([][]float32, k)
+	for i := range out {
+		out[i] = all[i*c.NVocab : (i+1)*c.NVocab]
+	}
+	return out, nil
+}
+
+// begin uploads a checked batch and records its row copies and the decoder's layers, leaving
+// the final hidden states (before the output norm) in the scratch's x.
+func (m *Model) begin(kv *KVCache, b Batch) (*gpu.Recorder, error) {
+	if err := m.upload(b); err != nil {
 		return nil, err
 	}
 	maxKeys := 0
@@ -331,11 +344,66 @@ func (m *Model) record(kv *KVCache, b Batch) (*gpu.Recorder, error) {
 	if err != nil {
 		return nil, err
 	}
+	b.recordCopies(r, kv)
+	m.recordLayers(r, kv, len(b.Tokens), maxKeys, b.PageBits)
+	return r, nil
+}
+
+// upload writes a batch's inputs to the scratch buffers: token ids, positions and cache
+// addressing (writePos), and the rows to gather logits from when recordLogits needs them.
+func (m *Model) upload(b Batch) error {
+	s, n := &m.scratch, len(b.Tokens)
+	if err := m.dev.Write(s.ids, 0, gpu.Bytes(b.Tokens)); err != nil {
+		return err
+	}
+	if err := m.writePos(b); err != nil {
+		return err
+	}
+	if !gathers(b.Logits, n) {
+		return nil
+	}
+	rows := make([]int32, len(b.Logits))
+	for i, lr := range b.Logits {
+		rows[i] = int32(lr)
+	}
+	return m.dev.Write(s.outRows, 0, gpu.Bytes(rows))
+}
+
+// gathers reports whether the logits rows must be gathered before the output projection:
+// not when they are the last row alone or every row in order.
+func gathers(rows []int, n int) bool {
+	if len(rows) == 1 && rows[0] == n-1 {
+		return false
+	}
+	if len(rows) != n {
+		return true
+	}
+	for i, r := range rows {
+		if r != i {
+			return true
+		}
+	}
+	return false
+}
+
+// record records the forward pass of n tokens whose inputs are in the scratch buffers (see
+// upload), at most maxKeys positions deep, and the logits of the given rows into
+// scratch.logits, in order.
+func (m *Model) record(r *gpu.Recorder, kv *KVCache, n, maxKeys, pageBits int, logits []int) {
+	m.recordLayers(r, kv, n, maxKeys, pageBits)
+	if len(logits) > 0 {
+		m.recordLogits(r, n, logits)
+	}
+}
+
+// recordLayers records the decoder's layers over n tokens whose inputs are in the scratch
+// buffers, addressing the cache with pageBits (Batch.PageBits).
+func (m *Model) recordLayers(r *gpu.Recorder, kv *KVCache, n, maxKeys, pageBits int) {
+	c, s := m.Config, &m.scratch
 	embScale := c.EmbedScale
 	if embScale == 0 {
 		embScale = 1
 	}
-	b.recordCopies(r, kv)
 	r.GetRowsScaled(m.tokEmbd, s.ids, s.x, n, embScale)
 	qkvW := m.qkvWidth()
 	for i := range m.layers {
@@ -346,7 +414,7 @@ func (m *Model) record(kv *KVCache, b Batch) (*gpu.Recorder, error) {
 			r.HeadNorm(s.qkv, ly.qNorm, ly.kNorm, n, c.NHead, c.NKVHead, c.HeadDim, c.RMSEps)
 		}
 		rope, ap := m.layerAttention(i)
-		rope.PageBits, ap.PageBits = b.PageBits, b.PageBits
+		rope.PageBits, ap.PageBits = pageBits, pageBits
 		r.RoPEKV(s.qkv, s.pos, kv.k[i], kv.v[i], ly.qkvBias, m.kvF16, n, c.NHead, c.NKVHead, c.HeadDim, rope)
 		if kv.part != nil && n == 1 && maxKeys >= splitAttentionFrom {
 			r.AttentionSplit(s.qkv, kv.k[i], kv.v[i], s.pos, kv.part, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, maxKeys, ap)
@@ -359,28 +427,16 @@ func (m *Model) record(kv *KVCache, b Batch) (*gpu.Recorder, error) {
 		r.GLU(s.gu, s.ffn, c.NFF, n, c.GELU)
 		m.residual(r, ly.ffnDown, s.ffn, c.NFF, ly.postFFN, n)
 	}
-	return r, nil
 }
 
-// logits finishes a recorded pass with the logits of the batch rows b.Logits asks for.
-func (m *Model) logits(r *gpu.Recorder, b Batch) ([][]float32, error) {
-	c, s, n := m.Config, &m.scratch, len(b.Tokens)
-	k := len(b.Logits)
-	if k == 0 {
-		return nil, r.Submit()
-	}
-	// Only the requested rows get logits: normalise, gather them (the last row alone needs no
-	// gathering) and project.
+// recordLogits records the logits of the given rows of n tokens into scratch.logits, in order:
+// the rows are normalised, gathered (unless they are the last row or all rows in order; upload
+// wrote their indices) and projected.
+func (m *Model) recordLogits(r *gpu.Recorder, n int, logits []int) {
+	c, s, k := m.Config, &m.scratch, len(logits)
 	r.RMSNorm(s.x, m.outputNorm, s.xn, c.NEmbd, n, c.RMSEps)
-	src, row0 := s.xn, b.Logits[0]
-	if k > 1 || b.Logits[0] != n-1 {
-		rows := make([]int32, k)
-		for i, lr := range b.Logits {
-			rows[i] = int32(lr)
-		}
-		if err := m.dev.Write(s.outRows, 0, gpu.Bytes(rows)); err != nil {
-			return nil, err
-		}
+	src, row0 := s.xn, logits[0]
+	if gathers(logits, n) {
 		hidden := gpu.Weight{Type: gpu.F32, Rows: n, Cols: c.NEmbd, Chunks: []gpu.WeightChunk{{Buf: s.xn, Rows: n}}}
 		r.GetRows(hidden, s.outRows, s.tmp, k)
 		src, row0 = s.tmp, 0
@@ -389,16 +445,6 @@ func (m *Model) logits(r *gpu.Recorder, b Batch) ([][]float32, error) {
 	if c.FinalSoftCap > 0 {
 		r.SoftCap(s.logits, k*c.NVocab, c.FinalSoftCap)
 	}
-	raw, err := r.SubmitAndRead(s.logits, 0, uint64(k*c.NVocab)*4)
-	if err != nil {
-		return nil, err
-	}
-	all := gpu.Float32s(raw)
-	out := make([][]float32, k)
-	for i := range out {
-		out[i] = all[i*c.NVocab : (i+1)*c.NVocab]
-	}
-	return out, nil
 }
 
 // layerAttention is layer il's RoPE and attention settings: Gemma's sliding-window layers

@@ -58,7 +58,7 @@ func (s *Server) complete(ctx context.Context, req *gen.CompletionRequest, w htt
 		tok:          m.tok,
 		model:        m.name,
 		promptText:   m.tok.Detokenize(prompt, false, true),
-		settings:     generationSettings(params, stream),
+		settings:     generationSettings(params, stream, m.info.SpecType),
 		returnTokens: req.ReturnTokens.Or(false),
 	}
 

@@ -55,6 +55,9 @@ type samplingFields struct {
 	nCacheReuse         gen.OptNilInt
 	tMaxPredictMs       gen.OptNilInt
 	cachePrompt         gen.OptNilBool
+	specNMax            gen.OptNilInt
+	specNMin            gen.OptNilInt
+	specPMin            gen.OptNilFloat64
 
 	// nCtx resolves repeat_last_n and dry_penalty_last_n of -1, as llama-server does.
 	nCtx int
@@ -102,6 +105,9 @@ type samplingRequest interface {
 	GetNCacheReuse() gen.OptNilInt
 	GetTMaxPredictMs() gen.OptNilInt
 	GetCachePrompt() gen.OptNilBool
+	GetSpeculativeDotNMax() gen.OptNilInt
+	GetSpeculativeDotNMin() gen.OptNilInt
+	GetSpeculativeDotPMin() gen.OptNilFloat64
 }
 
 // samplingFields gathers a request's sampling fields for the loaded model; nPredict is the
@@ -146,6 +152,9 @@ func (m *loaded) samplingFields(req samplingRequest, nPredict gen.OptNilInt) sam
 		nCacheReuse:         req.GetNCacheReuse(),
 		tMaxPredictMs:       req.GetTMaxPredictMs(),
 		cachePrompt:         req.GetCachePrompt(),
+		specNMax:            req.GetSpeculativeDotNMax(),
+		specNMin:            req.GetSpeculativeDotNMin(),
+		specPMin:            req.GetSpeculativeDotPMin(),
 		nCtx:                m.info.NCtx,
 		tok:                 m.tok,
 	}
@@ -307,6 +316,9 @@ func (f samplingFields) samplerParams(p *engine.Params) error {
 		optFloat(f.mirostatTau, &p.MirostatTau, "mirostat_tau", "0 or more", nonNegF),
 		optFloat(f.mirostatEta, &p.MirostatEta, "mirostat_eta", "0 or more", nonNegF),
 		optInt(f.minKeep, &p.MinKeep, "min_keep", "0 or more", nonNegI),
+		optInt(f.specNMax, &p.SpecNMax, "speculative.n_max", "0 or more", nonNegI),
+		optInt(f.specNMin, &p.SpecNMin, "speculative.n_min", "0 or more", nonNegI),
+		optFloat(f.specPMin, &p.SpecPMin, "speculative.p_min", "between 0 and 1", unitF),
 	} {
 		if e != nil {
 			return e
@@ -584,8 +596,8 @@ func parseSamplers(raw jx.Raw) ([]string, error) {
 // generationSettings reports p with every key llama-server's generation_settings has, as the
 // engine runs it. Float settings are float32 in both servers and are reported widened (0.95
 // reads 0.949999988079071), as there; a banned token's bias (-infinity) is reported as null, as
-// llama-server's JSON writes it.
-func generationSettings(p engine.Params, stream bool) gen.GenerationSettings {
+// llama-server's JSON writes it. speculative.types is the engine's speculative decoding method.
+func generationSettings(p engine.Params, stream bool, spec engine.SpecType) gen.GenerationSettings {
 	f32 := func(v float32) float64 { return float64(v) }
 	stop := p.Stop
 	if stop == nil {
@@ -606,6 +618,10 @@ func generationSettings(p engine.Params, stream bool) gen.GenerationSettings {
 	samplers := p.Samplers
 	if samplers == nil {
 		samplers = engine.DefaultSamplers()
+	}
+	specTypes := string(spec)
+	if specTypes == "" {
+		specTypes = string(engine.SpecNone)
 	}
 	return gen.GenerationSettings{
 		Seed:                int64(p.Seed),
@@ -652,7 +668,7 @@ func generationSettings(p engine.Params, stream bool) gen.GenerationSettings {
 		ReasoningInContent:  false,
 		GenerationPrompt:    "",
 		Samplers:            samplers,
-		SpeculativeDotTypes: "none",
+		SpeculativeDotTypes: specTypes,
 		TimingsPerToken:     false,
 		PostSamplingProbs:   p.PostSamplingProbs,
 		BackendSampling:     false,
@@ -677,6 +693,10 @@ func timings(t engine.Timings) gen.Timings {
 		return 1e3 / ms * float64(n)
 	}
 	promptMS, predictedMS := ms(t.Prompt), ms(t.Predicted)
+	var draftN, draftAccepted gen.OptInt
+	if t.DraftN > 0 { // llama-server reports these only when something was drafted
+		draftN, draftAccepted = gen.NewOptInt(t.DraftN), gen.NewOptInt(t.DraftNAccepted)
+	}
 	return gen.Timings{
 		CacheN:              t.CacheN,
 		PromptN:             t.PromptN,
@@ -687,6 +707,8 @@ func timings(t engine.Timings) gen.Timings {
 		PredictedMs:         predictedMS,
 		PredictedPerTokenMs: perToken(predictedMS, t.PredictedN),
 		PredictedPerSecond:  perSecond(predictedMS, t.PredictedN),
+		DraftN:              draftN,
+		DraftNAccepted:      draftAccepted,
 	}
 }
 

@@ -62,6 +62,10 @@ func TestSamplingFieldMapping(t *testing.T) {
 		}, "samplers.1", "temperature"},
 		{"samplers letters", `"samplers":"kt"`, func(p engine.Params) bool { return reflect.DeepEqual(p.Samplers, []string{"top_k", "temperature"}) }, "samplers.0", "top_k"},
 		{"samplers default", ``, func(p engine.Params) bool { return reflect.DeepEqual(p.Samplers, engine.DefaultSamplers()) }, "samplers.8", "temperature"},
+		{"speculative.n_max", `"speculative.n_max":4`, func(p engine.Params) bool { return p.SpecNMax == 4 }, "", nil},
+		{"speculative.n_min", `"speculative.n_min":2`, func(p engine.Params) bool { return p.SpecNMin == 2 }, "", nil},
+		{"speculative.p_min", `"speculative.p_min":0.5`, func(p engine.Params) bool { return p.SpecPMin == 0.5 }, "", nil},
+		{"speculative defaults", ``, func(p engine.Params) bool { return p.SpecNMax == -1 && p.SpecNMin == -1 && p.SpecPMin == -1 }, "", nil},
 	}
 	for _, c := range cases {
 		for _, ep := range []string{"/completion", "/v1/chat/completions"} {
@@ -126,6 +130,9 @@ func TestSamplingFieldErrors(t *testing.T) {
 		{`"samplers":[1]`, "samplers"},
 		{`"samplers":"kq"`, "samplers"},
 		{`"samplers":{}`, "samplers"},
+		{`"speculative.n_max":-1`, "speculative.n_max"},
+		{`"speculative.n_min":-2`, "speculative.n_min"},
+		{`"speculative.p_min":1.5`, "speculative.p_min"},
 	}
 	for _, c := range cases {
 		for _, ep := range []string{"/completion", "/v1/chat/completions"} {

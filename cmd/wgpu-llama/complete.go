@@ -11,15 +11,17 @@ import (
 // runComplete implements `wgpu-llama complete`: like llama.cpp's llama-completion, it prints
 // the prompt and then the generated text to stdout as it comes, and logs to stderr.
 func runComplete(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("complete", "wgpu-llama complete -m FILE -p PROMPT [-n N] [--temp T] [--seed S]", stderr)
+	fs := newFlagSet("complete", "wgpu-llama complete -m FILE -p PROMPT [-n N] [--temp T] [--seed S] [-md DRAFT | --spec-type ngram-simple]", stderr)
 	var (
 		mf                    modelFlags
+		sf                    specFlags
 		prompt                string
 		nPredict, topK, seed  int
 		temp, topP, minP      float64
 		noSpecials, ignoreEOS bool
 	)
 	mf.register(fs)
+	sf.register(fs)
 	stringVar(fs, &prompt, "", "prompt text", "p", "prompt")
 	intVar(fs, &nPredict, -1, "tokens to generate (-1: until end of generation or a full context)", "n", "n-predict")
 	floatVar(fs, &temp, 0.8, "temperature (0: greedy)", "temp", "temperature")
@@ -35,6 +37,9 @@ func runComplete(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	logger := newLogger(stderr, mf.verbose)
 	cfg, err := mf.engineConfig("", logger)
 	if err != nil {
+		return err
+	}
+	if cfg.Speculative, err = sf.config(); err != nil {
 		return err
 	}
 	eng, err := engine.Load(ctx, cfg)
@@ -79,6 +84,13 @@ func runComplete(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	logger.Info("done", "stop", final.StopType,
 		"prompt_tokens", tm.PromptN, "prompt_tps", perSecond(tm.PromptN, tm.Prompt.Seconds()),
 		"predicted_tokens", tm.PredictedN, "predicted_tps", perSecond(tm.PredictedN, tm.Predicted.Seconds()))
+	if eng.Info().SpecType != engine.SpecNone {
+		rate := "-"
+		if tm.DraftN > 0 {
+			rate = fmt.Sprintf("%.3f", float64(tm.DraftNAccepted)/float64(tm.DraftN))
+		}
+		logger.Info("draft acceptance", "rate", rate, "accepted", tm.DraftNAccepted, "drafted", tm.DraftN, "type", eng.Info().SpecType)
+	}
 	return nil
 }
 

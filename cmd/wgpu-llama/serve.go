@@ -25,6 +25,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := newFlagSet("serve", "wgpu-llama [serve] -m FILE [--host H] [--port P] [-c N] [-a ALIAS] [--device N] [--chat-template NAME|FILE] [--embeddings [--pooling TYPE] | --reranking]", stderr)
 	var (
 		mf                 modelFlags
+		sf                 specFlags
 		host, alias        string
 		port               int
 		tmplName, tmplFile string
@@ -32,6 +33,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		ef                 embedFlags
 	)
 	mf.register(fs)
+	sf.register(fs)
 	stringVar(fs, &host, "127.0.0.1", "address to listen on", "host")
 	intVar(fs, &port, 8080, "port to listen on", "port")
 	stringVar(fs, &alias, "", "model name reported to clients (default: the file name)", "a", "alias")
@@ -52,6 +54,9 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	if err := ef.apply(&cfg); err != nil {
+		return err
+	}
+	if cfg.Speculative, err = sf.config(); err != nil {
 		return err
 	}
 	srv := server.New(server.Config{Alias: alias, ChatTemplate: tmpl}, logger)

@@ -4,6 +4,7 @@ package enginetest
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/charmbracelet/log"
@@ -26,7 +27,17 @@ func Load(tb testing.TB, parts ...string) *engine.Engine {
 // LoadSlots is Load with n slots, each with a 512-token context.
 func LoadSlots(tb testing.TB, n int, parts ...string) *engine.Engine {
 	tb.Helper()
-	return LoadConfig(tb, engine.Config{ModelPath: shareddata.Path(tb, parts...), CtxSize: 512 * n, Slots: n})
+	return LoadSpec(tb, n, engine.SpecConfig{}, parts...)
+}
+
+// LoadSpec is LoadSlots with speculative decoding configured by spec (a DraftModel is a path
+// under the shared data directory, as parts are).
+func LoadSpec(tb testing.TB, n int, spec engine.SpecConfig, parts ...string) *engine.Engine {
+	tb.Helper()
+	if spec.DraftModel != "" {
+		spec.DraftModel = shareddata.Path(tb, strings.Split(spec.DraftModel, "/")...)
+	}
+	return LoadConfig(tb, engine.Config{ModelPath: shareddata.Path(tb, parts...), CtxSize: 512 * n, Slots: n, Speculative: spec})
 }
 
 // LoadConfig starts an engine as cfg says, on the best adapter, logging to the test; it skips

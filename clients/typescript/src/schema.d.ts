@@ -581,6 +581,15 @@ export interface components {
              *     or the "schema" given) or {"type": "json_schema", "json_schema": {"schema": {...}}}.
              */
             response_format?: unknown;
+            /**
+             * @description Most tokens drafted per step when the server runs speculative decoding (-md or
+             *     --spec-type); the server's --draft-max caps it, 0 turns drafting off.
+             */
+            "speculative.n_max"?: number | null;
+            /** @description Fewest drafted tokens worth verifying; at most speculative.n_max. */
+            "speculative.n_min"?: number | null;
+            /** @description A draft model's draft stops at a token it gives less probability, 0 to 1. */
+            "speculative.p_min"?: number | null;
         };
         ChatCompletionResponse: {
             choices: components["schemas"]["ChatChoice"][];
@@ -757,6 +766,15 @@ export interface components {
              *     or the "schema" given) or {"type": "json_schema", "json_schema": {"schema": {...}}}.
              */
             response_format?: unknown;
+            /**
+             * @description Most tokens drafted per step when the server runs speculative decoding (-md or
+             *     --spec-type); the server's --draft-max caps it, 0 turns drafting off.
+             */
+            "speculative.n_max"?: number | null;
+            /** @description Fewest drafted tokens worth verifying; at most speculative.n_max. */
+            "speculative.n_min"?: number | null;
+            /** @description A draft model's draft stops at a token it gives less probability, 0 to 1. */
+            "speculative.p_min"?: number | null;
         };
         /**
          * @description A string, or an array of token ids and strings forming one prompt (strings are tokenized
@@ -875,6 +893,10 @@ export interface components {
             predicted_ms: number;
             predicted_per_token_ms: number;
             predicted_per_second: number;
+            /** @description Drafted tokens speculative decoding offered for verification (only when some were). */
+            draft_n?: number;
+            /** @description Drafted tokens the model accepted (with draft_n). */
+            draft_n_accepted?: number;
         };
         /** @description A resumable stream's id, 1 to 128 letters, digits, '-' and '_'. */
         StreamId: string;
