@@ -3,29 +3,9 @@ package model_test
 import (
 	"testing"
 
-	"github.com/wgpu-llama/wgpu-llama/gguf"
 	"github.com/wgpu-llama/wgpu-llama/gpu/cpuref"
-	"github.com/wgpu-llama/wgpu-llama/gpu/gputest"
-	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
 	"github.com/wgpu-llama/wgpu-llama/model"
 )
-
-func loadOpts(t *testing.T, opts model.Options) *model.Model {
-	t.Helper()
-	path := shareddata.Path(t, "models", "stories260K.gguf")
-	dev := gputest.Device(t)
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	m, err := model.Load(dev, f, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
-	return m
-}
 
 func forwardAlone(t *testing.T, m *model.Model, tokens []int32) []float32 {
 	t.Helper()
@@ -46,7 +26,7 @@ func forwardAlone(t *testing.T, m *model.Model, tokens []int32) []float32 {
 // into a page of its own in the batch that then extends it (copy-on-write), and every
 // sequence's logits equal those of the sequence run alone.
 func TestPagedBatchSharesPages(t *testing.T) {
-	m := loadOpts(t, model.Options{MaxBatch: 64, MaxOutputs: 4})
+	m := loadOpts(t, model.Options{MaxBatch: 64, MaxOutputs: 4}, "models", "stories260K.gguf")
 	seqs := [][]int32{
 		{1, 403, 407, 261, 378, 432},
 		{1, 403, 407, 261, 300, 301, 302, 303, 304},

@@ -23,6 +23,12 @@ func loadB(b *testing.B) *model.Model {
 
 func loadBatch(t testing.TB, maxBatch int, parts ...string) *model.Model {
 	t.Helper()
+	return loadOpts(t, model.Options{MaxBatch: maxBatch}, parts...)
+}
+
+// loadOpts loads the shared model at parts with opts; it is closed when the test ends.
+func loadOpts(t testing.TB, opts model.Options, parts ...string) *model.Model {
+	t.Helper()
 	path := shareddata.Path(t, parts...)
 	dev := gputest.Device(t)
 	f, err := gguf.Open(path)
@@ -30,7 +36,7 @@ func loadBatch(t testing.TB, maxBatch int, parts ...string) *model.Model {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	m, err := model.Load(dev, f, model.Options{MaxBatch: maxBatch})
+	m, err := model.Load(dev, f, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
