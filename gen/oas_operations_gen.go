@@ -6,13 +6,17 @@ package gen
 type OperationName = string
 
 const (
-	ApplyTemplateOperation         OperationName = "ApplyTemplate"
-	CreateChatCompletionOperation  OperationName = "CreateChatCompletion"
-	CreateCompletionOperation      OperationName = "CreateCompletion"
-	CreateCompletionAliasOperation OperationName = "CreateCompletionAlias"
-	DetokenizeOperation            OperationName = "Detokenize"
-	GetHealthOperation             OperationName = "GetHealth"
-	ListModelsOperation            OperationName = "ListModels"
-	ListModelsAliasOperation       OperationName = "ListModelsAlias"
-	TokenizeOperation              OperationName = "Tokenize"
+	ApplyTemplateOperation          OperationName = "ApplyTemplate"
+	CountAnthropicTokensOperation   OperationName = "CountAnthropicTokens"
+	CreateAnthropicMessageOperation OperationName = "CreateAnthropicMessage"
+	CreateChatCompletionOperation   OperationName = "CreateChatCompletion"
+	CreateCompletionOperation       OperationName = "CreateCompletion"
+	CreateCompletionAliasOperation  OperationName = "CreateCompletionAlias"
+	CreateInfillOperation           OperationName = "CreateInfill"
+	CreateOAICompletionOperation    OperationName = "CreateOAICompletion"
+	DetokenizeOperation             OperationName = "Detokenize"
+	GetHealthOperation              OperationName = "GetHealth"
+	ListModelsOperation             OperationName = "ListModels"
+	ListModelsAliasOperation        OperationName = "ListModelsAlias"
+	TokenizeOperation               OperationName = "Tokenize"
 )

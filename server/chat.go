@@ -9,10 +9,12 @@ import (
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
 	"github.com/wgpu-llama/wgpu-llama/gen"
+	"github.com/wgpu-llama/wgpu-llama/model/chat/toolcall"
 )
 
 // CreateChatCompletion implements POST /v1/chat/completions, OpenAI's chat API, as JSON or as
-// an event stream ending with `data: [DONE]`.
+// an event stream ending with `data: [DONE]`. Reasoning and tool calls in the output come back
+// as reasoning_content and tool_calls (see chatplan.go and package toolcall).
 func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompletionRequest, w http.ResponseWriter) error {
 	m := s.model()
 	if m == nil {
@@ -21,24 +23,30 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 	if len(req.Messages) == 0 {
 		return invalidRequest("'messages' must hold at least one message")
 	}
-	text, err := m.chatPrompt(chatRequest{
-		messages:            req.Messages,
-		tools:               req.Tools,
-		kwargs:              req.ChatTemplateKwargs,
-		addGenerationPrompt: req.AddGenerationPrompt.Or(true),
-	})
-	if err != nil {
-		return err
-	}
-	prompt := tokenize(m.tok, text)
-	params, err := m.samplingFields(req, firstSet(req.NPredict, req.MaxCompletionTokens, req.MaxTokens)).params()
-	if err != nil {
-		return err
-	}
+	stream := req.Stream.Or(false)
 	// logprobs asks for each token's log-probability, top_logprobs for that many candidates.
 	logprobs, topLogprobs := req.Logprobs.Or(false), req.TopLogprobs.Or(0)
+	if tools, _ := req.Tools.Get(); logprobs && stream && len(tools) > 0 {
+		return invalidRequest("logprobs is not supported with tools + stream")
+	}
+	pl, err := m.plan(chatGeneration{
+		chatRequest: chatRequest{
+			messages:            req.Messages,
+			tools:               req.Tools,
+			kwargs:              req.ChatTemplateKwargs,
+			addGenerationPrompt: req.AddGenerationPrompt.Or(true),
+		},
+		toolChoice:      req.ToolChoice,
+		parallel:        req.ParallelToolCalls.Or(false),
+		reasoningFormat: req.ReasoningFormat,
+		stream:          stream,
+		sampling:        m.samplingFields(req, firstSet(req.NPredict, req.MaxCompletionTokens, req.MaxTokens)),
+	}, s.cfg)
+	if err != nil {
+		return err
+	}
 	if logprobs {
-		params.NProbs = max(topLogprobs, 1)
+		pl.params.NProbs = max(topLogprobs, 1)
 	}
 	chatLogprobs := func(steps []engine.StepProbs) gen.OptChatLogprobs {
 		if !logprobs {
@@ -46,25 +54,25 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 		}
 		return gen.NewOptChatLogprobs(gen.ChatLogprobs{Content: probabilities(m.tok, steps, false, topLogprobs)})
 	}
-	model := req.Model.Or("")
-	if model == "" {
-		model = m.name
-	}
 	head := chatHead{
 		id:          newChatID(),
 		created:     time.Now().Unix(),
-		model:       model,
+		model:       req.Model.Or(""),
 		fingerprint: s.cfg.SystemFingerprint,
 	}
+	if head.model == "" {
+		head.model = m.name
+	}
 
-	ch, err := m.backend.Submit(ctx, engine.Task{Prompt: prompt, Params: params})
+	ch, err := m.backend.Submit(ctx, engine.Task{Prompt: pl.prompt, Params: pl.params})
 	if err != nil {
-		return submitError(err, len(prompt), m.info.NCtx)
+		return submitError(err, len(pl.prompt), m.info.NCtx)
 	}
 	defer drain(ch)
-	fail := func(err error) *apiError { return submitError(err, len(prompt), m.info.NCtx) }
+	fail := func(err error) *apiError { return submitError(err, len(pl.prompt), m.info.NCtx) }
+	parsed := toolcall.NewStream(pl.syntax, newToolCallID)
 
-	if !req.Stream.Or(false) {
+	if !stream {
 		var c completion
 		final, err := c.collect(ctx, ch)
 		if err != nil {
@@ -74,11 +82,13 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 			return fail(err)
 		}
 		noteTokens(ctx, final.TokensEvaluated, final.TokensPredicted)
+		parsed.Add(c.content.String())
+		msg, _ := parsed.Finish()
 		return writeJSON(w, &gen.ChatCompletionResponse{
 			Choices: []gen.ChatChoice{{
-				FinishReason: finishReason(final.StopType),
+				FinishReason: chatFinishReason(final.StopType, msg),
 				Index:        0,
-				Message:      gen.ChatResponseMessage{Role: "assistant", Content: c.content.String()},
+				Message:      responseMessage(msg),
 				Logprobs:     chatLogprobs(c.probs),
 			}},
 			Created:           head.created,
@@ -96,6 +106,7 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 		includeUsage = so.IncludeUsage.Or(false)
 	}
 	sse := newSSE(w)
+	var pendingProbs []engine.StepProbs // probabilities of tokens whose text is held back
 	for {
 		res, err := nextResult(ctx, ch)
 		if err == nil && res.Err != nil {
@@ -119,9 +130,20 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 				return nil
 			}
 		}
-		if res.Text != "" {
-			piece := head.chunk(gen.ChatDelta{Content: gen.NewOptNilString(res.Text)})
-			piece.Choices[0].Logprobs = chatLogprobs(res.Probs)
+		deltas := parsed.Add(res.Text)
+		var msg toolcall.Message
+		if res.Stop {
+			var last []toolcall.Delta
+			msg, last = parsed.Finish()
+			deltas = append(deltas, last...)
+		}
+		pendingProbs = append(pendingProbs, res.Probs...)
+		for i, d := range deltas {
+			piece := head.chunk(chatDelta(d))
+			if i == len(deltas)-1 && len(pendingProbs) > 0 {
+				piece.Choices[0].Logprobs = chatLogprobs(pendingProbs)
+				pendingProbs = nil
+			}
 			if sse.data(&piece) != nil {
 				return nil
 			}
@@ -133,7 +155,7 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 		// The finish chunk has an empty delta; timings ride on the last chunk before [DONE],
 		// which is the usage chunk (with no choices) when the client asked for usage.
 		finish := head.chunk(gen.ChatDelta{})
-		finish.Choices[0].FinishReason = gen.NewNilString(finishReason(res.StopType))
+		finish.Choices[0].FinishReason = gen.NewNilString(chatFinishReason(res.StopType, msg))
 		if !includeUsage {
 			finish.Timings = gen.NewOptTimings(timings(res.Timings))
 		}
@@ -152,6 +174,55 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 		_ = sse.done()
 		return nil
 	}
+}
+
+// responseMessage is the assistant message of a chat answer: content (null when the message
+// only calls tools), reasoning_content when there is reasoning, and the tool calls.
+func responseMessage(msg toolcall.Message) gen.ChatResponseMessage {
+	out := gen.ChatResponseMessage{Role: "assistant", Content: gen.NewNilString(msg.Content)}
+	if msg.Content == "" && len(msg.Calls) > 0 {
+		out.Content = gen.NilString{Null: true}
+	}
+	if msg.Reasoning != "" {
+		out.ReasoningContent = gen.NewOptString(msg.Reasoning)
+	}
+	for _, c := range msg.Calls {
+		out.ToolCalls = append(out.ToolCalls, gen.ChatResponseToolCall{
+			Type:     "function",
+			Function: gen.ChatResponseFunction{Name: c.Name, Arguments: c.Arguments},
+			ID:       c.ID,
+		})
+	}
+	return out
+}
+
+// chatDelta is one streamed change as a chunk's delta. A tool call's first delta has its index,
+// id, type and name with empty arguments; later ones its index and a piece of the arguments.
+func chatDelta(d toolcall.Delta) gen.ChatDelta {
+	switch {
+	case d.IsTool():
+		tc := gen.ChatDeltaToolCall{Index: d.ToolIndex, Function: gen.ChatDeltaFunction{Arguments: d.ToolArgs}}
+		if d.ToolID != "" {
+			tc.ID = gen.NewOptString(d.ToolID)
+		}
+		if d.ToolName != "" {
+			tc.Type = gen.NewOptString("function")
+			tc.Function.Name = gen.NewOptString(d.ToolName)
+		}
+		return gen.ChatDelta{ToolCalls: []gen.ChatDeltaToolCall{tc}}
+	case d.Reasoning != "":
+		return gen.ChatDelta{ReasoningContent: gen.NewOptString(d.Reasoning)}
+	}
+	return gen.ChatDelta{Content: gen.NewOptNilString(d.Content)}
+}
+
+// chatFinishReason is OpenAI's finish_reason for a chat answer: "length" when the token limit
+// ended it, "tool_calls" when it calls tools, "stop" otherwise.
+func chatFinishReason(t engine.StopType, msg toolcall.Message) string {
+	if t != engine.StopLimit && len(msg.Calls) > 0 {
+		return "tool_calls"
+	}
+	return finishReason(t)
 }
 
 // ApplyTemplate implements POST /apply-template: the prompt a chat request would generate from.
@@ -221,16 +292,21 @@ func usage(final engine.Result) gen.Usage {
 }
 
 // newChatID returns "chatcmpl-" and 32 random alphanumerics, as llama-server's ids.
-func newChatID() string {
+func newChatID() string { return "chatcmpl-" + randomString(32) }
+
+// newToolCallID returns 32 random alphanumerics, as llama-server's gen_tool_call_id.
+func newToolCallID() string { return randomString(32) }
+
+// randomString returns n random letters and digits.
+func randomString(n int) string {
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 	const unbiased = 256 / len(alphabet) * len(alphabet) // bytes at or above this would skew the draw
 	var sb strings.Builder
-	sb.WriteString("chatcmpl-")
 	var b [64]byte
-	for sb.Len() < len("chatcmpl-")+32 {
+	for sb.Len() < n {
 		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 		for _, c := range b {
-			if int(c) < unbiased && sb.Len() < len("chatcmpl-")+32 {
+			if int(c) < unbiased && sb.Len() < n {
 				sb.WriteByte(alphabet[int(c)%len(alphabet)])
 			}
 		}

@@ -29,12 +29,16 @@ func (s *Server) decodeError(ctx context.Context, w http.ResponseWriter, _ *http
 
 // requestTypes maps operations to their request body types, to name the type a field expects.
 var requestTypes = map[string]reflect.Type{
-	string(gen.CreateCompletionOperation):      reflect.TypeFor[gen.CompletionRequest](),
-	string(gen.CreateCompletionAliasOperation): reflect.TypeFor[gen.CompletionRequest](),
-	string(gen.CreateChatCompletionOperation):  reflect.TypeFor[gen.ChatCompletionRequest](),
-	string(gen.ApplyTemplateOperation):         reflect.TypeFor[gen.ApplyTemplateRequest](),
-	string(gen.TokenizeOperation):              reflect.TypeFor[gen.TokenizeRequest](),
-	string(gen.DetokenizeOperation):            reflect.TypeFor[gen.DetokenizeRequest](),
+	string(gen.CreateCompletionOperation):       reflect.TypeFor[gen.CompletionRequest](),
+	string(gen.CreateCompletionAliasOperation):  reflect.TypeFor[gen.CompletionRequest](),
+	string(gen.CreateOAICompletionOperation):    reflect.TypeFor[gen.CompletionRequest](),
+	string(gen.CreateInfillOperation):           reflect.TypeFor[gen.InfillRequest](),
+	string(gen.CreateChatCompletionOperation):   reflect.TypeFor[gen.ChatCompletionRequest](),
+	string(gen.CreateAnthropicMessageOperation): reflect.TypeFor[gen.AnthropicMessagesRequest](),
+	string(gen.CountAnthropicTokensOperation):   reflect.TypeFor[gen.AnthropicMessagesRequest](),
+	string(gen.ApplyTemplateOperation):          reflect.TypeFor[gen.ApplyTemplateRequest](),
+	string(gen.TokenizeOperation):               reflect.TypeFor[gen.TokenizeRequest](),
+	string(gen.DetokenizeOperation):             reflect.TypeFor[gen.DetokenizeRequest](),
 }
 
 // decodeFailure turns an ogen decode or validation error into a client-facing error.
@@ -143,8 +147,12 @@ func describeLimit(err error) string {
 // sumTypes describes the generated oneOf types, which reflection cannot name.
 var sumTypes = map[reflect.Type]string{
 	reflect.TypeFor[gen.Stop]():               "a string or an array of strings",
-	reflect.TypeFor[gen.Prompt]():             "a string or an array of token ids and strings",
+	reflect.TypeFor[gen.Prompt]():             "a string or an array of token ids and strings (or of prompts)",
+	reflect.TypeFor[gen.PromptElement]():      "a token id, a string or an array of token ids and strings",
 	reflect.TypeFor[gen.PromptPiece]():        "a token id or a string",
+	reflect.TypeFor[gen.InfillText]():         "a string or an array of token ids and strings",
+	reflect.TypeFor[gen.AnthropicSystem]():    "a string or an array of text blocks",
+	reflect.TypeFor[gen.AnthropicContent]():   "a string or an array of content blocks",
 	reflect.TypeFor[gen.ChatMessageContent](): "a string or an array of content parts",
 	reflect.TypeFor[gen.TokenizeContent]():    "a string or an array of token ids and strings",
 }

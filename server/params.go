@@ -307,15 +307,9 @@ func (f samplingFields) samplerParams(p *engine.Params) error {
 // constraint compiles the output constraint, as llama-server accepts it: a GBNF grammar, or
 // a JSON schema (json_schema, or chat's response_format) converted to one. At most one.
 func (f samplingFields) constraint(p *engine.Params) error {
-	schema, field := f.jsonSchema, "json_schema"
-	if !isNull(f.responseFormat) {
-		s, err := responseFormatSchema(f.responseFormat)
-		if err != nil {
-			return err
-		}
-		if s != nil {
-			schema, field = s, "response_format"
-		}
+	schema, field, err := f.schema()
+	if err != nil {
+		return err
 	}
 	src, hasGrammar := f.grammar.Get()
 	hasGrammar = hasGrammar && src != ""
@@ -336,6 +330,25 @@ func (f samplingFields) constraint(p *engine.Params) error {
 	}
 	p.Grammar = g
 	return nil
+}
+
+// schema is the JSON schema that constrains the output (json_schema, or chat's
+// response_format), nil when there is none, and the field it came from.
+func (f samplingFields) schema() (jx.Raw, string, error) {
+	schema, field := f.jsonSchema, "json_schema"
+	if !isNull(f.responseFormat) {
+		s, err := responseFormatSchema(f.responseFormat)
+		if err != nil {
+			return nil, "", err
+		}
+		if s != nil {
+			schema, field = s, "response_format"
+		}
+	}
+	if isNull(schema) {
+		return nil, field, nil
+	}
+	return schema, field, nil
 }
 
 func quoteField(name string) string { return "'" + name + "'" }

@@ -21,6 +21,7 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/engine"
 	"github.com/wgpu-llama/wgpu-llama/gen"
 	"github.com/wgpu-llama/wgpu-llama/model/chat"
+	"github.com/wgpu-llama/wgpu-llama/model/chat/toolcall"
 	"github.com/wgpu-llama/wgpu-llama/model/tokenizer"
 )
 
@@ -57,6 +58,15 @@ type Config struct {
 	// and --chat-template-file; see chat.Resolve). Nil uses the GGUF's tokenizer.chat_template,
 	// or ChatML when it has none. Either way bos_token and eos_token come from the model.
 	ChatTemplate *chat.Template
+	// ReasoningFormat is llama-server's --reasoning-format: what chat answers do with <think>
+	// blocks (requests may override it with reasoning_format). The zero value is auto, which
+	// extracts them into reasoning_content as deepseek does.
+	ReasoningFormat toolcall.ReasoningFormat
+	// DisableThinking is --reasoning-budget 0: templates see enable_thinking false unless a
+	// request's chat_template_kwargs say otherwise.
+	DisableThinking bool
+	// SPMInfill is --spm-infill: infill prompts put the suffix before the prefix.
+	SPMInfill bool
 }
 
 // Server serves the API. Until SetBackend is called every route answers 503 "Loading model".
