@@ -20,8 +20,10 @@ func (d Delta) IsTool() bool { return d.ToolIndex >= 0 }
 
 // Stream parses text as it is generated and reports what changed, as llama-server's
 // task_result_state::update_chat_msg: the whole text is parsed again at each step and compared
-// with the previous parse. A tool call is announced (id and name) once its arguments start, then
-// its arguments follow in pieces.
+// with the previous parse. A tool call is announced (id and name) once its arguments start (or
+// a later call starts, or the text ends), then its arguments follow in pieces. Unlike
+// llama-server, which announces pending calls before any other delta, text written before a
+// call goes out before the call is announced.
 type Stream struct {
 	syn   Syntax
 	newID func() string
@@ -77,23 +79,22 @@ func (s *Stream) update(partial bool) []Delta {
 		s.sent[i] = true
 	}
 	for _, d := range all {
-		for i, c := range next.Calls {
-			if !s.sent[i] && c.Name != "" && (d.ToolIndex != i || d.ToolArgs != "") {
+		if !d.IsTool() {
+			out = append(out, d)
+			continue
+		}
+		// Calls before this one are announced now even if their arguments never came.
+		for i := 0; i < d.ToolIndex; i++ {
+			if !s.sent[i] && next.Calls[i].Name != "" {
 				header(i)
 			}
 		}
-		switch {
-		case !d.IsTool():
-			out = append(out, d)
-		case s.sent[d.ToolIndex]:
-			if d.ToolArgs != "" {
-				out = append(out, Delta{ToolIndex: d.ToolIndex, ToolArgs: d.ToolArgs})
-			}
-		case d.ToolArgs != "" || !partial:
-			header(d.ToolIndex)
-			if d.ToolArgs != "" {
-				out = append(out, Delta{ToolIndex: d.ToolIndex, ToolArgs: d.ToolArgs})
-			}
+		i := d.ToolIndex
+		if !s.sent[i] && (d.ToolArgs != "" || !partial) {
+			header(i)
+		}
+		if s.sent[i] && d.ToolArgs != "" {
+			out = append(out, Delta{ToolIndex: i, ToolArgs: d.ToolArgs})
 		}
 	}
 	if !partial {

@@ -120,3 +120,20 @@ func TestStreamCallWithoutArguments(t *testing.T) {
 		t.Fatalf("calls %+v, message %+v", calls, msg)
 	}
 }
+
+// TestStreamOrder checks that text before a call goes out first, and that the call is
+// announced when its arguments start.
+func TestStreamOrder(t *testing.T) {
+	s := NewStream(Syntax{Format: Hermes2Pro, ParseToolCalls: true}, func() string { return "id" })
+	got := fmt.Sprint(s.Add("Sure.\n<tool_call>{\"name\": \"f\", "))
+	if want := fmt.Sprint([]Delta{{Content: "Sure.\n", ToolIndex: -1}}); got != want {
+		t.Errorf("deltas %s, want %s", got, want)
+	}
+	got = fmt.Sprint(s.Add(`"arguments": {}}</tool_call>`))
+	if want := fmt.Sprint([]Delta{{ToolIndex: 0, ToolID: "id", ToolName: "f"}, {ToolIndex: 0, ToolArgs: "{}"}}); got != want {
+		t.Errorf("deltas %s, want %s", got, want)
+	}
+	if _, d := s.Finish(); len(d) != 0 {
+		t.Errorf("final deltas %+v", d)
+	}
+}
