@@ -944,7 +944,8 @@ func (s *ApplyTemplateResponse) SetPrompt(val string) {
 
 // Ref: #/components/schemas/ChatChoice
 type ChatChoice struct {
-	// "stop" (end of generation or a stop string) or "length".
+	// "stop" (end of generation or a stop string), "length", or "tool_calls" when the message calls
+	// tools.
 	FinishReason string              `json:"finish_reason"`
 	Index        int                 `json:"index"`
 	Message      ChatResponseMessage `json:"message"`

@@ -626,7 +626,7 @@ func generationSettings(p engine.Params, stream bool) gen.GenerationSettings {
 		GrammarTriggers:     []gen.GrammarTrigger{},
 		PreservedTokens:     []int32{},
 		ChatFormat:          "Content-only",
-		ReasoningFormat:     "none", // no reasoning extraction: thinking stays in the content
+		ReasoningFormat:     "deepseek", // the server's --reasoning-format, set by completeTokens
 		ReasoningInContent:  false,
 		GenerationPrompt:    "",
 		Samplers:            samplers,
