@@ -26,6 +26,20 @@ type Invoker interface {
 	//
 	// POST /apply-template
 	ApplyTemplate(ctx context.Context, request *ApplyTemplateRequest) (*ApplyTemplateResponse, error)
+	// CountAnthropicTokens invokes countAnthropicTokens operation.
+	//
+	// The number of prompt tokens an Anthropic messages request would have.
+	//
+	// POST /v1/messages/count_tokens
+	CountAnthropicTokens(ctx context.Context, request *AnthropicMessagesRequest) (*AnthropicTokenCount, error)
+	// CreateAnthropicMessage invokes createAnthropicMessage operation.
+	//
+	// Anthropic's messages, converted to a chat completion as llama-server does: system text,
+	// text, tool_use and tool_result blocks, tools with input_schema, tool_choice, and
+	// thinking blocks from reasoning.
+	//
+	// POST /v1/messages
+	CreateAnthropicMessage(ctx context.Context, request *AnthropicMessagesRequest) (CreateAnthropicMessageRes, error)
 	// CreateChatCompletion invokes createChatCompletion operation.
 	//
 	// OpenAI-compatible chat completion.
@@ -63,6 +77,23 @@ type Invoker interface {
 	//
 	// POST /embeddings
 	CreateEmbeddingNativeAlias(ctx context.Context, request *EmbeddingRequest) (NativeEmbeddingResponse, error)
+	// CreateInfill invokes createInfill operation.
+	//
+	// The prompt is laid out from the model's fill-in-the-middle tokens as llama-server's
+	// format_prompt_infill does (repository-level extra chunks, then prefix, suffix and middle).
+	// A model without them answers 501. The answer is that of POST /completion.
+	//
+	// POST /infill
+	CreateInfill(ctx context.Context, request *InfillRequest) (CreateInfillRes, error)
+	// CreateOAICompletion invokes createOAICompletion operation.
+	//
+	// OpenAI's legacy completions API on the native completion's fields. "prompt" may be one
+	// prompt or several (an array of strings or of token arrays); with "n" each prompt is
+	// completed that many times, and every completion is one choice of the answer. "echo",
+	// "best_of" and "suffix" are refused, as llama-server does.
+	//
+	// POST /v1/completions
+	CreateOAICompletion(ctx context.Context, request *CompletionRequest) (CreateOAICompletionRes, error)
 	// DeleteStream invokes deleteStream operation.
 	//
 	// Cancels the generation; followers receive the bytes produced so far and their responses
@@ -222,6 +253,86 @@ func (c *Client) sendApplyTemplate(ctx context.Context, request *ApplyTemplateRe
 	defer body.Close()
 
 	result, err := decodeApplyTemplateResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// CountAnthropicTokens invokes countAnthropicTokens operation.
+//
+// The number of prompt tokens an Anthropic messages request would have.
+//
+// POST /v1/messages/count_tokens
+func (c *Client) CountAnthropicTokens(ctx context.Context, request *AnthropicMessagesRequest) (*AnthropicTokenCount, error) {
+	res, err := c.sendCountAnthropicTokens(ctx, request)
+	return res, err
+}
+
+func (c *Client) sendCountAnthropicTokens(ctx context.Context, request *AnthropicMessagesRequest) (res *AnthropicTokenCount, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/v1/messages/count_tokens"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeCountAnthropicTokensRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer body.Close()
+
+	result, err := decodeCountAnthropicTokensResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// CreateAnthropicMessage invokes createAnthropicMessage operation.
+//
+// Anthropic's messages, converted to a chat completion as llama-server does: system text,
+// text, tool_use and tool_result blocks, tools with input_schema, tool_choice, and
+// thinking blocks from reasoning.
+//
+// POST /v1/messages
+func (c *Client) CreateAnthropicMessage(ctx context.Context, request *AnthropicMessagesRequest) (CreateAnthropicMessageRes, error) {
+	res, err := c.sendCreateAnthropicMessage(ctx, request)
+	return res, err
+}
+
+func (c *Client) sendCreateAnthropicMessage(ctx context.Context, request *AnthropicMessagesRequest) (res CreateAnthropicMessageRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/v1/messages"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeCreateAnthropicMessageRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+
+	result, err := decodeCreateAnthropicMessageResponse(resp)
 	if err != nil {
 		return res, errors.Wrap(err, "decode response")
 	}
@@ -476,6 +587,87 @@ func (c *Client) sendCreateEmbeddingNativeAlias(ctx context.Context, request *Em
 	defer body.Close()
 
 	result, err := decodeCreateEmbeddingNativeAliasResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// CreateInfill invokes createInfill operation.
+//
+// The prompt is laid out from the model's fill-in-the-middle tokens as llama-server's
+// format_prompt_infill does (repository-level extra chunks, then prefix, suffix and middle).
+// A model without them answers 501. The answer is that of POST /completion.
+//
+// POST /infill
+func (c *Client) CreateInfill(ctx context.Context, request *InfillRequest) (CreateInfillRes, error) {
+	res, err := c.sendCreateInfill(ctx, request)
+	return res, err
+}
+
+func (c *Client) sendCreateInfill(ctx context.Context, request *InfillRequest) (res CreateInfillRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/infill"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeCreateInfillRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+
+	result, err := decodeCreateInfillResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// CreateOAICompletion invokes createOAICompletion operation.
+//
+// OpenAI's legacy completions API on the native completion's fields. "prompt" may be one
+// prompt or several (an array of strings or of token arrays); with "n" each prompt is
+// completed that many times, and every completion is one choice of the answer. "echo",
+// "best_of" and "suffix" are refused, as llama-server does.
+//
+// POST /v1/completions
+func (c *Client) CreateOAICompletion(ctx context.Context, request *CompletionRequest) (CreateOAICompletionRes, error) {
+	res, err := c.sendCreateOAICompletion(ctx, request)
+	return res, err
+}
+
+func (c *Client) sendCreateOAICompletion(ctx context.Context, request *CompletionRequest) (res CreateOAICompletionRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/v1/completions"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeCreateOAICompletionRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+
+	result, err := decodeCreateOAICompletionResponse(resp)
 	if err != nil {
 		return res, errors.Wrap(err, "decode response")
 	}

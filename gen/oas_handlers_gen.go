@@ -123,6 +123,188 @@ func (s *Server) handleApplyTemplateRequest(args [0]string, argsEscaped bool, w 
 	}
 }
 
+// handleCountAnthropicTokensRequest handles countAnthropicTokens operation.
+//
+// The number of prompt tokens an Anthropic messages request would have.
+//
+// POST /v1/messages/count_tokens
+func (s *Server) handleCountAnthropicTokensRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err          error
+		opErrContext = ogenerrors.OperationContext{
+			Name: CountAnthropicTokensOperation,
+			ID:   "countAnthropicTokens",
+		}
+	)
+
+	var rawBody []byte
+	request, rawBody, close, err := s.decodeCountAnthropicTokensRequest(r)
+	if err != nil {
+		err = &ogenerrors.DecodeRequestError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeRequest", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+	defer func() {
+		if err := close(); err != nil {
+			recordError("CloseRequest", err)
+		}
+	}()
+
+	var response *AnthropicTokenCount
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    CountAnthropicTokensOperation,
+			OperationSummary: "The number of prompt tokens an Anthropic messages request would have.",
+			OperationID:      "countAnthropicTokens",
+			Body:             request,
+			RawBody:          rawBody,
+			Params:           middleware.Parameters{},
+			Raw:              r,
+		}
+
+		type (
+			Request  = *AnthropicMessagesRequest
+			Params   = struct{}
+			Response = *AnthropicTokenCount
+		)
+		response, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			nil,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				response, err = s.h.CountAnthropicTokens(ctx, request)
+				return response, err
+			},
+		)
+	} else {
+		response, err = s.h.CountAnthropicTokens(ctx, request)
+	}
+	if err != nil {
+		if errRes, ok := errors.Into[*ErrorStatusCode](err); ok {
+			if err := encodeErrorResponse(errRes, w); err != nil {
+				defer recordError("Internal", err)
+			}
+			return
+		}
+		if errors.Is(err, ht.ErrNotImplemented) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+		if err := encodeErrorResponse(s.h.NewError(ctx, err), w); err != nil {
+			defer recordError("Internal", err)
+		}
+		return
+	}
+
+	if err := encodeCountAnthropicTokensResponse(response, w); err != nil {
+		defer recordError("EncodeResponse", err)
+		if !errors.Is(err, ht.ErrInternalServerErrorResponse) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+		}
+		return
+	}
+}
+
+// handleCreateAnthropicMessageRequest handles createAnthropicMessage operation.
+//
+// Anthropic's messages, converted to a chat completion as llama-server does: system text,
+// text, tool_use and tool_result blocks, tools with input_schema, tool_choice, and
+// thinking blocks from reasoning.
+//
+// POST /v1/messages
+func (s *Server) handleCreateAnthropicMessageRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err          error
+		opErrContext = ogenerrors.OperationContext{
+			Name: CreateAnthropicMessageOperation,
+			ID:   "createAnthropicMessage",
+		}
+	)
+
+	var rawBody []byte
+	request, rawBody, close, err := s.decodeCreateAnthropicMessageRequest(r)
+	if err != nil {
+		err = &ogenerrors.DecodeRequestError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeRequest", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+	defer func() {
+		if err := close(); err != nil {
+			recordError("CloseRequest", err)
+		}
+	}()
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    CreateAnthropicMessageOperation,
+			OperationSummary: "Anthropic Messages API.",
+			OperationID:      "createAnthropicMessage",
+			Body:             request,
+			RawBody:          rawBody,
+			Params:           middleware.Parameters{},
+			Raw:              r,
+		}
+
+		type (
+			Request  = *AnthropicMessagesRequest
+			Params   = struct{}
+			Response = struct{}
+		)
+		_, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			nil,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				err = s.rh.CreateAnthropicMessage(ctx, request, w)
+				return response, err
+			},
+		)
+	} else {
+		err = s.rh.CreateAnthropicMessage(ctx, request, w)
+	}
+	if err != nil {
+		if errRes, ok := errors.Into[*ErrorStatusCode](err); ok {
+			if err := encodeErrorResponse(errRes, w); err != nil {
+				defer recordError("Internal", err)
+			}
+			return
+		}
+		if errors.Is(err, ht.ErrNotImplemented) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+		if err := encodeErrorResponse(s.h.NewError(ctx, err), w); err != nil {
+			defer recordError("Internal", err)
+		}
+		return
+	}
+}
+
 // handleCreateChatCompletionRequest handles createChatCompletion operation.
 //
 // OpenAI-compatible chat completion.
@@ -674,6 +856,181 @@ func (s *Server) handleCreateEmbeddingNativeAliasRequest(args [0]string, argsEsc
 		defer recordError("EncodeResponse", err)
 		if !errors.Is(err, ht.ErrInternalServerErrorResponse) {
 			s.cfg.ErrorHandler(ctx, w, r, err)
+		}
+		return
+	}
+}
+
+// handleCreateInfillRequest handles createInfill operation.
+//
+// The prompt is laid out from the model's fill-in-the-middle tokens as llama-server's
+// format_prompt_infill does (repository-level extra chunks, then prefix, suffix and middle).
+// A model without them answers 501. The answer is that of POST /completion.
+//
+// POST /infill
+func (s *Server) handleCreateInfillRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err          error
+		opErrContext = ogenerrors.OperationContext{
+			Name: CreateInfillOperation,
+			ID:   "createInfill",
+		}
+	)
+
+	var rawBody []byte
+	request, rawBody, close, err := s.decodeCreateInfillRequest(r)
+	if err != nil {
+		err = &ogenerrors.DecodeRequestError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeRequest", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+	defer func() {
+		if err := close(); err != nil {
+			recordError("CloseRequest", err)
+		}
+	}()
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    CreateInfillOperation,
+			OperationSummary: "Fill in the middle between a prefix and a suffix (code infilling).",
+			OperationID:      "createInfill",
+			Body:             request,
+			RawBody:          rawBody,
+			Params:           middleware.Parameters{},
+			Raw:              r,
+		}
+
+		type (
+			Request  = *InfillRequest
+			Params   = struct{}
+			Response = struct{}
+		)
+		_, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			nil,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				err = s.rh.CreateInfill(ctx, request, w)
+				return response, err
+			},
+		)
+	} else {
+		err = s.rh.CreateInfill(ctx, request, w)
+	}
+	if err != nil {
+		if errRes, ok := errors.Into[*ErrorStatusCode](err); ok {
+			if err := encodeErrorResponse(errRes, w); err != nil {
+				defer recordError("Internal", err)
+			}
+			return
+		}
+		if errors.Is(err, ht.ErrNotImplemented) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+		if err := encodeErrorResponse(s.h.NewError(ctx, err), w); err != nil {
+			defer recordError("Internal", err)
+		}
+		return
+	}
+}
+
+// handleCreateOAICompletionRequest handles createOAICompletion operation.
+//
+// OpenAI's legacy completions API on the native completion's fields. "prompt" may be one
+// prompt or several (an array of strings or of token arrays); with "n" each prompt is
+// completed that many times, and every completion is one choice of the answer. "echo",
+// "best_of" and "suffix" are refused, as llama-server does.
+//
+// POST /v1/completions
+func (s *Server) handleCreateOAICompletionRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err          error
+		opErrContext = ogenerrors.OperationContext{
+			Name: CreateOAICompletionOperation,
+			ID:   "createOAICompletion",
+		}
+	)
+
+	var rawBody []byte
+	request, rawBody, close, err := s.decodeCreateOAICompletionRequest(r)
+	if err != nil {
+		err = &ogenerrors.DecodeRequestError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeRequest", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+	defer func() {
+		if err := close(); err != nil {
+			recordError("CloseRequest", err)
+		}
+	}()
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    CreateOAICompletionOperation,
+			OperationSummary: "OpenAI-compatible text completion.",
+			OperationID:      "createOAICompletion",
+			Body:             request,
+			RawBody:          rawBody,
+			Params:           middleware.Parameters{},
+			Raw:              r,
+		}
+
+		type (
+			Request  = *CompletionRequest
+			Params   = struct{}
+			Response = struct{}
+		)
+		_, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			nil,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				err = s.rh.CreateOAICompletion(ctx, request, w)
+				return response, err
+			},
+		)
+	} else {
+		err = s.rh.CreateOAICompletion(ctx, request, w)
+	}
+	if err != nil {
+		if errRes, ok := errors.Into[*ErrorStatusCode](err); ok {
+			if err := encodeErrorResponse(errRes, w); err != nil {
+				defer recordError("Internal", err)
+			}
+			return
+		}
+		if errors.Is(err, ht.ErrNotImplemented) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+		if err := encodeErrorResponse(s.h.NewError(ctx, err), w); err != nil {
+			defer recordError("Internal", err)
 		}
 		return
 	}

@@ -11,6 +11,2022 @@ import (
 	"github.com/ogen-go/ogen/validate"
 )
 
+// Encode encodes AnthropicContent as json.
+func (s AnthropicContent) Encode(e *jx.Encoder) {
+	switch s.Type {
+	case StringAnthropicContent:
+		e.Str(s.String)
+	case AnthropicContentBlockArrayAnthropicContent:
+		e.ArrStart()
+		for _, elem := range s.AnthropicContentBlockArray {
+			elem.Encode(e)
+		}
+		e.ArrEnd()
+	}
+}
+
+// Decode decodes AnthropicContent from json.
+func (s *AnthropicContent) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode AnthropicContent to nil")
+	}
+	// Sum type type_discriminator.
+	switch t := d.Next(); t {
+	case jx.Array:
+		s.AnthropicContentBlockArray = make([]AnthropicContentBlock, 0)
+		if err := d.Arr(func(d *jx.Decoder) error {
+			var elem AnthropicContentBlock
+			if err := elem.Decode(d); err != nil {
+				return err
+			}
+			s.AnthropicContentBlockArray = append(s.AnthropicContentBlockArray, elem)
+			return nil
+		}); err != nil {
+			return err
+		}
+		s.Type = AnthropicContentBlockArrayAnthropicContent
+	case jx.String:
+		v, err := d.Str()
+		s.String = string(v)
+		if err != nil {
+			return err
+		}
+		s.Type = StringAnthropicContent
+	default:
+		return errors.Errorf("unexpected json type %q", t)
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s AnthropicContent) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *AnthropicContent) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *AnthropicContentBlock) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *AnthropicContentBlock) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("type")
+		e.Str(s.Type)
+	}
+	{
+		if s.Text.Set {
+			e.FieldStart("text")
+			s.Text.Encode(e)
+		}
+	}
+	{
+		if s.ID.Set {
+			e.FieldStart("id")
+			s.ID.Encode(e)
+		}
+	}
+	{
+		if s.Name.Set {
+			e.FieldStart("name")
+			s.Name.Encode(e)
+		}
+	}
+	{
+		if len(s.Input) != 0 {
+			e.FieldStart("input")
+			e.Raw(s.Input)
+		}
+	}
+	{
+		if s.ToolUseID.Set {
+			e.FieldStart("tool_use_id")
+			s.ToolUseID.Encode(e)
+		}
+	}
+	{
+		if len(s.Content) != 0 {
+			e.FieldStart("content")
+			e.Raw(s.Content)
+		}
+	}
+	{
+		if len(s.Source) != 0 {
+			e.FieldStart("source")
+			e.Raw(s.Source)
+		}
+	}
+	{
+		if s.IsError.Set {
+			e.FieldStart("is_error")
+			s.IsError.Encode(e)
+		}
+	}
+}
+
+var jsonFieldsNameOfAnthropicContentBlock = [9]string{
+	0: "type",
+	1: "text",
+	2: "id",
+	3: "name",
+	4: "input",
+	5: "tool_use_id",
+	6: "content",
+	7: "source",
+	8: "is_error",
+}
+
+// Decode decodes AnthropicContentBlock from json.
+func (s *AnthropicContentBlock) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode AnthropicContentBlock to nil")
+	}
+	var requiredBitSet [2]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "type":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				v, err := d.Str()
+				s.Type = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"type\"")
+			}
+		case "text":
+			if err := func() error {
+				s.Text.Reset()
+				if err := s.Text.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"text\"")
+			}
+		case "id":
+			if err := func() error {
+				s.ID.Reset()
+				if err := s.ID.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"id\"")
+			}
+		case "name":
+			if err := func() error {
+				s.Name.Reset()
+				if err := s.Name.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"name\"")
+			}
+		case "input":
+			if err := func() error {
+				v, err := d.RawAppend(nil)
+				s.Input = jx.Raw(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"input\"")
+			}
+		case "tool_use_id":
+			if err := func() error {
+				s.ToolUseID.Reset()
+				if err := s.ToolUseID.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"tool_use_id\"")
+			}
+		case "content":
+			if err := func() error {
+				v, err := d.RawAppend(nil)
+				s.Content = jx.Raw(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"content\"")
+			}
+		case "source":
+			if err := func() error {
+				v, err := d.RawAppend(nil)
+				s.Source = jx.Raw(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"source\"")
+			}
+		case "is_error":
+			if err := func() error {
+				s.IsError.Reset()
+				if err := s.IsError.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"is_error\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode AnthropicContentBlock")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [2]uint8{
+		0b00000001,
+		0b00000000,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfAnthropicContentBlock) {
+					name = jsonFieldsNameOfAnthropicContentBlock[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *AnthropicContentBlock) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *AnthropicContentBlock) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *AnthropicInputMessage) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *AnthropicInputMessage) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("role")
+		e.Str(s.Role)
+	}
+	{
+		if s.Content.Set {
+			e.FieldStart("content")
+			s.Content.Encode(e)
+		}
+	}
+}
+
+var jsonFieldsNameOfAnthropicInputMessage = [2]string{
+	0: "role",
+	1: "content",
+}
+
+// Decode decodes AnthropicInputMessage from json.
+func (s *AnthropicInputMessage) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode AnthropicInputMessage to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "role":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				v, err := d.Str()
+				s.Role = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"role\"")
+			}
+		case "content":
+			if err := func() error {
+				s.Content.Reset()
+				if err := s.Content.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"content\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode AnthropicInputMessage")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00000001,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfAnthropicInputMessage) {
+					name = jsonFieldsNameOfAnthropicInputMessage[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *AnthropicInputMessage) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *AnthropicInputMessage) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *AnthropicMessage) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *AnthropicMessage) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("id")
+		e.Str(s.ID)
+	}
+	{
+		e.FieldStart("type")
+		e.Str(s.Type)
+	}
+	{
+		e.FieldStart("role")
+		e.Str(s.Role)
+	}
+	{
+		e.FieldStart("content")
+		e.ArrStart()
+		for _, elem := range s.Content {
+			elem.Encode(e)
+		}
+		e.ArrEnd()
+	}
+	{
+		e.FieldStart("model")
+		e.Str(s.Model)
+	}
+	{
+		e.FieldStart("stop_reason")
+		s.StopReason.Encode(e)
+	}
+	{
+		e.FieldStart("stop_sequence")
+		s.StopSequence.Encode(e)
+	}
+	{
+		e.FieldStart("usage")
+		s.Usage.Encode(e)
+	}
+}
+
+var jsonFieldsNameOfAnthropicMessage = [8]string{
+	0: "id",
+	1: "type",
+	2: "role",
+	3: "content",
+	4: "model",
+	5: "stop_reason",
+	6: "stop_sequence",
+	7: "usage",
+}
+
+// Decode decodes AnthropicMessage from json.
+func (s *AnthropicMessage) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode AnthropicMessage to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "id":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				v, err := d.Str()
+				s.ID = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"id\"")
+			}
+		case "type":
+			requiredBitSet[0] |= 1 << 1
+			if err := func() error {
+				v, err := d.Str()
+				s.Type = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"type\"")
+			}
+		case "role":
+			requiredBitSet[0] |= 1 << 2
+			if err := func() error {
+				v, err := d.Str()
+				s.Role = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"role\"")
+			}
+		case "content":
+			requiredBitSet[0] |= 1 << 3
+			if err := func() error {
+				s.Content = make([]AnthropicOutputBlock, 0)
+				if err := d.Arr(func(d *jx.Decoder) error {
+					var elem AnthropicOutputBlock
+					if err := elem.Decode(d); err != nil {
+						return err
+					}
+					s.Content = append(s.Content, elem)
+					return nil
+				}); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"content\"")
+			}
+		case "model":
+			requiredBitSet[0] |= 1 << 4
+			if err := func() error {
+				v, err := d.Str()
+				s.Model = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"model\"")
+			}
+		case "stop_reason":
+			requiredBitSet[0] |= 1 << 5
+			if err := func() error {
+				if err := s.StopReason.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"stop_reason\"")
+			}
+		case "stop_sequence":
+			requiredBitSet[0] |= 1 << 6
+			if err := func() error {
+				if err := s.StopSequence.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"stop_sequence\"")
+			}
+		case "usage":
+			requiredBitSet[0] |= 1 << 7
+			if err := func() error {
+				if err := s.Usage.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"usage\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode AnthropicMessage")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b11111111,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfAnthropicMessage) {
+					name = jsonFieldsNameOfAnthropicMessage[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *AnthropicMessage) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *AnthropicMessage) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *AnthropicMessagesRequest) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *AnthropicMessagesRequest) encodeFields(e *jx.Encoder) {
+	{
+		if s.Model.Set {
+			e.FieldStart("model")
+			s.Model.Encode(e)
+		}
+	}
+	{
+		if s.MaxTokens.Set {
+			e.FieldStart("max_tokens")
+			s.MaxTokens.Encode(e)
+		}
+	}
+	{
+		if s.System.Set {
+			e.FieldStart("system")
+			s.System.Encode(e)
+		}
+	}
+	{
+		e.FieldStart("messages")
+		e.ArrStart()
+		for _, elem := range s.Messages {
+			elem.Encode(e)
+		}
+		e.ArrEnd()
+	}
+	{
+		if s.StopSequences.Set {
+			e.FieldStart("stop_sequences")
+			s.StopSequences.Encode(e)
+		}
+	}
+	{
+		if s.Temperature.Set {
+			e.FieldStart("temperature")
+			s.Temperature.Encode(e)
+		}
+	}
+	{
+		if s.TopP.Set {
+			e.FieldStart("top_p")
+			s.TopP.Encode(e)
+		}
+	}
+	{
+		if s.TopK.Set {
+			e.FieldStart("top_k")
+			s.TopK.Encode(e)
+		}
+	}
+	{
+		if s.Stream.Set {
+			e.FieldStart("stream")
+			s.Stream.Encode(e)
+		}
+	}
+	{
+		if s.Tools.Set {
+			e.FieldStart("tools")
+			s.Tools.Encode(e)
+		}
+	}
+	{
+		if s.ToolChoice.Set {
+			e.FieldStart("tool_choice")
+			s.ToolChoice.Encode(e)
+		}
+	}
+	{
+		if len(s.Thinking) != 0 {
+			e.FieldStart("thinking")
+			e.Raw(s.Thinking)
+		}
+	}
+	{
+		if len(s.Metadata) != 0 {
+			e.FieldStart("metadata")
+			e.Raw(s.Metadata)
+		}
+	}
+}
+
+var jsonFieldsNameOfAnthropicMessagesRequest = [13]string{
+	0:  "model",
+	1:  "max_tokens",
+	2:  "system",
+	3:  "messages",
+	4:  "stop_sequences",
+	5:  "temperature",
+	6:  "top_p",
+	7:  "top_k",
+	8:  "stream",
+	9:  "tools",
+	10: "tool_choice",
+	11: "thinking",
+	12: "metadata",
+}
+
+// Decode decodes AnthropicMessagesRequest from json.
+func (s *AnthropicMessagesRequest) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode AnthropicMessagesRequest to nil")
+	}
+	var requiredBitSet [2]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "model":
+			if err := func() error {
+				s.Model.Reset()
+				if err := s.Model.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"model\"")
+			}
+		case "max_tokens":
+			if err := func() error {
+				s.MaxTokens.Reset()
+				if err := s.MaxTokens.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"max_tokens\"")
+			}
+		case "system":
+			if err := func() error {
+				s.System.Reset()
+				if err := s.System.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"system\"")
+			}
+		case "messages":
+			requiredBitSet[0] |= 1 << 3
+			if err := func() error {
+				s.Messages = make([]AnthropicInputMessage, 0)
+				if err := d.Arr(func(d *jx.Decoder) error {
+					var elem AnthropicInputMessage
+					if err := elem.Decode(d); err != nil {
+						return err
+					}
+					s.Messages = append(s.Messages, elem)
+					return nil
+				}); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"messages\"")
+			}
+		case "stop_sequences":
+			if err := func() error {
+				s.StopSequences.Reset()
+				if err := s.StopSequences.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"stop_sequences\"")
+			}
+		case "temperature":
+			if err := func() error {
+				s.Temperature.Reset()
+				if err := s.Temperature.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"temperature\"")
+			}
+		case "top_p":
+			if err := func() error {
+				s.TopP.Reset()
+				if err := s.TopP.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"top_p\"")
+			}
+		case "top_k":
+			if err := func() error {
+				s.TopK.Reset()
+				if err := s.TopK.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"top_k\"")
+			}
+		case "stream":
+			if err := func() error {
+				s.Stream.Reset()
+				if err := s.Stream.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"stream\"")
+			}
+		case "tools":
+			if err := func() error {
+				s.Tools.Reset()
+				if err := s.Tools.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"tools\"")
+			}
+		case "tool_choice":
+			if err := func() error {
+				s.ToolChoice.Reset()
+				if err := s.ToolChoice.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"tool_choice\"")
+			}
+		case "thinking":
+			if err := func() error {
+				v, err := d.RawAppend(nil)
+				s.Thinking = jx.Raw(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"thinking\"")
+			}
+		case "metadata":
+			if err := func() error {
+				v, err := d.RawAppend(nil)
+				s.Metadata = jx.Raw(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"metadata\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode AnthropicMessagesRequest")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [2]uint8{
+		0b00001000,
+		0b00000000,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfAnthropicMessagesRequest) {
+					name = jsonFieldsNameOfAnthropicMessagesRequest[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *AnthropicMessagesRequest) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *AnthropicMessagesRequest) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *AnthropicOutputBlock) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *AnthropicOutputBlock) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("type")
+		e.Str(s.Type)
+	}
+	{
+		if s.ID.Set {
+			e.FieldStart("id")
+			s.ID.Encode(e)
+		}
+	}
+	{
+		if s.Name.Set {
+			e.FieldStart("name")
+			s.Name.Encode(e)
+		}
+	}
+	{
+		if len(s.Input) != 0 {
+			e.FieldStart("input")
+			e.Raw(s.Input)
+		}
+	}
+	{
+		if s.Text.Set {
+			e.FieldStart("text")
+			s.Text.Encode(e)
+		}
+	}
+	{
+		if s.Thinking.Set {
+			e.FieldStart("thinking")
+			s.Thinking.Encode(e)
+		}
+	}
+	{
+		if s.Signature.Set {
+			e.FieldStart("signature")
+			s.Signature.Encode(e)
+		}
+	}
+}
+
+var jsonFieldsNameOfAnthropicOutputBlock = [7]string{
+	0: "type",
+	1: "id",
+	2: "name",
+	3: "input",
+	4: "text",
+	5: "thinking",
+	6: "signature",
+}
+
+// Decode decodes AnthropicOutputBlock from json.
+func (s *AnthropicOutputBlock) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode AnthropicOutputBlock to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "type":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				v, err := d.Str()
+				s.Type = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"type\"")
+			}
+		case "id":
+			if err := func() error {
+				s.ID.Reset()
+				if err := s.ID.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"id\"")
+			}
+		case "name":
+			if err := func() error {
+				s.Name.Reset()
+				if err := s.Name.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"name\"")
+			}
+		case "input":
+			if err := func() error {
+				v, err := d.RawAppend(nil)
+				s.Input = jx.Raw(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"input\"")
+			}
+		case "text":
+			if err := func() error {
+				s.Text.Reset()
+				if err := s.Text.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"text\"")
+			}
+		case "thinking":
+			if err := func() error {
+				s.Thinking.Reset()
+				if err := s.Thinking.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"thinking\"")
+			}
+		case "signature":
+			if err := func() error {
+				s.Signature.Reset()
+				if err := s.Signature.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"signature\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode AnthropicOutputBlock")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00000001,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfAnthropicOutputBlock) {
+					name = jsonFieldsNameOfAnthropicOutputBlock[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *AnthropicOutputBlock) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *AnthropicOutputBlock) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *AnthropicStreamDelta) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *AnthropicStreamDelta) encodeFields(e *jx.Encoder) {
+	{
+		if s.Type.Set {
+			e.FieldStart("type")
+			s.Type.Encode(e)
+		}
+	}
+	{
+		if s.Text.Set {
+			e.FieldStart("text")
+			s.Text.Encode(e)
+		}
+	}
+	{
+		if s.Thinking.Set {
+			e.FieldStart("thinking")
+			s.Thinking.Encode(e)
+		}
+	}
+	{
+		if s.PartialJSON.Set {
+			e.FieldStart("partial_json")
+			s.PartialJSON.Encode(e)
+		}
+	}
+	{
+		if s.Signature.Set {
+			e.FieldStart("signature")
+			s.Signature.Encode(e)
+		}
+	}
+	{
+		if s.StopReason.Set {
+			e.FieldStart("stop_reason")
+			s.StopReason.Encode(e)
+		}
+	}
+	{
+		if s.StopSequence.Set {
+			e.FieldStart("stop_sequence")
+			s.StopSequence.Encode(e)
+		}
+	}
+}
+
+var jsonFieldsNameOfAnthropicStreamDelta = [7]string{
+	0: "type",
+	1: "text",
+	2: "thinking",
+	3: "partial_json",
+	4: "signature",
+	5: "stop_reason",
+	6: "stop_sequence",
+}
+
+// Decode decodes AnthropicStreamDelta from json.
+func (s *AnthropicStreamDelta) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode AnthropicStreamDelta to nil")
+	}
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "type":
+			if err := func() error {
+				s.Type.Reset()
+				if err := s.Type.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"type\"")
+			}
+		case "text":
+			if err := func() error {
+				s.Text.Reset()
+				if err := s.Text.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"text\"")
+			}
+		case "thinking":
+			if err := func() error {
+				s.Thinking.Reset()
+				if err := s.Thinking.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"thinking\"")
+			}
+		case "partial_json":
+			if err := func() error {
+				s.PartialJSON.Reset()
+				if err := s.PartialJSON.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"partial_json\"")
+			}
+		case "signature":
+			if err := func() error {
+				s.Signature.Reset()
+				if err := s.Signature.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"signature\"")
+			}
+		case "stop_reason":
+			if err := func() error {
+				s.StopReason.Reset()
+				if err := s.StopReason.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"stop_reason\"")
+			}
+		case "stop_sequence":
+			if err := func() error {
+				s.StopSequence.Reset()
+				if err := s.StopSequence.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"stop_sequence\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode AnthropicStreamDelta")
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *AnthropicStreamDelta) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *AnthropicStreamDelta) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *AnthropicStreamEvent) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *AnthropicStreamEvent) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("type")
+		e.Str(s.Type)
+	}
+	{
+		if s.Message.Set {
+			e.FieldStart("message")
+			s.Message.Encode(e)
+		}
+	}
+	{
+		if s.Index.Set {
+			e.FieldStart("index")
+			s.Index.Encode(e)
+		}
+	}
+	{
+		if s.ContentBlock.Set {
+			e.FieldStart("content_block")
+			s.ContentBlock.Encode(e)
+		}
+	}
+	{
+		if s.Delta.Set {
+			e.FieldStart("delta")
+			s.Delta.Encode(e)
+		}
+	}
+	{
+		if s.Usage.Set {
+			e.FieldStart("usage")
+			s.Usage.Encode(e)
+		}
+	}
+}
+
+var jsonFieldsNameOfAnthropicStreamEvent = [6]string{
+	0: "type",
+	1: "message",
+	2: "index",
+	3: "content_block",
+	4: "delta",
+	5: "usage",
+}
+
+// Decode decodes AnthropicStreamEvent from json.
+func (s *AnthropicStreamEvent) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode AnthropicStreamEvent to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "type":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				v, err := d.Str()
+				s.Type = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"type\"")
+			}
+		case "message":
+			if err := func() error {
+				s.Message.Reset()
+				if err := s.Message.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"message\"")
+			}
+		case "index":
+			if err := func() error {
+				s.Index.Reset()
+				if err := s.Index.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"index\"")
+			}
+		case "content_block":
+			if err := func() error {
+				s.ContentBlock.Reset()
+				if err := s.ContentBlock.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"content_block\"")
+			}
+		case "delta":
+			if err := func() error {
+				s.Delta.Reset()
+				if err := s.Delta.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"delta\"")
+			}
+		case "usage":
+			if err := func() error {
+				s.Usage.Reset()
+				if err := s.Usage.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"usage\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode AnthropicStreamEvent")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00000001,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfAnthropicStreamEvent) {
+					name = jsonFieldsNameOfAnthropicStreamEvent[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *AnthropicStreamEvent) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *AnthropicStreamEvent) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes AnthropicSystem as json.
+func (s AnthropicSystem) Encode(e *jx.Encoder) {
+	switch s.Type {
+	case StringAnthropicSystem:
+		e.Str(s.String)
+	case AnthropicContentBlockArrayAnthropicSystem:
+		e.ArrStart()
+		for _, elem := range s.AnthropicContentBlockArray {
+			elem.Encode(e)
+		}
+		e.ArrEnd()
+	}
+}
+
+// Decode decodes AnthropicSystem from json.
+func (s *AnthropicSystem) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode AnthropicSystem to nil")
+	}
+	// Sum type type_discriminator.
+	switch t := d.Next(); t {
+	case jx.Array:
+		s.AnthropicContentBlockArray = make([]AnthropicContentBlock, 0)
+		if err := d.Arr(func(d *jx.Decoder) error {
+			var elem AnthropicContentBlock
+			if err := elem.Decode(d); err != nil {
+				return err
+			}
+			s.AnthropicContentBlockArray = append(s.AnthropicContentBlockArray, elem)
+			return nil
+		}); err != nil {
+			return err
+		}
+		s.Type = AnthropicContentBlockArrayAnthropicSystem
+	case jx.String:
+		v, err := d.Str()
+		s.String = string(v)
+		if err != nil {
+			return err
+		}
+		s.Type = StringAnthropicSystem
+	default:
+		return errors.Errorf("unexpected json type %q", t)
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s AnthropicSystem) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *AnthropicSystem) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *AnthropicTokenCount) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *AnthropicTokenCount) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("input_tokens")
+		e.Int(s.InputTokens)
+	}
+}
+
+var jsonFieldsNameOfAnthropicTokenCount = [1]string{
+	0: "input_tokens",
+}
+
+// Decode decodes AnthropicTokenCount from json.
+func (s *AnthropicTokenCount) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode AnthropicTokenCount to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "input_tokens":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				v, err := d.Int()
+				s.InputTokens = int(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"input_tokens\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode AnthropicTokenCount")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00000001,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfAnthropicTokenCount) {
+					name = jsonFieldsNameOfAnthropicTokenCount[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *AnthropicTokenCount) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *AnthropicTokenCount) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *AnthropicTool) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *AnthropicTool) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("name")
+		e.Str(s.Name)
+	}
+	{
+		if s.Description.Set {
+			e.FieldStart("description")
+			s.Description.Encode(e)
+		}
+	}
+	{
+		if len(s.InputSchema) != 0 {
+			e.FieldStart("input_schema")
+			e.Raw(s.InputSchema)
+		}
+	}
+}
+
+var jsonFieldsNameOfAnthropicTool = [3]string{
+	0: "name",
+	1: "description",
+	2: "input_schema",
+}
+
+// Decode decodes AnthropicTool from json.
+func (s *AnthropicTool) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode AnthropicTool to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "name":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				v, err := d.Str()
+				s.Name = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"name\"")
+			}
+		case "description":
+			if err := func() error {
+				s.Description.Reset()
+				if err := s.Description.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"description\"")
+			}
+		case "input_schema":
+			if err := func() error {
+				v, err := d.RawAppend(nil)
+				s.InputSchema = jx.Raw(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"input_schema\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode AnthropicTool")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00000001,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfAnthropicTool) {
+					name = jsonFieldsNameOfAnthropicTool[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *AnthropicTool) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *AnthropicTool) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *AnthropicToolChoice) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *AnthropicToolChoice) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("type")
+		e.Str(s.Type)
+	}
+	{
+		if s.Name.Set {
+			e.FieldStart("name")
+			s.Name.Encode(e)
+		}
+	}
+	{
+		if s.DisableParallelToolUse.Set {
+			e.FieldStart("disable_parallel_tool_use")
+			s.DisableParallelToolUse.Encode(e)
+		}
+	}
+}
+
+var jsonFieldsNameOfAnthropicToolChoice = [3]string{
+	0: "type",
+	1: "name",
+	2: "disable_parallel_tool_use",
+}
+
+// Decode decodes AnthropicToolChoice from json.
+func (s *AnthropicToolChoice) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode AnthropicToolChoice to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "type":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				v, err := d.Str()
+				s.Type = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"type\"")
+			}
+		case "name":
+			if err := func() error {
+				s.Name.Reset()
+				if err := s.Name.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"name\"")
+			}
+		case "disable_parallel_tool_use":
+			if err := func() error {
+				s.DisableParallelToolUse.Reset()
+				if err := s.DisableParallelToolUse.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"disable_parallel_tool_use\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode AnthropicToolChoice")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00000001,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfAnthropicToolChoice) {
+					name = jsonFieldsNameOfAnthropicToolChoice[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *AnthropicToolChoice) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *AnthropicToolChoice) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *AnthropicUsage) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *AnthropicUsage) encodeFields(e *jx.Encoder) {
+	{
+		if s.InputTokens.Set {
+			e.FieldStart("input_tokens")
+			s.InputTokens.Encode(e)
+		}
+	}
+	{
+		e.FieldStart("output_tokens")
+		e.Int(s.OutputTokens)
+	}
+}
+
+var jsonFieldsNameOfAnthropicUsage = [2]string{
+	0: "input_tokens",
+	1: "output_tokens",
+}
+
+// Decode decodes AnthropicUsage from json.
+func (s *AnthropicUsage) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode AnthropicUsage to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "input_tokens":
+			if err := func() error {
+				s.InputTokens.Reset()
+				if err := s.InputTokens.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"input_tokens\"")
+			}
+		case "output_tokens":
+			requiredBitSet[0] |= 1 << 1
+			if err := func() error {
+				v, err := d.Int()
+				s.OutputTokens = int(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"output_tokens\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode AnthropicUsage")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00000010,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfAnthropicUsage) {
+					name = jsonFieldsNameOfAnthropicUsage[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *AnthropicUsage) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *AnthropicUsage) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
 // Encode implements json.Marshaler.
 func (s *ApplyTemplateRequest) Encode(e *jx.Encoder) {
 	e.ObjStart()
@@ -813,6 +2829,24 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if len(s.ToolChoice) != 0 {
+			e.FieldStart("tool_choice")
+			e.Raw(s.ToolChoice)
+		}
+	}
+	{
+		if s.ParallelToolCalls.Set {
+			e.FieldStart("parallel_tool_calls")
+			s.ParallelToolCalls.Encode(e)
+		}
+	}
+	{
+		if s.ReasoningFormat.Set {
+			e.FieldStart("reasoning_format")
+			s.ReasoningFormat.Encode(e)
+		}
+	}
+	{
 		if s.AddGenerationPrompt.Set {
 			e.FieldStart("add_generation_prompt")
 			s.AddGenerationPrompt.Encode(e)
@@ -1102,59 +3136,62 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfChatCompletionRequest = [52]string{
+var jsonFieldsNameOfChatCompletionRequest = [55]string{
 	0:  "model",
 	1:  "messages",
 	2:  "tools",
 	3:  "chat_template_kwargs",
-	4:  "add_generation_prompt",
-	5:  "max_tokens",
-	6:  "max_completion_tokens",
-	7:  "n_predict",
-	8:  "temperature",
-	9:  "top_p",
-	10: "top_k",
-	11: "min_p",
-	12: "seed",
-	13: "stop",
-	14: "stream",
-	15: "stream_options",
-	16: "logprobs",
-	17: "top_logprobs",
-	18: "ignore_eos",
-	19: "repeat_penalty",
-	20: "repeat_last_n",
-	21: "presence_penalty",
-	22: "frequency_penalty",
-	23: "dry_multiplier",
-	24: "dry_base",
-	25: "dry_allowed_length",
-	26: "dry_penalty_last_n",
-	27: "dry_sequence_breakers",
-	28: "top_n_sigma",
-	29: "typical_p",
-	30: "xtc_probability",
-	31: "xtc_threshold",
-	32: "dynatemp_range",
-	33: "dynatemp_exponent",
-	34: "mirostat",
-	35: "mirostat_tau",
-	36: "mirostat_eta",
-	37: "logit_bias",
-	38: "post_sampling_probs",
-	39: "min_keep",
-	40: "n_keep",
-	41: "n_discard",
-	42: "n_cache_reuse",
-	43: "t_max_predict_ms",
-	44: "cache_prompt",
-	45: "samplers",
-	46: "grammar",
-	47: "json_schema",
-	48: "response_format",
-	49: "speculative.n_max",
-	50: "speculative.n_min",
-	51: "speculative.p_min",
+	4:  "tool_choice",
+	5:  "parallel_tool_calls",
+	6:  "reasoning_format",
+	7:  "add_generation_prompt",
+	8:  "max_tokens",
+	9:  "max_completion_tokens",
+	10: "n_predict",
+	11: "temperature",
+	12: "top_p",
+	13: "top_k",
+	14: "min_p",
+	15: "seed",
+	16: "stop",
+	17: "stream",
+	18: "stream_options",
+	19: "logprobs",
+	20: "top_logprobs",
+	21: "ignore_eos",
+	22: "repeat_penalty",
+	23: "repeat_last_n",
+	24: "presence_penalty",
+	25: "frequency_penalty",
+	26: "dry_multiplier",
+	27: "dry_base",
+	28: "dry_allowed_length",
+	29: "dry_penalty_last_n",
+	30: "dry_sequence_breakers",
+	31: "top_n_sigma",
+	32: "typical_p",
+	33: "xtc_probability",
+	34: "xtc_threshold",
+	35: "dynatemp_range",
+	36: "dynatemp_exponent",
+	37: "mirostat",
+	38: "mirostat_tau",
+	39: "mirostat_eta",
+	40: "logit_bias",
+	41: "post_sampling_probs",
+	42: "min_keep",
+	43: "n_keep",
+	44: "n_discard",
+	45: "n_cache_reuse",
+	46: "t_max_predict_ms",
+	47: "cache_prompt",
+	48: "samplers",
+	49: "grammar",
+	50: "json_schema",
+	51: "response_format",
+	52: "speculative.n_max",
+	53: "speculative.n_min",
+	54: "speculative.p_min",
 }
 
 // Decode decodes ChatCompletionRequest from json.
@@ -1213,6 +3250,37 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"chat_template_kwargs\"")
+			}
+		case "tool_choice":
+			if err := func() error {
+				v, err := d.RawAppend(nil)
+				s.ToolChoice = jx.Raw(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"tool_choice\"")
+			}
+		case "parallel_tool_calls":
+			if err := func() error {
+				s.ParallelToolCalls.Reset()
+				if err := s.ParallelToolCalls.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"parallel_tool_calls\"")
+			}
+		case "reasoning_format":
+			if err := func() error {
+				s.ReasoningFormat.Reset()
+				if err := s.ReasoningFormat.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"reasoning_format\"")
 			}
 		case "add_generation_prompt":
 			if err := func() error {
@@ -2115,11 +4183,29 @@ func (s *ChatDelta) encodeFields(e *jx.Encoder) {
 			s.Content.Encode(e)
 		}
 	}
+	{
+		if s.ReasoningContent.Set {
+			e.FieldStart("reasoning_content")
+			s.ReasoningContent.Encode(e)
+		}
+	}
+	{
+		if s.ToolCalls != nil {
+			e.FieldStart("tool_calls")
+			e.ArrStart()
+			for _, elem := range s.ToolCalls {
+				elem.Encode(e)
+			}
+			e.ArrEnd()
+		}
+	}
 }
 
-var jsonFieldsNameOfChatDelta = [2]string{
+var jsonFieldsNameOfChatDelta = [4]string{
 	0: "role",
 	1: "content",
+	2: "reasoning_content",
+	3: "tool_calls",
 }
 
 // Decode decodes ChatDelta from json.
@@ -2150,6 +4236,33 @@ func (s *ChatDelta) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"content\"")
 			}
+		case "reasoning_content":
+			if err := func() error {
+				s.ReasoningContent.Reset()
+				if err := s.ReasoningContent.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"reasoning_content\"")
+			}
+		case "tool_calls":
+			if err := func() error {
+				s.ToolCalls = make([]ChatDeltaToolCall, 0)
+				if err := d.Arr(func(d *jx.Decoder) error {
+					var elem ChatDeltaToolCall
+					if err := elem.Decode(d); err != nil {
+						return err
+					}
+					s.ToolCalls = append(s.ToolCalls, elem)
+					return nil
+				}); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"tool_calls\"")
+			}
 		default:
 			return d.Skip()
 		}
@@ -2170,6 +4283,264 @@ func (s *ChatDelta) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *ChatDelta) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *ChatDeltaFunction) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *ChatDeltaFunction) encodeFields(e *jx.Encoder) {
+	{
+		if s.Name.Set {
+			e.FieldStart("name")
+			s.Name.Encode(e)
+		}
+	}
+	{
+		e.FieldStart("arguments")
+		e.Str(s.Arguments)
+	}
+}
+
+var jsonFieldsNameOfChatDeltaFunction = [2]string{
+	0: "name",
+	1: "arguments",
+}
+
+// Decode decodes ChatDeltaFunction from json.
+func (s *ChatDeltaFunction) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode ChatDeltaFunction to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "name":
+			if err := func() error {
+				s.Name.Reset()
+				if err := s.Name.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"name\"")
+			}
+		case "arguments":
+			requiredBitSet[0] |= 1 << 1
+			if err := func() error {
+				v, err := d.Str()
+				s.Arguments = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"arguments\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode ChatDeltaFunction")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00000010,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfChatDeltaFunction) {
+					name = jsonFieldsNameOfChatDeltaFunction[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *ChatDeltaFunction) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *ChatDeltaFunction) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *ChatDeltaToolCall) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *ChatDeltaToolCall) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("index")
+		e.Int(s.Index)
+	}
+	{
+		if s.ID.Set {
+			e.FieldStart("id")
+			s.ID.Encode(e)
+		}
+	}
+	{
+		if s.Type.Set {
+			e.FieldStart("type")
+			s.Type.Encode(e)
+		}
+	}
+	{
+		e.FieldStart("function")
+		s.Function.Encode(e)
+	}
+}
+
+var jsonFieldsNameOfChatDeltaToolCall = [4]string{
+	0: "index",
+	1: "id",
+	2: "type",
+	3: "function",
+}
+
+// Decode decodes ChatDeltaToolCall from json.
+func (s *ChatDeltaToolCall) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode ChatDeltaToolCall to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "index":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				v, err := d.Int()
+				s.Index = int(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"index\"")
+			}
+		case "id":
+			if err := func() error {
+				s.ID.Reset()
+				if err := s.ID.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"id\"")
+			}
+		case "type":
+			if err := func() error {
+				s.Type.Reset()
+				if err := s.Type.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"type\"")
+			}
+		case "function":
+			requiredBitSet[0] |= 1 << 3
+			if err := func() error {
+				if err := s.Function.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"function\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode ChatDeltaToolCall")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00001001,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfChatDeltaToolCall) {
+					name = jsonFieldsNameOfChatDeltaToolCall[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *ChatDeltaToolCall) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *ChatDeltaToolCall) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }
@@ -2522,6 +4893,119 @@ func (s *ChatMessageContent) UnmarshalJSON(data []byte) error {
 }
 
 // Encode implements json.Marshaler.
+func (s *ChatResponseFunction) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *ChatResponseFunction) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("name")
+		e.Str(s.Name)
+	}
+	{
+		e.FieldStart("arguments")
+		e.Str(s.Arguments)
+	}
+}
+
+var jsonFieldsNameOfChatResponseFunction = [2]string{
+	0: "name",
+	1: "arguments",
+}
+
+// Decode decodes ChatResponseFunction from json.
+func (s *ChatResponseFunction) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode ChatResponseFunction to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "name":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				v, err := d.Str()
+				s.Name = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"name\"")
+			}
+		case "arguments":
+			requiredBitSet[0] |= 1 << 1
+			if err := func() error {
+				v, err := d.Str()
+				s.Arguments = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"arguments\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode ChatResponseFunction")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00000011,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfChatResponseFunction) {
+					name = jsonFieldsNameOfChatResponseFunction[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *ChatResponseFunction) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *ChatResponseFunction) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
 func (s *ChatResponseMessage) Encode(e *jx.Encoder) {
 	e.ObjStart()
 	s.encodeFields(e)
@@ -2536,13 +5020,31 @@ func (s *ChatResponseMessage) encodeFields(e *jx.Encoder) {
 	}
 	{
 		e.FieldStart("content")
-		e.Str(s.Content)
+		s.Content.Encode(e)
+	}
+	{
+		if s.ReasoningContent.Set {
+			e.FieldStart("reasoning_content")
+			s.ReasoningContent.Encode(e)
+		}
+	}
+	{
+		if s.ToolCalls != nil {
+			e.FieldStart("tool_calls")
+			e.ArrStart()
+			for _, elem := range s.ToolCalls {
+				elem.Encode(e)
+			}
+			e.ArrEnd()
+		}
 	}
 }
 
-var jsonFieldsNameOfChatResponseMessage = [2]string{
+var jsonFieldsNameOfChatResponseMessage = [4]string{
 	0: "role",
 	1: "content",
+	2: "reasoning_content",
+	3: "tool_calls",
 }
 
 // Decode decodes ChatResponseMessage from json.
@@ -2569,14 +5071,39 @@ func (s *ChatResponseMessage) Decode(d *jx.Decoder) error {
 		case "content":
 			requiredBitSet[0] |= 1 << 1
 			if err := func() error {
-				v, err := d.Str()
-				s.Content = string(v)
-				if err != nil {
+				if err := s.Content.Decode(d); err != nil {
 					return err
 				}
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"content\"")
+			}
+		case "reasoning_content":
+			if err := func() error {
+				s.ReasoningContent.Reset()
+				if err := s.ReasoningContent.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"reasoning_content\"")
+			}
+		case "tool_calls":
+			if err := func() error {
+				s.ToolCalls = make([]ChatResponseToolCall, 0)
+				if err := d.Arr(func(d *jx.Decoder) error {
+					var elem ChatResponseToolCall
+					if err := elem.Decode(d); err != nil {
+						return err
+					}
+					s.ToolCalls = append(s.ToolCalls, elem)
+					return nil
+				}); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"tool_calls\"")
 			}
 		default:
 			return d.Skip()
@@ -2630,6 +5157,134 @@ func (s *ChatResponseMessage) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *ChatResponseMessage) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *ChatResponseToolCall) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *ChatResponseToolCall) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("type")
+		e.Str(s.Type)
+	}
+	{
+		e.FieldStart("function")
+		s.Function.Encode(e)
+	}
+	{
+		e.FieldStart("id")
+		e.Str(s.ID)
+	}
+}
+
+var jsonFieldsNameOfChatResponseToolCall = [3]string{
+	0: "type",
+	1: "function",
+	2: "id",
+}
+
+// Decode decodes ChatResponseToolCall from json.
+func (s *ChatResponseToolCall) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode ChatResponseToolCall to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "type":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				v, err := d.Str()
+				s.Type = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"type\"")
+			}
+		case "function":
+			requiredBitSet[0] |= 1 << 1
+			if err := func() error {
+				if err := s.Function.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"function\"")
+			}
+		case "id":
+			requiredBitSet[0] |= 1 << 2
+			if err := func() error {
+				v, err := d.Str()
+				s.ID = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"id\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode ChatResponseToolCall")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00000111,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfChatResponseToolCall) {
+					name = jsonFieldsNameOfChatResponseToolCall[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *ChatResponseToolCall) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *ChatResponseToolCall) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }
@@ -3502,6 +6157,42 @@ func (s *CompletionRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.N.Set {
+			e.FieldStart("n")
+			s.N.Encode(e)
+		}
+	}
+	{
+		if s.Logprobs.Set {
+			e.FieldStart("logprobs")
+			s.Logprobs.Encode(e)
+		}
+	}
+	{
+		if s.StreamOptions.Set {
+			e.FieldStart("stream_options")
+			s.StreamOptions.Encode(e)
+		}
+	}
+	{
+		if s.Echo.Set {
+			e.FieldStart("echo")
+			s.Echo.Encode(e)
+		}
+	}
+	{
+		if s.BestOf.Set {
+			e.FieldStart("best_of")
+			s.BestOf.Encode(e)
+		}
+	}
+	{
+		if s.Suffix.Set {
+			e.FieldStart("suffix")
+			s.Suffix.Encode(e)
+		}
+	}
+	{
 		if s.NPredict.Set {
 			e.FieldStart("n_predict")
 			s.NPredict.Encode(e)
@@ -3773,54 +6464,60 @@ func (s *CompletionRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfCompletionRequest = [47]string{
+var jsonFieldsNameOfCompletionRequest = [53]string{
 	0:  "prompt",
 	1:  "model",
-	2:  "n_predict",
-	3:  "max_tokens",
-	4:  "temperature",
-	5:  "top_k",
-	6:  "top_p",
-	7:  "min_p",
-	8:  "seed",
-	9:  "stop",
-	10: "stream",
-	11: "ignore_eos",
-	12: "cache_prompt",
-	13: "return_tokens",
-	14: "n_probs",
-	15: "repeat_penalty",
-	16: "repeat_last_n",
-	17: "presence_penalty",
-	18: "frequency_penalty",
-	19: "dry_multiplier",
-	20: "dry_base",
-	21: "dry_allowed_length",
-	22: "dry_penalty_last_n",
-	23: "dry_sequence_breakers",
-	24: "top_n_sigma",
-	25: "typical_p",
-	26: "xtc_probability",
-	27: "xtc_threshold",
-	28: "dynatemp_range",
-	29: "dynatemp_exponent",
-	30: "mirostat",
-	31: "mirostat_tau",
-	32: "mirostat_eta",
-	33: "logit_bias",
-	34: "post_sampling_probs",
-	35: "min_keep",
-	36: "n_keep",
-	37: "n_discard",
-	38: "n_cache_reuse",
-	39: "t_max_predict_ms",
-	40: "samplers",
-	41: "grammar",
-	42: "json_schema",
-	43: "response_format",
-	44: "speculative.n_max",
-	45: "speculative.n_min",
-	46: "speculative.p_min",
+	2:  "n",
+	3:  "logprobs",
+	4:  "stream_options",
+	5:  "echo",
+	6:  "best_of",
+	7:  "suffix",
+	8:  "n_predict",
+	9:  "max_tokens",
+	10: "temperature",
+	11: "top_k",
+	12: "top_p",
+	13: "min_p",
+	14: "seed",
+	15: "stop",
+	16: "stream",
+	17: "ignore_eos",
+	18: "cache_prompt",
+	19: "return_tokens",
+	20: "n_probs",
+	21: "repeat_penalty",
+	22: "repeat_last_n",
+	23: "presence_penalty",
+	24: "frequency_penalty",
+	25: "dry_multiplier",
+	26: "dry_base",
+	27: "dry_allowed_length",
+	28: "dry_penalty_last_n",
+	29: "dry_sequence_breakers",
+	30: "top_n_sigma",
+	31: "typical_p",
+	32: "xtc_probability",
+	33: "xtc_threshold",
+	34: "dynatemp_range",
+	35: "dynatemp_exponent",
+	36: "mirostat",
+	37: "mirostat_tau",
+	38: "mirostat_eta",
+	39: "logit_bias",
+	40: "post_sampling_probs",
+	41: "min_keep",
+	42: "n_keep",
+	43: "n_discard",
+	44: "n_cache_reuse",
+	45: "t_max_predict_ms",
+	46: "samplers",
+	47: "grammar",
+	48: "json_schema",
+	49: "response_format",
+	50: "speculative.n_max",
+	51: "speculative.n_min",
+	52: "speculative.p_min",
 }
 
 // Decode decodes CompletionRequest from json.
@@ -3828,7 +6525,7 @@ func (s *CompletionRequest) Decode(d *jx.Decoder) error {
 	if s == nil {
 		return errors.New("invalid: unable to decode CompletionRequest to nil")
 	}
-	var requiredBitSet [6]uint8
+	var requiredBitSet [7]uint8
 
 	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
 		switch string(k) {
@@ -3851,6 +6548,66 @@ func (s *CompletionRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"model\"")
+			}
+		case "n":
+			if err := func() error {
+				s.N.Reset()
+				if err := s.N.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n\"")
+			}
+		case "logprobs":
+			if err := func() error {
+				s.Logprobs.Reset()
+				if err := s.Logprobs.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"logprobs\"")
+			}
+		case "stream_options":
+			if err := func() error {
+				s.StreamOptions.Reset()
+				if err := s.StreamOptions.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"stream_options\"")
+			}
+		case "echo":
+			if err := func() error {
+				s.Echo.Reset()
+				if err := s.Echo.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"echo\"")
+			}
+		case "best_of":
+			if err := func() error {
+				s.BestOf.Reset()
+				if err := s.BestOf.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"best_of\"")
+			}
+		case "suffix":
+			if err := func() error {
+				s.Suffix.Reset()
+				if err := s.Suffix.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"suffix\"")
 			}
 		case "n_predict":
 			if err := func() error {
@@ -4315,8 +7072,9 @@ func (s *CompletionRequest) Decode(d *jx.Decoder) error {
 	}
 	// Validate required fields.
 	var failures []validate.FieldError
-	for i, mask := range [6]uint8{
+	for i, mask := range [7]uint8{
 		0b00000001,
+		0b00000000,
 		0b00000000,
 		0b00000000,
 		0b00000000,
@@ -7254,6 +10012,1216 @@ func (s *HealthResponse) UnmarshalJSON(data []byte) error {
 }
 
 // Encode implements json.Marshaler.
+func (s *InfillChunk) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *InfillChunk) encodeFields(e *jx.Encoder) {
+	{
+		if s.Filename.Set {
+			e.FieldStart("filename")
+			s.Filename.Encode(e)
+		}
+	}
+	{
+		e.FieldStart("text")
+		e.Str(s.Text)
+	}
+}
+
+var jsonFieldsNameOfInfillChunk = [2]string{
+	0: "filename",
+	1: "text",
+}
+
+// Decode decodes InfillChunk from json.
+func (s *InfillChunk) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode InfillChunk to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "filename":
+			if err := func() error {
+				s.Filename.Reset()
+				if err := s.Filename.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"filename\"")
+			}
+		case "text":
+			requiredBitSet[0] |= 1 << 1
+			if err := func() error {
+				v, err := d.Str()
+				s.Text = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"text\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode InfillChunk")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00000010,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfInfillChunk) {
+					name = jsonFieldsNameOfInfillChunk[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *InfillChunk) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *InfillChunk) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *InfillRequest) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *InfillRequest) encodeFields(e *jx.Encoder) {
+	{
+		if s.Model.Set {
+			e.FieldStart("model")
+			s.Model.Encode(e)
+		}
+	}
+	{
+		if s.N.Set {
+			e.FieldStart("n")
+			s.N.Encode(e)
+		}
+	}
+	{
+		if s.Logprobs.Set {
+			e.FieldStart("logprobs")
+			s.Logprobs.Encode(e)
+		}
+	}
+	{
+		if s.StreamOptions.Set {
+			e.FieldStart("stream_options")
+			s.StreamOptions.Encode(e)
+		}
+	}
+	{
+		if s.Echo.Set {
+			e.FieldStart("echo")
+			s.Echo.Encode(e)
+		}
+	}
+	{
+		if s.BestOf.Set {
+			e.FieldStart("best_of")
+			s.BestOf.Encode(e)
+		}
+	}
+	{
+		if s.Suffix.Set {
+			e.FieldStart("suffix")
+			s.Suffix.Encode(e)
+		}
+	}
+	{
+		if s.NPredict.Set {
+			e.FieldStart("n_predict")
+			s.NPredict.Encode(e)
+		}
+	}
+	{
+		if s.MaxTokens.Set {
+			e.FieldStart("max_tokens")
+			s.MaxTokens.Encode(e)
+		}
+	}
+	{
+		if s.Temperature.Set {
+			e.FieldStart("temperature")
+			s.Temperature.Encode(e)
+		}
+	}
+	{
+		if s.TopK.Set {
+			e.FieldStart("top_k")
+			s.TopK.Encode(e)
+		}
+	}
+	{
+		if s.TopP.Set {
+			e.FieldStart("top_p")
+			s.TopP.Encode(e)
+		}
+	}
+	{
+		if s.MinP.Set {
+			e.FieldStart("min_p")
+			s.MinP.Encode(e)
+		}
+	}
+	{
+		if s.Seed.Set {
+			e.FieldStart("seed")
+			s.Seed.Encode(e)
+		}
+	}
+	{
+		if s.Stop.Set {
+			e.FieldStart("stop")
+			s.Stop.Encode(e)
+		}
+	}
+	{
+		if s.Stream.Set {
+			e.FieldStart("stream")
+			s.Stream.Encode(e)
+		}
+	}
+	{
+		if s.IgnoreEos.Set {
+			e.FieldStart("ignore_eos")
+			s.IgnoreEos.Encode(e)
+		}
+	}
+	{
+		if s.CachePrompt.Set {
+			e.FieldStart("cache_prompt")
+			s.CachePrompt.Encode(e)
+		}
+	}
+	{
+		if s.ReturnTokens.Set {
+			e.FieldStart("return_tokens")
+			s.ReturnTokens.Encode(e)
+		}
+	}
+	{
+		if s.NProbs.Set {
+			e.FieldStart("n_probs")
+			s.NProbs.Encode(e)
+		}
+	}
+	{
+		if s.RepeatPenalty.Set {
+			e.FieldStart("repeat_penalty")
+			s.RepeatPenalty.Encode(e)
+		}
+	}
+	{
+		if s.RepeatLastN.Set {
+			e.FieldStart("repeat_last_n")
+			s.RepeatLastN.Encode(e)
+		}
+	}
+	{
+		if s.PresencePenalty.Set {
+			e.FieldStart("presence_penalty")
+			s.PresencePenalty.Encode(e)
+		}
+	}
+	{
+		if s.FrequencyPenalty.Set {
+			e.FieldStart("frequency_penalty")
+			s.FrequencyPenalty.Encode(e)
+		}
+	}
+	{
+		if s.DryMultiplier.Set {
+			e.FieldStart("dry_multiplier")
+			s.DryMultiplier.Encode(e)
+		}
+	}
+	{
+		if s.DryBase.Set {
+			e.FieldStart("dry_base")
+			s.DryBase.Encode(e)
+		}
+	}
+	{
+		if s.DryAllowedLength.Set {
+			e.FieldStart("dry_allowed_length")
+			s.DryAllowedLength.Encode(e)
+		}
+	}
+	{
+		if s.DryPenaltyLastN.Set {
+			e.FieldStart("dry_penalty_last_n")
+			s.DryPenaltyLastN.Encode(e)
+		}
+	}
+	{
+		if s.DrySequenceBreakers.Set {
+			e.FieldStart("dry_sequence_breakers")
+			s.DrySequenceBreakers.Encode(e)
+		}
+	}
+	{
+		if s.TopNSigma.Set {
+			e.FieldStart("top_n_sigma")
+			s.TopNSigma.Encode(e)
+		}
+	}
+	{
+		if s.TypicalP.Set {
+			e.FieldStart("typical_p")
+			s.TypicalP.Encode(e)
+		}
+	}
+	{
+		if s.XtcProbability.Set {
+			e.FieldStart("xtc_probability")
+			s.XtcProbability.Encode(e)
+		}
+	}
+	{
+		if s.XtcThreshold.Set {
+			e.FieldStart("xtc_threshold")
+			s.XtcThreshold.Encode(e)
+		}
+	}
+	{
+		if s.DynatempRange.Set {
+			e.FieldStart("dynatemp_range")
+			s.DynatempRange.Encode(e)
+		}
+	}
+	{
+		if s.DynatempExponent.Set {
+			e.FieldStart("dynatemp_exponent")
+			s.DynatempExponent.Encode(e)
+		}
+	}
+	{
+		if s.Mirostat.Set {
+			e.FieldStart("mirostat")
+			s.Mirostat.Encode(e)
+		}
+	}
+	{
+		if s.MirostatTau.Set {
+			e.FieldStart("mirostat_tau")
+			s.MirostatTau.Encode(e)
+		}
+	}
+	{
+		if s.MirostatEta.Set {
+			e.FieldStart("mirostat_eta")
+			s.MirostatEta.Encode(e)
+		}
+	}
+	{
+		if len(s.LogitBias) != 0 {
+			e.FieldStart("logit_bias")
+			e.Raw(s.LogitBias)
+		}
+	}
+	{
+		if s.PostSamplingProbs.Set {
+			e.FieldStart("post_sampling_probs")
+			s.PostSamplingProbs.Encode(e)
+		}
+	}
+	{
+		if s.MinKeep.Set {
+			e.FieldStart("min_keep")
+			s.MinKeep.Encode(e)
+		}
+	}
+	{
+		if s.NKeep.Set {
+			e.FieldStart("n_keep")
+			s.NKeep.Encode(e)
+		}
+	}
+	{
+		if s.NDiscard.Set {
+			e.FieldStart("n_discard")
+			s.NDiscard.Encode(e)
+		}
+	}
+	{
+		if s.NCacheReuse.Set {
+			e.FieldStart("n_cache_reuse")
+			s.NCacheReuse.Encode(e)
+		}
+	}
+	{
+		if s.TMaxPredictMs.Set {
+			e.FieldStart("t_max_predict_ms")
+			s.TMaxPredictMs.Encode(e)
+		}
+	}
+	{
+		if len(s.Samplers) != 0 {
+			e.FieldStart("samplers")
+			e.Raw(s.Samplers)
+		}
+	}
+	{
+		if s.Grammar.Set {
+			e.FieldStart("grammar")
+			s.Grammar.Encode(e)
+		}
+	}
+	{
+		if len(s.JSONSchema) != 0 {
+			e.FieldStart("json_schema")
+			e.Raw(s.JSONSchema)
+		}
+	}
+	{
+		if len(s.ResponseFormat) != 0 {
+			e.FieldStart("response_format")
+			e.Raw(s.ResponseFormat)
+		}
+	}
+	{
+		if s.SpeculativeDotNMax.Set {
+			e.FieldStart("speculative.n_max")
+			s.SpeculativeDotNMax.Encode(e)
+		}
+	}
+	{
+		if s.SpeculativeDotNMin.Set {
+			e.FieldStart("speculative.n_min")
+			s.SpeculativeDotNMin.Encode(e)
+		}
+	}
+	{
+		if s.SpeculativeDotPMin.Set {
+			e.FieldStart("speculative.p_min")
+			s.SpeculativeDotPMin.Encode(e)
+		}
+	}
+	{
+		if s.Prompt.Set {
+			e.FieldStart("prompt")
+			s.Prompt.Encode(e)
+		}
+	}
+	{
+		e.FieldStart("input_prefix")
+		s.InputPrefix.Encode(e)
+	}
+	{
+		e.FieldStart("input_suffix")
+		s.InputSuffix.Encode(e)
+	}
+	{
+		if s.InputExtra.Set {
+			e.FieldStart("input_extra")
+			s.InputExtra.Encode(e)
+		}
+	}
+}
+
+var jsonFieldsNameOfInfillRequest = [56]string{
+	0:  "model",
+	1:  "n",
+	2:  "logprobs",
+	3:  "stream_options",
+	4:  "echo",
+	5:  "best_of",
+	6:  "suffix",
+	7:  "n_predict",
+	8:  "max_tokens",
+	9:  "temperature",
+	10: "top_k",
+	11: "top_p",
+	12: "min_p",
+	13: "seed",
+	14: "stop",
+	15: "stream",
+	16: "ignore_eos",
+	17: "cache_prompt",
+	18: "return_tokens",
+	19: "n_probs",
+	20: "repeat_penalty",
+	21: "repeat_last_n",
+	22: "presence_penalty",
+	23: "frequency_penalty",
+	24: "dry_multiplier",
+	25: "dry_base",
+	26: "dry_allowed_length",
+	27: "dry_penalty_last_n",
+	28: "dry_sequence_breakers",
+	29: "top_n_sigma",
+	30: "typical_p",
+	31: "xtc_probability",
+	32: "xtc_threshold",
+	33: "dynatemp_range",
+	34: "dynatemp_exponent",
+	35: "mirostat",
+	36: "mirostat_tau",
+	37: "mirostat_eta",
+	38: "logit_bias",
+	39: "post_sampling_probs",
+	40: "min_keep",
+	41: "n_keep",
+	42: "n_discard",
+	43: "n_cache_reuse",
+	44: "t_max_predict_ms",
+	45: "samplers",
+	46: "grammar",
+	47: "json_schema",
+	48: "response_format",
+	49: "speculative.n_max",
+	50: "speculative.n_min",
+	51: "speculative.p_min",
+	52: "prompt",
+	53: "input_prefix",
+	54: "input_suffix",
+	55: "input_extra",
+}
+
+// Decode decodes InfillRequest from json.
+func (s *InfillRequest) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode InfillRequest to nil")
+	}
+	var requiredBitSet [7]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "model":
+			if err := func() error {
+				s.Model.Reset()
+				if err := s.Model.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"model\"")
+			}
+		case "n":
+			if err := func() error {
+				s.N.Reset()
+				if err := s.N.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n\"")
+			}
+		case "logprobs":
+			if err := func() error {
+				s.Logprobs.Reset()
+				if err := s.Logprobs.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"logprobs\"")
+			}
+		case "stream_options":
+			if err := func() error {
+				s.StreamOptions.Reset()
+				if err := s.StreamOptions.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"stream_options\"")
+			}
+		case "echo":
+			if err := func() error {
+				s.Echo.Reset()
+				if err := s.Echo.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"echo\"")
+			}
+		case "best_of":
+			if err := func() error {
+				s.BestOf.Reset()
+				if err := s.BestOf.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"best_of\"")
+			}
+		case "suffix":
+			if err := func() error {
+				s.Suffix.Reset()
+				if err := s.Suffix.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"suffix\"")
+			}
+		case "n_predict":
+			if err := func() error {
+				s.NPredict.Reset()
+				if err := s.NPredict.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_predict\"")
+			}
+		case "max_tokens":
+			if err := func() error {
+				s.MaxTokens.Reset()
+				if err := s.MaxTokens.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"max_tokens\"")
+			}
+		case "temperature":
+			if err := func() error {
+				s.Temperature.Reset()
+				if err := s.Temperature.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"temperature\"")
+			}
+		case "top_k":
+			if err := func() error {
+				s.TopK.Reset()
+				if err := s.TopK.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"top_k\"")
+			}
+		case "top_p":
+			if err := func() error {
+				s.TopP.Reset()
+				if err := s.TopP.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"top_p\"")
+			}
+		case "min_p":
+			if err := func() error {
+				s.MinP.Reset()
+				if err := s.MinP.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"min_p\"")
+			}
+		case "seed":
+			if err := func() error {
+				s.Seed.Reset()
+				if err := s.Seed.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"seed\"")
+			}
+		case "stop":
+			if err := func() error {
+				s.Stop.Reset()
+				if err := s.Stop.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"stop\"")
+			}
+		case "stream":
+			if err := func() error {
+				s.Stream.Reset()
+				if err := s.Stream.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"stream\"")
+			}
+		case "ignore_eos":
+			if err := func() error {
+				s.IgnoreEos.Reset()
+				if err := s.IgnoreEos.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"ignore_eos\"")
+			}
+		case "cache_prompt":
+			if err := func() error {
+				s.CachePrompt.Reset()
+				if err := s.CachePrompt.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"cache_prompt\"")
+			}
+		case "return_tokens":
+			if err := func() error {
+				s.ReturnTokens.Reset()
+				if err := s.ReturnTokens.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"return_tokens\"")
+			}
+		case "n_probs":
+			if err := func() error {
+				s.NProbs.Reset()
+				if err := s.NProbs.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_probs\"")
+			}
+		case "repeat_penalty":
+			if err := func() error {
+				s.RepeatPenalty.Reset()
+				if err := s.RepeatPenalty.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"repeat_penalty\"")
+			}
+		case "repeat_last_n":
+			if err := func() error {
+				s.RepeatLastN.Reset()
+				if err := s.RepeatLastN.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"repeat_last_n\"")
+			}
+		case "presence_penalty":
+			if err := func() error {
+				s.PresencePenalty.Reset()
+				if err := s.PresencePenalty.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"presence_penalty\"")
+			}
+		case "frequency_penalty":
+			if err := func() error {
+				s.FrequencyPenalty.Reset()
+				if err := s.FrequencyPenalty.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"frequency_penalty\"")
+			}
+		case "dry_multiplier":
+			if err := func() error {
+				s.DryMultiplier.Reset()
+				if err := s.DryMultiplier.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"dry_multiplier\"")
+			}
+		case "dry_base":
+			if err := func() error {
+				s.DryBase.Reset()
+				if err := s.DryBase.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"dry_base\"")
+			}
+		case "dry_allowed_length":
+			if err := func() error {
+				s.DryAllowedLength.Reset()
+				if err := s.DryAllowedLength.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"dry_allowed_length\"")
+			}
+		case "dry_penalty_last_n":
+			if err := func() error {
+				s.DryPenaltyLastN.Reset()
+				if err := s.DryPenaltyLastN.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"dry_penalty_last_n\"")
+			}
+		case "dry_sequence_breakers":
+			if err := func() error {
+				s.DrySequenceBreakers.Reset()
+				if err := s.DrySequenceBreakers.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"dry_sequence_breakers\"")
+			}
+		case "top_n_sigma":
+			if err := func() error {
+				s.TopNSigma.Reset()
+				if err := s.TopNSigma.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"top_n_sigma\"")
+			}
+		case "typical_p":
+			if err := func() error {
+				s.TypicalP.Reset()
+				if err := s.TypicalP.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"typical_p\"")
+			}
+		case "xtc_probability":
+			if err := func() error {
+				s.XtcProbability.Reset()
+				if err := s.XtcProbability.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"xtc_probability\"")
+			}
+		case "xtc_threshold":
+			if err := func() error {
+				s.XtcThreshold.Reset()
+				if err := s.XtcThreshold.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"xtc_threshold\"")
+			}
+		case "dynatemp_range":
+			if err := func() error {
+				s.DynatempRange.Reset()
+				if err := s.DynatempRange.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"dynatemp_range\"")
+			}
+		case "dynatemp_exponent":
+			if err := func() error {
+				s.DynatempExponent.Reset()
+				if err := s.DynatempExponent.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"dynatemp_exponent\"")
+			}
+		case "mirostat":
+			if err := func() error {
+				s.Mirostat.Reset()
+				if err := s.Mirostat.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"mirostat\"")
+			}
+		case "mirostat_tau":
+			if err := func() error {
+				s.MirostatTau.Reset()
+				if err := s.MirostatTau.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"mirostat_tau\"")
+			}
+		case "mirostat_eta":
+			if err := func() error {
+				s.MirostatEta.Reset()
+				if err := s.MirostatEta.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"mirostat_eta\"")
+			}
+		case "logit_bias":
+			if err := func() error {
+				v, err := d.RawAppend(nil)
+				s.LogitBias = jx.Raw(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"logit_bias\"")
+			}
+		case "post_sampling_probs":
+			if err := func() error {
+				s.PostSamplingProbs.Reset()
+				if err := s.PostSamplingProbs.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"post_sampling_probs\"")
+			}
+		case "min_keep":
+			if err := func() error {
+				s.MinKeep.Reset()
+				if err := s.MinKeep.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"min_keep\"")
+			}
+		case "n_keep":
+			if err := func() error {
+				s.NKeep.Reset()
+				if err := s.NKeep.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_keep\"")
+			}
+		case "n_discard":
+			if err := func() error {
+				s.NDiscard.Reset()
+				if err := s.NDiscard.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_discard\"")
+			}
+		case "n_cache_reuse":
+			if err := func() error {
+				s.NCacheReuse.Reset()
+				if err := s.NCacheReuse.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_cache_reuse\"")
+			}
+		case "t_max_predict_ms":
+			if err := func() error {
+				s.TMaxPredictMs.Reset()
+				if err := s.TMaxPredictMs.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"t_max_predict_ms\"")
+			}
+		case "samplers":
+			if err := func() error {
+				v, err := d.RawAppend(nil)
+				s.Samplers = jx.Raw(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"samplers\"")
+			}
+		case "grammar":
+			if err := func() error {
+				s.Grammar.Reset()
+				if err := s.Grammar.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"grammar\"")
+			}
+		case "json_schema":
+			if err := func() error {
+				v, err := d.RawAppend(nil)
+				s.JSONSchema = jx.Raw(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"json_schema\"")
+			}
+		case "response_format":
+			if err := func() error {
+				v, err := d.RawAppend(nil)
+				s.ResponseFormat = jx.Raw(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"response_format\"")
+			}
+		case "speculative.n_max":
+			if err := func() error {
+				s.SpeculativeDotNMax.Reset()
+				if err := s.SpeculativeDotNMax.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"speculative.n_max\"")
+			}
+		case "speculative.n_min":
+			if err := func() error {
+				s.SpeculativeDotNMin.Reset()
+				if err := s.SpeculativeDotNMin.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"speculative.n_min\"")
+			}
+		case "speculative.p_min":
+			if err := func() error {
+				s.SpeculativeDotPMin.Reset()
+				if err := s.SpeculativeDotPMin.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"speculative.p_min\"")
+			}
+		case "prompt":
+			if err := func() error {
+				s.Prompt.Reset()
+				if err := s.Prompt.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"prompt\"")
+			}
+		case "input_prefix":
+			requiredBitSet[6] |= 1 << 5
+			if err := func() error {
+				if err := s.InputPrefix.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"input_prefix\"")
+			}
+		case "input_suffix":
+			requiredBitSet[6] |= 1 << 6
+			if err := func() error {
+				if err := s.InputSuffix.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"input_suffix\"")
+			}
+		case "input_extra":
+			if err := func() error {
+				s.InputExtra.Reset()
+				if err := s.InputExtra.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"input_extra\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode InfillRequest")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [7]uint8{
+		0b00000000,
+		0b00000000,
+		0b00000000,
+		0b00000000,
+		0b00000000,
+		0b00000000,
+		0b01100000,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfInfillRequest) {
+					name = jsonFieldsNameOfInfillRequest[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *InfillRequest) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *InfillRequest) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes InfillText as json.
+func (s InfillText) Encode(e *jx.Encoder) {
+	switch s.Type {
+	case StringInfillText:
+		e.Str(s.String)
+	case PromptPieceArrayInfillText:
+		e.ArrStart()
+		for _, elem := range s.PromptPieceArray {
+			elem.Encode(e)
+		}
+		e.ArrEnd()
+	}
+}
+
+// Decode decodes InfillText from json.
+func (s *InfillText) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode InfillText to nil")
+	}
+	// Sum type type_discriminator.
+	switch t := d.Next(); t {
+	case jx.Array:
+		s.PromptPieceArray = make([]PromptPiece, 0)
+		if err := d.Arr(func(d *jx.Decoder) error {
+			var elem PromptPiece
+			if err := elem.Decode(d); err != nil {
+				return err
+			}
+			s.PromptPieceArray = append(s.PromptPieceArray, elem)
+			return nil
+		}); err != nil {
+			return err
+		}
+		s.Type = PromptPieceArrayInfillText
+	case jx.String:
+		v, err := d.Str()
+		s.String = string(v)
+		if err != nil {
+			return err
+		}
+		s.Type = StringInfillText
+	default:
+		return errors.Errorf("unexpected json type %q", t)
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s InfillText) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *InfillText) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
 func (s *LoraAdapter) Encode(e *jx.Encoder) {
 	e.ObjStart()
 	s.encodeFields(e)
@@ -8666,6 +12634,50 @@ func (s *NilFloat64) UnmarshalJSON(data []byte) error {
 	return s.Decode(d)
 }
 
+// Encode encodes OAICompletionLogprobs as json.
+func (o NilOAICompletionLogprobs) Encode(e *jx.Encoder) {
+	if o.Null {
+		e.Null()
+		return
+	}
+	o.Value.Encode(e)
+}
+
+// Decode decodes OAICompletionLogprobs from json.
+func (o *NilOAICompletionLogprobs) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode NilOAICompletionLogprobs to nil")
+	}
+	if d.Next() == jx.Null {
+		if err := d.Null(); err != nil {
+			return err
+		}
+
+		var v OAICompletionLogprobs
+		o.Value = v
+		o.Null = true
+		return nil
+	}
+	o.Null = false
+	if err := o.Value.Decode(d); err != nil {
+		return err
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s NilOAICompletionLogprobs) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *NilOAICompletionLogprobs) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
 // Encode encodes string as json.
 func (o NilString) Encode(e *jx.Encoder) {
 	if o.Null {
@@ -8708,6 +12720,612 @@ func (s NilString) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *NilString) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *OAICompletionChoice) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *OAICompletionChoice) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("text")
+		e.Str(s.Text)
+	}
+	{
+		e.FieldStart("index")
+		e.Int(s.Index)
+	}
+	{
+		e.FieldStart("logprobs")
+		s.Logprobs.Encode(e)
+	}
+	{
+		e.FieldStart("finish_reason")
+		s.FinishReason.Encode(e)
+	}
+}
+
+var jsonFieldsNameOfOAICompletionChoice = [4]string{
+	0: "text",
+	1: "index",
+	2: "logprobs",
+	3: "finish_reason",
+}
+
+// Decode decodes OAICompletionChoice from json.
+func (s *OAICompletionChoice) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode OAICompletionChoice to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "text":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				v, err := d.Str()
+				s.Text = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"text\"")
+			}
+		case "index":
+			requiredBitSet[0] |= 1 << 1
+			if err := func() error {
+				v, err := d.Int()
+				s.Index = int(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"index\"")
+			}
+		case "logprobs":
+			requiredBitSet[0] |= 1 << 2
+			if err := func() error {
+				if err := s.Logprobs.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"logprobs\"")
+			}
+		case "finish_reason":
+			requiredBitSet[0] |= 1 << 3
+			if err := func() error {
+				if err := s.FinishReason.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"finish_reason\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode OAICompletionChoice")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00001111,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfOAICompletionChoice) {
+					name = jsonFieldsNameOfOAICompletionChoice[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *OAICompletionChoice) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *OAICompletionChoice) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *OAICompletionLogprobs) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *OAICompletionLogprobs) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("content")
+		e.ArrStart()
+		for _, elem := range s.Content {
+			elem.Encode(e)
+		}
+		e.ArrEnd()
+	}
+}
+
+var jsonFieldsNameOfOAICompletionLogprobs = [1]string{
+	0: "content",
+}
+
+// Decode decodes OAICompletionLogprobs from json.
+func (s *OAICompletionLogprobs) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode OAICompletionLogprobs to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "content":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				s.Content = make([]TokenProbability, 0)
+				if err := d.Arr(func(d *jx.Decoder) error {
+					var elem TokenProbability
+					if err := elem.Decode(d); err != nil {
+						return err
+					}
+					s.Content = append(s.Content, elem)
+					return nil
+				}); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"content\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode OAICompletionLogprobs")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00000001,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfOAICompletionLogprobs) {
+					name = jsonFieldsNameOfOAICompletionLogprobs[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *OAICompletionLogprobs) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *OAICompletionLogprobs) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *OAICompletionResponse) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *OAICompletionResponse) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("choices")
+		e.ArrStart()
+		for _, elem := range s.Choices {
+			elem.Encode(e)
+		}
+		e.ArrEnd()
+	}
+	{
+		e.FieldStart("created")
+		e.Int64(s.Created)
+	}
+	{
+		e.FieldStart("model")
+		e.Str(s.Model)
+	}
+	{
+		e.FieldStart("system_fingerprint")
+		e.Str(s.SystemFingerprint)
+	}
+	{
+		e.FieldStart("object")
+		e.Str(s.Object)
+	}
+	{
+		if s.Usage.Set {
+			e.FieldStart("usage")
+			s.Usage.Encode(e)
+		}
+	}
+	{
+		e.FieldStart("id")
+		e.Str(s.ID)
+	}
+	{
+		if s.Timings.Set {
+			e.FieldStart("timings")
+			s.Timings.Encode(e)
+		}
+	}
+}
+
+var jsonFieldsNameOfOAICompletionResponse = [8]string{
+	0: "choices",
+	1: "created",
+	2: "model",
+	3: "system_fingerprint",
+	4: "object",
+	5: "usage",
+	6: "id",
+	7: "timings",
+}
+
+// Decode decodes OAICompletionResponse from json.
+func (s *OAICompletionResponse) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode OAICompletionResponse to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "choices":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				s.Choices = make([]OAICompletionChoice, 0)
+				if err := d.Arr(func(d *jx.Decoder) error {
+					var elem OAICompletionChoice
+					if err := elem.Decode(d); err != nil {
+						return err
+					}
+					s.Choices = append(s.Choices, elem)
+					return nil
+				}); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"choices\"")
+			}
+		case "created":
+			requiredBitSet[0] |= 1 << 1
+			if err := func() error {
+				v, err := d.Int64()
+				s.Created = int64(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"created\"")
+			}
+		case "model":
+			requiredBitSet[0] |= 1 << 2
+			if err := func() error {
+				v, err := d.Str()
+				s.Model = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"model\"")
+			}
+		case "system_fingerprint":
+			requiredBitSet[0] |= 1 << 3
+			if err := func() error {
+				v, err := d.Str()
+				s.SystemFingerprint = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"system_fingerprint\"")
+			}
+		case "object":
+			requiredBitSet[0] |= 1 << 4
+			if err := func() error {
+				v, err := d.Str()
+				s.Object = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"object\"")
+			}
+		case "usage":
+			if err := func() error {
+				s.Usage.Reset()
+				if err := s.Usage.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"usage\"")
+			}
+		case "id":
+			requiredBitSet[0] |= 1 << 6
+			if err := func() error {
+				v, err := d.Str()
+				s.ID = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"id\"")
+			}
+		case "timings":
+			if err := func() error {
+				s.Timings.Reset()
+				if err := s.Timings.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"timings\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode OAICompletionResponse")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b01011111,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfOAICompletionResponse) {
+					name = jsonFieldsNameOfOAICompletionResponse[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *OAICompletionResponse) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *OAICompletionResponse) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes AnthropicMessage as json.
+func (o OptAnthropicMessage) Encode(e *jx.Encoder) {
+	if !o.Set {
+		return
+	}
+	o.Value.Encode(e)
+}
+
+// Decode decodes AnthropicMessage from json.
+func (o *OptAnthropicMessage) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode OptAnthropicMessage to nil")
+	}
+	o.Set = true
+	if err := o.Value.Decode(d); err != nil {
+		return err
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s OptAnthropicMessage) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *OptAnthropicMessage) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes AnthropicOutputBlock as json.
+func (o OptAnthropicOutputBlock) Encode(e *jx.Encoder) {
+	if !o.Set {
+		return
+	}
+	o.Value.Encode(e)
+}
+
+// Decode decodes AnthropicOutputBlock from json.
+func (o *OptAnthropicOutputBlock) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode OptAnthropicOutputBlock to nil")
+	}
+	o.Set = true
+	if err := o.Value.Decode(d); err != nil {
+		return err
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s OptAnthropicOutputBlock) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *OptAnthropicOutputBlock) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes AnthropicStreamDelta as json.
+func (o OptAnthropicStreamDelta) Encode(e *jx.Encoder) {
+	if !o.Set {
+		return
+	}
+	o.Value.Encode(e)
+}
+
+// Decode decodes AnthropicStreamDelta from json.
+func (o *OptAnthropicStreamDelta) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode OptAnthropicStreamDelta to nil")
+	}
+	o.Set = true
+	if err := o.Value.Decode(d); err != nil {
+		return err
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s OptAnthropicStreamDelta) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *OptAnthropicStreamDelta) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes AnthropicUsage as json.
+func (o OptAnthropicUsage) Encode(e *jx.Encoder) {
+	if !o.Set {
+		return
+	}
+	o.Value.Encode(e)
+}
+
+// Decode decodes AnthropicUsage from json.
+func (o *OptAnthropicUsage) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode OptAnthropicUsage to nil")
+	}
+	o.Set = true
+	if err := o.Value.Decode(d); err != nil {
+		return err
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s OptAnthropicUsage) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *OptAnthropicUsage) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }
@@ -8811,6 +13429,214 @@ func (s OptInt) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *OptInt) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes AnthropicContent as json.
+func (o OptNilAnthropicContent) Encode(e *jx.Encoder) {
+	if !o.Set {
+		return
+	}
+	if o.Null {
+		e.Null()
+		return
+	}
+	o.Value.Encode(e)
+}
+
+// Decode decodes AnthropicContent from json.
+func (o *OptNilAnthropicContent) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode OptNilAnthropicContent to nil")
+	}
+	if d.Next() == jx.Null {
+		if err := d.Null(); err != nil {
+			return err
+		}
+
+		var v AnthropicContent
+		o.Value = v
+		o.Set = true
+		o.Null = true
+		return nil
+	}
+	o.Set = true
+	o.Null = false
+	if err := o.Value.Decode(d); err != nil {
+		return err
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s OptNilAnthropicContent) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *OptNilAnthropicContent) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes AnthropicSystem as json.
+func (o OptNilAnthropicSystem) Encode(e *jx.Encoder) {
+	if !o.Set {
+		return
+	}
+	if o.Null {
+		e.Null()
+		return
+	}
+	o.Value.Encode(e)
+}
+
+// Decode decodes AnthropicSystem from json.
+func (o *OptNilAnthropicSystem) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode OptNilAnthropicSystem to nil")
+	}
+	if d.Next() == jx.Null {
+		if err := d.Null(); err != nil {
+			return err
+		}
+
+		var v AnthropicSystem
+		o.Value = v
+		o.Set = true
+		o.Null = true
+		return nil
+	}
+	o.Set = true
+	o.Null = false
+	if err := o.Value.Decode(d); err != nil {
+		return err
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s OptNilAnthropicSystem) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *OptNilAnthropicSystem) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes []AnthropicTool as json.
+func (o OptNilAnthropicToolArray) Encode(e *jx.Encoder) {
+	if !o.Set {
+		return
+	}
+	if o.Null {
+		e.Null()
+		return
+	}
+	e.ArrStart()
+	for _, elem := range o.Value {
+		elem.Encode(e)
+	}
+	e.ArrEnd()
+}
+
+// Decode decodes []AnthropicTool from json.
+func (o *OptNilAnthropicToolArray) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode OptNilAnthropicToolArray to nil")
+	}
+	if d.Next() == jx.Null {
+		if err := d.Null(); err != nil {
+			return err
+		}
+
+		var v []AnthropicTool
+		o.Value = v
+		o.Set = true
+		o.Null = true
+		return nil
+	}
+	o.Set = true
+	o.Null = false
+	o.Value = make([]AnthropicTool, 0)
+	if err := d.Arr(func(d *jx.Decoder) error {
+		var elem AnthropicTool
+		if err := elem.Decode(d); err != nil {
+			return err
+		}
+		o.Value = append(o.Value, elem)
+		return nil
+	}); err != nil {
+		return err
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s OptNilAnthropicToolArray) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *OptNilAnthropicToolArray) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes AnthropicToolChoice as json.
+func (o OptNilAnthropicToolChoice) Encode(e *jx.Encoder) {
+	if !o.Set {
+		return
+	}
+	if o.Null {
+		e.Null()
+		return
+	}
+	o.Value.Encode(e)
+}
+
+// Decode decodes AnthropicToolChoice from json.
+func (o *OptNilAnthropicToolChoice) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode OptNilAnthropicToolChoice to nil")
+	}
+	if d.Next() == jx.Null {
+		if err := d.Null(); err != nil {
+			return err
+		}
+
+		var v AnthropicToolChoice
+		o.Value = v
+		o.Set = true
+		o.Null = true
+		return nil
+	}
+	o.Set = true
+	o.Null = false
+	if err := o.Value.Decode(d); err != nil {
+		return err
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s OptNilAnthropicToolChoice) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *OptNilAnthropicToolChoice) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }
@@ -9171,6 +13997,67 @@ func (s OptNilFloat64) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *OptNilFloat64) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes []InfillChunk as json.
+func (o OptNilInfillChunkArray) Encode(e *jx.Encoder) {
+	if !o.Set {
+		return
+	}
+	if o.Null {
+		e.Null()
+		return
+	}
+	e.ArrStart()
+	for _, elem := range o.Value {
+		elem.Encode(e)
+	}
+	e.ArrEnd()
+}
+
+// Decode decodes []InfillChunk from json.
+func (o *OptNilInfillChunkArray) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode OptNilInfillChunkArray to nil")
+	}
+	if d.Next() == jx.Null {
+		if err := d.Null(); err != nil {
+			return err
+		}
+
+		var v []InfillChunk
+		o.Value = v
+		o.Set = true
+		o.Null = true
+		return nil
+	}
+	o.Set = true
+	o.Null = false
+	o.Value = make([]InfillChunk, 0)
+	if err := d.Arr(func(d *jx.Decoder) error {
+		var elem InfillChunk
+		if err := elem.Decode(d); err != nil {
+			return err
+		}
+		o.Value = append(o.Value, elem)
+		return nil
+	}); err != nil {
+		return err
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s OptNilInfillChunkArray) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *OptNilInfillChunkArray) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }
@@ -9753,9 +14640,9 @@ func (s Prompt) Encode(e *jx.Encoder) {
 	switch s.Type {
 	case StringPrompt:
 		e.Str(s.String)
-	case PromptPieceArrayPrompt:
+	case PromptElementArrayPrompt:
 		e.ArrStart()
-		for _, elem := range s.PromptPieceArray {
+		for _, elem := range s.PromptElementArray {
 			elem.Encode(e)
 		}
 		e.ArrEnd()
@@ -9770,18 +14657,18 @@ func (s *Prompt) Decode(d *jx.Decoder) error {
 	// Sum type type_discriminator.
 	switch t := d.Next(); t {
 	case jx.Array:
-		s.PromptPieceArray = make([]PromptPiece, 0)
+		s.PromptElementArray = make([]PromptElement, 0)
 		if err := d.Arr(func(d *jx.Decoder) error {
-			var elem PromptPiece
+			var elem PromptElement
 			if err := elem.Decode(d); err != nil {
 				return err
 			}
-			s.PromptPieceArray = append(s.PromptPieceArray, elem)
+			s.PromptElementArray = append(s.PromptElementArray, elem)
 			return nil
 		}); err != nil {
 			return err
 		}
-		s.Type = PromptPieceArrayPrompt
+		s.Type = PromptElementArrayPrompt
 	case jx.String:
 		v, err := d.Str()
 		s.String = string(v)
@@ -9804,6 +14691,75 @@ func (s Prompt) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *Prompt) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes PromptElement as json.
+func (s PromptElement) Encode(e *jx.Encoder) {
+	switch s.Type {
+	case Int32PromptElement:
+		e.Int32(s.Int32)
+	case StringPromptElement:
+		e.Str(s.String)
+	case PromptPieceArrayPromptElement:
+		e.ArrStart()
+		for _, elem := range s.PromptPieceArray {
+			elem.Encode(e)
+		}
+		e.ArrEnd()
+	}
+}
+
+// Decode decodes PromptElement from json.
+func (s *PromptElement) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode PromptElement to nil")
+	}
+	// Sum type type_discriminator.
+	switch t := d.Next(); t {
+	case jx.Array:
+		s.PromptPieceArray = make([]PromptPiece, 0)
+		if err := d.Arr(func(d *jx.Decoder) error {
+			var elem PromptPiece
+			if err := elem.Decode(d); err != nil {
+				return err
+			}
+			s.PromptPieceArray = append(s.PromptPieceArray, elem)
+			return nil
+		}); err != nil {
+			return err
+		}
+		s.Type = PromptPieceArrayPromptElement
+	case jx.Number:
+		v, err := d.Int32()
+		s.Int32 = int32(v)
+		if err != nil {
+			return err
+		}
+		s.Type = Int32PromptElement
+	case jx.String:
+		v, err := d.Str()
+		s.String = string(v)
+		if err != nil {
+			return err
+		}
+		s.Type = StringPromptElement
+	default:
+		return errors.Errorf("unexpected json type %q", t)
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s PromptElement) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *PromptElement) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }

@@ -7,12 +7,16 @@ type OperationName = string
 
 const (
 	ApplyTemplateOperation              OperationName = "ApplyTemplate"
+	CountAnthropicTokensOperation       OperationName = "CountAnthropicTokens"
+	CreateAnthropicMessageOperation     OperationName = "CreateAnthropicMessage"
 	CreateChatCompletionOperation       OperationName = "CreateChatCompletion"
 	CreateCompletionOperation           OperationName = "CreateCompletion"
 	CreateCompletionAliasOperation      OperationName = "CreateCompletionAlias"
 	CreateEmbeddingOperation            OperationName = "CreateEmbedding"
 	CreateEmbeddingNativeOperation      OperationName = "CreateEmbeddingNative"
 	CreateEmbeddingNativeAliasOperation OperationName = "CreateEmbeddingNativeAlias"
+	CreateInfillOperation               OperationName = "CreateInfill"
+	CreateOAICompletionOperation        OperationName = "CreateOAICompletion"
 	DeleteStreamOperation               OperationName = "DeleteStream"
 	DetokenizeOperation                 OperationName = "Detokenize"
 	GetHealthOperation                  OperationName = "GetHealth"

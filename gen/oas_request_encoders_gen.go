@@ -24,6 +24,34 @@ func encodeApplyTemplateRequest(
 	return nil
 }
 
+func encodeCountAnthropicTokensRequest(
+	req *AnthropicMessagesRequest,
+	r *http.Request,
+) error {
+	const contentType = "application/json"
+	e := new(jx.Encoder)
+	{
+		req.Encode(e)
+	}
+	encoded := e.Bytes()
+	ht.SetBody(r, bytes.NewReader(encoded), contentType)
+	return nil
+}
+
+func encodeCreateAnthropicMessageRequest(
+	req *AnthropicMessagesRequest,
+	r *http.Request,
+) error {
+	const contentType = "application/json"
+	e := new(jx.Encoder)
+	{
+		req.Encode(e)
+	}
+	encoded := e.Bytes()
+	ht.SetBody(r, bytes.NewReader(encoded), contentType)
+	return nil
+}
+
 func encodeCreateChatCompletionRequest(
 	req *ChatCompletionRequest,
 	r *http.Request,
@@ -96,6 +124,34 @@ func encodeCreateEmbeddingNativeRequest(
 
 func encodeCreateEmbeddingNativeAliasRequest(
 	req *EmbeddingRequest,
+	r *http.Request,
+) error {
+	const contentType = "application/json"
+	e := new(jx.Encoder)
+	{
+		req.Encode(e)
+	}
+	encoded := e.Bytes()
+	ht.SetBody(r, bytes.NewReader(encoded), contentType)
+	return nil
+}
+
+func encodeCreateInfillRequest(
+	req *InfillRequest,
+	r *http.Request,
+) error {
+	const contentType = "application/json"
+	e := new(jx.Encoder)
+	{
+		req.Encode(e)
+	}
+	encoded := e.Bytes()
+	ht.SetBody(r, bytes.NewReader(encoded), contentType)
+	return nil
+}
+
+func encodeCreateOAICompletionRequest(
+	req *CompletionRequest,
 	r *http.Request,
 ) error {
 	const contentType = "application/json"

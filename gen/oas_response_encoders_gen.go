@@ -23,6 +23,26 @@ func encodeApplyTemplateResponse(response *ApplyTemplateResponse, w http.Respons
 	return nil
 }
 
+func encodeCountAnthropicTokensResponse(response *AnthropicTokenCount, w http.ResponseWriter) error {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(200)
+
+	e := new(jx.Encoder)
+	response.Encode(e)
+	if _, err := e.WriteTo(w); err != nil {
+		return errors.Wrap(err, "write")
+	}
+
+	return nil
+}
+
+func encodeCreateAnthropicMessageResponse(response CreateAnthropicMessageRes, w http.ResponseWriter) error {
+	switch response := response.(type) {
+	default:
+		return errors.Errorf("unexpected response type: %T", response)
+	}
+}
+
 func encodeCreateChatCompletionResponse(response CreateChatCompletionRes, w http.ResponseWriter) error {
 	switch response := response.(type) {
 	default:
@@ -105,6 +125,20 @@ func encodeCreateEmbeddingNativeAliasResponse(response NativeEmbeddingResponse, 
 	}
 
 	return nil
+}
+
+func encodeCreateInfillResponse(response CreateInfillRes, w http.ResponseWriter) error {
+	switch response := response.(type) {
+	default:
+		return errors.Errorf("unexpected response type: %T", response)
+	}
+}
+
+func encodeCreateOAICompletionResponse(response CreateOAICompletionRes, w http.ResponseWriter) error {
+	switch response := response.(type) {
+	default:
+		return errors.Errorf("unexpected response type: %T", response)
+	}
 }
 
 func encodeDeleteStreamResponse(response *StreamStatus, w http.ResponseWriter) error {

@@ -14,6 +14,870 @@ func (s *ErrorStatusCode) Error() string {
 	return fmt.Sprintf("code %d: %+v", s.StatusCode, s.Response)
 }
 
+// A string or content blocks.
+// Ref: #/components/schemas/AnthropicContent
+// AnthropicContent represents sum type.
+type AnthropicContent struct {
+	Type                       AnthropicContentType // switch on this field
+	String                     string
+	AnthropicContentBlockArray []AnthropicContentBlock
+}
+
+// AnthropicContentType is oneOf type of AnthropicContent.
+type AnthropicContentType string
+
+// Possible values for AnthropicContentType.
+const (
+	StringAnthropicContent                     AnthropicContentType = "string"
+	AnthropicContentBlockArrayAnthropicContent AnthropicContentType = "[]AnthropicContentBlock"
+)
+
+// IsString reports whether AnthropicContent is string.
+func (s AnthropicContent) IsString() bool { return s.Type == StringAnthropicContent }
+
+// IsAnthropicContentBlockArray reports whether AnthropicContent is []AnthropicContentBlock.
+func (s AnthropicContent) IsAnthropicContentBlockArray() bool {
+	return s.Type == AnthropicContentBlockArrayAnthropicContent
+}
+
+// SetString sets AnthropicContent to string.
+func (s *AnthropicContent) SetString(v string) {
+	s.Type = StringAnthropicContent
+	s.String = v
+}
+
+// GetString returns string and true boolean if AnthropicContent is string.
+func (s AnthropicContent) GetString() (v string, ok bool) {
+	if !s.IsString() {
+		return v, false
+	}
+	return s.String, true
+}
+
+// NewStringAnthropicContent returns new AnthropicContent from string.
+func NewStringAnthropicContent(v string) AnthropicContent {
+	var s AnthropicContent
+	s.SetString(v)
+	return s
+}
+
+// SetAnthropicContentBlockArray sets AnthropicContent to []AnthropicContentBlock.
+func (s *AnthropicContent) SetAnthropicContentBlockArray(v []AnthropicContentBlock) {
+	s.Type = AnthropicContentBlockArrayAnthropicContent
+	s.AnthropicContentBlockArray = v
+}
+
+// GetAnthropicContentBlockArray returns []AnthropicContentBlock and true boolean if AnthropicContent is []AnthropicContentBlock.
+func (s AnthropicContent) GetAnthropicContentBlockArray() (v []AnthropicContentBlock, ok bool) {
+	if !s.IsAnthropicContentBlockArray() {
+		return v, false
+	}
+	return s.AnthropicContentBlockArray, true
+}
+
+// NewAnthropicContentBlockArrayAnthropicContent returns new AnthropicContent from []AnthropicContentBlock.
+func NewAnthropicContentBlockArrayAnthropicContent(v []AnthropicContentBlock) AnthropicContent {
+	var s AnthropicContent
+	s.SetAnthropicContentBlockArray(v)
+	return s
+}
+
+// A content block: text {text}, tool_use {id, name, input}, tool_result {tool_use_id,
+// content} or image (refused: no vision). Other types are skipped, as llama-server does.
+// Ref: #/components/schemas/AnthropicContentBlock
+type AnthropicContentBlock struct {
+	Type string       `json:"type"`
+	Text OptNilString `json:"text"`
+	ID   OptNilString `json:"id"`
+	Name OptNilString `json:"name"`
+	// A tool_use block's arguments.
+	Input     jx.Raw       `json:"input"`
+	ToolUseID OptNilString `json:"tool_use_id"`
+	// A tool_result block's result, a string or text blocks.
+	Content jx.Raw `json:"content"`
+	// An image block's source.
+	Source  jx.Raw     `json:"source"`
+	IsError OptNilBool `json:"is_error"`
+}
+
+// GetType returns the value of Type.
+func (s *AnthropicContentBlock) GetType() string {
+	return s.Type
+}
+
+// GetText returns the value of Text.
+func (s *AnthropicContentBlock) GetText() OptNilString {
+	return s.Text
+}
+
+// GetID returns the value of ID.
+func (s *AnthropicContentBlock) GetID() OptNilString {
+	return s.ID
+}
+
+// GetName returns the value of Name.
+func (s *AnthropicContentBlock) GetName() OptNilString {
+	return s.Name
+}
+
+// GetInput returns the value of Input.
+func (s *AnthropicContentBlock) GetInput() jx.Raw {
+	return s.Input
+}
+
+// GetToolUseID returns the value of ToolUseID.
+func (s *AnthropicContentBlock) GetToolUseID() OptNilString {
+	return s.ToolUseID
+}
+
+// GetContent returns the value of Content.
+func (s *AnthropicContentBlock) GetContent() jx.Raw {
+	return s.Content
+}
+
+// GetSource returns the value of Source.
+func (s *AnthropicContentBlock) GetSource() jx.Raw {
+	return s.Source
+}
+
+// GetIsError returns the value of IsError.
+func (s *AnthropicContentBlock) GetIsError() OptNilBool {
+	return s.IsError
+}
+
+// SetType sets the value of Type.
+func (s *AnthropicContentBlock) SetType(val string) {
+	s.Type = val
+}
+
+// SetText sets the value of Text.
+func (s *AnthropicContentBlock) SetText(val OptNilString) {
+	s.Text = val
+}
+
+// SetID sets the value of ID.
+func (s *AnthropicContentBlock) SetID(val OptNilString) {
+	s.ID = val
+}
+
+// SetName sets the value of Name.
+func (s *AnthropicContentBlock) SetName(val OptNilString) {
+	s.Name = val
+}
+
+// SetInput sets the value of Input.
+func (s *AnthropicContentBlock) SetInput(val jx.Raw) {
+	s.Input = val
+}
+
+// SetToolUseID sets the value of ToolUseID.
+func (s *AnthropicContentBlock) SetToolUseID(val OptNilString) {
+	s.ToolUseID = val
+}
+
+// SetContent sets the value of Content.
+func (s *AnthropicContentBlock) SetContent(val jx.Raw) {
+	s.Content = val
+}
+
+// SetSource sets the value of Source.
+func (s *AnthropicContentBlock) SetSource(val jx.Raw) {
+	s.Source = val
+}
+
+// SetIsError sets the value of IsError.
+func (s *AnthropicContentBlock) SetIsError(val OptNilBool) {
+	s.IsError = val
+}
+
+// Ref: #/components/schemas/AnthropicInputMessage
+type AnthropicInputMessage struct {
+	Role    string                 `json:"role"`
+	Content OptNilAnthropicContent `json:"content"`
+}
+
+// GetRole returns the value of Role.
+func (s *AnthropicInputMessage) GetRole() string {
+	return s.Role
+}
+
+// GetContent returns the value of Content.
+func (s *AnthropicInputMessage) GetContent() OptNilAnthropicContent {
+	return s.Content
+}
+
+// SetRole sets the value of Role.
+func (s *AnthropicInputMessage) SetRole(val string) {
+	s.Role = val
+}
+
+// SetContent sets the value of Content.
+func (s *AnthropicInputMessage) SetContent(val OptNilAnthropicContent) {
+	s.Content = val
+}
+
+// Ref: #/components/schemas/AnthropicMessage
+type AnthropicMessage struct {
+	ID      string                 `json:"id"`
+	Type    string                 `json:"type"`
+	Role    string                 `json:"role"`
+	Content []AnthropicOutputBlock `json:"content"`
+	Model   string                 `json:"model"`
+	// End_turn, max_tokens, tool_use (stop sequences count as end_turn, as llama-server).
+	StopReason   NilString      `json:"stop_reason"`
+	StopSequence NilString      `json:"stop_sequence"`
+	Usage        AnthropicUsage `json:"usage"`
+}
+
+// GetID returns the value of ID.
+func (s *AnthropicMessage) GetID() string {
+	return s.ID
+}
+
+// GetType returns the value of Type.
+func (s *AnthropicMessage) GetType() string {
+	return s.Type
+}
+
+// GetRole returns the value of Role.
+func (s *AnthropicMessage) GetRole() string {
+	return s.Role
+}
+
+// GetContent returns the value of Content.
+func (s *AnthropicMessage) GetContent() []AnthropicOutputBlock {
+	return s.Content
+}
+
+// GetModel returns the value of Model.
+func (s *AnthropicMessage) GetModel() string {
+	return s.Model
+}
+
+// GetStopReason returns the value of StopReason.
+func (s *AnthropicMessage) GetStopReason() NilString {
+	return s.StopReason
+}
+
+// GetStopSequence returns the value of StopSequence.
+func (s *AnthropicMessage) GetStopSequence() NilString {
+	return s.StopSequence
+}
+
+// GetUsage returns the value of Usage.
+func (s *AnthropicMessage) GetUsage() AnthropicUsage {
+	return s.Usage
+}
+
+// SetID sets the value of ID.
+func (s *AnthropicMessage) SetID(val string) {
+	s.ID = val
+}
+
+// SetType sets the value of Type.
+func (s *AnthropicMessage) SetType(val string) {
+	s.Type = val
+}
+
+// SetRole sets the value of Role.
+func (s *AnthropicMessage) SetRole(val string) {
+	s.Role = val
+}
+
+// SetContent sets the value of Content.
+func (s *AnthropicMessage) SetContent(val []AnthropicOutputBlock) {
+	s.Content = val
+}
+
+// SetModel sets the value of Model.
+func (s *AnthropicMessage) SetModel(val string) {
+	s.Model = val
+}
+
+// SetStopReason sets the value of StopReason.
+func (s *AnthropicMessage) SetStopReason(val NilString) {
+	s.StopReason = val
+}
+
+// SetStopSequence sets the value of StopSequence.
+func (s *AnthropicMessage) SetStopSequence(val NilString) {
+	s.StopSequence = val
+}
+
+// SetUsage sets the value of Usage.
+func (s *AnthropicMessage) SetUsage(val AnthropicUsage) {
+	s.Usage = val
+}
+
+// Ref: #/components/schemas/AnthropicMessagesRequest
+type AnthropicMessagesRequest struct {
+	Model OptNilString `json:"model"`
+	// Defaults to 4096, as llama-server.
+	MaxTokens     OptNilInt                 `json:"max_tokens"`
+	System        OptNilAnthropicSystem     `json:"system"`
+	Messages      []AnthropicInputMessage   `json:"messages"`
+	StopSequences OptNilStringArray         `json:"stop_sequences"`
+	Temperature   OptNilFloat64             `json:"temperature"`
+	TopP          OptNilFloat64             `json:"top_p"`
+	TopK          OptNilInt                 `json:"top_k"`
+	Stream        OptNilBool                `json:"stream"`
+	Tools         OptNilAnthropicToolArray  `json:"tools"`
+	ToolChoice    OptNilAnthropicToolChoice `json:"tool_choice"`
+	// Accepted; thinking follows the model and --reasoning-format.
+	Thinking jx.Raw `json:"thinking"`
+	// Accepted and ignored.
+	Metadata jx.Raw `json:"metadata"`
+}
+
+// GetModel returns the value of Model.
+func (s *AnthropicMessagesRequest) GetModel() OptNilString {
+	return s.Model
+}
+
+// GetMaxTokens returns the value of MaxTokens.
+func (s *AnthropicMessagesRequest) GetMaxTokens() OptNilInt {
+	return s.MaxTokens
+}
+
+// GetSystem returns the value of System.
+func (s *AnthropicMessagesRequest) GetSystem() OptNilAnthropicSystem {
+	return s.System
+}
+
+// GetMessages returns the value of Messages.
+func (s *AnthropicMessagesRequest) GetMessages() []AnthropicInputMessage {
+	return s.Messages
+}
+
+// GetStopSequences returns the value of StopSequences.
+func (s *AnthropicMessagesRequest) GetStopSequences() OptNilStringArray {
+	return s.StopSequences
+}
+
+// GetTemperature returns the value of Temperature.
+func (s *AnthropicMessagesRequest) GetTemperature() OptNilFloat64 {
+	return s.Temperature
+}
+
+// GetTopP returns the value of TopP.
+func (s *AnthropicMessagesRequest) GetTopP() OptNilFloat64 {
+	return s.TopP
+}
+
+// GetTopK returns the value of TopK.
+func (s *AnthropicMessagesRequest) GetTopK() OptNilInt {
+	return s.TopK
+}
+
+// GetStream returns the value of Stream.
+func (s *AnthropicMessagesRequest) GetStream() OptNilBool {
+	return s.Stream
+}
+
+// GetTools returns the value of Tools.
+func (s *AnthropicMessagesRequest) GetTools() OptNilAnthropicToolArray {
+	return s.Tools
+}
+
+// GetToolChoice returns the value of ToolChoice.
+func (s *AnthropicMessagesRequest) GetToolChoice() OptNilAnthropicToolChoice {
+	return s.ToolChoice
+}
+
+// GetThinking returns the value of Thinking.
+func (s *AnthropicMessagesRequest) GetThinking() jx.Raw {
+	return s.Thinking
+}
+
+// GetMetadata returns the value of Metadata.
+func (s *AnthropicMessagesRequest) GetMetadata() jx.Raw {
+	return s.Metadata
+}
+
+// SetModel sets the value of Model.
+func (s *AnthropicMessagesRequest) SetModel(val OptNilString) {
+	s.Model = val
+}
+
+// SetMaxTokens sets the value of MaxTokens.
+func (s *AnthropicMessagesRequest) SetMaxTokens(val OptNilInt) {
+	s.MaxTokens = val
+}
+
+// SetSystem sets the value of System.
+func (s *AnthropicMessagesRequest) SetSystem(val OptNilAnthropicSystem) {
+	s.System = val
+}
+
+// SetMessages sets the value of Messages.
+func (s *AnthropicMessagesRequest) SetMessages(val []AnthropicInputMessage) {
+	s.Messages = val
+}
+
+// SetStopSequences sets the value of StopSequences.
+func (s *AnthropicMessagesRequest) SetStopSequences(val OptNilStringArray) {
+	s.StopSequences = val
+}
+
+// SetTemperature sets the value of Temperature.
+func (s *AnthropicMessagesRequest) SetTemperature(val OptNilFloat64) {
+	s.Temperature = val
+}
+
+// SetTopP sets the value of TopP.
+func (s *AnthropicMessagesRequest) SetTopP(val OptNilFloat64) {
+	s.TopP = val
+}
+
+// SetTopK sets the value of TopK.
+func (s *AnthropicMessagesRequest) SetTopK(val OptNilInt) {
+	s.TopK = val
+}
+
+// SetStream sets the value of Stream.
+func (s *AnthropicMessagesRequest) SetStream(val OptNilBool) {
+	s.Stream = val
+}
+
+// SetTools sets the value of Tools.
+func (s *AnthropicMessagesRequest) SetTools(val OptNilAnthropicToolArray) {
+	s.Tools = val
+}
+
+// SetToolChoice sets the value of ToolChoice.
+func (s *AnthropicMessagesRequest) SetToolChoice(val OptNilAnthropicToolChoice) {
+	s.ToolChoice = val
+}
+
+// SetThinking sets the value of Thinking.
+func (s *AnthropicMessagesRequest) SetThinking(val jx.Raw) {
+	s.Thinking = val
+}
+
+// SetMetadata sets the value of Metadata.
+func (s *AnthropicMessagesRequest) SetMetadata(val jx.Raw) {
+	s.Metadata = val
+}
+
+// Ref: #/components/schemas/AnthropicOutputBlock
+type AnthropicOutputBlock struct {
+	Type string    `json:"type"`
+	ID   OptString `json:"id"`
+	Name OptString `json:"name"`
+	// A tool_use block's arguments.
+	Input     jx.Raw    `json:"input"`
+	Text      OptString `json:"text"`
+	Thinking  OptString `json:"thinking"`
+	Signature OptString `json:"signature"`
+}
+
+// GetType returns the value of Type.
+func (s *AnthropicOutputBlock) GetType() string {
+	return s.Type
+}
+
+// GetID returns the value of ID.
+func (s *AnthropicOutputBlock) GetID() OptString {
+	return s.ID
+}
+
+// GetName returns the value of Name.
+func (s *AnthropicOutputBlock) GetName() OptString {
+	return s.Name
+}
+
+// GetInput returns the value of Input.
+func (s *AnthropicOutputBlock) GetInput() jx.Raw {
+	return s.Input
+}
+
+// GetText returns the value of Text.
+func (s *AnthropicOutputBlock) GetText() OptString {
+	return s.Text
+}
+
+// GetThinking returns the value of Thinking.
+func (s *AnthropicOutputBlock) GetThinking() OptString {
+	return s.Thinking
+}
+
+// GetSignature returns the value of Signature.
+func (s *AnthropicOutputBlock) GetSignature() OptString {
+	return s.Signature
+}
+
+// SetType sets the value of Type.
+func (s *AnthropicOutputBlock) SetType(val string) {
+	s.Type = val
+}
+
+// SetID sets the value of ID.
+func (s *AnthropicOutputBlock) SetID(val OptString) {
+	s.ID = val
+}
+
+// SetName sets the value of Name.
+func (s *AnthropicOutputBlock) SetName(val OptString) {
+	s.Name = val
+}
+
+// SetInput sets the value of Input.
+func (s *AnthropicOutputBlock) SetInput(val jx.Raw) {
+	s.Input = val
+}
+
+// SetText sets the value of Text.
+func (s *AnthropicOutputBlock) SetText(val OptString) {
+	s.Text = val
+}
+
+// SetThinking sets the value of Thinking.
+func (s *AnthropicOutputBlock) SetThinking(val OptString) {
+	s.Thinking = val
+}
+
+// SetSignature sets the value of Signature.
+func (s *AnthropicOutputBlock) SetSignature(val OptString) {
+	s.Signature = val
+}
+
+// Ref: #/components/schemas/AnthropicStreamDelta
+type AnthropicStreamDelta struct {
+	Type         OptString    `json:"type"`
+	Text         OptString    `json:"text"`
+	Thinking     OptString    `json:"thinking"`
+	PartialJSON  OptString    `json:"partial_json"`
+	Signature    OptString    `json:"signature"`
+	StopReason   OptNilString `json:"stop_reason"`
+	StopSequence OptNilString `json:"stop_sequence"`
+}
+
+// GetType returns the value of Type.
+func (s *AnthropicStreamDelta) GetType() OptString {
+	return s.Type
+}
+
+// GetText returns the value of Text.
+func (s *AnthropicStreamDelta) GetText() OptString {
+	return s.Text
+}
+
+// GetThinking returns the value of Thinking.
+func (s *AnthropicStreamDelta) GetThinking() OptString {
+	return s.Thinking
+}
+
+// GetPartialJSON returns the value of PartialJSON.
+func (s *AnthropicStreamDelta) GetPartialJSON() OptString {
+	return s.PartialJSON
+}
+
+// GetSignature returns the value of Signature.
+func (s *AnthropicStreamDelta) GetSignature() OptString {
+	return s.Signature
+}
+
+// GetStopReason returns the value of StopReason.
+func (s *AnthropicStreamDelta) GetStopReason() OptNilString {
+	return s.StopReason
+}
+
+// GetStopSequence returns the value of StopSequence.
+func (s *AnthropicStreamDelta) GetStopSequence() OptNilString {
+	return s.StopSequence
+}
+
+// SetType sets the value of Type.
+func (s *AnthropicStreamDelta) SetType(val OptString) {
+	s.Type = val
+}
+
+// SetText sets the value of Text.
+func (s *AnthropicStreamDelta) SetText(val OptString) {
+	s.Text = val
+}
+
+// SetThinking sets the value of Thinking.
+func (s *AnthropicStreamDelta) SetThinking(val OptString) {
+	s.Thinking = val
+}
+
+// SetPartialJSON sets the value of PartialJSON.
+func (s *AnthropicStreamDelta) SetPartialJSON(val OptString) {
+	s.PartialJSON = val
+}
+
+// SetSignature sets the value of Signature.
+func (s *AnthropicStreamDelta) SetSignature(val OptString) {
+	s.Signature = val
+}
+
+// SetStopReason sets the value of StopReason.
+func (s *AnthropicStreamDelta) SetStopReason(val OptNilString) {
+	s.StopReason = val
+}
+
+// SetStopSequence sets the value of StopSequence.
+func (s *AnthropicStreamDelta) SetStopSequence(val OptNilString) {
+	s.StopSequence = val
+}
+
+// The data of one event of a messages stream; the event name is its type.
+// Ref: #/components/schemas/AnthropicStreamEvent
+type AnthropicStreamEvent struct {
+	Type         string                  `json:"type"`
+	Message      OptAnthropicMessage     `json:"message"`
+	Index        OptInt                  `json:"index"`
+	ContentBlock OptAnthropicOutputBlock `json:"content_block"`
+	Delta        OptAnthropicStreamDelta `json:"delta"`
+	Usage        OptAnthropicUsage       `json:"usage"`
+}
+
+// GetType returns the value of Type.
+func (s *AnthropicStreamEvent) GetType() string {
+	return s.Type
+}
+
+// GetMessage returns the value of Message.
+func (s *AnthropicStreamEvent) GetMessage() OptAnthropicMessage {
+	return s.Message
+}
+
+// GetIndex returns the value of Index.
+func (s *AnthropicStreamEvent) GetIndex() OptInt {
+	return s.Index
+}
+
+// GetContentBlock returns the value of ContentBlock.
+func (s *AnthropicStreamEvent) GetContentBlock() OptAnthropicOutputBlock {
+	return s.ContentBlock
+}
+
+// GetDelta returns the value of Delta.
+func (s *AnthropicStreamEvent) GetDelta() OptAnthropicStreamDelta {
+	return s.Delta
+}
+
+// GetUsage returns the value of Usage.
+func (s *AnthropicStreamEvent) GetUsage() OptAnthropicUsage {
+	return s.Usage
+}
+
+// SetType sets the value of Type.
+func (s *AnthropicStreamEvent) SetType(val string) {
+	s.Type = val
+}
+
+// SetMessage sets the value of Message.
+func (s *AnthropicStreamEvent) SetMessage(val OptAnthropicMessage) {
+	s.Message = val
+}
+
+// SetIndex sets the value of Index.
+func (s *AnthropicStreamEvent) SetIndex(val OptInt) {
+	s.Index = val
+}
+
+// SetContentBlock sets the value of ContentBlock.
+func (s *AnthropicStreamEvent) SetContentBlock(val OptAnthropicOutputBlock) {
+	s.ContentBlock = val
+}
+
+// SetDelta sets the value of Delta.
+func (s *AnthropicStreamEvent) SetDelta(val OptAnthropicStreamDelta) {
+	s.Delta = val
+}
+
+// SetUsage sets the value of Usage.
+func (s *AnthropicStreamEvent) SetUsage(val OptAnthropicUsage) {
+	s.Usage = val
+}
+
+// The system prompt, a string or text blocks (joined).
+// Ref: #/components/schemas/AnthropicSystem
+// AnthropicSystem represents sum type.
+type AnthropicSystem struct {
+	Type                       AnthropicSystemType // switch on this field
+	String                     string
+	AnthropicContentBlockArray []AnthropicContentBlock
+}
+
+// AnthropicSystemType is oneOf type of AnthropicSystem.
+type AnthropicSystemType string
+
+// Possible values for AnthropicSystemType.
+const (
+	StringAnthropicSystem                     AnthropicSystemType = "string"
+	AnthropicContentBlockArrayAnthropicSystem AnthropicSystemType = "[]AnthropicContentBlock"
+)
+
+// IsString reports whether AnthropicSystem is string.
+func (s AnthropicSystem) IsString() bool { return s.Type == StringAnthropicSystem }
+
+// IsAnthropicContentBlockArray reports whether AnthropicSystem is []AnthropicContentBlock.
+func (s AnthropicSystem) IsAnthropicContentBlockArray() bool {
+	return s.Type == AnthropicContentBlockArrayAnthropicSystem
+}
+
+// SetString sets AnthropicSystem to string.
+func (s *AnthropicSystem) SetString(v string) {
+	s.Type = StringAnthropicSystem
+	s.String = v
+}
+
+// GetString returns string and true boolean if AnthropicSystem is string.
+func (s AnthropicSystem) GetString() (v string, ok bool) {
+	if !s.IsString() {
+		return v, false
+	}
+	return s.String, true
+}
+
+// NewStringAnthropicSystem returns new AnthropicSystem from string.
+func NewStringAnthropicSystem(v string) AnthropicSystem {
+	var s AnthropicSystem
+	s.SetString(v)
+	return s
+}
+
+// SetAnthropicContentBlockArray sets AnthropicSystem to []AnthropicContentBlock.
+func (s *AnthropicSystem) SetAnthropicContentBlockArray(v []AnthropicContentBlock) {
+	s.Type = AnthropicContentBlockArrayAnthropicSystem
+	s.AnthropicContentBlockArray = v
+}
+
+// GetAnthropicContentBlockArray returns []AnthropicContentBlock and true boolean if AnthropicSystem is []AnthropicContentBlock.
+func (s AnthropicSystem) GetAnthropicContentBlockArray() (v []AnthropicContentBlock, ok bool) {
+	if !s.IsAnthropicContentBlockArray() {
+		return v, false
+	}
+	return s.AnthropicContentBlockArray, true
+}
+
+// NewAnthropicContentBlockArrayAnthropicSystem returns new AnthropicSystem from []AnthropicContentBlock.
+func NewAnthropicContentBlockArrayAnthropicSystem(v []AnthropicContentBlock) AnthropicSystem {
+	var s AnthropicSystem
+	s.SetAnthropicContentBlockArray(v)
+	return s
+}
+
+// Ref: #/components/schemas/AnthropicTokenCount
+type AnthropicTokenCount struct {
+	InputTokens int `json:"input_tokens"`
+}
+
+// GetInputTokens returns the value of InputTokens.
+func (s *AnthropicTokenCount) GetInputTokens() int {
+	return s.InputTokens
+}
+
+// SetInputTokens sets the value of InputTokens.
+func (s *AnthropicTokenCount) SetInputTokens(val int) {
+	s.InputTokens = val
+}
+
+// Ref: #/components/schemas/AnthropicTool
+type AnthropicTool struct {
+	Name        string       `json:"name"`
+	Description OptNilString `json:"description"`
+	// The JSON schema of the tool's input.
+	InputSchema jx.Raw `json:"input_schema"`
+}
+
+// GetName returns the value of Name.
+func (s *AnthropicTool) GetName() string {
+	return s.Name
+}
+
+// GetDescription returns the value of Description.
+func (s *AnthropicTool) GetDescription() OptNilString {
+	return s.Description
+}
+
+// GetInputSchema returns the value of InputSchema.
+func (s *AnthropicTool) GetInputSchema() jx.Raw {
+	return s.InputSchema
+}
+
+// SetName sets the value of Name.
+func (s *AnthropicTool) SetName(val string) {
+	s.Name = val
+}
+
+// SetDescription sets the value of Description.
+func (s *AnthropicTool) SetDescription(val OptNilString) {
+	s.Description = val
+}
+
+// SetInputSchema sets the value of InputSchema.
+func (s *AnthropicTool) SetInputSchema(val jx.Raw) {
+	s.InputSchema = val
+}
+
+// Auto, any (some tool must be called), tool (the named one) or none.
+// Ref: #/components/schemas/AnthropicToolChoice
+type AnthropicToolChoice struct {
+	Type                   string       `json:"type"`
+	Name                   OptNilString `json:"name"`
+	DisableParallelToolUse OptNilBool   `json:"disable_parallel_tool_use"`
+}
+
+// GetType returns the value of Type.
+func (s *AnthropicToolChoice) GetType() string {
+	return s.Type
+}
+
+// GetName returns the value of Name.
+func (s *AnthropicToolChoice) GetName() OptNilString {
+	return s.Name
+}
+
+// GetDisableParallelToolUse returns the value of DisableParallelToolUse.
+func (s *AnthropicToolChoice) GetDisableParallelToolUse() OptNilBool {
+	return s.DisableParallelToolUse
+}
+
+// SetType sets the value of Type.
+func (s *AnthropicToolChoice) SetType(val string) {
+	s.Type = val
+}
+
+// SetName sets the value of Name.
+func (s *AnthropicToolChoice) SetName(val OptNilString) {
+	s.Name = val
+}
+
+// SetDisableParallelToolUse sets the value of DisableParallelToolUse.
+func (s *AnthropicToolChoice) SetDisableParallelToolUse(val OptNilBool) {
+	s.DisableParallelToolUse = val
+}
+
+// Ref: #/components/schemas/AnthropicUsage
+type AnthropicUsage struct {
+	InputTokens  OptInt `json:"input_tokens"`
+	OutputTokens int    `json:"output_tokens"`
+}
+
+// GetInputTokens returns the value of InputTokens.
+func (s *AnthropicUsage) GetInputTokens() OptInt {
+	return s.InputTokens
+}
+
+// GetOutputTokens returns the value of OutputTokens.
+func (s *AnthropicUsage) GetOutputTokens() int {
+	return s.OutputTokens
+}
+
+// SetInputTokens sets the value of InputTokens.
+func (s *AnthropicUsage) SetInputTokens(val OptInt) {
+	s.InputTokens = val
+}
+
+// SetOutputTokens sets the value of OutputTokens.
+func (s *AnthropicUsage) SetOutputTokens(val int) {
+	s.OutputTokens = val
+}
+
 // Ref: #/components/schemas/ApplyTemplateRequest
 type ApplyTemplateRequest struct {
 	Messages []ChatMessage `json:"messages"`
@@ -80,7 +944,8 @@ func (s *ApplyTemplateResponse) SetPrompt(val string) {
 
 // Ref: #/components/schemas/ChatChoice
 type ChatChoice struct {
-	// "stop" (end of generation or a stop string) or "length".
+	// "stop" (end of generation or a stop string), "length", or "tool_calls" when the message calls
+	// tools.
 	FinishReason string              `json:"finish_reason"`
 	Index        int                 `json:"index"`
 	Message      ChatResponseMessage `json:"message"`
@@ -275,6 +1140,16 @@ type ChatCompletionRequest struct {
 	Messages           []ChatMessage            `json:"messages"`
 	Tools              OptNilChatTools          `json:"tools"`
 	ChatTemplateKwargs OptNilChatTemplateKwargs `json:"chat_template_kwargs"`
+	// "auto" (the default: the model may call tools), "none", "required" (the output is
+	// constrained to a tool call), or {"type": "function", "function": {"name": NAME}} to
+	// require that tool.
+	ToolChoice jx.Raw `json:"tool_choice"`
+	// Let one answer call several tools; defaults to false.
+	ParallelToolCalls OptNilBool `json:"parallel_tool_calls"`
+	// What happens to <think> blocks: none (kept in the content), deepseek or auto (moved
+	// to reasoning_content), deepseek-legacy (moved, but kept in the content while
+	// streaming). Defaults to the server's --reasoning-format.
+	ReasoningFormat OptNilString `json:"reasoning_format"`
 	// End the prompt with the assistant's turn opener; defaults to true.
 	AddGenerationPrompt OptNilBool `json:"add_generation_prompt"`
 	MaxTokens           OptNilInt  `json:"max_tokens"`
@@ -379,6 +1254,21 @@ func (s *ChatCompletionRequest) GetTools() OptNilChatTools {
 // GetChatTemplateKwargs returns the value of ChatTemplateKwargs.
 func (s *ChatCompletionRequest) GetChatTemplateKwargs() OptNilChatTemplateKwargs {
 	return s.ChatTemplateKwargs
+}
+
+// GetToolChoice returns the value of ToolChoice.
+func (s *ChatCompletionRequest) GetToolChoice() jx.Raw {
+	return s.ToolChoice
+}
+
+// GetParallelToolCalls returns the value of ParallelToolCalls.
+func (s *ChatCompletionRequest) GetParallelToolCalls() OptNilBool {
+	return s.ParallelToolCalls
+}
+
+// GetReasoningFormat returns the value of ReasoningFormat.
+func (s *ChatCompletionRequest) GetReasoningFormat() OptNilString {
+	return s.ReasoningFormat
 }
 
 // GetAddGenerationPrompt returns the value of AddGenerationPrompt.
@@ -639,6 +1529,21 @@ func (s *ChatCompletionRequest) SetTools(val OptNilChatTools) {
 // SetChatTemplateKwargs sets the value of ChatTemplateKwargs.
 func (s *ChatCompletionRequest) SetChatTemplateKwargs(val OptNilChatTemplateKwargs) {
 	s.ChatTemplateKwargs = val
+}
+
+// SetToolChoice sets the value of ToolChoice.
+func (s *ChatCompletionRequest) SetToolChoice(val jx.Raw) {
+	s.ToolChoice = val
+}
+
+// SetParallelToolCalls sets the value of ParallelToolCalls.
+func (s *ChatCompletionRequest) SetParallelToolCalls(val OptNilBool) {
+	s.ParallelToolCalls = val
+}
+
+// SetReasoningFormat sets the value of ReasoningFormat.
+func (s *ChatCompletionRequest) SetReasoningFormat(val OptNilString) {
+	s.ReasoningFormat = val
 }
 
 // SetAddGenerationPrompt sets the value of AddGenerationPrompt.
@@ -1002,11 +1907,14 @@ func (s *ChatContentPart) SetText(val OptString) {
 }
 
 // The first chunk has role "assistant" and content null, then each chunk has a piece of
-// content, and the chunk with finish_reason has an empty delta.
+// content, of reasoning_content, or of one tool call (first its index, id, type and name,
+// then pieces of its arguments), and the chunk with finish_reason has an empty delta.
 // Ref: #/components/schemas/ChatDelta
 type ChatDelta struct {
-	Role    OptString    `json:"role"`
-	Content OptNilString `json:"content"`
+	Role             OptString           `json:"role"`
+	Content          OptNilString        `json:"content"`
+	ReasoningContent OptString           `json:"reasoning_content"`
+	ToolCalls        []ChatDeltaToolCall `json:"tool_calls"`
 }
 
 // GetRole returns the value of Role.
@@ -1019,6 +1927,16 @@ func (s *ChatDelta) GetContent() OptNilString {
 	return s.Content
 }
 
+// GetReasoningContent returns the value of ReasoningContent.
+func (s *ChatDelta) GetReasoningContent() OptString {
+	return s.ReasoningContent
+}
+
+// GetToolCalls returns the value of ToolCalls.
+func (s *ChatDelta) GetToolCalls() []ChatDeltaToolCall {
+	return s.ToolCalls
+}
+
 // SetRole sets the value of Role.
 func (s *ChatDelta) SetRole(val OptString) {
 	s.Role = val
@@ -1027,6 +1945,90 @@ func (s *ChatDelta) SetRole(val OptString) {
 // SetContent sets the value of Content.
 func (s *ChatDelta) SetContent(val OptNilString) {
 	s.Content = val
+}
+
+// SetReasoningContent sets the value of ReasoningContent.
+func (s *ChatDelta) SetReasoningContent(val OptString) {
+	s.ReasoningContent = val
+}
+
+// SetToolCalls sets the value of ToolCalls.
+func (s *ChatDelta) SetToolCalls(val []ChatDeltaToolCall) {
+	s.ToolCalls = val
+}
+
+// Ref: #/components/schemas/ChatDeltaFunction
+type ChatDeltaFunction struct {
+	Name      OptString `json:"name"`
+	Arguments string    `json:"arguments"`
+}
+
+// GetName returns the value of Name.
+func (s *ChatDeltaFunction) GetName() OptString {
+	return s.Name
+}
+
+// GetArguments returns the value of Arguments.
+func (s *ChatDeltaFunction) GetArguments() string {
+	return s.Arguments
+}
+
+// SetName sets the value of Name.
+func (s *ChatDeltaFunction) SetName(val OptString) {
+	s.Name = val
+}
+
+// SetArguments sets the value of Arguments.
+func (s *ChatDeltaFunction) SetArguments(val string) {
+	s.Arguments = val
+}
+
+// Ref: #/components/schemas/ChatDeltaToolCall
+type ChatDeltaToolCall struct {
+	Index    int               `json:"index"`
+	ID       OptString         `json:"id"`
+	Type     OptString         `json:"type"`
+	Function ChatDeltaFunction `json:"function"`
+}
+
+// GetIndex returns the value of Index.
+func (s *ChatDeltaToolCall) GetIndex() int {
+	return s.Index
+}
+
+// GetID returns the value of ID.
+func (s *ChatDeltaToolCall) GetID() OptString {
+	return s.ID
+}
+
+// GetType returns the value of Type.
+func (s *ChatDeltaToolCall) GetType() OptString {
+	return s.Type
+}
+
+// GetFunction returns the value of Function.
+func (s *ChatDeltaToolCall) GetFunction() ChatDeltaFunction {
+	return s.Function
+}
+
+// SetIndex sets the value of Index.
+func (s *ChatDeltaToolCall) SetIndex(val int) {
+	s.Index = val
+}
+
+// SetID sets the value of ID.
+func (s *ChatDeltaToolCall) SetID(val OptString) {
+	s.ID = val
+}
+
+// SetType sets the value of Type.
+func (s *ChatDeltaToolCall) SetType(val OptString) {
+	s.Type = val
+}
+
+// SetFunction sets the value of Function.
+func (s *ChatDeltaToolCall) SetFunction(val ChatDeltaFunction) {
+	s.Function = val
 }
 
 // Ref: #/components/schemas/ChatLogprobs
@@ -1187,10 +2189,41 @@ func NewChatContentPartArrayChatMessageContent(v []ChatContentPart) ChatMessageC
 	return s
 }
 
+// Ref: #/components/schemas/ChatResponseFunction
+type ChatResponseFunction struct {
+	Name string `json:"name"`
+	// The arguments as JSON text.
+	Arguments string `json:"arguments"`
+}
+
+// GetName returns the value of Name.
+func (s *ChatResponseFunction) GetName() string {
+	return s.Name
+}
+
+// GetArguments returns the value of Arguments.
+func (s *ChatResponseFunction) GetArguments() string {
+	return s.Arguments
+}
+
+// SetName sets the value of Name.
+func (s *ChatResponseFunction) SetName(val string) {
+	s.Name = val
+}
+
+// SetArguments sets the value of Arguments.
+func (s *ChatResponseFunction) SetArguments(val string) {
+	s.Arguments = val
+}
+
 // Ref: #/components/schemas/ChatResponseMessage
 type ChatResponseMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role string `json:"role"`
+	// Null when the message only calls tools.
+	Content NilString `json:"content"`
+	// The model's reasoning, when the reasoning format extracts it.
+	ReasoningContent OptString              `json:"reasoning_content"`
+	ToolCalls        []ChatResponseToolCall `json:"tool_calls"`
 }
 
 // GetRole returns the value of Role.
@@ -1199,8 +2232,18 @@ func (s *ChatResponseMessage) GetRole() string {
 }
 
 // GetContent returns the value of Content.
-func (s *ChatResponseMessage) GetContent() string {
+func (s *ChatResponseMessage) GetContent() NilString {
 	return s.Content
+}
+
+// GetReasoningContent returns the value of ReasoningContent.
+func (s *ChatResponseMessage) GetReasoningContent() OptString {
+	return s.ReasoningContent
+}
+
+// GetToolCalls returns the value of ToolCalls.
+func (s *ChatResponseMessage) GetToolCalls() []ChatResponseToolCall {
+	return s.ToolCalls
 }
 
 // SetRole sets the value of Role.
@@ -1209,8 +2252,55 @@ func (s *ChatResponseMessage) SetRole(val string) {
 }
 
 // SetContent sets the value of Content.
-func (s *ChatResponseMessage) SetContent(val string) {
+func (s *ChatResponseMessage) SetContent(val NilString) {
 	s.Content = val
+}
+
+// SetReasoningContent sets the value of ReasoningContent.
+func (s *ChatResponseMessage) SetReasoningContent(val OptString) {
+	s.ReasoningContent = val
+}
+
+// SetToolCalls sets the value of ToolCalls.
+func (s *ChatResponseMessage) SetToolCalls(val []ChatResponseToolCall) {
+	s.ToolCalls = val
+}
+
+// Ref: #/components/schemas/ChatResponseToolCall
+type ChatResponseToolCall struct {
+	Type     string               `json:"type"`
+	Function ChatResponseFunction `json:"function"`
+	ID       string               `json:"id"`
+}
+
+// GetType returns the value of Type.
+func (s *ChatResponseToolCall) GetType() string {
+	return s.Type
+}
+
+// GetFunction returns the value of Function.
+func (s *ChatResponseToolCall) GetFunction() ChatResponseFunction {
+	return s.Function
+}
+
+// GetID returns the value of ID.
+func (s *ChatResponseToolCall) GetID() string {
+	return s.ID
+}
+
+// SetType sets the value of Type.
+func (s *ChatResponseToolCall) SetType(val string) {
+	s.Type = val
+}
+
+// SetFunction sets the value of Function.
+func (s *ChatResponseToolCall) SetFunction(val ChatResponseFunction) {
+	s.Function = val
+}
+
+// SetID sets the value of ID.
+func (s *ChatResponseToolCall) SetID(val string) {
+	s.ID = val
 }
 
 // Extra chat template variables, overriding the defaults (e.g. {"enable_thinking": false}).
@@ -1463,10 +2553,23 @@ func (s *CompletionChunk) SetCompletionProbabilities(val []TokenProbability) {
 	s.CompletionProbabilities = val
 }
 
+// Merged schema.
 // Ref: #/components/schemas/CompletionRequest
 type CompletionRequest struct {
 	Prompt Prompt       `json:"prompt"`
 	Model  OptNilString `json:"model"`
+	// Completions per prompt (POST /v1/completions); at most the number of slots, as
+	// llama-server's n_cmpl.
+	N OptNilInt `json:"n"`
+	// OpenAI's name for n_probs (n_probs wins).
+	Logprobs      OptNilInt           `json:"logprobs"`
+	StreamOptions OptNilStreamOptions `json:"stream_options"`
+	// Refused when true by POST /v1/completions, as llama-server does.
+	Echo OptNilBool `json:"echo"`
+	// Refused by POST /v1/completions, as llama-server does.
+	BestOf OptNilInt `json:"best_of"`
+	// Refused by POST /v1/completions, as llama-server does (see POST /infill).
+	Suffix OptNilString `json:"suffix"`
 	// Tokens to generate; -1 means until end of generation or a full context.
 	NPredict OptNilInt `json:"n_predict"`
 	// Alias of n_predict (n_predict wins).
@@ -1557,6 +2660,36 @@ func (s *CompletionRequest) GetPrompt() Prompt {
 // GetModel returns the value of Model.
 func (s *CompletionRequest) GetModel() OptNilString {
 	return s.Model
+}
+
+// GetN returns the value of N.
+func (s *CompletionRequest) GetN() OptNilInt {
+	return s.N
+}
+
+// GetLogprobs returns the value of Logprobs.
+func (s *CompletionRequest) GetLogprobs() OptNilInt {
+	return s.Logprobs
+}
+
+// GetStreamOptions returns the value of StreamOptions.
+func (s *CompletionRequest) GetStreamOptions() OptNilStreamOptions {
+	return s.StreamOptions
+}
+
+// GetEcho returns the value of Echo.
+func (s *CompletionRequest) GetEcho() OptNilBool {
+	return s.Echo
+}
+
+// GetBestOf returns the value of BestOf.
+func (s *CompletionRequest) GetBestOf() OptNilInt {
+	return s.BestOf
+}
+
+// GetSuffix returns the value of Suffix.
+func (s *CompletionRequest) GetSuffix() OptNilString {
+	return s.Suffix
 }
 
 // GetNPredict returns the value of NPredict.
@@ -1792,6 +2925,36 @@ func (s *CompletionRequest) SetPrompt(val Prompt) {
 // SetModel sets the value of Model.
 func (s *CompletionRequest) SetModel(val OptNilString) {
 	s.Model = val
+}
+
+// SetN sets the value of N.
+func (s *CompletionRequest) SetN(val OptNilInt) {
+	s.N = val
+}
+
+// SetLogprobs sets the value of Logprobs.
+func (s *CompletionRequest) SetLogprobs(val OptNilInt) {
+	s.Logprobs = val
+}
+
+// SetStreamOptions sets the value of StreamOptions.
+func (s *CompletionRequest) SetStreamOptions(val OptNilStreamOptions) {
+	s.StreamOptions = val
+}
+
+// SetEcho sets the value of Echo.
+func (s *CompletionRequest) SetEcho(val OptNilBool) {
+	s.Echo = val
+}
+
+// SetBestOf sets the value of BestOf.
+func (s *CompletionRequest) SetBestOf(val OptNilInt) {
+	s.BestOf = val
+}
+
+// SetSuffix sets the value of Suffix.
+func (s *CompletionRequest) SetSuffix(val OptNilString) {
+	s.Suffix = val
 }
 
 // SetNPredict sets the value of NPredict.
@@ -2267,6 +3430,40 @@ func (s *CompletionResponseStopType) UnmarshalText(data []byte) error {
 	}
 }
 
+// CreateAnthropicMessageOKRawApplicationJSON represents raw HTTP response for CreateAnthropicMessage application/json.
+type CreateAnthropicMessageOKRawApplicationJSON struct {
+	Response *http.Response `json:"-"`
+}
+
+// GetResponse returns the value of Response.
+func (s *CreateAnthropicMessageOKRawApplicationJSON) GetResponse() *http.Response {
+	return s.Response
+}
+
+// SetResponse sets the value of Response.
+func (s *CreateAnthropicMessageOKRawApplicationJSON) SetResponse(val *http.Response) {
+	s.Response = val
+}
+
+func (*CreateAnthropicMessageOKRawApplicationJSON) createAnthropicMessageRes() {}
+
+// CreateAnthropicMessageOKRawTextEventStream represents raw HTTP response for CreateAnthropicMessage text/event-stream.
+type CreateAnthropicMessageOKRawTextEventStream struct {
+	Response *http.Response `json:"-"`
+}
+
+// GetResponse returns the value of Response.
+func (s *CreateAnthropicMessageOKRawTextEventStream) GetResponse() *http.Response {
+	return s.Response
+}
+
+// SetResponse sets the value of Response.
+func (s *CreateAnthropicMessageOKRawTextEventStream) SetResponse(val *http.Response) {
+	s.Response = val
+}
+
+func (*CreateAnthropicMessageOKRawTextEventStream) createAnthropicMessageRes() {}
+
 // CreateChatCompletionOKRawApplicationJSON represents raw HTTP response for CreateChatCompletion application/json.
 type CreateChatCompletionOKRawApplicationJSON struct {
 	Response *http.Response `json:"-"`
@@ -2368,6 +3565,74 @@ func (s *CreateCompletionOKRawTextEventStream) SetResponse(val *http.Response) {
 }
 
 func (*CreateCompletionOKRawTextEventStream) createCompletionRes() {}
+
+// CreateInfillOKRawApplicationJSON represents raw HTTP response for CreateInfill application/json.
+type CreateInfillOKRawApplicationJSON struct {
+	Response *http.Response `json:"-"`
+}
+
+// GetResponse returns the value of Response.
+func (s *CreateInfillOKRawApplicationJSON) GetResponse() *http.Response {
+	return s.Response
+}
+
+// SetResponse sets the value of Response.
+func (s *CreateInfillOKRawApplicationJSON) SetResponse(val *http.Response) {
+	s.Response = val
+}
+
+func (*CreateInfillOKRawApplicationJSON) createInfillRes() {}
+
+// CreateInfillOKRawTextEventStream represents raw HTTP response for CreateInfill text/event-stream.
+type CreateInfillOKRawTextEventStream struct {
+	Response *http.Response `json:"-"`
+}
+
+// GetResponse returns the value of Response.
+func (s *CreateInfillOKRawTextEventStream) GetResponse() *http.Response {
+	return s.Response
+}
+
+// SetResponse sets the value of Response.
+func (s *CreateInfillOKRawTextEventStream) SetResponse(val *http.Response) {
+	s.Response = val
+}
+
+func (*CreateInfillOKRawTextEventStream) createInfillRes() {}
+
+// CreateOAICompletionOKRawApplicationJSON represents raw HTTP response for CreateOAICompletion application/json.
+type CreateOAICompletionOKRawApplicationJSON struct {
+	Response *http.Response `json:"-"`
+}
+
+// GetResponse returns the value of Response.
+func (s *CreateOAICompletionOKRawApplicationJSON) GetResponse() *http.Response {
+	return s.Response
+}
+
+// SetResponse sets the value of Response.
+func (s *CreateOAICompletionOKRawApplicationJSON) SetResponse(val *http.Response) {
+	s.Response = val
+}
+
+func (*CreateOAICompletionOKRawApplicationJSON) createOAICompletionRes() {}
+
+// CreateOAICompletionOKRawTextEventStream represents raw HTTP response for CreateOAICompletion text/event-stream.
+type CreateOAICompletionOKRawTextEventStream struct {
+	Response *http.Response `json:"-"`
+}
+
+// GetResponse returns the value of Response.
+func (s *CreateOAICompletionOKRawTextEventStream) GetResponse() *http.Response {
+	return s.Response
+}
+
+// SetResponse sets the value of Response.
+func (s *CreateOAICompletionOKRawTextEventStream) SetResponse(val *http.Response) {
+	s.Response = val
+}
+
+func (*CreateOAICompletionOKRawTextEventStream) createOAICompletionRes() {}
 
 // Ref: #/components/schemas/DetokenizeRequest
 type DetokenizeRequest struct {
@@ -3597,6 +4862,763 @@ func (s *HealthResponse) SetStatus(val string) {
 	s.Status = val
 }
 
+// Ref: #/components/schemas/InfillChunk
+type InfillChunk struct {
+	// Defaults to "tmp".
+	Filename OptNilString `json:"filename"`
+	Text     string       `json:"text"`
+}
+
+// GetFilename returns the value of Filename.
+func (s *InfillChunk) GetFilename() OptNilString {
+	return s.Filename
+}
+
+// GetText returns the value of Text.
+func (s *InfillChunk) GetText() string {
+	return s.Text
+}
+
+// SetFilename sets the value of Filename.
+func (s *InfillChunk) SetFilename(val OptNilString) {
+	s.Filename = val
+}
+
+// SetText sets the value of Text.
+func (s *InfillChunk) SetText(val string) {
+	s.Text = val
+}
+
+// Merged schema.
+// Ref: #/components/schemas/InfillRequest
+type InfillRequest struct {
+	Model OptNilString `json:"model"`
+	// Completions per prompt (POST /v1/completions); at most the number of slots, as
+	// llama-server's n_cmpl.
+	N OptNilInt `json:"n"`
+	// OpenAI's name for n_probs (n_probs wins).
+	Logprobs      OptNilInt           `json:"logprobs"`
+	StreamOptions OptNilStreamOptions `json:"stream_options"`
+	// Refused when true by POST /v1/completions, as llama-server does.
+	Echo OptNilBool `json:"echo"`
+	// Refused by POST /v1/completions, as llama-server does.
+	BestOf OptNilInt `json:"best_of"`
+	// Refused by POST /v1/completions, as llama-server does (see POST /infill).
+	Suffix OptNilString `json:"suffix"`
+	// Tokens to generate; -1 means until end of generation or a full context.
+	NPredict OptNilInt `json:"n_predict"`
+	// Alias of n_predict (n_predict wins).
+	MaxTokens   OptNilInt     `json:"max_tokens"`
+	Temperature OptNilFloat64 `json:"temperature"`
+	// 0 or less keeps every token.
+	TopK OptNilInt     `json:"top_k"`
+	TopP OptNilFloat64 `json:"top_p"`
+	MinP OptNilFloat64 `json:"min_p"`
+	// -1 (or 4294967295) draws a random seed.
+	Seed      OptNilInt64 `json:"seed"`
+	Stop      OptNilStop  `json:"stop"`
+	Stream    OptNilBool  `json:"stream"`
+	IgnoreEos OptNilBool  `json:"ignore_eos"`
+	// Reuse the longest cached prefix of the prompt (default true).
+	CachePrompt OptNilBool `json:"cache_prompt"`
+	// Return the generated token ids in the final response's "tokens".
+	ReturnTokens OptNilBool `json:"return_tokens"`
+	// List this many of the most likely tokens at each step (completion_probabilities).
+	NProbs OptNilInt `json:"n_probs"`
+	// Penalizes tokens seen in the last repeat_last_n tokens; 1 is off. Must be above 0.
+	RepeatPenalty OptNilFloat64 `json:"repeat_penalty"`
+	// Tokens the penalties look at; 0 off, -1 the context size.
+	RepeatLastN      OptNilInt     `json:"repeat_last_n"`
+	PresencePenalty  OptNilFloat64 `json:"presence_penalty"`
+	FrequencyPenalty OptNilFloat64 `json:"frequency_penalty"`
+	// DRY penalty scale; 0 is off.
+	DryMultiplier    OptNilFloat64 `json:"dry_multiplier"`
+	DryBase          OptNilFloat64 `json:"dry_base"`
+	DryAllowedLength OptNilInt     `json:"dry_allowed_length"`
+	// Tokens DRY scans; 0 off, -1 the context size.
+	DryPenaltyLastN OptNilInt `json:"dry_penalty_last_n"`
+	// Strings that end a repeated sequence for DRY; must not be empty.
+	DrySequenceBreakers OptNilStringArray `json:"dry_sequence_breakers"`
+	// 0 or less is off.
+	TopNSigma OptNilFloat64 `json:"top_n_sigma"`
+	// Locally typical sampling mass, 0 to 1; 1 is off.
+	TypicalP         OptNilFloat64 `json:"typical_p"`
+	XtcProbability   OptNilFloat64 `json:"xtc_probability"`
+	XtcThreshold     OptNilFloat64 `json:"xtc_threshold"`
+	DynatempRange    OptNilFloat64 `json:"dynatemp_range"`
+	DynatempExponent OptNilFloat64 `json:"dynatemp_exponent"`
+	// 0 (off), 1 or 2.
+	Mirostat    OptNilInt     `json:"mirostat"`
+	MirostatTau OptNilFloat64 `json:"mirostat_tau"`
+	MirostatEta OptNilFloat64 `json:"mirostat_eta"`
+	// Biases added to token logits: an array of [token, bias] pairs (llama-server's form) or
+	// an object {"token": bias} (OpenAI's form). A token is an id or a string (each of its
+	// tokens is biased); a bias of false bans the token.
+	LogitBias         jx.Raw     `json:"logit_bias"`
+	PostSamplingProbs OptNilBool `json:"post_sampling_probs"`
+	// The fewest tokens top_p, min_p, typical_p and xtc leave.
+	MinKeep OptNilInt `json:"min_keep"`
+	// Prompt tokens a context shift keeps (-1 all; BOS is always kept). Default 0.
+	NKeep OptNilInt `json:"n_keep"`
+	// Tokens a context shift drops; 0 (the default) drops half of those not kept.
+	NDiscard OptNilInt `json:"n_discard"`
+	// Shortest chunk of the slot's cache, past the common prefix, that is moved into place
+	// instead of being computed again; 0 uses the server's --cache-reuse.
+	NCacheReuse OptNilInt `json:"n_cache_reuse"`
+	// Stop generating once this many milliseconds have passed since the first generated
+	// token and a newline has been generated; 0 is off.
+	TMaxPredictMs OptNilInt `json:"t_max_predict_ms"`
+	// The sampler chain's order: an array of names ("top_k", "top-k", "temperature", ...)
+	// or a string of letters ("edskypmxt").
+	Samplers jx.Raw `json:"samplers"`
+	// A GBNF grammar the output must match (its rule "root").
+	Grammar OptNilString `json:"grammar"`
+	// A JSON schema the output must satisfy (converted to a grammar).
+	JSONSchema jx.Raw `json:"json_schema"`
+	// OpenAI's output format: {"type": "text"}, {"type": "json_object"} (any JSON object,
+	// or the "schema" given) or {"type": "json_schema", "json_schema": {"schema": {...}}}.
+	ResponseFormat jx.Raw `json:"response_format"`
+	// Most tokens drafted per step when the server runs speculative decoding (-md or
+	// --spec-type); the server's --draft-max caps it, 0 turns drafting off.
+	SpeculativeDotNMax OptNilInt `json:"speculative.n_max"`
+	// Fewest drafted tokens worth verifying; at most speculative.n_max.
+	SpeculativeDotNMin OptNilInt `json:"speculative.n_min"`
+	// A draft model's draft stops at a token it gives less probability, 0 to 1.
+	SpeculativeDotPMin OptNilFloat64 `json:"speculative.p_min"`
+	// Text placed after the prefix, where generation continues; defaults to "".
+	Prompt      OptNilString `json:"prompt"`
+	InputPrefix InfillText   `json:"input_prefix"`
+	InputSuffix InfillText   `json:"input_suffix"`
+	// Other files for context, placed before the prefix as far as the context allows.
+	InputExtra OptNilInfillChunkArray `json:"input_extra"`
+}
+
+// GetModel returns the value of Model.
+func (s *InfillRequest) GetModel() OptNilString {
+	return s.Model
+}
+
+// GetN returns the value of N.
+func (s *InfillRequest) GetN() OptNilInt {
+	return s.N
+}
+
+// GetLogprobs returns the value of Logprobs.
+func (s *InfillRequest) GetLogprobs() OptNilInt {
+	return s.Logprobs
+}
+
+// GetStreamOptions returns the value of StreamOptions.
+func (s *InfillRequest) GetStreamOptions() OptNilStreamOptions {
+	return s.StreamOptions
+}
+
+// GetEcho returns the value of Echo.
+func (s *InfillRequest) GetEcho() OptNilBool {
+	return s.Echo
+}
+
+// GetBestOf returns the value of BestOf.
+func (s *InfillRequest) GetBestOf() OptNilInt {
+	return s.BestOf
+}
+
+// GetSuffix returns the value of Suffix.
+func (s *InfillRequest) GetSuffix() OptNilString {
+	return s.Suffix
+}
+
+// GetNPredict returns the value of NPredict.
+func (s *InfillRequest) GetNPredict() OptNilInt {
+	return s.NPredict
+}
+
+// GetMaxTokens returns the value of MaxTokens.
+func (s *InfillRequest) GetMaxTokens() OptNilInt {
+	return s.MaxTokens
+}
+
+// GetTemperature returns the value of Temperature.
+func (s *InfillRequest) GetTemperature() OptNilFloat64 {
+	return s.Temperature
+}
+
+// GetTopK returns the value of TopK.
+func (s *InfillRequest) GetTopK() OptNilInt {
+	return s.TopK
+}
+
+// GetTopP returns the value of TopP.
+func (s *InfillRequest) GetTopP() OptNilFloat64 {
+	return s.TopP
+}
+
+// GetMinP returns the value of MinP.
+func (s *InfillRequest) GetMinP() OptNilFloat64 {
+	return s.MinP
+}
+
+// GetSeed returns the value of Seed.
+func (s *InfillRequest) GetSeed() OptNilInt64 {
+	return s.Seed
+}
+
+// GetStop returns the value of Stop.
+func (s *InfillRequest) GetStop() OptNilStop {
+	return s.Stop
+}
+
+// GetStream returns the value of Stream.
+func (s *InfillRequest) GetStream() OptNilBool {
+	return s.Stream
+}
+
+// GetIgnoreEos returns the value of IgnoreEos.
+func (s *InfillRequest) GetIgnoreEos() OptNilBool {
+	return s.IgnoreEos
+}
+
+// GetCachePrompt returns the value of CachePrompt.
+func (s *InfillRequest) GetCachePrompt() OptNilBool {
+	return s.CachePrompt
+}
+
+// GetReturnTokens returns the value of ReturnTokens.
+func (s *InfillRequest) GetReturnTokens() OptNilBool {
+	return s.ReturnTokens
+}
+
+// GetNProbs returns the value of NProbs.
+func (s *InfillRequest) GetNProbs() OptNilInt {
+	return s.NProbs
+}
+
+// GetRepeatPenalty returns the value of RepeatPenalty.
+func (s *InfillRequest) GetRepeatPenalty() OptNilFloat64 {
+	return s.RepeatPenalty
+}
+
+// GetRepeatLastN returns the value of RepeatLastN.
+func (s *InfillRequest) GetRepeatLastN() OptNilInt {
+	return s.RepeatLastN
+}
+
+// GetPresencePenalty returns the value of PresencePenalty.
+func (s *InfillRequest) GetPresencePenalty() OptNilFloat64 {
+	return s.PresencePenalty
+}
+
+// GetFrequencyPenalty returns the value of FrequencyPenalty.
+func (s *InfillRequest) GetFrequencyPenalty() OptNilFloat64 {
+	return s.FrequencyPenalty
+}
+
+// GetDryMultiplier returns the value of DryMultiplier.
+func (s *InfillRequest) GetDryMultiplier() OptNilFloat64 {
+	return s.DryMultiplier
+}
+
+// GetDryBase returns the value of DryBase.
+func (s *InfillRequest) GetDryBase() OptNilFloat64 {
+	return s.DryBase
+}
+
+// GetDryAllowedLength returns the value of DryAllowedLength.
+func (s *InfillRequest) GetDryAllowedLength() OptNilInt {
+	return s.DryAllowedLength
+}
+
+// GetDryPenaltyLastN returns the value of DryPenaltyLastN.
+func (s *InfillRequest) GetDryPenaltyLastN() OptNilInt {
+	return s.DryPenaltyLastN
+}
+
+// GetDrySequenceBreakers returns the value of DrySequenceBreakers.
+func (s *InfillRequest) GetDrySequenceBreakers() OptNilStringArray {
+	return s.DrySequenceBreakers
+}
+
+// GetTopNSigma returns the value of TopNSigma.
+func (s *InfillRequest) GetTopNSigma() OptNilFloat64 {
+	return s.TopNSigma
+}
+
+// GetTypicalP returns the value of TypicalP.
+func (s *InfillRequest) GetTypicalP() OptNilFloat64 {
+	return s.TypicalP
+}
+
+// GetXtcProbability returns the value of XtcProbability.
+func (s *InfillRequest) GetXtcProbability() OptNilFloat64 {
+	return s.XtcProbability
+}
+
+// GetXtcThreshold returns the value of XtcThreshold.
+func (s *InfillRequest) GetXtcThreshold() OptNilFloat64 {
+	return s.XtcThreshold
+}
+
+// GetDynatempRange returns the value of DynatempRange.
+func (s *InfillRequest) GetDynatempRange() OptNilFloat64 {
+	return s.DynatempRange
+}
+
+// GetDynatempExponent returns the value of DynatempExponent.
+func (s *InfillRequest) GetDynatempExponent() OptNilFloat64 {
+	return s.DynatempExponent
+}
+
+// GetMirostat returns the value of Mirostat.
+func (s *InfillRequest) GetMirostat() OptNilInt {
+	return s.Mirostat
+}
+
+// GetMirostatTau returns the value of MirostatTau.
+func (s *InfillRequest) GetMirostatTau() OptNilFloat64 {
+	return s.MirostatTau
+}
+
+// GetMirostatEta returns the value of MirostatEta.
+func (s *InfillRequest) GetMirostatEta() OptNilFloat64 {
+	return s.MirostatEta
+}
+
+// GetLogitBias returns the value of LogitBias.
+func (s *InfillRequest) GetLogitBias() jx.Raw {
+	return s.LogitBias
+}
+
+// GetPostSamplingProbs returns the value of PostSamplingProbs.
+func (s *InfillRequest) GetPostSamplingProbs() OptNilBool {
+	return s.PostSamplingProbs
+}
+
+// GetMinKeep returns the value of MinKeep.
+func (s *InfillRequest) GetMinKeep() OptNilInt {
+	return s.MinKeep
+}
+
+// GetNKeep returns the value of NKeep.
+func (s *InfillRequest) GetNKeep() OptNilInt {
+	return s.NKeep
+}
+
+// GetNDiscard returns the value of NDiscard.
+func (s *InfillRequest) GetNDiscard() OptNilInt {
+	return s.NDiscard
+}
+
+// GetNCacheReuse returns the value of NCacheReuse.
+func (s *InfillRequest) GetNCacheReuse() OptNilInt {
+	return s.NCacheReuse
+}
+
+// GetTMaxPredictMs returns the value of TMaxPredictMs.
+func (s *InfillRequest) GetTMaxPredictMs() OptNilInt {
+	return s.TMaxPredictMs
+}
+
+// GetSamplers returns the value of Samplers.
+func (s *InfillRequest) GetSamplers() jx.Raw {
+	return s.Samplers
+}
+
+// GetGrammar returns the value of Grammar.
+func (s *InfillRequest) GetGrammar() OptNilString {
+	return s.Grammar
+}
+
+// GetJSONSchema returns the value of JSONSchema.
+func (s *InfillRequest) GetJSONSchema() jx.Raw {
+	return s.JSONSchema
+}
+
+// GetResponseFormat returns the value of ResponseFormat.
+func (s *InfillRequest) GetResponseFormat() jx.Raw {
+	return s.ResponseFormat
+}
+
+// GetSpeculativeDotNMax returns the value of SpeculativeDotNMax.
+func (s *InfillRequest) GetSpeculativeDotNMax() OptNilInt {
+	return s.SpeculativeDotNMax
+}
+
+// GetSpeculativeDotNMin returns the value of SpeculativeDotNMin.
+func (s *InfillRequest) GetSpeculativeDotNMin() OptNilInt {
+	return s.SpeculativeDotNMin
+}
+
+// GetSpeculativeDotPMin returns the value of SpeculativeDotPMin.
+func (s *InfillRequest) GetSpeculativeDotPMin() OptNilFloat64 {
+	return s.SpeculativeDotPMin
+}
+
+// GetPrompt returns the value of Prompt.
+func (s *InfillRequest) GetPrompt() OptNilString {
+	return s.Prompt
+}
+
+// GetInputPrefix returns the value of InputPrefix.
+func (s *InfillRequest) GetInputPrefix() InfillText {
+	return s.InputPrefix
+}
+
+// GetInputSuffix returns the value of InputSuffix.
+func (s *InfillRequest) GetInputSuffix() InfillText {
+	return s.InputSuffix
+}
+
+// GetInputExtra returns the value of InputExtra.
+func (s *InfillRequest) GetInputExtra() OptNilInfillChunkArray {
+	return s.InputExtra
+}
+
+// SetModel sets the value of Model.
+func (s *InfillRequest) SetModel(val OptNilString) {
+	s.Model = val
+}
+
+// SetN sets the value of N.
+func (s *InfillRequest) SetN(val OptNilInt) {
+	s.N = val
+}
+
+// SetLogprobs sets the value of Logprobs.
+func (s *InfillRequest) SetLogprobs(val OptNilInt) {
+	s.Logprobs = val
+}
+
+// SetStreamOptions sets the value of StreamOptions.
+func (s *InfillRequest) SetStreamOptions(val OptNilStreamOptions) {
+	s.StreamOptions = val
+}
+
+// SetEcho sets the value of Echo.
+func (s *InfillRequest) SetEcho(val OptNilBool) {
+	s.Echo = val
+}
+
+// SetBestOf sets the value of BestOf.
+func (s *InfillRequest) SetBestOf(val OptNilInt) {
+	s.BestOf = val
+}
+
+// SetSuffix sets the value of Suffix.
+func (s *InfillRequest) SetSuffix(val OptNilString) {
+	s.Suffix = val
+}
+
+// SetNPredict sets the value of NPredict.
+func (s *InfillRequest) SetNPredict(val OptNilInt) {
+	s.NPredict = val
+}
+
+// SetMaxTokens sets the value of MaxTokens.
+func (s *InfillRequest) SetMaxTokens(val OptNilInt) {
+	s.MaxTokens = val
+}
+
+// SetTemperature sets the value of Temperature.
+func (s *InfillRequest) SetTemperature(val OptNilFloat64) {
+	s.Temperature = val
+}
+
+// SetTopK sets the value of TopK.
+func (s *InfillRequest) SetTopK(val OptNilInt) {
+	s.TopK = val
+}
+
+// SetTopP sets the value of TopP.
+func (s *InfillRequest) SetTopP(val OptNilFloat64) {
+	s.TopP = val
+}
+
+// SetMinP sets the value of MinP.
+func (s *InfillRequest) SetMinP(val OptNilFloat64) {
+	s.MinP = val
+}
+
+// SetSeed sets the value of Seed.
+func (s *InfillRequest) SetSeed(val OptNilInt64) {
+	s.Seed = val
+}
+
+// SetStop sets the value of Stop.
+func (s *InfillRequest) SetStop(val OptNilStop) {
+	s.Stop = val
+}
+
+// SetStream sets the value of Stream.
+func (s *InfillRequest) SetStream(val OptNilBool) {
+	s.Stream = val
+}
+
+// SetIgnoreEos sets the value of IgnoreEos.
+func (s *InfillRequest) SetIgnoreEos(val OptNilBool) {
+	s.IgnoreEos = val
+}
+
+// SetCachePrompt sets the value of CachePrompt.
+func (s *InfillRequest) SetCachePrompt(val OptNilBool) {
+	s.CachePrompt = val
+}
+
+// SetReturnTokens sets the value of ReturnTokens.
+func (s *InfillRequest) SetReturnTokens(val OptNilBool) {
+	s.ReturnTokens = val
+}
+
+// SetNProbs sets the value of NProbs.
+func (s *InfillRequest) SetNProbs(val OptNilInt) {
+	s.NProbs = val
+}
+
+// SetRepeatPenalty sets the value of RepeatPenalty.
+func (s *InfillRequest) SetRepeatPenalty(val OptNilFloat64) {
+	s.RepeatPenalty = val
+}
+
+// SetRepeatLastN sets the value of RepeatLastN.
+func (s *InfillRequest) SetRepeatLastN(val OptNilInt) {
+	s.RepeatLastN = val
+}
+
+// SetPresencePenalty sets the value of PresencePenalty.
+func (s *InfillRequest) SetPresencePenalty(val OptNilFloat64) {
+	s.PresencePenalty = val
+}
+
+// SetFrequencyPenalty sets the value of FrequencyPenalty.
+func (s *InfillRequest) SetFrequencyPenalty(val OptNilFloat64) {
+	s.FrequencyPenalty = val
+}
+
+// SetDryMultiplier sets the value of DryMultiplier.
+func (s *InfillRequest) SetDryMultiplier(val OptNilFloat64) {
+	s.DryMultiplier = val
+}
+
+// SetDryBase sets the value of DryBase.
+func (s *InfillRequest) SetDryBase(val OptNilFloat64) {
+	s.DryBase = val
+}
+
+// SetDryAllowedLength sets the value of DryAllowedLength.
+func (s *InfillRequest) SetDryAllowedLength(val OptNilInt) {
+	s.DryAllowedLength = val
+}
+
+// SetDryPenaltyLastN sets the value of DryPenaltyLastN.
+func (s *InfillRequest) SetDryPenaltyLastN(val OptNilInt) {
+	s.DryPenaltyLastN = val
+}
+
+// SetDrySequenceBreakers sets the value of DrySequenceBreakers.
+func (s *InfillRequest) SetDrySequenceBreakers(val OptNilStringArray) {
+	s.DrySequenceBreakers = val
+}
+
+// SetTopNSigma sets the value of TopNSigma.
+func (s *InfillRequest) SetTopNSigma(val OptNilFloat64) {
+	s.TopNSigma = val
+}
+
+// SetTypicalP sets the value of TypicalP.
+func (s *InfillRequest) SetTypicalP(val OptNilFloat64) {
+	s.TypicalP = val
+}
+
+// SetXtcProbability sets the value of XtcProbability.
+func (s *InfillRequest) SetXtcProbability(val OptNilFloat64) {
+	s.XtcProbability = val
+}
+
+// SetXtcThreshold sets the value of XtcThreshold.
+func (s *InfillRequest) SetXtcThreshold(val OptNilFloat64) {
+	s.XtcThreshold = val
+}
+
+// SetDynatempRange sets the value of DynatempRange.
+func (s *InfillRequest) SetDynatempRange(val OptNilFloat64) {
+	s.DynatempRange = val
+}
+
+// SetDynatempExponent sets the value of DynatempExponent.
+func (s *InfillRequest) SetDynatempExponent(val OptNilFloat64) {
+	s.DynatempExponent = val
+}
+
+// SetMirostat sets the value of Mirostat.
+func (s *InfillRequest) SetMirostat(val OptNilInt) {
+	s.Mirostat = val
+}
+
+// SetMirostatTau sets the value of MirostatTau.
+func (s *InfillRequest) SetMirostatTau(val OptNilFloat64) {
+	s.MirostatTau = val
+}
+
+// SetMirostatEta sets the value of MirostatEta.
+func (s *InfillRequest) SetMirostatEta(val OptNilFloat64) {
+	s.MirostatEta = val
+}
+
+// SetLogitBias sets the value of LogitBias.
+func (s *InfillRequest) SetLogitBias(val jx.Raw) {
+	s.LogitBias = val
+}
+
+// SetPostSamplingProbs sets the value of PostSamplingProbs.
+func (s *InfillRequest) SetPostSamplingProbs(val OptNilBool) {
+	s.PostSamplingProbs = val
+}
+
+// SetMinKeep sets the value of MinKeep.
+func (s *InfillRequest) SetMinKeep(val OptNilInt) {
+	s.MinKeep = val
+}
+
+// SetNKeep sets the value of NKeep.
+func (s *InfillRequest) SetNKeep(val OptNilInt) {
+	s.NKeep = val
+}
+
+// SetNDiscard sets the value of NDiscard.
+func (s *InfillRequest) SetNDiscard(val OptNilInt) {
+	s.NDiscard = val
+}
+
+// SetNCacheReuse sets the value of NCacheReuse.
+func (s *InfillRequest) SetNCacheReuse(val OptNilInt) {
+	s.NCacheReuse = val
+}
+
+// SetTMaxPredictMs sets the value of TMaxPredictMs.
+func (s *InfillRequest) SetTMaxPredictMs(val OptNilInt) {
+	s.TMaxPredictMs = val
+}
+
+// SetSamplers sets the value of Samplers.
+func (s *InfillRequest) SetSamplers(val jx.Raw) {
+	s.Samplers = val
+}
+
+// SetGrammar sets the value of Grammar.
+func (s *InfillRequest) SetGrammar(val OptNilString) {
+	s.Grammar = val
+}
+
+// SetJSONSchema sets the value of JSONSchema.
+func (s *InfillRequest) SetJSONSchema(val jx.Raw) {
+	s.JSONSchema = val
+}
+
+// SetResponseFormat sets the value of ResponseFormat.
+func (s *InfillRequest) SetResponseFormat(val jx.Raw) {
+	s.ResponseFormat = val
+}
+
+// SetSpeculativeDotNMax sets the value of SpeculativeDotNMax.
+func (s *InfillRequest) SetSpeculativeDotNMax(val OptNilInt) {
+	s.SpeculativeDotNMax = val
+}
+
+// SetSpeculativeDotNMin sets the value of SpeculativeDotNMin.
+func (s *InfillRequest) SetSpeculativeDotNMin(val OptNilInt) {
+	s.SpeculativeDotNMin = val
+}
+
+// SetSpeculativeDotPMin sets the value of SpeculativeDotPMin.
+func (s *InfillRequest) SetSpeculativeDotPMin(val OptNilFloat64) {
+	s.SpeculativeDotPMin = val
+}
+
+// SetPrompt sets the value of Prompt.
+func (s *InfillRequest) SetPrompt(val OptNilString) {
+	s.Prompt = val
+}
+
+// SetInputPrefix sets the value of InputPrefix.
+func (s *InfillRequest) SetInputPrefix(val InfillText) {
+	s.InputPrefix = val
+}
+
+// SetInputSuffix sets the value of InputSuffix.
+func (s *InfillRequest) SetInputSuffix(val InfillText) {
+	s.InputSuffix = val
+}
+
+// SetInputExtra sets the value of InputExtra.
+func (s *InfillRequest) SetInputExtra(val OptNilInfillChunkArray) {
+	s.InputExtra = val
+}
+
+// Text (special-token text is not parsed), or an array of token ids and strings.
+// Ref: #/components/schemas/InfillText
+// InfillText represents sum type.
+type InfillText struct {
+	Type             InfillTextType // switch on this field
+	String           string
+	PromptPieceArray []PromptPiece
+}
+
+// InfillTextType is oneOf type of InfillText.
+type InfillTextType string
+
+// Possible values for InfillTextType.
+const (
+	StringInfillText           InfillTextType = "string"
+	PromptPieceArrayInfillText InfillTextType = "[]PromptPiece"
+)
+
+// IsString reports whether InfillText is string.
+func (s InfillText) IsString() bool { return s.Type == StringInfillText }
+
+// IsPromptPieceArray reports whether InfillText is []PromptPiece.
+func (s InfillText) IsPromptPieceArray() bool { return s.Type == PromptPieceArrayInfillText }
+
+// SetString sets InfillText to string.
+func (s *InfillText) SetString(v string) {
+	s.Type = StringInfillText
+	s.String = v
+}
+
+// GetString returns string and true boolean if InfillText is string.
+func (s InfillText) GetString() (v string, ok bool) {
+	if !s.IsString() {
+		return v, false
+	}
+	return s.String, true
+}
+
+// NewStringInfillText returns new InfillText from string.
+func NewStringInfillText(v string) InfillText {
+	var s InfillText
+	s.SetString(v)
+	return s
+}
+
+// SetPromptPieceArray sets InfillText to []PromptPiece.
+func (s *InfillText) SetPromptPieceArray(v []PromptPiece) {
+	s.Type = PromptPieceArrayInfillText
+	s.PromptPieceArray = v
+}
+
+// GetPromptPieceArray returns []PromptPiece and true boolean if InfillText is []PromptPiece.
+func (s InfillText) GetPromptPieceArray() (v []PromptPiece, ok bool) {
+	if !s.IsPromptPieceArray() {
+		return v, false
+	}
+	return s.PromptPieceArray, true
+}
+
+// NewPromptPieceArrayInfillText returns new InfillText from []PromptPiece.
+func NewPromptPieceArrayInfillText(v []PromptPiece) InfillText {
+	var s InfillText
+	s.SetPromptPieceArray(v)
+	return s
+}
+
 // Ref: #/components/schemas/LoraAdapter
 type LoraAdapter struct {
 	ID    int     `json:"id"`
@@ -4105,6 +6127,51 @@ func (o NilFloat64) Or(d float64) float64 {
 	return d
 }
 
+// NewNilOAICompletionLogprobs returns new NilOAICompletionLogprobs with value set to v.
+func NewNilOAICompletionLogprobs(v OAICompletionLogprobs) NilOAICompletionLogprobs {
+	return NilOAICompletionLogprobs{
+		Value: v,
+	}
+}
+
+// NilOAICompletionLogprobs is nullable OAICompletionLogprobs.
+type NilOAICompletionLogprobs struct {
+	Value OAICompletionLogprobs
+	Null  bool
+}
+
+// SetTo sets value to v.
+func (o *NilOAICompletionLogprobs) SetTo(v OAICompletionLogprobs) {
+	o.Null = false
+	o.Value = v
+}
+
+// IsNull returns true if value is Null.
+func (o NilOAICompletionLogprobs) IsNull() bool { return o.Null }
+
+// SetToNull sets value to null.
+func (o *NilOAICompletionLogprobs) SetToNull() {
+	o.Null = true
+	var v OAICompletionLogprobs
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o NilOAICompletionLogprobs) Get() (v OAICompletionLogprobs, ok bool) {
+	if o.Null {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o NilOAICompletionLogprobs) Or(d OAICompletionLogprobs) OAICompletionLogprobs {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
 // NewNilString returns new NilString with value set to v.
 func NewNilString(v string) NilString {
 	return NilString{
@@ -4144,6 +6211,348 @@ func (o NilString) Get() (v string, ok bool) {
 
 // Or returns value if set, or given parameter if does not.
 func (o NilString) Or(d string) string {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// Ref: #/components/schemas/OAICompletionChoice
+type OAICompletionChoice struct {
+	Text     string                   `json:"text"`
+	Index    int                      `json:"index"`
+	Logprobs NilOAICompletionLogprobs `json:"logprobs"`
+	// "stop", "length", or null until the last event of a stream.
+	FinishReason NilString `json:"finish_reason"`
+}
+
+// GetText returns the value of Text.
+func (s *OAICompletionChoice) GetText() string {
+	return s.Text
+}
+
+// GetIndex returns the value of Index.
+func (s *OAICompletionChoice) GetIndex() int {
+	return s.Index
+}
+
+// GetLogprobs returns the value of Logprobs.
+func (s *OAICompletionChoice) GetLogprobs() NilOAICompletionLogprobs {
+	return s.Logprobs
+}
+
+// GetFinishReason returns the value of FinishReason.
+func (s *OAICompletionChoice) GetFinishReason() NilString {
+	return s.FinishReason
+}
+
+// SetText sets the value of Text.
+func (s *OAICompletionChoice) SetText(val string) {
+	s.Text = val
+}
+
+// SetIndex sets the value of Index.
+func (s *OAICompletionChoice) SetIndex(val int) {
+	s.Index = val
+}
+
+// SetLogprobs sets the value of Logprobs.
+func (s *OAICompletionChoice) SetLogprobs(val NilOAICompletionLogprobs) {
+	s.Logprobs = val
+}
+
+// SetFinishReason sets the value of FinishReason.
+func (s *OAICompletionChoice) SetFinishReason(val NilString) {
+	s.FinishReason = val
+}
+
+// With "logprobs", each token's probabilities, as llama-server writes them.
+// Ref: #/components/schemas/OAICompletionLogprobs
+type OAICompletionLogprobs struct {
+	Content []TokenProbability `json:"content"`
+}
+
+// GetContent returns the value of Content.
+func (s *OAICompletionLogprobs) GetContent() []TokenProbability {
+	return s.Content
+}
+
+// SetContent sets the value of Content.
+func (s *OAICompletionLogprobs) SetContent(val []TokenProbability) {
+	s.Content = val
+}
+
+// A text_completion, and each event of its stream.
+// Ref: #/components/schemas/OAICompletionResponse
+type OAICompletionResponse struct {
+	Choices           []OAICompletionChoice `json:"choices"`
+	Created           int64                 `json:"created"`
+	Model             string                `json:"model"`
+	SystemFingerprint string                `json:"system_fingerprint"`
+	Object            string                `json:"object"`
+	Usage             OptUsage              `json:"usage"`
+	ID                string                `json:"id"`
+	Timings           OptTimings            `json:"timings"`
+}
+
+// GetChoices returns the value of Choices.
+func (s *OAICompletionResponse) GetChoices() []OAICompletionChoice {
+	return s.Choices
+}
+
+// GetCreated returns the value of Created.
+func (s *OAICompletionResponse) GetCreated() int64 {
+	return s.Created
+}
+
+// GetModel returns the value of Model.
+func (s *OAICompletionResponse) GetModel() string {
+	return s.Model
+}
+
+// GetSystemFingerprint returns the value of SystemFingerprint.
+func (s *OAICompletionResponse) GetSystemFingerprint() string {
+	return s.SystemFingerprint
+}
+
+// GetObject returns the value of Object.
+func (s *OAICompletionResponse) GetObject() string {
+	return s.Object
+}
+
+// GetUsage returns the value of Usage.
+func (s *OAICompletionResponse) GetUsage() OptUsage {
+	return s.Usage
+}
+
+// GetID returns the value of ID.
+func (s *OAICompletionResponse) GetID() string {
+	return s.ID
+}
+
+// GetTimings returns the value of Timings.
+func (s *OAICompletionResponse) GetTimings() OptTimings {
+	return s.Timings
+}
+
+// SetChoices sets the value of Choices.
+func (s *OAICompletionResponse) SetChoices(val []OAICompletionChoice) {
+	s.Choices = val
+}
+
+// SetCreated sets the value of Created.
+func (s *OAICompletionResponse) SetCreated(val int64) {
+	s.Created = val
+}
+
+// SetModel sets the value of Model.
+func (s *OAICompletionResponse) SetModel(val string) {
+	s.Model = val
+}
+
+// SetSystemFingerprint sets the value of SystemFingerprint.
+func (s *OAICompletionResponse) SetSystemFingerprint(val string) {
+	s.SystemFingerprint = val
+}
+
+// SetObject sets the value of Object.
+func (s *OAICompletionResponse) SetObject(val string) {
+	s.Object = val
+}
+
+// SetUsage sets the value of Usage.
+func (s *OAICompletionResponse) SetUsage(val OptUsage) {
+	s.Usage = val
+}
+
+// SetID sets the value of ID.
+func (s *OAICompletionResponse) SetID(val string) {
+	s.ID = val
+}
+
+// SetTimings sets the value of Timings.
+func (s *OAICompletionResponse) SetTimings(val OptTimings) {
+	s.Timings = val
+}
+
+// NewOptAnthropicMessage returns new OptAnthropicMessage with value set to v.
+func NewOptAnthropicMessage(v AnthropicMessage) OptAnthropicMessage {
+	return OptAnthropicMessage{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptAnthropicMessage is optional AnthropicMessage.
+type OptAnthropicMessage struct {
+	Value AnthropicMessage
+	Set   bool
+}
+
+// IsSet returns true if OptAnthropicMessage was set.
+func (o OptAnthropicMessage) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptAnthropicMessage) Reset() {
+	var v AnthropicMessage
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptAnthropicMessage) SetTo(v AnthropicMessage) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptAnthropicMessage) Get() (v AnthropicMessage, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptAnthropicMessage) Or(d AnthropicMessage) AnthropicMessage {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptAnthropicOutputBlock returns new OptAnthropicOutputBlock with value set to v.
+func NewOptAnthropicOutputBlock(v AnthropicOutputBlock) OptAnthropicOutputBlock {
+	return OptAnthropicOutputBlock{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptAnthropicOutputBlock is optional AnthropicOutputBlock.
+type OptAnthropicOutputBlock struct {
+	Value AnthropicOutputBlock
+	Set   bool
+}
+
+// IsSet returns true if OptAnthropicOutputBlock was set.
+func (o OptAnthropicOutputBlock) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptAnthropicOutputBlock) Reset() {
+	var v AnthropicOutputBlock
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptAnthropicOutputBlock) SetTo(v AnthropicOutputBlock) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptAnthropicOutputBlock) Get() (v AnthropicOutputBlock, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptAnthropicOutputBlock) Or(d AnthropicOutputBlock) AnthropicOutputBlock {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptAnthropicStreamDelta returns new OptAnthropicStreamDelta with value set to v.
+func NewOptAnthropicStreamDelta(v AnthropicStreamDelta) OptAnthropicStreamDelta {
+	return OptAnthropicStreamDelta{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptAnthropicStreamDelta is optional AnthropicStreamDelta.
+type OptAnthropicStreamDelta struct {
+	Value AnthropicStreamDelta
+	Set   bool
+}
+
+// IsSet returns true if OptAnthropicStreamDelta was set.
+func (o OptAnthropicStreamDelta) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptAnthropicStreamDelta) Reset() {
+	var v AnthropicStreamDelta
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptAnthropicStreamDelta) SetTo(v AnthropicStreamDelta) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptAnthropicStreamDelta) Get() (v AnthropicStreamDelta, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptAnthropicStreamDelta) Or(d AnthropicStreamDelta) AnthropicStreamDelta {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptAnthropicUsage returns new OptAnthropicUsage with value set to v.
+func NewOptAnthropicUsage(v AnthropicUsage) OptAnthropicUsage {
+	return OptAnthropicUsage{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptAnthropicUsage is optional AnthropicUsage.
+type OptAnthropicUsage struct {
+	Value AnthropicUsage
+	Set   bool
+}
+
+// IsSet returns true if OptAnthropicUsage was set.
+func (o OptAnthropicUsage) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptAnthropicUsage) Reset() {
+	var v AnthropicUsage
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptAnthropicUsage) SetTo(v AnthropicUsage) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptAnthropicUsage) Get() (v AnthropicUsage, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptAnthropicUsage) Or(d AnthropicUsage) AnthropicUsage {
 	if v, ok := o.Get(); ok {
 		return v
 	}
@@ -4328,6 +6737,258 @@ func (o OptInt64) Get() (v int64, ok bool) {
 
 // Or returns value if set, or given parameter if does not.
 func (o OptInt64) Or(d int64) int64 {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptNilAnthropicContent returns new OptNilAnthropicContent with value set to v.
+func NewOptNilAnthropicContent(v AnthropicContent) OptNilAnthropicContent {
+	return OptNilAnthropicContent{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptNilAnthropicContent is optional nullable AnthropicContent.
+type OptNilAnthropicContent struct {
+	Value AnthropicContent
+	Set   bool
+	Null  bool
+}
+
+// IsSet returns true if OptNilAnthropicContent was set.
+func (o OptNilAnthropicContent) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptNilAnthropicContent) Reset() {
+	var v AnthropicContent
+	o.Value = v
+	o.Set = false
+	o.Null = false
+}
+
+// SetTo sets value to v.
+func (o *OptNilAnthropicContent) SetTo(v AnthropicContent) {
+	o.Set = true
+	o.Null = false
+	o.Value = v
+}
+
+// IsNull returns true if value is Null.
+func (o OptNilAnthropicContent) IsNull() bool { return o.Null }
+
+// SetToNull sets value to null.
+func (o *OptNilAnthropicContent) SetToNull() {
+	o.Set = true
+	o.Null = true
+	var v AnthropicContent
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptNilAnthropicContent) Get() (v AnthropicContent, ok bool) {
+	if o.Null {
+		return v, false
+	}
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptNilAnthropicContent) Or(d AnthropicContent) AnthropicContent {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptNilAnthropicSystem returns new OptNilAnthropicSystem with value set to v.
+func NewOptNilAnthropicSystem(v AnthropicSystem) OptNilAnthropicSystem {
+	return OptNilAnthropicSystem{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptNilAnthropicSystem is optional nullable AnthropicSystem.
+type OptNilAnthropicSystem struct {
+	Value AnthropicSystem
+	Set   bool
+	Null  bool
+}
+
+// IsSet returns true if OptNilAnthropicSystem was set.
+func (o OptNilAnthropicSystem) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptNilAnthropicSystem) Reset() {
+	var v AnthropicSystem
+	o.Value = v
+	o.Set = false
+	o.Null = false
+}
+
+// SetTo sets value to v.
+func (o *OptNilAnthropicSystem) SetTo(v AnthropicSystem) {
+	o.Set = true
+	o.Null = false
+	o.Value = v
+}
+
+// IsNull returns true if value is Null.
+func (o OptNilAnthropicSystem) IsNull() bool { return o.Null }
+
+// SetToNull sets value to null.
+func (o *OptNilAnthropicSystem) SetToNull() {
+	o.Set = true
+	o.Null = true
+	var v AnthropicSystem
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptNilAnthropicSystem) Get() (v AnthropicSystem, ok bool) {
+	if o.Null {
+		return v, false
+	}
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptNilAnthropicSystem) Or(d AnthropicSystem) AnthropicSystem {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptNilAnthropicToolArray returns new OptNilAnthropicToolArray with value set to v.
+func NewOptNilAnthropicToolArray(v []AnthropicTool) OptNilAnthropicToolArray {
+	return OptNilAnthropicToolArray{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptNilAnthropicToolArray is optional nullable []AnthropicTool.
+type OptNilAnthropicToolArray struct {
+	Value []AnthropicTool
+	Set   bool
+	Null  bool
+}
+
+// IsSet returns true if OptNilAnthropicToolArray was set.
+func (o OptNilAnthropicToolArray) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptNilAnthropicToolArray) Reset() {
+	var v []AnthropicTool
+	o.Value = v
+	o.Set = false
+	o.Null = false
+}
+
+// SetTo sets value to v.
+func (o *OptNilAnthropicToolArray) SetTo(v []AnthropicTool) {
+	o.Set = true
+	o.Null = false
+	o.Value = v
+}
+
+// IsNull returns true if value is Null.
+func (o OptNilAnthropicToolArray) IsNull() bool { return o.Null }
+
+// SetToNull sets value to null.
+func (o *OptNilAnthropicToolArray) SetToNull() {
+	o.Set = true
+	o.Null = true
+	var v []AnthropicTool
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptNilAnthropicToolArray) Get() (v []AnthropicTool, ok bool) {
+	if o.Null {
+		return v, false
+	}
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptNilAnthropicToolArray) Or(d []AnthropicTool) []AnthropicTool {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptNilAnthropicToolChoice returns new OptNilAnthropicToolChoice with value set to v.
+func NewOptNilAnthropicToolChoice(v AnthropicToolChoice) OptNilAnthropicToolChoice {
+	return OptNilAnthropicToolChoice{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptNilAnthropicToolChoice is optional nullable AnthropicToolChoice.
+type OptNilAnthropicToolChoice struct {
+	Value AnthropicToolChoice
+	Set   bool
+	Null  bool
+}
+
+// IsSet returns true if OptNilAnthropicToolChoice was set.
+func (o OptNilAnthropicToolChoice) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptNilAnthropicToolChoice) Reset() {
+	var v AnthropicToolChoice
+	o.Value = v
+	o.Set = false
+	o.Null = false
+}
+
+// SetTo sets value to v.
+func (o *OptNilAnthropicToolChoice) SetTo(v AnthropicToolChoice) {
+	o.Set = true
+	o.Null = false
+	o.Value = v
+}
+
+// IsNull returns true if value is Null.
+func (o OptNilAnthropicToolChoice) IsNull() bool { return o.Null }
+
+// SetToNull sets value to null.
+func (o *OptNilAnthropicToolChoice) SetToNull() {
+	o.Set = true
+	o.Null = true
+	var v AnthropicToolChoice
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptNilAnthropicToolChoice) Get() (v AnthropicToolChoice, ok bool) {
+	if o.Null {
+		return v, false
+	}
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptNilAnthropicToolChoice) Or(d AnthropicToolChoice) AnthropicToolChoice {
 	if v, ok := o.Get(); ok {
 		return v
 	}
@@ -4769,6 +7430,69 @@ func (o OptNilFloat64) Get() (v float64, ok bool) {
 
 // Or returns value if set, or given parameter if does not.
 func (o OptNilFloat64) Or(d float64) float64 {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptNilInfillChunkArray returns new OptNilInfillChunkArray with value set to v.
+func NewOptNilInfillChunkArray(v []InfillChunk) OptNilInfillChunkArray {
+	return OptNilInfillChunkArray{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptNilInfillChunkArray is optional nullable []InfillChunk.
+type OptNilInfillChunkArray struct {
+	Value []InfillChunk
+	Set   bool
+	Null  bool
+}
+
+// IsSet returns true if OptNilInfillChunkArray was set.
+func (o OptNilInfillChunkArray) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptNilInfillChunkArray) Reset() {
+	var v []InfillChunk
+	o.Value = v
+	o.Set = false
+	o.Null = false
+}
+
+// SetTo sets value to v.
+func (o *OptNilInfillChunkArray) SetTo(v []InfillChunk) {
+	o.Set = true
+	o.Null = false
+	o.Value = v
+}
+
+// IsNull returns true if value is Null.
+func (o OptNilInfillChunkArray) IsNull() bool { return o.Null }
+
+// SetToNull sets value to null.
+func (o *OptNilInfillChunkArray) SetToNull() {
+	o.Set = true
+	o.Null = true
+	var v []InfillChunk
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptNilInfillChunkArray) Get() (v []InfillChunk, ok bool) {
+	if o.Null {
+		return v, false
+	}
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptNilInfillChunkArray) Or(d []InfillChunk) []InfillChunk {
 	if v, ok := o.Get(); ok {
 		return v
 	}
@@ -5514,14 +8238,14 @@ func NewIntArrayPieceText(v []int) PieceText {
 }
 
 // A string, or an array of token ids and strings forming one prompt (strings are tokenized
-// in place; only a leading string gets BOS). An array of several strings (several prompts
-// in llama-server) is rejected.
+// in place; only a leading string gets BOS). An array of strings, or of such arrays, holds
+// several prompts: POST /v1/completions answers each, the native endpoints refuse them.
 // Ref: #/components/schemas/Prompt
 // Prompt represents sum type.
 type Prompt struct {
-	Type             PromptType // switch on this field
-	String           string
-	PromptPieceArray []PromptPiece
+	Type               PromptType // switch on this field
+	String             string
+	PromptElementArray []PromptElement
 }
 
 // PromptType is oneOf type of Prompt.
@@ -5529,15 +8253,15 @@ type PromptType string
 
 // Possible values for PromptType.
 const (
-	StringPrompt           PromptType = "string"
-	PromptPieceArrayPrompt PromptType = "[]PromptPiece"
+	StringPrompt             PromptType = "string"
+	PromptElementArrayPrompt PromptType = "[]PromptElement"
 )
 
 // IsString reports whether Prompt is string.
 func (s Prompt) IsString() bool { return s.Type == StringPrompt }
 
-// IsPromptPieceArray reports whether Prompt is []PromptPiece.
-func (s Prompt) IsPromptPieceArray() bool { return s.Type == PromptPieceArrayPrompt }
+// IsPromptElementArray reports whether Prompt is []PromptElement.
+func (s Prompt) IsPromptElementArray() bool { return s.Type == PromptElementArrayPrompt }
 
 // SetString sets Prompt to string.
 func (s *Prompt) SetString(v string) {
@@ -5560,23 +8284,114 @@ func NewStringPrompt(v string) Prompt {
 	return s
 }
 
-// SetPromptPieceArray sets Prompt to []PromptPiece.
-func (s *Prompt) SetPromptPieceArray(v []PromptPiece) {
-	s.Type = PromptPieceArrayPrompt
+// SetPromptElementArray sets Prompt to []PromptElement.
+func (s *Prompt) SetPromptElementArray(v []PromptElement) {
+	s.Type = PromptElementArrayPrompt
+	s.PromptElementArray = v
+}
+
+// GetPromptElementArray returns []PromptElement and true boolean if Prompt is []PromptElement.
+func (s Prompt) GetPromptElementArray() (v []PromptElement, ok bool) {
+	if !s.IsPromptElementArray() {
+		return v, false
+	}
+	return s.PromptElementArray, true
+}
+
+// NewPromptElementArrayPrompt returns new Prompt from []PromptElement.
+func NewPromptElementArrayPrompt(v []PromptElement) Prompt {
+	var s Prompt
+	s.SetPromptElementArray(v)
+	return s
+}
+
+// Ref: #/components/schemas/PromptElement
+// PromptElement represents sum type.
+type PromptElement struct {
+	Type             PromptElementType // switch on this field
+	Int32            int32
+	String           string
+	PromptPieceArray []PromptPiece
+}
+
+// PromptElementType is oneOf type of PromptElement.
+type PromptElementType string
+
+// Possible values for PromptElementType.
+const (
+	Int32PromptElement            PromptElementType = "int32"
+	StringPromptElement           PromptElementType = "string"
+	PromptPieceArrayPromptElement PromptElementType = "[]PromptPiece"
+)
+
+// IsInt32 reports whether PromptElement is int32.
+func (s PromptElement) IsInt32() bool { return s.Type == Int32PromptElement }
+
+// IsString reports whether PromptElement is string.
+func (s PromptElement) IsString() bool { return s.Type == StringPromptElement }
+
+// IsPromptPieceArray reports whether PromptElement is []PromptPiece.
+func (s PromptElement) IsPromptPieceArray() bool { return s.Type == PromptPieceArrayPromptElement }
+
+// SetInt32 sets PromptElement to int32.
+func (s *PromptElement) SetInt32(v int32) {
+	s.Type = Int32PromptElement
+	s.Int32 = v
+}
+
+// GetInt32 returns int32 and true boolean if PromptElement is int32.
+func (s PromptElement) GetInt32() (v int32, ok bool) {
+	if !s.IsInt32() {
+		return v, false
+	}
+	return s.Int32, true
+}
+
+// NewInt32PromptElement returns new PromptElement from int32.
+func NewInt32PromptElement(v int32) PromptElement {
+	var s PromptElement
+	s.SetInt32(v)
+	return s
+}
+
+// SetString sets PromptElement to string.
+func (s *PromptElement) SetString(v string) {
+	s.Type = StringPromptElement
+	s.String = v
+}
+
+// GetString returns string and true boolean if PromptElement is string.
+func (s PromptElement) GetString() (v string, ok bool) {
+	if !s.IsString() {
+		return v, false
+	}
+	return s.String, true
+}
+
+// NewStringPromptElement returns new PromptElement from string.
+func NewStringPromptElement(v string) PromptElement {
+	var s PromptElement
+	s.SetString(v)
+	return s
+}
+
+// SetPromptPieceArray sets PromptElement to []PromptPiece.
+func (s *PromptElement) SetPromptPieceArray(v []PromptPiece) {
+	s.Type = PromptPieceArrayPromptElement
 	s.PromptPieceArray = v
 }
 
-// GetPromptPieceArray returns []PromptPiece and true boolean if Prompt is []PromptPiece.
-func (s Prompt) GetPromptPieceArray() (v []PromptPiece, ok bool) {
+// GetPromptPieceArray returns []PromptPiece and true boolean if PromptElement is []PromptPiece.
+func (s PromptElement) GetPromptPieceArray() (v []PromptPiece, ok bool) {
 	if !s.IsPromptPieceArray() {
 		return v, false
 	}
 	return s.PromptPieceArray, true
 }
 
-// NewPromptPieceArrayPrompt returns new Prompt from []PromptPiece.
-func NewPromptPieceArrayPrompt(v []PromptPiece) Prompt {
-	var s Prompt
+// NewPromptPieceArrayPromptElement returns new PromptElement from []PromptPiece.
+func NewPromptPieceArrayPromptElement(v []PromptPiece) PromptElement {
+	var s PromptElement
 	s.SetPromptPieceArray(v)
 	return s
 }

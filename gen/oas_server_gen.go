@@ -15,6 +15,12 @@ type Handler interface {
 	//
 	// POST /apply-template
 	ApplyTemplate(ctx context.Context, req *ApplyTemplateRequest) (*ApplyTemplateResponse, error)
+	// CountAnthropicTokens implements countAnthropicTokens operation.
+	//
+	// The number of prompt tokens an Anthropic messages request would have.
+	//
+	// POST /v1/messages/count_tokens
+	CountAnthropicTokens(ctx context.Context, req *AnthropicMessagesRequest) (*AnthropicTokenCount, error)
 	// CreateEmbedding implements createEmbedding operation.
 	//
 	// As llama-server, a request with `content` instead of `input` gets the native answer.
@@ -113,6 +119,14 @@ type Handler interface {
 
 // RawHandler handles raw response operations described by OpenAPI v3 specification.
 type RawHandler interface {
+	// CreateAnthropicMessage implements createAnthropicMessage operation.
+	//
+	// Anthropic's messages, converted to a chat completion as llama-server does: system text,
+	// text, tool_use and tool_result blocks, tools with input_schema, tool_choice, and
+	// thinking blocks from reasoning.
+	//
+	// POST /v1/messages
+	CreateAnthropicMessage(ctx context.Context, req *AnthropicMessagesRequest, w http.ResponseWriter) error
 	// CreateChatCompletion implements createChatCompletion operation.
 	//
 	// OpenAI-compatible chat completion.
@@ -131,6 +145,23 @@ type RawHandler interface {
 	//
 	// POST /completions
 	CreateCompletionAlias(ctx context.Context, req *CompletionRequest, w http.ResponseWriter) error
+	// CreateInfill implements createInfill operation.
+	//
+	// The prompt is laid out from the model's fill-in-the-middle tokens as llama-server's
+	// format_prompt_infill does (repository-level extra chunks, then prefix, suffix and middle).
+	// A model without them answers 501. The answer is that of POST /completion.
+	//
+	// POST /infill
+	CreateInfill(ctx context.Context, req *InfillRequest, w http.ResponseWriter) error
+	// CreateOAICompletion implements createOAICompletion operation.
+	//
+	// OpenAI's legacy completions API on the native completion's fields. "prompt" may be one
+	// prompt or several (an array of strings or of token arrays); with "n" each prompt is
+	// completed that many times, and every completion is one choice of the answer. "echo",
+	// "best_of" and "suffix" are refused, as llama-server does.
+	//
+	// POST /v1/completions
+	CreateOAICompletion(ctx context.Context, req *CompletionRequest, w http.ResponseWriter) error
 	// GetStream implements getStream operation.
 	//
 	// Sends the bytes of the stream started by POST /v1/chat/completions with

@@ -9,12 +9,14 @@ import (
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
 	"github.com/wgpu-llama/wgpu-llama/gen"
+	"github.com/wgpu-llama/wgpu-llama/model/chat/toolcall"
 	"github.com/wgpu-llama/wgpu-llama/model/tokenizer"
 )
 
 // CreateChatCompletion implements POST /v1/chat/completions, OpenAI's chat API, as JSON or as
-// an event stream ending with `data: [DONE]`. With X-Conversation-Id the stream is resumable
-// (streams.go).
+// an event stream ending with `data: [DONE]`. Reasoning and tool calls in the output come back
+// as reasoning_content and tool_calls (see chatplan.go and package toolcall). With
+// X-Conversation-Id the stream is resumable (streams.go).
 func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompletionRequest, p gen.CreateChatCompletionParams, w http.ResponseWriter) error {
 	m := s.model()
 	if m == nil {
@@ -28,24 +30,29 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 	if resumable && !stream {
 		return invalidRequest(`X-Conversation-Id makes a resumable stream: it needs "stream": true`)
 	}
-	text, err := m.chatPrompt(chatRequest{
-		messages:            req.Messages,
-		tools:               req.Tools,
-		kwargs:              req.ChatTemplateKwargs,
-		addGenerationPrompt: req.AddGenerationPrompt.Or(true),
-	})
-	if err != nil {
-		return err
-	}
-	prompt := tokenize(m.tok, text)
-	params, err := m.samplingFields(req, firstSet(req.NPredict, req.MaxCompletionTokens, req.MaxTokens)).params()
-	if err != nil {
-		return err
-	}
 	// logprobs asks for each token's log-probability, top_logprobs for that many candidates.
 	logprobs, topLogprobs := req.Logprobs.Or(false), req.TopLogprobs.Or(0)
+	if tools, _ := req.Tools.Get(); logprobs && stream && len(tools) > 0 {
+		return invalidRequest("logprobs is not supported with tools + stream")
+	}
+	pl, err := m.plan(chatGeneration{
+		chatRequest: chatRequest{
+			messages:            req.Messages,
+			tools:               req.Tools,
+			kwargs:              req.ChatTemplateKwargs,
+			addGenerationPrompt: req.AddGenerationPrompt.Or(true),
+		},
+		toolChoice:      req.ToolChoice,
+		parallel:        req.ParallelToolCalls.Or(false),
+		reasoningFormat: req.ReasoningFormat,
+		stream:          stream,
+		sampling:        m.samplingFields(req, firstSet(req.NPredict, req.MaxCompletionTokens, req.MaxTokens)),
+	}, s.cfg)
+	if err != nil {
+		return err
+	}
 	if logprobs {
-		params.NProbs = max(topLogprobs, 1)
+		pl.params.NProbs = max(topLogprobs, 1)
 	}
 	model := req.Model.Or("")
 	if model == "" {
@@ -60,15 +67,16 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 			fingerprint: s.cfg.SystemFingerprint,
 		},
 		tok:         m.tok,
+		syntax:      pl.syntax,
 		logprobs:    logprobs,
 		topLogprobs: topLogprobs,
-		nPrompt:     len(prompt),
+		nPrompt:     len(pl.prompt),
 		nCtx:        m.info.NCtx,
 	}
 	if so, ok := req.StreamOptions.Get(); ok {
 		run.includeUsage = so.IncludeUsage.Or(false)
 	}
-	task := engine.Task{Prompt: prompt, Params: params}
+	task := engine.Task{Prompt: pl.prompt, Params: pl.params}
 	if resumable {
 		return s.startResumable(ctx, string(conversation), m.backend, task, run, w)
 	}
@@ -95,11 +103,14 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 		return run.fail(err)
 	}
 	noteTokens(ctx, final.TokensEvaluated, final.TokensPredicted)
+	parsed := toolcall.NewStream(run.syntax, newToolCallID)
+	parsed.Add(c.content.String())
+	msg, _ := parsed.Finish()
 	return writeJSON(w, &gen.ChatCompletionResponse{
 		Choices: []gen.ChatChoice{{
-			FinishReason: finishReason(final.StopType),
+			FinishReason: chatFinishReason(final.StopType, msg),
 			Index:        0,
-			Message:      gen.ChatResponseMessage{Role: "assistant", Content: c.content.String()},
+			Message:      responseMessage(msg),
 			Logprobs:     run.chatLogprobs(c.probs),
 		}},
 		Created:           run.head.created,
@@ -118,6 +129,7 @@ type chatRun struct {
 	server       *Server
 	head         chatHead
 	tok          *tokenizer.Tokenizer
+	syntax       toolcall.Syntax // how the model's output carries reasoning and tool calls
 	logprobs     bool
 	topLogprobs  int
 	includeUsage bool
@@ -141,6 +153,8 @@ func (r *chatRun) chatLogprobs(steps []engine.StepProbs) gen.OptChatLogprobs {
 // started it was also sent as an error event.
 func (r *chatRun) stream(ctx context.Context, ch <-chan engine.Result, sse *sseWriter) error {
 	head := r.head
+	parsed := toolcall.NewStream(r.syntax, newToolCallID)
+	var pendingProbs []engine.StepProbs // probabilities of tokens whose text is held back
 	for {
 		res, err := nextResult(ctx, ch)
 		if err == nil && res.Err != nil {
@@ -164,9 +178,20 @@ func (r *chatRun) stream(ctx context.Context, ch <-chan engine.Result, sse *sseW
 				return nil
 			}
 		}
-		if res.Text != "" {
-			piece := head.chunk(gen.ChatDelta{Content: gen.NewOptNilString(res.Text)})
-			piece.Choices[0].Logprobs = r.chatLogprobs(res.Probs)
+		deltas := parsed.Add(res.Text)
+		var msg toolcall.Message
+		if res.Stop {
+			var last []toolcall.Delta
+			msg, last = parsed.Finish()
+			deltas = append(deltas, last...)
+		}
+		pendingProbs = append(pendingProbs, res.Probs...)
+		for i, d := range deltas {
+			piece := head.chunk(chatDelta(d))
+			if i == len(deltas)-1 && len(pendingProbs) > 0 {
+				piece.Choices[0].Logprobs = r.chatLogprobs(pendingProbs)
+				pendingProbs = nil
+			}
 			if sse.data(&piece) != nil {
 				return nil
 			}
@@ -178,7 +203,7 @@ func (r *chatRun) stream(ctx context.Context, ch <-chan engine.Result, sse *sseW
 		// The finish chunk has an empty delta; timings ride on the last chunk before [DONE],
 		// which is the usage chunk (with no choices) when the client asked for usage.
 		finish := head.chunk(gen.ChatDelta{})
-		finish.Choices[0].FinishReason = gen.NewNilString(finishReason(res.StopType))
+		finish.Choices[0].FinishReason = gen.NewNilString(chatFinishReason(res.StopType, msg))
 		if !r.includeUsage {
 			finish.Timings = gen.NewOptTimings(timings(res.Timings))
 		}
@@ -197,6 +222,55 @@ func (r *chatRun) stream(ctx context.Context, ch <-chan engine.Result, sse *sseW
 		_ = sse.done()
 		return nil
 	}
+}
+
+// responseMessage is the assistant message of a chat answer: content (null when the message
+// only calls tools), reasoning_content when there is reasoning, and the tool calls.
+func responseMessage(msg toolcall.Message) gen.ChatResponseMessage {
+	out := gen.ChatResponseMessage{Role: "assistant", Content: gen.NewNilString(msg.Content)}
+	if msg.Content == "" && len(msg.Calls) > 0 {
+		out.Content = gen.NilString{Null: true}
+	}
+	if msg.Reasoning != "" {
+		out.ReasoningContent = gen.NewOptString(msg.Reasoning)
+	}
+	for _, c := range msg.Calls {
+		out.ToolCalls = append(out.ToolCalls, gen.ChatResponseToolCall{
+			Type:     "function",
+			Function: gen.ChatResponseFunction{Name: c.Name, Arguments: c.Arguments},
+			ID:       c.ID,
+		})
+	}
+	return out
+}
+
+// chatDelta is one streamed change as a chunk's delta. A tool call's first delta has its index,
+// id, type and name with empty arguments; later ones its index and a piece of the arguments.
+func chatDelta(d toolcall.Delta) gen.ChatDelta {
+	switch {
+	case d.IsTool():
+		tc := gen.ChatDeltaToolCall{Index: d.ToolIndex, Function: gen.ChatDeltaFunction{Arguments: d.ToolArgs}}
+		if d.ToolID != "" {
+			tc.ID = gen.NewOptString(d.ToolID)
+		}
+		if d.ToolName != "" {
+			tc.Type = gen.NewOptString("function")
+			tc.Function.Name = gen.NewOptString(d.ToolName)
+		}
+		return gen.ChatDelta{ToolCalls: []gen.ChatDeltaToolCall{tc}}
+	case d.Reasoning != "":
+		return gen.ChatDelta{ReasoningContent: gen.NewOptString(d.Reasoning)}
+	}
+	return gen.ChatDelta{Content: gen.NewOptNilString(d.Content)}
+}
+
+// chatFinishReason is OpenAI's finish_reason for a chat answer: "length" when the token limit
+// ended it, "tool_calls" when it calls tools, "stop" otherwise.
+func chatFinishReason(t engine.StopType, msg toolcall.Message) string {
+	if t != engine.StopLimit && len(msg.Calls) > 0 {
+		return "tool_calls"
+	}
+	return finishReason(t)
 }
 
 // ApplyTemplate implements POST /apply-template: the prompt a chat request would generate from.
@@ -266,16 +340,21 @@ func usage(final engine.Result) gen.Usage {
 }
 
 // newChatID returns "chatcmpl-" and 32 random alphanumerics, as llama-server's ids.
-func newChatID() string {
+func newChatID() string { return "chatcmpl-" + randomString(32) }
+
+// newToolCallID returns 32 random alphanumerics, as llama-server's gen_tool_call_id.
+func newToolCallID() string { return randomString(32) }
+
+// randomString returns n random letters and digits.
+func randomString(n int) string {
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 	const unbiased = 256 / len(alphabet) * len(alphabet) // bytes at or above this would skew the draw
 	var sb strings.Builder
-	sb.WriteString("chatcmpl-")
 	var b [64]byte
-	for sb.Len() < len("chatcmpl-")+32 {
+	for sb.Len() < n {
 		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 		for _, c := range b {
-			if int(c) < unbiased && sb.Len() < len("chatcmpl-")+32 {
+			if int(c) < unbiased && sb.Len() < n {
 				sb.WriteByte(alphabet[int(c)%len(alphabet)])
 			}
 		}

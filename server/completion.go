@@ -45,22 +45,28 @@ func (s *Server) complete(ctx context.Context, req *gen.CompletionRequest, w htt
 	if err != nil {
 		return err
 	}
-	params.NProbs = req.NProbs.Or(0)
+	// OpenAI's logprobs counts when n_probs is not given, as in llama-server.
+	params.NProbs = req.NProbs.Or(req.Logprobs.Or(0))
 	prompt, err := promptTokens(m.tok, req.Prompt)
 	if err != nil {
 		return err
 	}
+	return s.completeTokens(ctx, m, prompt, params, req.Stream.Or(false), req.ReturnTokens.Or(false), w)
+}
+
+// completeTokens runs a native completion of a tokenized prompt and writes its answer.
+func (s *Server) completeTokens(ctx context.Context, m *loaded, prompt []int32, params engine.Params, stream, returnTokens bool, w http.ResponseWriter) error {
 	if len(prompt) == 0 {
 		return invalidRequest("the prompt is empty")
 	}
-	stream := req.Stream.Or(false)
 	c := &completion{
 		tok:          m.tok,
 		model:        m.name,
 		promptText:   m.tok.Detokenize(prompt, false, true),
 		settings:     generationSettings(params, stream, m.info.SpecType),
-		returnTokens: req.ReturnTokens.Or(false),
+		returnTokens: returnTokens,
 	}
+	c.settings.ReasoningFormat = s.cfg.ReasoningFormat.String()
 
 	ch, err := m.backend.Submit(ctx, engine.Task{Prompt: prompt, Params: params})
 	if err != nil {

@@ -43,6 +43,10 @@ var requestTypes = map[string]reflect.Type{
 	string(gen.RerankAliasOperation):                reflect.TypeFor[gen.RerankRequest](),
 	string(gen.RerankingAliasOperation):             reflect.TypeFor[gen.RerankRequest](),
 	string(gen.LookupStreamsOperation):              reflect.TypeFor[gen.StreamLookupRequest](),
+	string(gen.CreateOAICompletionOperation):        reflect.TypeFor[gen.CompletionRequest](),
+	string(gen.CreateInfillOperation):               reflect.TypeFor[gen.InfillRequest](),
+	string(gen.CreateAnthropicMessageOperation):     reflect.TypeFor[gen.AnthropicMessagesRequest](),
+	string(gen.CountAnthropicTokensOperation):       reflect.TypeFor[gen.AnthropicMessagesRequest](),
 }
 
 // decodeFailure turns an ogen decode or validation error into a client-facing error.
@@ -177,8 +181,12 @@ func describeLimit(err error) string {
 // sumTypes describes the generated oneOf types, which reflection cannot name.
 var sumTypes = map[reflect.Type]string{
 	reflect.TypeFor[gen.Stop]():               "a string or an array of strings",
-	reflect.TypeFor[gen.Prompt]():             "a string or an array of token ids and strings",
+	reflect.TypeFor[gen.Prompt]():             "a string or an array of token ids and strings (or of prompts)",
+	reflect.TypeFor[gen.PromptElement]():      "a token id, a string or an array of token ids and strings",
 	reflect.TypeFor[gen.PromptPiece]():        "a token id or a string",
+	reflect.TypeFor[gen.InfillText]():         "a string or an array of token ids and strings",
+	reflect.TypeFor[gen.AnthropicSystem]():    "a string or an array of text blocks",
+	reflect.TypeFor[gen.AnthropicContent]():   "a string or an array of content blocks",
 	reflect.TypeFor[gen.ChatMessageContent](): "a string or an array of content parts",
 	reflect.TypeFor[gen.TokenizeContent]():    "a string or an array of token ids and strings",
 	reflect.TypeFor[gen.EmbeddingInput]():     "a string, or an array of strings, token ids and arrays of them",

@@ -32,6 +32,8 @@ type fakeBackend struct {
 	finalErr  error
 	// delay is waited before each result.
 	delay time.Duration
+	// output, when set, replaces the story: each piece is one generated "token", then EOS.
+	output []string
 
 	mu        sync.Mutex
 	tasks     []engine.Task
@@ -176,17 +178,28 @@ func (f *fakeBackend) generate(ctx context.Context, task engine.Task, ch chan<- 
 			send(r)
 			return
 		}
-		i := n % (len(storyWords) + 1)
-		if i == len(storyWords) && !task.Params.IgnoreEOS {
-			stop = engine.StopEOS
-			break
-		}
-		id := f.tok.EOS()
-		if i < len(storyWords) {
-			id, _ = f.tok.TokenID(storyWords[i])
+		var id int32
+		var piece string
+		if f.output != nil {
+			if n == len(f.output) {
+				stop = engine.StopEOS
+				break
+			}
+			id, piece = 3, f.output[n] // token 3 stands for any scripted piece
+		} else {
+			i := n % (len(storyWords) + 1)
+			if i == len(storyWords) && !task.Params.IgnoreEOS {
+				stop = engine.StopEOS
+				break
+			}
+			id = f.tok.EOS()
+			if i < len(storyWords) {
+				id, _ = f.tok.TokenID(storyWords[i])
+			}
+			piece = string(f.tok.Piece(id, false))
 		}
 		n++
-		out.WriteString(string(f.tok.Piece(id, false)))
+		out.WriteString(piece)
 		text := out.String()
 		if at, w := firstStop(text, task.Params.Stop); at >= 0 {
 			stop, word = engine.StopWord, w

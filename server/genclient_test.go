@@ -176,7 +176,7 @@ func TestGeneratedClient(t *testing.T) {
 			t.Fatalf("choices = %+v", r.Choices)
 		}
 		ch := r.Choices[0]
-		if ch.Message.Content != "\"Here,\" Annabyed.\n" || ch.Message.Role != "assistant" || ch.FinishReason != "length" {
+		if ch.Message.Content.Value != "\"Here,\" Annabyed.\n" || ch.Message.Content.Null || ch.Message.Role != "assistant" || ch.FinishReason != "length" {
 			t.Errorf("choice = %+v, want the chat_nonstream capture's", ch)
 		}
 		if r.Usage.PromptTokens != 90 || r.Usage.CompletionTokens != 16 || r.Object != "chat.completion" || r.Model != "stories260K" {

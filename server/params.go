@@ -354,15 +354,9 @@ func (f samplingFields) samplerParams(p *engine.Params) error {
 // constraint compiles the output constraint, as llama-server accepts it: a GBNF grammar, or
 // a JSON schema (json_schema, or chat's response_format) converted to one. At most one.
 func (f samplingFields) constraint(p *engine.Params) error {
-	schema, field := f.jsonSchema, "json_schema"
-	if !isNull(f.responseFormat) {
-		s, err := responseFormatSchema(f.responseFormat)
-		if err != nil {
-			return err
-		}
-		if s != nil {
-			schema, field = s, "response_format"
-		}
+	schema, field, err := f.schema()
+	if err != nil {
+		return err
 	}
 	src, hasGrammar := f.grammar.Get()
 	hasGrammar = hasGrammar && src != ""
@@ -383,6 +377,25 @@ func (f samplingFields) constraint(p *engine.Params) error {
 	}
 	p.Grammar = g
 	return nil
+}
+
+// schema is the JSON schema that constrains the output (json_schema, or chat's
+// response_format), nil when there is none, and the field it came from.
+func (f samplingFields) schema() (jx.Raw, string, error) {
+	schema, field := f.jsonSchema, "json_schema"
+	if !isNull(f.responseFormat) {
+		s, err := responseFormatSchema(f.responseFormat)
+		if err != nil {
+			return nil, "", err
+		}
+		if s != nil {
+			schema, field = s, "response_format"
+		}
+	}
+	if isNull(schema) {
+		return nil, field, nil
+	}
+	return schema, field, nil
 }
 
 func quoteField(name string) string { return "'" + name + "'" }
@@ -664,7 +677,7 @@ func generationSettings(p engine.Params, stream bool, spec engine.SpecType) gen.
 		GrammarTriggers:     []gen.GrammarTrigger{},
 		PreservedTokens:     []int32{},
 		ChatFormat:          "Content-only",
-		ReasoningFormat:     "none", // no reasoning extraction: thinking stays in the content
+		ReasoningFormat:     "deepseek", // the server's --reasoning-format, set by completeTokens
 		ReasoningInContent:  false,
 		GenerationPrompt:    "",
 		Samplers:            samplers,

@@ -22,21 +22,63 @@ func tokenize(tok *tokenizer.Tokenizer, text string) []int32 {
 // array of token ids and strings. As llama-server's tokenize_mixed, only the first element may
 // bring BOS (when it is a string); token ids are taken as they are, after a range check.
 func promptTokens(tok *tokenizer.Tokenizer, p gen.Prompt) ([]int32, error) {
+	prompts, err := promptList(tok, p)
+	if err != nil {
+		return nil, err
+	}
+	if len(prompts) > 1 {
+		// llama-server answers each of several prompts with a JSON array of completions.
+		return nil, invalidRequest("'prompt' holds %d prompts; only one prompt per request is supported", len(prompts))
+	}
+	return prompts[0], nil
+}
+
+// promptList tokenizes a prompt field as llama-server's tokenize_input_prompts: an array that
+// holds token ids is one prompt (ids and strings); any other array holds several prompts, each
+// a string or an array of ids and strings.
+func promptList(tok *tokenizer.Tokenizer, p gen.Prompt) ([][]int32, error) {
 	if s, ok := p.GetString(); ok {
-		return tokenize(tok, s), nil
+		return [][]int32{tokenize(tok, s)}, nil
 	}
-	pieces := p.PromptPieceArray
-	strs := 0
-	for _, piece := range pieces {
-		if piece.IsString() {
-			strs++
+	elems := p.PromptElementArray
+	single := false
+	for _, e := range elems {
+		single = single || e.IsInt32()
+	}
+	if single {
+		pieces := make([]gen.PromptPiece, len(elems))
+		for i, e := range elems {
+			switch {
+			case e.IsInt32():
+				pieces[i] = gen.NewInt32PromptPiece(e.Int32)
+			case e.IsString():
+				pieces[i] = gen.NewStringPromptPiece(e.String)
+			default:
+				return nil, invalidRequest("'prompt' mixes token ids with arrays: write one prompt as ids and strings, or several prompts as an array of strings or of arrays")
+			}
 		}
+		ids, err := mixedTokens(tok, "prompt", pieces, true, true)
+		if err != nil {
+			return nil, err
+		}
+		return [][]int32{ids}, nil
 	}
-	if strs > 1 && strs == len(pieces) {
-		// llama-server reads an array of strings as several prompts and answers each.
-		return nil, invalidRequest("'prompt' holds %d prompts; only one prompt per request is supported", strs)
+	if len(elems) == 0 {
+		return [][]int32{nil}, nil // one empty prompt, refused with the other empty prompts
 	}
-	return mixedTokens(tok, "prompt", pieces, true, true)
+	out := make([][]int32, 0, len(elems))
+	for _, e := range elems {
+		if s, ok := e.GetString(); ok {
+			out = append(out, tokenize(tok, s))
+			continue
+		}
+		ids, err := mixedTokens(tok, "prompt", e.PromptPieceArray, true, true)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ids)
+	}
+	return out, nil
 }
 
 // chatRequest is what the chat endpoints share: the conversation and the template options.

@@ -21,6 +21,7 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/engine"
 	"github.com/wgpu-llama/wgpu-llama/gen"
 	"github.com/wgpu-llama/wgpu-llama/model/chat"
+	"github.com/wgpu-llama/wgpu-llama/model/chat/toolcall"
 	"github.com/wgpu-llama/wgpu-llama/model/tokenizer"
 	"github.com/wgpu-llama/wgpu-llama/server/resumable"
 )
@@ -61,6 +62,15 @@ type Config struct {
 	// Streams bounds resumable streams (X-Conversation-Id): bytes kept per stream, how long a
 	// finished one stays, how often expired ones are collected, and the clock for all three.
 	Streams resumable.Config
+	// ReasoningFormat is llama-server's --reasoning-format: what chat answers do with <think>
+	// blocks (requests may override it with reasoning_format). The zero value is auto, which
+	// extracts them into reasoning_content as deepseek does.
+	ReasoningFormat toolcall.ReasoningFormat
+	// DisableThinking is --reasoning-budget 0: templates see enable_thinking false unless a
+	// request's chat_template_kwargs say otherwise.
+	DisableThinking bool
+	// SPMInfill is --spm-infill: infill prompts put the suffix before the prefix.
+	SPMInfill bool
 }
 
 // Server serves the API. Until SetBackend is called every route answers 503 "Loading model".

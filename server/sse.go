@@ -65,6 +65,14 @@ func (s *sseWriter) data(v encoder) error {
 	return s.send("data: ", s.enc.Bytes())
 }
 
+// event sends v as a named event (`event: NAME` then `data: {json}`), as Anthropic's streams
+// are framed.
+func (s *sseWriter) event(name string, v encoder) error {
+	s.enc.Reset()
+	v.Encode(&s.enc)
+	return s.send("event: "+name+"\ndata: ", s.enc.Bytes())
+}
+
 // done sends the `data: [DONE]` event that ends OpenAI-style streams.
 func (s *sseWriter) done() error { return s.send("data: ", []byte("[DONE]")) }
 

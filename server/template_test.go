@@ -75,8 +75,9 @@ func TestChatTemplateFields(t *testing.T) {
 		t.Errorf("without a generation prompt: %q", got)
 	}
 
-	// A chat completion renders the same prompt.
-	rec = h.do(t, "POST", "/v1/chat/completions", `{"max_tokens":1,`+conversation+"}")
+	// A chat completion renders the same prompt (with tool_choice "none": tools the model may
+	// call would add the generic format's instruction, as this template has no tool syntax).
+	rec = h.do(t, "POST", "/v1/chat/completions", `{"max_tokens":1,"tool_choice":"none",`+conversation+"}")
 	if rec.Code != http.StatusOK {
 		t.Fatalf("chat: status %d: %s", rec.Code, rec.Body)
 	}
@@ -88,7 +89,7 @@ func TestChatTemplateFields(t *testing.T) {
 	if last := task.Prompt[len(task.Prompt)-1]; last != h.fake.tok.EOS() {
 		t.Errorf("the prompt ends with token %d, want EOS", last)
 	}
-	rec = h.do(t, "POST", "/v1/chat/completions", `{"max_tokens":1,"add_generation_prompt":false,`+conversation+"}")
+	rec = h.do(t, "POST", "/v1/chat/completions", `{"max_tokens":1,"tool_choice":"none","add_generation_prompt":false,`+conversation+"}")
 	if rec.Code != http.StatusOK {
 		t.Fatalf("chat: status %d: %s", rec.Code, rec.Body)
 	}

@@ -252,6 +252,7 @@ func testWireFormat(t *testing.T, url string, real bool) {
 		// only a long enough one.
 		{name: "chat_nonstream", exactReal: []string{"choices", "usage.prompt_tokens", "usage.completion_tokens"}},
 		{name: "chat_stream"},
+		{name: "v1_completions", exactReal: []string{"choices", "usage.prompt_tokens", "usage.completion_tokens"}},
 		{name: "chat_stream_usage"},
 		{name: "chat_error_no_messages", exact: true},
 		{name: "embeddings_on_nonembedding_server", exact: true},

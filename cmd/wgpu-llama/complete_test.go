@@ -57,6 +57,8 @@ func TestCLIErrors(t *testing.T) {
 		{"complete", "--no-such-flag"},
 		{"complete", "-m", "/nonexistent.gguf", "-p", "x"},
 		{"serve", "extra-arg"},
+		{"serve", "--reasoning-format", "openai"},
+		{"serve", "--reasoning-budget", "512"},
 		{"devices", "x"},
 	}
 	for _, args := range cases {

@@ -31,9 +31,11 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		tmplName, tmplFile string
 		jinja              bool
 		ef                 embedFlags
+		cf                 chatFlags
 	)
 	mf.register(fs)
 	sf.register(fs)
+	cf.register(fs)
 	stringVar(fs, &host, "127.0.0.1", "address to listen on", "host")
 	intVar(fs, &port, 8080, "port to listen on", "port")
 	stringVar(fs, &alias, "", "model name reported to clients (default: the file name)", "a", "alias")
@@ -48,6 +50,10 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	srvCfg := server.Config{Alias: alias, ChatTemplate: tmpl}
+	if err := cf.apply(&srvCfg); err != nil {
+		return err
+	}
 	logger := newLogger(stderr, mf.verbose)
 	cfg, err := mf.engineConfig(alias, logger)
 	if err != nil {
@@ -59,7 +65,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if cfg.Speculative, err = sf.config(); err != nil {
 		return err
 	}
-	srv := server.New(server.Config{Alias: alias, ChatTemplate: tmpl}, logger)
+	srv := server.New(srvCfg, logger)
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)

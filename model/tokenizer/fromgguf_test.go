@@ -143,3 +143,38 @@ func TestFromGGUFErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestFromGGUFFIM(t *testing.T) {
+	tokens := []string{"<unk>", "<s>", "</s>", "<fim_prefix>", "<fim_suffix>", "<fim_middle>", "<PRE>", "<|file_sep|>", "a"}
+	base := []kv{{"tokenizer.ggml.model", "llama"}, {"tokenizer.ggml.tokens", tokens}}
+	check := func(tk *Tokenizer, want [numFIM]int32) {
+		t.Helper()
+		for k := FIMPre; k < numFIM; k++ {
+			if got := tk.FIM(k); got != want[k] {
+				t.Errorf("FIM(%d) = %d, want %d", k, got, want[k])
+			}
+		}
+	}
+	// By text: llama.cpp's spellings, first match in its list order.
+	tk, err := FromGGUF(ggufImage(t, base...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(tk, [numFIM]int32{3, 4, 5, -1, -1, 7})
+	if !tk.IsEOG(7) || !tk.IsControl(3) {
+		t.Error("the file separator does not end generation, or <fim_prefix> is not a control token")
+	}
+	// Keys win over texts; the older prefix/suffix/middle names are read too.
+	tk, err = FromGGUF(ggufImage(t, append(base,
+		kv{"tokenizer.ggml.prefix_token_id", uint32(6)},
+		kv{"tokenizer.ggml.fim_suf_token_id", uint32(8)},
+		kv{"tokenizer.ggml.fim_rep_token_id", uint32(1)},
+	)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(tk, [numFIM]int32{6, 8, 5, -1, 1, 7})
+	if tk.FIM(numFIM) != -1 || tk.FIM(-1) != -1 {
+		t.Error("an unknown kind has an id")
+	}
+}

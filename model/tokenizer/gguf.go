@@ -18,6 +18,12 @@ const (
 	keyEOM            = "tokenizer.ggml.eom_token_id"
 	keyUNK            = "tokenizer.ggml.unknown_token_id"
 	keyPAD            = "tokenizer.ggml.padding_token_id"
+	keyFIMPre         = "tokenizer.ggml.fim_pre_token_id"
+	keyFIMSuf         = "tokenizer.ggml.fim_suf_token_id"
+	keyFIMMid         = "tokenizer.ggml.fim_mid_token_id"
+	keyPrefix         = "tokenizer.ggml.prefix_token_id" // older names of fim_pre, fim_suf, fim_mid
+	keySuffix         = "tokenizer.ggml.suffix_token_id"
+	keyMiddle         = "tokenizer.ggml.middle_token_id"
 	keyFIMPad         = "tokenizer.ggml.fim_pad_token_id"
 	keyFIMRep         = "tokenizer.ggml.fim_rep_token_id"
 	keyFIMSep         = "tokenizer.ggml.fim_sep_token_id"
@@ -139,6 +145,29 @@ func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 		}
 		if id >= 0 {
 			v.EOG = append(v.EOG, id)
+		}
+	}
+	fimKeys := []struct {
+		kind FIMKind
+		keys []string
+	}{
+		{FIMPre, []string{keyFIMPre, keyPrefix}}, {FIMSuf, []string{keyFIMSuf, keySuffix}},
+		{FIMMid, []string{keyFIMMid, keyMiddle}}, {FIMPad, []string{keyFIMPad}},
+		{FIMRep, []string{keyFIMRep}}, {FIMSep, []string{keyFIMSep}},
+	}
+	for _, fk := range fimKeys {
+		for _, key := range fk.keys {
+			id, err := idKey(f, key, -1, n)
+			if err != nil {
+				return nil, err
+			}
+			if id >= 0 {
+				if v.FIM == nil {
+					v.FIM = map[FIMKind]int32{}
+				}
+				v.FIM[fk.kind] = id
+				break
+			}
 		}
 	}
 

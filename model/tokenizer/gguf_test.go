@@ -284,3 +284,25 @@ func TestConcurrentEncode(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestFIMTokens checks the fill-in-the-middle tokens found in real vocabularies, which name
+// none of them in their metadata: llama.cpp finds them by their text.
+func TestFIMTokens(t *testing.T) {
+	tests := []struct {
+		file string
+		want [numFIM]int32 // pre, suf, mid, pad, rep, sep
+	}{
+		{"ggml-vocab-deepseek-coder.gguf", [numFIM]int32{32016, 32015, 32017, -1, -1, -1}},
+		{"ggml-vocab-starcoder.gguf", [numFIM]int32{1, 3, 2, 4, -1, -1}},
+		{"ggml-vocab-refact.gguf", [numFIM]int32{1, 3, 2, 4, 18, -1}},
+		{"ggml-vocab-llama-spm.gguf", [numFIM]int32{-1, -1, -1, -1, -1, -1}},
+	}
+	for _, tt := range tests {
+		tk := loadGGUF(t, shareddata.Path(t, "models", "vocab", tt.file))
+		for k := FIMPre; k < numFIM; k++ {
+			if got := tk.FIM(k); got != tt.want[k] {
+				t.Errorf("%s: FIM(%d) = %d, want %d", tt.file, k, got, tt.want[k])
+			}
+		}
+	}
+}

@@ -61,7 +61,26 @@ type Vocab struct {
 	// KeepCase and KeepAccents turn off the BERT normaliser's lowercasing and accent stripping,
 	// which llama.cpp applies by default ("bert" only).
 	KeepCase, KeepAccents bool
+
+	// FIM holds the fill-in-the-middle ids the file names (tokenizer.ggml.fim_*_token_id); a kind
+	// it leaves out is found by its text, as llama.cpp does.
+	FIM map[FIMKind]int32
 }
+
+// FIMKind is one of the fill-in-the-middle special tokens.
+type FIMKind int
+
+// The fill-in-the-middle tokens: prefix, suffix and middle markers, padding, repository name
+// and file separator.
+const (
+	FIMPre FIMKind = iota
+	FIMSuf
+	FIMMid
+	FIMPad
+	FIMRep
+	FIMSep
+	numFIM
+)
 
 // modelKind is llama.cpp's llama_vocab_type for the models implemented.
 type modelKind uint8
@@ -128,6 +147,7 @@ type Tokenizer struct {
 	lowercase, stripAccents bool // BERT normaliser (kindWPM)
 
 	bos, eos, eot, eom, unk, pad, sep      int32
+	fim                                    [numFIM]int32
 	addBOS, addEOS, addSpacePrefix, addSEP bool
 }
 
@@ -254,7 +274,7 @@ func New(v Vocab) (*Tokenizer, error) {
 			t.attrs[i] = typeAttr(v.Types[i])
 		}
 	}
-	t.detectSpecial(v.EOG)
+	t.detectSpecial(v.EOG, v.FIM)
 	t.buildCaches()
 	t.applyModelQuirks(v.Name)
 	return t, nil
@@ -262,7 +282,7 @@ func New(v Vocab) (*Tokenizer, error) {
 
 // detectSpecial reproduces llama.cpp's recognition of end-of-turn, FIM and end-of-generation
 // tokens by their text, including forcing them to control type.
-func (t *Tokenizer) detectSpecial(extraEOG []int32) {
+func (t *Tokenizer) detectSpecial(extraEOG []int32, fim map[FIMKind]int32) {
 	find := func(texts []string) int32 {
 		for _, s := range texts {
 			if id, ok := t.ids[s]; ok {
@@ -276,11 +296,13 @@ func (t *Tokenizer) detectSpecial(extraEOG []int32) {
 		t.eot = find(eotTexts)
 	}
 	t.eom = find(eomTexts)
-	find(fimPreTexts)
-	find(fimSufTexts)
-	find(fimMidTexts)
-	for _, texts := range [][]string{fimPadTexts, fimRepTexts, fimSepTexts} {
-		if id := find(texts); id >= 0 {
+	for k, texts := range [numFIM][]string{fimPreTexts, fimSufTexts, fimMidTexts, fimPadTexts, fimRepTexts, fimSepTexts} {
+		id := find(texts)
+		if given, ok := fim[FIMKind(k)]; ok && given >= 0 && int(given) < len(t.tokens) {
+			id = given
+		}
+		t.fim[k] = id
+		if FIMKind(k) >= FIMPad && id >= 0 {
 			t.eog[id] = struct{}{}
 		}
 	}
@@ -402,6 +424,14 @@ func (t *Tokenizer) PAD() int32 { return t.pad }
 
 // SEP is the separator id (BERT's [SEP]), -1 when there is none.
 func (t *Tokenizer) SEP() int32 { return t.sep }
+
+// FIM returns a fill-in-the-middle token's id, -1 when the vocabulary has none.
+func (t *Tokenizer) FIM(k FIMKind) int32 {
+	if k < 0 || k >= numFIM {
+		return -1
+	}
+	return t.fim[k]
+}
 
 // AddSEP reports tokenizer.ggml.add_sep_token (llama.cpp's add_sep), which rerankers use to
 // join a query and a document.

@@ -165,6 +165,90 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/completions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * OpenAI-compatible text completion.
+         * @description OpenAI's legacy completions API on the native completion's fields. "prompt" may be one
+         *     prompt or several (an array of strings or of token arrays); with "n" each prompt is
+         *     completed that many times, and every completion is one choice of the answer. "echo",
+         *     "best_of" and "suffix" are refused, as llama-server does.
+         */
+        post: operations["createOAICompletion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/infill": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Fill in the middle between a prefix and a suffix (code infilling).
+         * @description The prompt is laid out from the model's fill-in-the-middle tokens as llama-server's
+         *     format_prompt_infill does (repository-level extra chunks, then prefix, suffix and middle).
+         *     A model without them answers 501. The answer is that of POST /completion.
+         */
+        post: operations["createInfill"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Anthropic Messages API.
+         * @description Anthropic's messages, converted to a chat completion as llama-server does: system text,
+         *     text, tool_use and tool_result blocks, tools with input_schema, tool_choice, and
+         *     thinking blocks from reasoning.
+         */
+        post: operations["createAnthropicMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/messages/count_tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The number of prompt tokens an Anthropic messages request would have. */
+        post: operations["countAnthropicTokens"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/apply-template": {
         parameters: {
             query?: never;
@@ -468,7 +552,7 @@ export interface components {
         };
         /**
          * @description Tools the model may call, in OpenAI's shape; the chat template renders them into the
-         *     prompt (tool calls in the output are not parsed yet).
+         *     prompt and the calls the model writes come back as tool_calls.
          */
         ChatTools: components["schemas"]["ChatTool"][] | null;
         /** @description Extra chat template variables, overriding the defaults (e.g. {"enable_thinking": false}). */
@@ -491,6 +575,20 @@ export interface components {
             messages: components["schemas"]["ChatMessage"][];
             tools?: components["schemas"]["ChatTools"];
             chat_template_kwargs?: components["schemas"]["ChatTemplateKwargs"];
+            /**
+             * @description "auto" (the default: the model may call tools), "none", "required" (the output is
+             *     constrained to a tool call), or {"type": "function", "function": {"name": NAME}} to
+             *     require that tool.
+             */
+            tool_choice?: unknown;
+            /** @description Let one answer call several tools; defaults to false. */
+            parallel_tool_calls?: boolean | null;
+            /**
+             * @description What happens to <think> blocks: none (kept in the content), deepseek or auto (moved
+             *     to reasoning_content), deepseek-legacy (moved, but kept in the content while
+             *     streaming). Defaults to the server's --reasoning-format.
+             */
+            reasoning_format?: string | null;
             /** @description End the prompt with the assistant's turn opener; defaults to true. */
             add_generation_prompt?: boolean | null;
             max_tokens?: number | null;
@@ -605,7 +703,7 @@ export interface components {
             timings: components["schemas"]["Timings"];
         };
         ChatChoice: {
-            /** @description "stop" (end of generation or a stop string) or "length". */
+            /** @description "stop" (end of generation or a stop string), "length", or "tool_calls" when the message calls tools. */
             finish_reason: string;
             index: number;
             message: components["schemas"]["ChatResponseMessage"];
@@ -639,7 +737,22 @@ export interface components {
         };
         ChatResponseMessage: {
             role: string;
-            content: string;
+            /** @description null when the message only calls tools. */
+            content: string | null;
+            /** @description The model's reasoning, when the reasoning format extracts it. */
+            reasoning_content?: string;
+            tool_calls?: components["schemas"]["ChatResponseToolCall"][];
+        };
+        ChatResponseToolCall: {
+            /** @example function */
+            type: string;
+            function: components["schemas"]["ChatResponseFunction"];
+            id: string;
+        };
+        ChatResponseFunction: {
+            name: string;
+            /** @description The arguments as JSON text. */
+            arguments: string;
         };
         /** @description One event of a chat stream. */
         ChatCompletionChunk: {
@@ -662,11 +775,24 @@ export interface components {
         };
         /**
          * @description The first chunk has role "assistant" and content null, then each chunk has a piece of
-         *     content, and the chunk with finish_reason has an empty delta.
+         *     content, of reasoning_content, or of one tool call (first its index, id, type and name,
+         *     then pieces of its arguments), and the chunk with finish_reason has an empty delta.
          */
         ChatDelta: {
             role?: string;
             content?: string | null;
+            reasoning_content?: string;
+            tool_calls?: components["schemas"]["ChatDeltaToolCall"][];
+        };
+        ChatDeltaToolCall: {
+            index: number;
+            id?: string;
+            type?: string;
+            function: components["schemas"]["ChatDeltaFunction"];
+        };
+        ChatDeltaFunction: {
+            name?: string;
+            arguments: string;
         };
         Usage: {
             completion_tokens: number;
@@ -679,7 +805,24 @@ export interface components {
         };
         CompletionRequest: {
             prompt: components["schemas"]["Prompt"];
+        } & components["schemas"]["CompletionFields"];
+        /** @description The fields of the native completion besides the prompt (shared with infill). */
+        CompletionFields: {
             model?: string | null;
+            /**
+             * @description Completions per prompt (POST /v1/completions); at most the number of slots, as
+             *     llama-server's n_cmpl.
+             */
+            n?: number | null;
+            /** @description OpenAI's name for n_probs (n_probs wins). */
+            logprobs?: number | null;
+            stream_options?: components["schemas"]["StreamOptions"];
+            /** @description Refused when true by POST /v1/completions, as llama-server does. */
+            echo?: boolean | null;
+            /** @description Refused by POST /v1/completions, as llama-server does. */
+            best_of?: number | null;
+            /** @description Refused by POST /v1/completions, as llama-server does (see POST /infill). */
+            suffix?: string | null;
             /** @description Tokens to generate; -1 means until end of generation or a full context. */
             n_predict?: number | null;
             /** @description Alias of n_predict (n_predict wins). */
@@ -778,10 +921,11 @@ export interface components {
         };
         /**
          * @description A string, or an array of token ids and strings forming one prompt (strings are tokenized
-         *     in place; only a leading string gets BOS). An array of several strings (several prompts
-         *     in llama-server) is rejected.
+         *     in place; only a leading string gets BOS). An array of strings, or of such arrays, holds
+         *     several prompts: POST /v1/completions answers each, the native endpoints refuse them.
          */
-        Prompt: string | components["schemas"]["PromptPiece"][];
+        Prompt: string | components["schemas"]["PromptElement"][];
+        PromptElement: number | string | components["schemas"]["PromptPiece"][];
         PromptPiece: number | string;
         /** @description A partial result of a native completion stream. */
         CompletionChunk: {
@@ -925,6 +1069,150 @@ export interface components {
         };
         StreamLookupResponse: {
             streams: components["schemas"]["StreamStatus"][];
+        };
+        /** @description A text_completion, and each event of its stream. */
+        OAICompletionResponse: {
+            choices: components["schemas"]["OAICompletionChoice"][];
+            /** Format: int64 */
+            created: number;
+            model: string;
+            system_fingerprint: string;
+            /** @example text_completion */
+            object: string;
+            usage?: components["schemas"]["Usage"];
+            id: string;
+            timings?: components["schemas"]["Timings"];
+        };
+        OAICompletionChoice: {
+            text: string;
+            index: number;
+            logprobs: components["schemas"]["OAICompletionLogprobs"];
+            /** @description "stop", "length", or null until the last event of a stream. */
+            finish_reason: string | null;
+        };
+        /** @description With "logprobs", each token's probabilities, as llama-server writes them. */
+        OAICompletionLogprobs: {
+            content: components["schemas"]["TokenProbability"][];
+        } | null;
+        InfillRequest: components["schemas"]["CompletionFields"] & components["schemas"]["InfillFields"];
+        InfillFields: {
+            /** @description Text placed after the prefix, where generation continues; defaults to "". */
+            prompt?: string | null;
+            input_prefix: components["schemas"]["InfillText"];
+            input_suffix: components["schemas"]["InfillText"];
+            /** @description Other files for context, placed before the prefix as far as the context allows. */
+            input_extra?: components["schemas"]["InfillChunk"][] | null;
+        };
+        /** @description Text (special-token text is not parsed), or an array of token ids and strings. */
+        InfillText: string | components["schemas"]["PromptPiece"][];
+        InfillChunk: {
+            /** @description Defaults to "tmp". */
+            filename?: string | null;
+            text: string;
+        };
+        AnthropicMessagesRequest: {
+            model?: string | null;
+            /** @description Defaults to 4096, as llama-server. */
+            max_tokens?: number | null;
+            system?: components["schemas"]["AnthropicSystem"];
+            messages: components["schemas"]["AnthropicInputMessage"][];
+            stop_sequences?: string[] | null;
+            temperature?: number | null;
+            top_p?: number | null;
+            top_k?: number | null;
+            stream?: boolean | null;
+            tools?: components["schemas"]["AnthropicTool"][] | null;
+            tool_choice?: components["schemas"]["AnthropicToolChoice"];
+            /** @description Accepted; thinking follows the model and --reasoning-format. */
+            thinking?: unknown;
+            /** @description Accepted and ignored. */
+            metadata?: unknown;
+        };
+        /** @description The system prompt, a string or text blocks (joined). */
+        AnthropicSystem: (string | components["schemas"]["AnthropicContentBlock"][]) | null;
+        AnthropicInputMessage: {
+            role: string;
+            content?: components["schemas"]["AnthropicContent"];
+        };
+        /** @description A string or content blocks. */
+        AnthropicContent: (string | components["schemas"]["AnthropicContentBlock"][]) | null;
+        /**
+         * @description A content block: text {text}, tool_use {id, name, input}, tool_result {tool_use_id,
+         *     content} or image (refused: no vision). Other types are skipped, as llama-server does.
+         */
+        AnthropicContentBlock: {
+            type: string;
+            text?: string | null;
+            id?: string | null;
+            name?: string | null;
+            /** @description A tool_use block's arguments. */
+            input?: unknown;
+            tool_use_id?: string | null;
+            /** @description A tool_result block's result, a string or text blocks. */
+            content?: unknown;
+            /** @description An image block's source. */
+            source?: unknown;
+            is_error?: boolean | null;
+        };
+        AnthropicTool: {
+            name: string;
+            description?: string | null;
+            /** @description The JSON schema of the tool's input. */
+            input_schema?: unknown;
+        };
+        /** @description auto, any (some tool must be called), tool (the named one) or none. */
+        AnthropicToolChoice: {
+            type: string;
+            name?: string | null;
+            disable_parallel_tool_use?: boolean | null;
+        } | null;
+        AnthropicMessage: {
+            id: string;
+            /** @example message */
+            type: string;
+            /** @example assistant */
+            role: string;
+            content: components["schemas"]["AnthropicOutputBlock"][];
+            model: string;
+            /** @description end_turn, max_tokens, tool_use (stop sequences count as end_turn, as llama-server). */
+            stop_reason: string | null;
+            stop_sequence: string | null;
+            usage: components["schemas"]["AnthropicUsage"];
+        };
+        AnthropicOutputBlock: {
+            type: string;
+            id?: string;
+            name?: string;
+            /** @description A tool_use block's arguments. */
+            input?: unknown;
+            text?: string;
+            thinking?: string;
+            signature?: string;
+        };
+        AnthropicUsage: {
+            input_tokens?: number;
+            output_tokens: number;
+        };
+        /** @description The data of one event of a messages stream; the event name is its type. */
+        AnthropicStreamEvent: {
+            type: string;
+            message?: components["schemas"]["AnthropicMessage"];
+            index?: number;
+            content_block?: components["schemas"]["AnthropicOutputBlock"];
+            delta?: components["schemas"]["AnthropicStreamDelta"];
+            usage?: components["schemas"]["AnthropicUsage"];
+        };
+        AnthropicStreamDelta: {
+            type?: string;
+            text?: string;
+            thinking?: string;
+            partial_json?: string;
+            signature?: string;
+            stop_reason?: string | null;
+            stop_sequence?: string | null;
+        };
+        AnthropicTokenCount: {
+            input_tokens: number;
         };
         ApplyTemplateRequest: {
             messages: components["schemas"]["ChatMessage"][];
@@ -1308,6 +1596,116 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["CompletionResponse"];
                     "text/event-stream": components["schemas"]["CompletionChunk"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    createOAICompletion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CompletionRequest"];
+            };
+        };
+        responses: {
+            /**
+             * @description A text_completion, or with `"stream": true` a stream of `data: {chunk}` events whose
+             *     last one has the finish_reason, usage and timings, then `data: [DONE]`.
+             */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAICompletionResponse"];
+                    "text/event-stream": components["schemas"]["OAICompletionResponse"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    createInfill: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InfillRequest"];
+            };
+        };
+        responses: {
+            /** @description As POST /completion. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompletionResponse"];
+                    "text/event-stream": components["schemas"]["CompletionChunk"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    createAnthropicMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AnthropicMessagesRequest"];
+            };
+        };
+        responses: {
+            /**
+             * @description A message, or with `"stream": true` the events message_start, content_block_start,
+             *     content_block_delta, content_block_stop, message_delta and message_stop (each as
+             *     `event: NAME` and `data: {...}`).
+             */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnthropicMessage"];
+                    "text/event-stream": components["schemas"]["AnthropicStreamEvent"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    countAnthropicTokens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AnthropicMessagesRequest"];
+            };
+        };
+        responses: {
+            /** @description The token count. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnthropicTokenCount"];
                 };
             };
             default: components["responses"]["Error"];

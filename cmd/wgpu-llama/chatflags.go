@@ -1,0 +1,35 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+
+	"github.com/wgpu-llama/wgpu-llama/model/chat/toolcall"
+	"github.com/wgpu-llama/wgpu-llama/server"
+)
+
+// chatFlags are serve's flags for what the model writes: reasoning and infill prompts.
+type chatFlags struct {
+	reasoningFormat string
+	reasoningBudget int
+	spmInfill       bool
+}
+
+func (c *chatFlags) register(fs *flag.FlagSet) {
+	stringVar(fs, &c.reasoningFormat, "auto", "what chat answers do with <think> blocks: none (leave them in the content), deepseek or auto (move them to reasoning_content), deepseek-legacy", "reasoning-format")
+	intVar(fs, &c.reasoningBudget, -1, "thinking budget: -1 unrestricted, 0 disables thinking (templates see enable_thinking false)", "reasoning-budget")
+	fs.BoolVar(&c.spmInfill, "spm-infill", false, "put the suffix before the prefix in /infill prompts (suffix/prefix/middle order)")
+}
+
+// apply checks the flags and sets them in cfg.
+func (c chatFlags) apply(cfg *server.Config) error {
+	rf, err := toolcall.ParseReasoningFormat(c.reasoningFormat)
+	if err != nil {
+		return fmt.Errorf("--reasoning-format: %w", err)
+	}
+	if c.reasoningBudget != -1 && c.reasoningBudget != 0 {
+		return fmt.Errorf("--reasoning-budget: only -1 (unrestricted) and 0 (no thinking) are supported, got %d", c.reasoningBudget)
+	}
+	cfg.ReasoningFormat, cfg.DisableThinking, cfg.SPMInfill = rf, c.reasoningBudget == 0, c.spmInfill
+	return nil
+}

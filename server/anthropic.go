@@ -1,0 +1,373 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/go-faster/jx"
+
+	"github.com/wgpu-llama/wgpu-llama/engine"
+	"github.com/wgpu-llama/wgpu-llama/gen"
+	"github.com/wgpu-llama/wgpu-llama/model/chat/toolcall"
+)
+
+// anthropicMaxTokens is llama-server's max_tokens when a messages request has none (Anthropic
+// requires the field; llama-server is lenient).
+const anthropicMaxTokens = 4096
+
+// errNoVision is llama-server's answer to an image it cannot see (no multimodal projector).
+var errNoVision = invalidRequest("image input is not supported - hint: if this is unexpected, you may need to provide the mmproj")
+
+// CreateAnthropicMessage implements POST /v1/messages, Anthropic's Messages API, as a message or
+// as Anthropic's event stream.
+func (s *Server) CreateAnthropicMessage(ctx context.Context, req *gen.AnthropicMessagesRequest, w http.ResponseWriter) error {
+	m := s.model()
+	if m == nil {
+		return errLoading
+	}
+	g, err := anthropicGeneration(m, req)
+	if err != nil {
+		return err
+	}
+	pl, err := m.plan(g, s.cfg)
+	if err != nil {
+		return err
+	}
+	model := req.Model.Or("")
+	if model == "" {
+		model = m.name
+	}
+	ch, err := m.backend.Submit(ctx, engine.Task{Prompt: pl.prompt, Params: pl.params})
+	if err != nil {
+		return submitError(err, len(pl.prompt), m.info.NCtx)
+	}
+	defer drain(ch)
+	fail := func(err error) *apiError { return submitError(err, len(pl.prompt), m.info.NCtx) }
+	parsed := toolcall.NewStream(pl.syntax, newToolCallID)
+	id := newChatID()
+
+	if !g.stream {
+		var c completion
+		final, err := c.collect(ctx, ch)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fail(err)
+		}
+		noteTokens(ctx, final.TokensEvaluated, final.TokensPredicted)
+		parsed.Add(c.content.String())
+		msg, _ := parsed.Finish()
+		out := anthropicMessage(id, model, final)
+		out.Content = anthropicBlocks(msg)
+		out.StopReason = gen.NewNilString(stopReason(final.StopType, msg))
+		return writeJSON(w, &out)
+	}
+
+	sse := newSSE(w)
+	as := anthropicStream{sse: sse}
+	for {
+		res, err := nextResult(ctx, ch)
+		if err == nil && res.Err != nil {
+			err = res.Err
+		}
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil && !sse.started:
+			return fail(err)
+		case err != nil:
+			ae := fail(err)
+			s.noteError(ctx, ae)
+			body := ae.body()
+			_ = sse.event("error", &body.Error)
+			return nil
+		}
+		if !as.begun {
+			start := anthropicMessage(id, model, res)
+			start.Usage.OutputTokens = 0
+			start.StopReason, start.StopSequence = gen.NilString{Null: true}, gen.NilString{Null: true}
+			if as.send(gen.AnthropicStreamEvent{Type: "message_start", Message: gen.NewOptAnthropicMessage(start)}) != nil {
+				return nil
+			}
+			as.begun = true
+		}
+		deltas := parsed.Add(res.Text)
+		var msg toolcall.Message
+		if res.Stop {
+			var last []toolcall.Delta
+			msg, last = parsed.Finish()
+			deltas = append(deltas, last...)
+		}
+		if as.deltas(deltas, parsed.Message()) != nil {
+			return nil
+		}
+		if !res.Stop {
+			continue
+		}
+		noteTokens(ctx, res.TokensEvaluated, res.TokensPredicted)
+		_ = as.finish(msg, res)
+		return nil
+	}
+}
+
+// CountAnthropicTokens implements POST /v1/messages/count_tokens: the prompt a messages request
+// would be rendered to, in tokens.
+func (s *Server) CountAnthropicTokens(_ context.Context, req *gen.AnthropicMessagesRequest) (*gen.AnthropicTokenCount, error) {
+	m := s.model()
+	if m == nil {
+		return nil, errLoading
+	}
+	g, err := anthropicGeneration(m, req)
+	if err != nil {
+		return nil, err
+	}
+	pl, err := m.plan(g, s.cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &gen.AnthropicTokenCount{InputTokens: len(pl.prompt)}, nil
+}
+
+// anthropicGeneration converts a messages request to a chat generation as llama-server's
+// convert_anthropic_to_oai: the system text becomes a system message; text blocks become text
+// parts, tool_use blocks tool calls and tool_result blocks "tool" messages after their message;
+// tools take their input_schema as parameters; other block types are skipped.
+func anthropicGeneration(m *loaded, req *gen.AnthropicMessagesRequest) (chatGeneration, error) {
+	var msgs []gen.ChatMessage
+	if sys, ok := req.System.Get(); ok {
+		text := sys.String
+		if !sys.IsString() {
+			text = ""
+			for _, b := range sys.AnthropicContentBlockArray {
+				if b.Type == "text" {
+					text += b.Text.Or("")
+				}
+			}
+		}
+		msgs = append(msgs, gen.ChatMessage{Role: "system", Content: gen.NewOptNilChatMessageContent(gen.NewStringChatMessageContent(text))})
+	}
+	if len(req.Messages) == 0 {
+		return chatGeneration{}, invalidRequest("'messages' must hold at least one message")
+	}
+	for i, am := range req.Messages {
+		content, ok := am.Content.Get()
+		switch {
+		case !ok && am.Role == "assistant":
+			continue
+		case !ok:
+			msgs = append(msgs, gen.ChatMessage{Role: am.Role})
+			continue
+		case content.IsString():
+			msgs = append(msgs, gen.ChatMessage{Role: am.Role, Content: gen.NewOptNilChatMessageContent(gen.NewStringChatMessageContent(content.String))})
+			continue
+		}
+		var parts []gen.ChatContentPart
+		var calls []gen.ChatToolCall
+		var results []gen.ChatMessage
+		for j, b := range content.AnthropicContentBlockArray {
+			switch b.Type {
+			case "text":
+				parts = append(parts, gen.ChatContentPart{Type: "text", Text: gen.NewOptString(b.Text.Or(""))})
+			case "image":
+				return chatGeneration{}, errNoVision
+			case "tool_use":
+				args := jx.Raw("{}")
+				if !isNull(b.Input) {
+					var buf bytes.Buffer
+					if err := json.Compact(&buf, b.Input); err != nil || jx.Raw(buf.Bytes()).Type() != jx.Object {
+						return chatGeneration{}, invalidRequest("messages[%d].content[%d].input must be an object", i, j)
+					}
+					args = buf.Bytes()
+				}
+				calls = append(calls, gen.ChatToolCall{
+					ID: gen.NewOptNilString(b.ID.Or("")), Type: "function",
+					Function: gen.ChatToolCallFunction{Name: b.Name.Or(""), Arguments: args},
+				})
+			case "tool_result":
+				text, err := toolResultText(b.Content)
+				if err != nil {
+					return chatGeneration{}, invalidRequest("messages[%d].content[%d].content: %v", i, j, err)
+				}
+				results = append(results, gen.ChatMessage{
+					Role:       "tool",
+					ToolCallID: gen.NewOptNilString(b.ToolUseID.Or("")),
+					Content:    gen.NewOptNilChatMessageContent(gen.NewStringChatMessageContent(text)),
+				})
+			}
+		}
+		if len(parts) > 0 || len(calls) > 0 {
+			msg := gen.ChatMessage{Role: am.Role, Content: gen.NewOptNilChatMessageContent(gen.NewStringChatMessageContent(""))}
+			if len(parts) > 0 {
+				msg.Content = gen.NewOptNilChatMessageContent(gen.NewChatContentPartArrayChatMessageContent(parts))
+			}
+			if len(calls) > 0 {
+				msg.ToolCalls = gen.NewOptNilChatToolCallArray(calls)
+			}
+			msgs = append(msgs, msg)
+		}
+		msgs = append(msgs, results...)
+	}
+
+	var tools gen.ChatTools
+	if list, ok := req.Tools.Get(); ok {
+		for _, t := range list {
+			params := t.InputSchema
+			if isNull(params) {
+				params = jx.Raw("{}")
+			}
+			tools = append(tools, gen.ChatTool{Type: "function", Function: gen.ChatToolFunction{
+				Name: t.Name, Description: gen.NewOptNilString(t.Description.Or("")), Parameters: params,
+			}})
+		}
+	}
+	choice, err := anthropicToolChoice(req.ToolChoice)
+	if err != nil {
+		return chatGeneration{}, err
+	}
+	g := chatGeneration{
+		chatRequest: chatRequest{messages: msgs, addGenerationPrompt: true},
+		toolChoice:  choice,
+		stream:      req.Stream.Or(false),
+	}
+	if len(tools) > 0 {
+		g.tools = gen.NewOptNilChatTools(tools)
+	}
+	nPredict := gen.NewOptNilInt(anthropicMaxTokens)
+	if _, ok := req.MaxTokens.Get(); ok {
+		nPredict = req.MaxTokens
+	}
+	g.sampling = samplingFields{
+		nPredict:    nPredict,
+		temperature: req.Temperature,
+		topK:        req.TopK,
+		topP:        req.TopP,
+		nCtx:        m.info.NCtx,
+		tok:         m.tok,
+	}
+	if stops, ok := req.StopSequences.Get(); ok {
+		g.sampling.stop = gen.NewOptNilStop(gen.NewStringArrayStop(stops))
+	}
+	return g, nil
+}
+
+// toolResultText is a tool_result's content: a string, or its text blocks joined.
+func toolResultText(raw jx.Raw) (string, error) {
+	switch {
+	case isNull(raw):
+		return "", nil
+	case raw.Type() == jx.String:
+		return jx.DecodeBytes(raw).Str()
+	case raw.Type() == jx.Array:
+		var blocks []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(raw, &blocks); err != nil {
+			return "", err
+		}
+		text := ""
+		for _, b := range blocks {
+			if b.Type == "image" {
+				return "", errNoVision
+			}
+			if b.Type == "text" {
+				text += b.Text
+			}
+		}
+		return text, nil
+	}
+	return "", errString("must be a string or an array of content blocks")
+}
+
+// errString is an error with a fixed message.
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+// anthropicToolChoice maps Anthropic's tool_choice to OpenAI's: auto, any (some tool must be
+// called, llama-server's "required"), tool (llama-server also maps it to "required"; here the
+// named tool is required) and none.
+func anthropicToolChoice(tc gen.OptNilAnthropicToolChoice) (jx.Raw, error) {
+	c, ok := tc.Get()
+	if !ok {
+		return nil, nil
+	}
+	switch c.Type {
+	case "auto":
+		return jx.Raw(`"auto"`), nil
+	case "any":
+		return jx.Raw(`"required"`), nil
+	case "none":
+		return jx.Raw(`"none"`), nil
+	case "tool":
+		name, ok := c.Name.Get()
+		if !ok || name == "" {
+			return nil, invalidRequest("'tool_choice' of type \"tool\" needs a 'name'")
+		}
+		fn, _ := json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": name}})
+		return fn, nil
+	}
+	return nil, invalidRequest("'tool_choice' type must be \"auto\", \"any\", \"tool\" or \"none\" (got %q)", c.Type)
+}
+
+// anthropicMessage is the message object for a final result, without content.
+func anthropicMessage(id, model string, res engine.Result) gen.AnthropicMessage {
+	return gen.AnthropicMessage{
+		ID:           id,
+		Type:         "message",
+		Role:         "assistant",
+		Content:      []gen.AnthropicOutputBlock{},
+		Model:        model,
+		StopSequence: stopSequence(res),
+		Usage:        gen.AnthropicUsage{InputTokens: gen.NewOptInt(res.TokensEvaluated), OutputTokens: res.TokensPredicted},
+	}
+}
+
+// stopReason is Anthropic's stop_reason as llama-server gives it: max_tokens at the token
+// limit, else tool_use when the answer calls tools and end_turn otherwise (a stop sequence
+// too, with stop_sequence set).
+func stopReason(t engine.StopType, msg toolcall.Message) string {
+	switch {
+	case t == engine.StopLimit:
+		return "max_tokens"
+	case len(msg.Calls) > 0:
+		return "tool_use"
+	}
+	return "end_turn"
+}
+
+// stopSequence is the stop string that ended generation, or null.
+func stopSequence(res engine.Result) gen.NilString {
+	if res.StoppingWord == "" {
+		return gen.NilString{Null: true}
+	}
+	return gen.NewNilString(res.StoppingWord)
+}
+
+// anthropicBlocks are a message's content blocks: thinking (with an empty signature: a local
+// model cannot sign), text, then one tool_use block per call.
+func anthropicBlocks(msg toolcall.Message) []gen.AnthropicOutputBlock {
+	out := []gen.AnthropicOutputBlock{}
+	if msg.Reasoning != "" {
+		out = append(out, gen.AnthropicOutputBlock{Type: "thinking", Thinking: gen.NewOptString(msg.Reasoning), Signature: gen.NewOptString("")})
+	}
+	if msg.Content != "" {
+		out = append(out, gen.AnthropicOutputBlock{Type: "text", Text: gen.NewOptString(msg.Content)})
+	}
+	for _, c := range msg.Calls {
+		out = append(out, gen.AnthropicOutputBlock{Type: "tool_use", ID: gen.NewOptString(c.ID), Name: gen.NewOptString(c.Name), Input: toolInput(c.Arguments)})
+	}
+	return out
+}
+
+// toolInput is a call's arguments as a JSON object; arguments that are not one give {}, as
+// llama-server.
+func toolInput(args string) jx.Raw {
+	if !json.Valid([]byte(args)) || jx.Raw(args).Type() != jx.Object {
+		return jx.Raw("{}")
+	}
+	return jx.Raw(args)
+}

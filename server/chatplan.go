@@ -1,0 +1,220 @@
+package server
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/go-faster/jx"
+
+	"github.com/wgpu-llama/wgpu-llama/engine"
+	"github.com/wgpu-llama/wgpu-llama/engine/grammar"
+	"github.com/wgpu-llama/wgpu-llama/gen"
+	"github.com/wgpu-llama/wgpu-llama/model/chat"
+	"github.com/wgpu-llama/wgpu-llama/model/chat/toolcall"
+)
+
+// chatPlan is a chat request made ready for the engine: the prompt, the sampling settings (with
+// any grammar that forces a tool call) and how to read the output.
+type chatPlan struct {
+	prompt []int32
+	params engine.Params
+	syntax toolcall.Syntax
+}
+
+// chatGeneration is a chat request as the chat endpoints (OpenAI's and Anthropic's) share it.
+type chatGeneration struct {
+	chatRequest
+	toolChoice      jx.Raw // OpenAI's tool_choice
+	parallel        bool
+	reasoningFormat gen.OptNilString
+	stream          bool
+	sampling        samplingFields
+}
+
+// toolChoice is how far the model must call tools.
+type toolChoice int
+
+const (
+	choiceAuto toolChoice = iota
+	choiceNone
+	choiceRequired
+)
+
+// plan prepares a chat generation as llama-server's oaicompat_chat_params_parse and
+// common_chat_templates_apply do: the output format comes from the template and the tools; the
+// generic format adds its instruction to the system message; with tools that must be called (or
+// the generic format) the output is constrained by a grammar; a prompt that ends inside an open
+// <think> block starts the output in reasoning, or is closed when thinking is off.
+func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
+	var pl chatPlan
+	in, err := g.input()
+	if err != nil {
+		return pl, err
+	}
+	tools, err := toolList(g.tools)
+	if err != nil {
+		return pl, err
+	}
+	choice, tools, err := parseToolChoice(g.toolChoice, tools)
+	if err != nil {
+		return pl, err
+	}
+	callable := len(tools) > 0 && choice != choiceNone
+	if callable && strings.TrimSpace(g.sampling.grammar.Or("")) != "" {
+		return pl, invalidRequest("Cannot use custom grammar constraints with tools.")
+	}
+	schema, field, err := g.sampling.schema()
+	if err != nil {
+		return pl, err
+	}
+	format := toolcall.Detect(l.template.Source, tools, choice == choiceNone, schema != nil)
+
+	reasoning := cfg.ReasoningFormat
+	if name, ok := g.reasoningFormat.Get(); ok {
+		if reasoning, err = toolcall.ParseReasoningFormat(name); err != nil {
+			return pl, invalidRequest("'reasoning_format': %v", err)
+		}
+	}
+	thinking := !cfg.DisableThinking
+	if in.Kwargs, thinking, err = thinkingKwargs(in.Kwargs, thinking, cfg.DisableThinking); err != nil {
+		return pl, err
+	}
+	if format == toolcall.Generic {
+		in.Messages = withSystem(in.Messages, toolcall.GenericInstruction)
+	}
+	text, err := l.renderChat(in)
+	if err != nil {
+		return pl, err
+	}
+	forcedOpen := false
+	if strings.HasSuffix(text, "<think>\n") || strings.HasSuffix(text, "<think>") {
+		if thinking {
+			forcedOpen = true
+		} else {
+			text += "</think>"
+		}
+	}
+
+	if pl.params, err = g.sampling.params(); err != nil {
+		return pl, err
+	}
+	if c, ok := toolcall.NewConstraint(format, tools, choice == choiceRequired, g.parallel, forcedOpen, json.RawMessage(schema)); ok {
+		src, err := grammar.FromJSONSchema(c.Schema)
+		if err != nil {
+			if schema != nil {
+				return pl, invalidRequest("%s: %v", quoteField(field), err)
+			}
+			return pl, invalidRequest("'tools': %v", err)
+		}
+		if pl.params.Grammar, err = grammar.Parse(c.Grammar(src)); err != nil {
+			return pl, invalidRequest("'tools': %v", err)
+		}
+	}
+	pl.prompt = tokenize(l.tok, text)
+	pl.syntax = toolcall.Syntax{
+		Format:             format,
+		Reasoning:          reasoning,
+		ReasoningInContent: g.stream && reasoning == toolcall.ReasoningDeepseekLegacy,
+		ThinkingForcedOpen: forcedOpen,
+		ParseToolCalls:     callable,
+	}
+	return pl, nil
+}
+
+// toolList reads the request's tools for the parsers and grammars.
+func toolList(tools gen.OptNilChatTools) ([]toolcall.Tool, error) {
+	list, _ := tools.Get()
+	out := make([]toolcall.Tool, 0, len(list))
+	for i, t := range list {
+		if t.Type != "function" {
+			return nil, invalidRequest("tools[%d]: tool type %q is not supported (only \"function\")", i, t.Type)
+		}
+		var params json.RawMessage
+		if !isNull(t.Function.Parameters) {
+			params = json.RawMessage(t.Function.Parameters)
+		}
+		out = append(out, toolcall.Tool{Name: t.Function.Name, Description: t.Function.Description.Or(""), Parameters: params})
+	}
+	return out, nil
+}
+
+// parseToolChoice reads OpenAI's tool_choice: "auto", "none", "required", or
+// {"type": "function", "function": {"name": NAME}}, which requires that tool (only it is
+// offered to the grammar; llama-server takes such an object as "auto").
+func parseToolChoice(raw jx.Raw, tools []toolcall.Tool) (toolChoice, []toolcall.Tool, error) {
+	if isNull(raw) {
+		return choiceAuto, tools, nil
+	}
+	switch raw.Type() {
+	case jx.String:
+		s, _ := jx.DecodeBytes(raw).Str()
+		switch s {
+		case "auto":
+			return choiceAuto, tools, nil
+		case "none":
+			return choiceNone, tools, nil
+		case "required":
+			return choiceRequired, tools, nil
+		}
+		return 0, nil, invalidRequest("Invalid tool_choice: %s", s)
+	case jx.Object:
+		var obj struct {
+			Type     string `json:"type"`
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		}
+		if err := json.Unmarshal(raw, &obj); err != nil || obj.Type != "function" || obj.Function.Name == "" {
+			return 0, nil, invalidRequest(`'tool_choice' must be "auto", "none", "required" or {"type": "function", "function": {"name": ...}}`)
+		}
+		for _, t := range tools {
+			if t.Name == obj.Function.Name {
+				return choiceRequired, []toolcall.Tool{t}, nil
+			}
+		}
+		return 0, nil, invalidRequest("'tool_choice' names the function %q, which is not in 'tools'", obj.Function.Name)
+	}
+	return 0, nil, invalidRequest(`'tool_choice' must be "auto", "none", "required" or {"type": "function", "function": {"name": ...}}`)
+}
+
+// thinkingKwargs applies --reasoning-budget 0 (thinking off) to the template variables as
+// llama-server does, unless the request sets enable_thinking itself, and reports whether
+// thinking is on.
+func thinkingKwargs(kwargs json.RawMessage, thinking, disable bool) (json.RawMessage, bool, error) {
+	var kw map[string]json.RawMessage
+	if len(kwargs) > 0 {
+		if err := json.Unmarshal(kwargs, &kw); err != nil {
+			return nil, false, invalidRequest("'chat_template_kwargs' must be an object")
+		}
+	}
+	if v, ok := kw["enable_thinking"]; ok {
+		var b bool
+		if json.Unmarshal(v, &b) == nil {
+			return kwargs, b, nil
+		}
+		return kwargs, thinking, nil
+	}
+	if !disable {
+		return kwargs, thinking, nil
+	}
+	if kw == nil {
+		kw = map[string]json.RawMessage{}
+	}
+	kw["enable_thinking"] = json.RawMessage("false")
+	out, err := json.Marshal(kw) // keys sorted, as kwargsJSON writes them
+	if err != nil {
+		return nil, false, err
+	}
+	return out, false, nil
+}
+
+// withSystem adds text to the system message, or starts the conversation with one (minja's
+// add_system, which llama.cpp's generic format uses).
+func withSystem(msgs []chat.Message, text string) []chat.Message {
+	out := append([]chat.Message(nil), msgs...)
+	if len(out) > 0 && out[0].Role == "system" {
+		out[0].Content += "\n\n" + text
+		return out
+	}
+	return append([]chat.Message{{Role: "system", Content: text}}, out...)
+}

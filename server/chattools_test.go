@@ -1,0 +1,246 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go"
+)
+
+// Templates that select each tool-call format (the markers llama.cpp looks for in the source).
+const (
+	hermesTemplate = `{%- for m in messages %}<|im_start|>{{ m.role }}
+{{ m.content }}<|im_end|>
+{% endfor %}{%- if tools %}<tools>{{ tools | tojson }}</tools> answer with <tool_call>{"name": ..., "arguments": ...}</tool_call>
+{% endif %}{%- if add_generation_prompt %}<|im_start|>assistant
+{% endif %}`
+	llama3Template  = `{# <|start_header_id|>ipython<|end_header_id|> #}` + hermesFreeTemplate
+	mistralTemplate = `{# [TOOL_CALLS] #}` + hermesFreeTemplate
+	// hermesFreeTemplate is plain ChatML without any tool marker.
+	hermesFreeTemplate = `{%- for m in messages %}<|im_start|>{{ m.role }}
+{{ m.content }}<|im_end|>
+{% endfor %}{%- if add_generation_prompt %}<|im_start|>assistant
+{% endif %}`
+
+	weatherTools = `"tools":[
+		{"type":"function","function":{"name":"get_weather","description":"Weather of a city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}},
+		{"type":"function","function":{"name":"get_time","parameters":{"type":"object","properties":{}}}}]`
+)
+
+// hermesOutput is a Hermes 2 Pro answer in pieces: text, then a tool call split mid-tag;
+// hermesCall is the call alone.
+var (
+	hermesOutput = []string{"Let me check.", "\n<tool", "_call>\n{\"name\": \"get_", "weather\", \"arguments\": {\"city\": ", "\"Pa", "ris\"}}\n</tool_call>"}
+	hermesCall   = []string{"<tool_call>\n{\"name\": \"get_weather\", ", "\"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"}
+)
+
+func weatherParams() openai.ChatCompletionNewParams {
+	return openai.ChatCompletionNewParams{
+		Model:    "stories260K",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Paris?")},
+		Tools: []openai.ChatCompletionToolParam{{
+			Function: openai.FunctionDefinitionParam{
+				Name:        "get_weather",
+				Description: openai.String("Weather of a city"),
+				Parameters: openai.FunctionParameters{
+					"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []string{"city"},
+				},
+			},
+		}},
+	}
+}
+
+// TestChatToolCallsClient checks tool calls end to end with the openai-go client: a fake model
+// writes a Hermes 2 Pro tool call, which comes back as tool_calls, whole and streamed.
+func TestChatToolCallsClient(t *testing.T) {
+	h := newTemplateHarness(t, hermesTemplate, nil)
+	h.fake.output = hermesOutput
+	ts := httptest.NewServer(h.h)
+	defer ts.Close()
+	client := openaiClient(ts.URL)
+	ctx := context.Background()
+
+	resp, err := client.Chat.Completions.New(ctx, weatherParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := resp.Choices[0]
+	if ch.FinishReason != "tool_calls" || ch.Message.Content != "Let me check.\n" || len(ch.Message.ToolCalls) != 1 {
+		t.Fatalf("choice %s", ch.RawJSON())
+	}
+	call := ch.Message.ToolCalls[0]
+	if call.Type != "function" || call.Function.Name != "get_weather" || call.Function.Arguments != `{"city":"Paris"}` || len(call.ID) != 32 {
+		t.Errorf("tool call %s", call.RawJSON())
+	}
+	if !strings.Contains(h.fake.tok.Detokenize(h.fake.lastTask(t).Prompt, false, true), `<tools>[{"type": "function", "function": {"name": "get_weather"`) {
+		t.Error("the template did not render the tools")
+	}
+	if h.fake.lastTask(t).Params.Grammar != nil {
+		t.Error("tool_choice auto constrains a Hermes model's output")
+	}
+
+	stream := client.Chat.Completions.NewStreaming(ctx, weatherParams())
+	var acc openai.ChatCompletionAccumulator
+	var toolChunks []openai.ChatCompletionChunkChoiceDeltaToolCall
+	for stream.Next() {
+		c := stream.Current()
+		acc.AddChunk(c)
+		if len(c.Choices) == 0 {
+			continue
+		}
+		d := c.Choices[0].Delta
+		if strings.ContainsAny(d.Content, "<{") {
+			t.Errorf("tool-call markup streamed as content: %q", d.Content)
+		}
+		toolChunks = append(toolChunks, d.ToolCalls...)
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	got := acc.Choices[0]
+	if got.FinishReason != "tool_calls" || got.Message.Content != "Let me check.\n" || len(got.Message.ToolCalls) != 1 ||
+		got.Message.ToolCalls[0].Function.Name != "get_weather" || got.Message.ToolCalls[0].Function.Arguments != `{"city":"Paris"}` {
+		t.Fatalf("accumulated %s", got.RawJSON())
+	}
+	// The call is announced (index, id, type, name, no arguments), then its arguments follow.
+	if len(toolChunks) < 3 {
+		t.Fatalf("%d tool-call chunks", len(toolChunks))
+	}
+	first := toolChunks[0]
+	if first.ID == "" || first.Type != "function" || first.Function.Name != "get_weather" || first.Function.Arguments != "" {
+		t.Errorf("first tool-call chunk %s", first.RawJSON())
+	}
+	for _, c := range toolChunks[1:] {
+		if c.Index != 0 || c.ID != "" || c.Function.Name != "" || c.Function.Arguments == "" {
+			t.Errorf("argument chunk %s", c.RawJSON())
+		}
+	}
+}
+
+// TestChatToolFormats checks each format end to end: the model output and the request's tool
+// settings give the expected message, finish reason and output constraint.
+func TestChatToolFormats(t *testing.T) {
+	tests := []struct {
+		name, template string
+		output         []string
+		extra          string // more request fields
+		wantContent    any    // string or nil (null)
+		wantCalls      string // name:arguments:id of the calls, ";"-separated ("*" id: generated)
+		wantFinish     string
+		grammarHas     []string // substrings of the output grammar; nil: no grammar
+		promptHas      string
+	}{
+		{name: "llama3", template: llama3Template, output: []string{`{"name": "get_weather", `, `"parameters": {"city": "Paris"}}`},
+			wantContent: nil, wantCalls: `get_weather:{"city":"Paris"}:*`, wantFinish: "tool_calls"},
+		{name: "mistral", template: mistralTemplate,
+			output:      []string{"[TOOL_CALLS]", `[{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "abcDEF123"}]`},
+			wantContent: nil, wantCalls: `get_weather:{"city":"Paris"}:abcDEF123`, wantFinish: "tool_calls"},
+		{name: "generic call", output: []string{`{"tool_call": {"name": "get_weather", "arguments": {"city": "Paris"}}}`},
+			wantContent: nil, wantCalls: `get_weather:{"city":"Paris"}:*`, wantFinish: "tool_calls",
+			grammarHas: []string{`tool-call`, `response`}, promptHas: "Respond in JSON format, either with `tool_call`"},
+		{name: "generic response", output: []string{`{"response": "Sunny."}`},
+			wantContent: "Sunny.", wantFinish: "stop", grammarHas: []string{`response`}},
+		{name: "hermes tool_choice none", template: hermesTemplate, output: hermesOutput, extra: `"tool_choice":"none"`,
+			wantContent: strings.Join(hermesOutput, ""), wantFinish: "stop"},
+		{name: "hermes required", template: hermesTemplate, output: hermesCall, extra: `"tool_choice":"required"`,
+			wantContent: nil, wantCalls: `get_weather:{"city":"Paris"}:*`, wantFinish: "tool_calls",
+			grammarHas: []string{`"<tool_call>"`, `get_weather`, `get_time`}},
+		{name: "hermes named function", template: hermesTemplate, output: hermesCall,
+			extra:       `"tool_choice":{"type":"function","function":{"name":"get_weather"}},"parallel_tool_calls":true`,
+			wantContent: nil, wantCalls: `get_weather:{"city":"Paris"}:*`, wantFinish: "tool_calls", grammarHas: []string{`get_weather`, `)+`}},
+		{name: "two hermes calls", template: hermesTemplate,
+			output:      []string{`<tool_call>{"name": "get_time", "arguments": {}}</tool_call>`, "\n", `<function=get_weather>{"city": "Rome"}</function>`},
+			wantContent: nil, wantCalls: `get_time:{}:*;get_weather:{"city":"Rome"}:*`, wantFinish: "tool_calls"},
+		// Cut short, the call does not parse: the whole text is content, as in llama-server.
+		{name: "cut-off call", template: hermesTemplate, output: hermesOutput, extra: `"max_tokens":3`,
+			wantContent: strings.Join(hermesOutput[:3], ""), wantFinish: "length"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newTemplateHarness(t, tt.template, nil)
+			h.fake.output = tt.output
+			body := `{"messages":[{"role":"user","content":"Weather in Paris?"}],` + weatherTools
+			if tt.extra != "" {
+				body += "," + tt.extra
+			}
+			rec := h.do(t, "POST", "/v1/chat/completions", body+"}")
+			if rec.Code != http.StatusOK {
+				t.Fatalf("status %d: %s", rec.Code, rec.Body)
+			}
+			v := decodeJSON(t, rec.Body.Bytes())
+			if got := lookup(t, v, "choices.0.message.content"); got != tt.wantContent {
+				t.Errorf("content %#v, want %#v", got, tt.wantContent)
+			}
+			if got := lookup(t, v, "choices.0.finish_reason"); got != tt.wantFinish {
+				t.Errorf("finish_reason %v, want %s", got, tt.wantFinish)
+			}
+			var calls []string
+			if tc, ok := lookup(t, v, "choices.0.message").(map[string]any)["tool_calls"].([]any); ok {
+				for _, c := range tc {
+					c := c.(map[string]any)
+					fn := c["function"].(map[string]any)
+					id := c["id"].(string)
+					if len(id) == 32 && !strings.Contains(tt.wantCalls, ":"+id) {
+						id = "*"
+					}
+					calls = append(calls, fn["name"].(string)+":"+fn["arguments"].(string)+":"+id)
+					if c["type"] != "function" {
+						t.Errorf("tool call type %v", c["type"])
+					}
+				}
+			}
+			if got := strings.Join(calls, ";"); got != tt.wantCalls {
+				t.Errorf("tool calls %q, want %q", got, tt.wantCalls)
+			}
+			task := h.fake.lastTask(t)
+			switch {
+			case tt.grammarHas == nil && task.Params.Grammar != nil:
+				t.Errorf("unexpected grammar:\n%s", task.Params.Grammar.Source())
+			case tt.grammarHas != nil && task.Params.Grammar == nil:
+				t.Error("no grammar")
+			case tt.grammarHas != nil:
+				for _, s := range tt.grammarHas {
+					if !strings.Contains(task.Params.Grammar.Source(), s) {
+						t.Errorf("grammar lacks %q:\n%s", s, task.Params.Grammar.Source())
+					}
+				}
+				if tt.name == "hermes named function" && strings.Contains(task.Params.Grammar.Source(), "get_time") {
+					t.Errorf("the grammar allows another tool than the one named:\n%s", task.Params.Grammar.Source())
+				}
+			}
+			if tt.promptHas != "" && !strings.Contains(h.fake.tok.Detokenize(task.Prompt, false, true), tt.promptHas) {
+				t.Errorf("prompt lacks %q", tt.promptHas)
+			}
+		})
+	}
+}
+
+func TestChatToolErrors(t *testing.T) {
+	h := newTemplateHarness(t, hermesTemplate, nil)
+	base := `{"messages":[{"role":"user","content":"Hi"}],` + weatherTools + ","
+	for _, tt := range []struct{ body, want string }{
+		{base + `"tool_choice":"maybe"}`, "Invalid tool_choice: maybe"},
+		{base + `"tool_choice":{"type":"function","function":{"name":"get_news"}}}`, `'tool_choice' names the function "get_news", which is not in 'tools'`},
+		{base + `"tool_choice":{"type":"custom"}}`, `'tool_choice' must be "auto", "none", "required"`},
+		{base + `"grammar":"root ::= \"x\""}`, "Cannot use custom grammar constraints with tools."},
+		{base + `"logprobs":true,"stream":true}`, "logprobs is not supported with tools + stream"},
+		{base + `"reasoning_format":"loud"}`, `'reasoning_format': unknown reasoning format "loud"`},
+	} {
+		rec := h.do(t, "POST", "/v1/chat/completions", tt.body)
+		if rec.Code != http.StatusBadRequest {
+			t.Errorf("%s: status %d: %s", tt.body, rec.Code, rec.Body)
+			continue
+		}
+		if msg := lookup(t, decodeJSON(t, rec.Body.Bytes()), "error.message").(string); !strings.Contains(msg, tt.want) {
+			t.Errorf("%s: message %q, want it to contain %q", tt.body, msg, tt.want)
+		}
+	}
+	// With tool_choice "none" a grammar is fine.
+	rec := h.do(t, "POST", "/v1/chat/completions", base+`"tool_choice":"none","grammar":"root ::= \"x\"","max_tokens":1}`)
+	if rec.Code != http.StatusOK {
+		t.Errorf("grammar with tool_choice none: %d %s", rec.Code, rec.Body)
+	}
+}
