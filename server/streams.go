@@ -32,6 +32,8 @@ func (s *Server) startResumable(ctx context.Context, id string, b Backend, task 
 	switch {
 	case errors.Is(err, resumable.ErrRunning):
 		return &apiError{typ: errConflict, message: fmt.Sprintf("the stream %q is still running; DELETE /v1/stream/%s stops it", id, id)}
+	case errors.Is(err, resumable.ErrFull):
+		return &apiError{typ: errUnavailable, cause: err, message: "too many resumable streams are running; try again later"}
 	case errors.Is(err, resumable.ErrClosed):
 		return &apiError{typ: errUnavailable, cause: err, message: "the server is shutting down"}
 	case err != nil:

@@ -126,6 +126,13 @@ func (s *Session) expired(now time.Time, ttl time.Duration) bool {
 	return s.status != Running && !now.Before(s.endedAt.Add(ttl))
 }
 
+// endTime is when the session ended, and false while it runs.
+func (s *Session) endTime() (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.endedAt, s.status != Running
+}
+
 // Follow returns a reader of the session's bytes from absolute offset from on, which waits for
 // new bytes until the session ends or ctx is done. It fails with ErrDropped when from is before
 // the oldest byte held and ErrBeyondEnd when it is past the bytes written so far.

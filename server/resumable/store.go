@@ -12,6 +12,8 @@ const (
 	DefaultBufferBytes = 4 << 20
 	DefaultTTL         = 300 * time.Second
 	DefaultGCInterval  = 60 * time.Second
+	// DefaultMaxSessions bounds the memory streams may hold (at most 256 MiB of buffers).
+	DefaultMaxSessions = 64
 )
 
 var (
@@ -19,6 +21,8 @@ var (
 	ErrRunning = errors.New("resumable: a stream with this id is still running")
 	// ErrClosed reports a Start after Close.
 	ErrClosed = errors.New("resumable: the store is closed")
+	// ErrFull reports a Start while MaxSessions sessions are running.
+	ErrFull = errors.New("resumable: too many streams are running")
 )
 
 // Config sets a Store's limits; zero values take the defaults.
@@ -31,6 +35,9 @@ type Config struct {
 	GCInterval time.Duration
 	// Clock is the time source; nil is SystemClock.
 	Clock Clock
+	// MaxSessions is how many sessions the store holds at once; when it is full, a new one
+	// replaces the session that ended longest ago, or fails with ErrFull if all are running.
+	MaxSessions int
 }
 
 // Store holds sessions by id. Sessions that ended expire TTL later; a garbage collector started
@@ -59,6 +66,9 @@ func NewStore(cfg Config) *Store {
 	if cfg.Clock == nil {
 		cfg.Clock = SystemClock{}
 	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
 	return &Store{cfg: cfg, sessions: map[string]*Session{}}
 }
 
@@ -71,8 +81,12 @@ func (st *Store) Start(parent context.Context, id string) (*Session, error) {
 	if st.closed {
 		return nil, ErrClosed
 	}
-	if old, ok := st.sessions[id]; ok && old.Info().Status == Running {
+	old, replacing := st.sessions[id]
+	if replacing && old.Info().Status == Running {
 		return nil, ErrRunning
+	}
+	if !replacing && len(st.sessions) >= st.cfg.MaxSessions && !st.dropOldestEnded() {
+		return nil, ErrFull
 	}
 	s := newSession(parent, id, st.cfg.BufferBytes, st.cfg.Clock)
 	st.sessions[id] = s
@@ -82,6 +96,23 @@ func (st *Store) Start(parent context.Context, id string) (*Session, error) {
 		go st.collect(ticks, stop)
 	}
 	return s, nil
+}
+
+// dropOldestEnded removes the session that ended longest ago; it reports false when every
+// session is still running. The caller holds st.mu.
+func (st *Store) dropOldestEnded() bool {
+	oldest := ""
+	var at time.Time
+	for id, s := range st.sessions {
+		if end, ok := s.endTime(); ok && (oldest == "" || end.Before(at)) {
+			oldest, at = id, end
+		}
+	}
+	if oldest == "" {
+		return false
+	}
+	delete(st.sessions, oldest)
+	return true
 }
 
 // collect sweeps on every tick until Close.

@@ -229,3 +229,25 @@ func TestStoreCollector(t *testing.T) {
 	st.Close()
 	clock.Advance(DefaultGCInterval) // a stopped collector takes no ticks: this must not block
 }
+
+// TestStoreMaxSessions: a full store makes room by dropping the session that ended longest
+// ago, and refuses a new one while every session is still running.
+func TestStoreMaxSessions(t *testing.T) {
+	clock := NewManualClock(epoch)
+	st := NewStore(Config{Clock: clock, MaxSessions: 2})
+	t.Cleanup(st.Close)
+	a, b := mustStart(t, st, "a"), mustStart(t, st, "b")
+	if _, err := st.Start(context.Background(), "c"); !errors.Is(err, ErrFull) {
+		t.Fatalf("third stream while two run: %v, want ErrFull", err)
+	}
+	b.Cancel()
+	clock.Advance(time.Second)
+	a.Cancel()
+	mustStart(t, st, "c")
+	if _, ok := st.Get("b"); ok {
+		t.Error("the session that ended first was kept")
+	}
+	if _, ok := st.Get("a"); !ok {
+		t.Error("the session that ended last was dropped")
+	}
+}
