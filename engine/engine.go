@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/charmbracelet/log"
@@ -59,6 +60,11 @@ type Engine struct {
 	quit    chan struct{}
 	done    chan struct{}
 	closeMu sync.Once
+	taskIDs atomic.Int64
+
+	control chan *control // see control.go
+	pending []*control    // control messages waiting for their slot
+	stats   stats
 
 	slots   []*slot
 	slotCtx int // context of each slot
@@ -67,6 +73,7 @@ type Engine struct {
 
 type request struct {
 	ctx  context.Context
+	id   int // llama-server's id_task
 	task Task
 	out  chan Result
 }
@@ -162,6 +169,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		},
 		tok: m.Tokenizer, dev: dev, model: m, kv: kv, log: logger,
 		queue:   make(chan *request, 256),
+		control: make(chan *control, 16),
 		quit:    make(chan struct{}),
 		done:    make(chan struct{}),
 		slotCtx: slotCtx,
@@ -170,6 +178,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 	for i := 0; i < nSlots; i++ {
 		e.slots = append(e.slots, &slot{id: i, base: int32(i * slotCtx)})
 	}
+	e.stats.s.Start, e.stats.s.KVCapacity = time.Now(), slotCtx*nSlots
 	logger.Info("model loaded", "name", alias, "arch", c.Arch, "layers", c.NLayer, "n_embd", c.NEmbd,
 		"vocab", c.NVocab, "n_ctx", nCtx, "slots", nSlots, "type", c.FileType, "took", time.Since(start).Round(time.Millisecond))
 	go e.loop()
@@ -196,7 +205,7 @@ func (e *Engine) Submit(ctx context.Context, t Task) (<-chan Result, error) {
 			return nil, fmt.Errorf("engine: prompt token %d out of range (vocabulary %d)", id, e.info.NVocab)
 		}
 	}
-	r := &request{ctx: ctx, task: t, out: make(chan Result, 64)}
+	r := &request{ctx: ctx, id: int(e.taskIDs.Add(1) - 1), task: t, out: make(chan Result, 64)}
 	select {
 	case e.queue <- r:
 		return r.out, nil

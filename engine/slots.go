@@ -14,6 +14,7 @@ type slot struct {
 	base     int32 // first KV cache row of the region
 	cached   []int32
 	gen      *generation
+	prev     *generation // the last generation that ran here, for SlotInfo
 	lastUsed time.Time
 }
 
@@ -22,8 +23,10 @@ type slot struct {
 func (e *Engine) loop() {
 	defer close(e.done)
 	for {
+		e.runControls()
 		if !e.admit() {
 			e.failAll(ErrClosed)
+			e.failControls(ErrClosed)
 			return
 		}
 		e.turn()
@@ -51,6 +54,10 @@ func (e *Engine) admit() bool {
 		} else {
 			select {
 			case r = <-e.queue:
+			case c := <-e.control:
+				e.pending = append(e.pending, c)
+				e.runControls()
+				continue
 			case <-e.quit:
 				return false
 			}
@@ -160,6 +167,7 @@ func (e *Engine) turn() {
 		}
 		return
 	}
+	e.noteDecode(b)
 	li := 0
 	for _, r := range rows {
 		r.s.cached = append(r.s.cached, r.tokens...)
@@ -187,9 +195,10 @@ func (e *Engine) forward(b model.Batch) (logits [][]float32, err error) {
 // end delivers a generation's final result and frees its slot.
 func (e *Engine) end(s *slot, final Result) {
 	g := s.gen
+	e.noteEnd(s, final)
 	g.r.send(final)
 	close(g.r.out)
-	s.gen, s.lastUsed = nil, time.Now()
+	s.gen, s.prev, s.lastUsed = nil, g, time.Now()
 }
 
 // failAll ends every running and queued request with err (the engine is closing).

@@ -115,6 +115,9 @@ func DefaultParams() Params {
 type Task struct {
 	Prompt []int32
 	Params Params
+	// Stream records that the client streams the result; the engine only reports it (in
+	// SlotInfo, as llama-server's slot params do).
+	Stream bool
 }
 
 // StopType says why a generation ended, spelled as llama-server's stop_type.
