@@ -12,3 +12,7 @@ type CreateCompletionAliasRes interface {
 type CreateCompletionRes interface {
 	createCompletionRes()
 }
+
+type GetMetricsRes interface {
+	getMetricsRes()
+}

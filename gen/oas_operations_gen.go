@@ -12,7 +12,13 @@ const (
 	CreateCompletionAliasOperation OperationName = "CreateCompletionAlias"
 	DetokenizeOperation            OperationName = "Detokenize"
 	GetHealthOperation             OperationName = "GetHealth"
+	GetHealthAliasOperation        OperationName = "GetHealthAlias"
+	GetMetricsOperation            OperationName = "GetMetrics"
+	GetPropsOperation              OperationName = "GetProps"
+	GetSlotsOperation              OperationName = "GetSlots"
 	ListModelsOperation            OperationName = "ListModels"
 	ListModelsAliasOperation       OperationName = "ListModelsAlias"
+	SlotActionOperation            OperationName = "SlotAction"
 	TokenizeOperation              OperationName = "Tokenize"
+	UpdatePropsOperation           OperationName = "UpdateProps"
 )

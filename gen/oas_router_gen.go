@@ -26,6 +26,12 @@ var (
 	rn11AllowedHeaders = map[string]string{
 		"POST": "Content-Type",
 	}
+	rn17AllowedHeaders = map[string]string{
+		"POST": "Content-Type",
+	}
+	rn18AllowedHeaders = map[string]string{
+		"POST": "Content-Type",
+	}
 	rn3AllowedHeaders = map[string]string{
 		"POST": "Content-Type",
 	}
@@ -61,6 +67,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.notFound(w, r)
 		return
 	}
+	args := [1]string{}
 
 	// Static code generated router with unwrapped path search.
 	switch {
@@ -207,9 +214,73 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 					return
 				}
 
-			case 'm': // Prefix: "models"
+			case 'm': // Prefix: "m"
 
-				if l := len("models"); len(elem) >= l && elem[0:l] == "models" {
+				if l := len("m"); len(elem) >= l && elem[0:l] == "m" {
+					elem = elem[l:]
+				} else {
+					break
+				}
+
+				if len(elem) == 0 {
+					break
+				}
+				switch elem[0] {
+				case 'e': // Prefix: "etrics"
+
+					if l := len("etrics"); len(elem) >= l && elem[0:l] == "etrics" {
+						elem = elem[l:]
+					} else {
+						break
+					}
+
+					if len(elem) == 0 {
+						// Leaf node.
+						switch r.Method {
+						case "GET":
+							s.handleGetMetricsRequest([0]string{}, elemIsEscaped, w, r)
+						default:
+							s.notAllowed(w, r, notAllowedParams{
+								allowedMethods: "GET",
+								allowedHeaders: nil,
+								acceptPost:     "",
+								acceptPatch:    "",
+							})
+						}
+
+						return
+					}
+
+				case 'o': // Prefix: "odels"
+
+					if l := len("odels"); len(elem) >= l && elem[0:l] == "odels" {
+						elem = elem[l:]
+					} else {
+						break
+					}
+
+					if len(elem) == 0 {
+						// Leaf node.
+						switch r.Method {
+						case "GET":
+							s.handleListModelsAliasRequest([0]string{}, elemIsEscaped, w, r)
+						default:
+							s.notAllowed(w, r, notAllowedParams{
+								allowedMethods: "GET",
+								allowedHeaders: nil,
+								acceptPost:     "",
+								acceptPatch:    "",
+							})
+						}
+
+						return
+					}
+
+				}
+
+			case 'p': // Prefix: "props"
+
+				if l := len("props"); len(elem) >= l && elem[0:l] == "props" {
 					elem = elem[l:]
 				} else {
 					break
@@ -219,7 +290,33 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 					// Leaf node.
 					switch r.Method {
 					case "GET":
-						s.handleListModelsAliasRequest([0]string{}, elemIsEscaped, w, r)
+						s.handleGetPropsRequest([0]string{}, elemIsEscaped, w, r)
+					case "POST":
+						s.handleUpdatePropsRequest([0]string{}, elemIsEscaped, w, r)
+					default:
+						s.notAllowed(w, r, notAllowedParams{
+							allowedMethods: "GET,POST",
+							allowedHeaders: rn11AllowedHeaders,
+							acceptPost:     "application/json",
+							acceptPatch:    "",
+						})
+					}
+
+					return
+				}
+
+			case 's': // Prefix: "slots"
+
+				if l := len("slots"); len(elem) >= l && elem[0:l] == "slots" {
+					elem = elem[l:]
+				} else {
+					break
+				}
+
+				if len(elem) == 0 {
+					switch r.Method {
+					case "GET":
+						s.handleGetSlotsRequest([0]string{}, elemIsEscaped, w, r)
 					default:
 						s.notAllowed(w, r, notAllowedParams{
 							allowedMethods: "GET",
@@ -230,6 +327,44 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 					}
 
 					return
+				}
+				switch elem[0] {
+				case '/': // Prefix: "/"
+
+					if l := len("/"); len(elem) >= l && elem[0:l] == "/" {
+						elem = elem[l:]
+					} else {
+						break
+					}
+
+					// Param: "id_slot"
+					// Leaf parameter, slashes are prohibited
+					idx := strings.IndexByte(elem, '/')
+					if idx >= 0 {
+						break
+					}
+					args[0] = elem
+					elem = ""
+
+					if len(elem) == 0 {
+						// Leaf node.
+						switch r.Method {
+						case "POST":
+							s.handleSlotActionRequest([1]string{
+								args[0],
+							}, elemIsEscaped, w, r)
+						default:
+							s.notAllowed(w, r, notAllowedParams{
+								allowedMethods: "POST",
+								allowedHeaders: rn17AllowedHeaders,
+								acceptPost:     "application/json",
+								acceptPatch:    "",
+							})
+						}
+
+						return
+					}
+
 				}
 
 			case 't': // Prefix: "tokenize"
@@ -248,7 +383,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 					default:
 						s.notAllowed(w, r, notAllowedParams{
 							allowedMethods: "POST",
-							allowedHeaders: rn11AllowedHeaders,
+							allowedHeaders: rn18AllowedHeaders,
 							acceptPost:     "application/json",
 							acceptPatch:    "",
 						})
@@ -287,6 +422,31 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 								allowedMethods: "POST",
 								allowedHeaders: rn3AllowedHeaders,
 								acceptPost:     "application/json",
+								acceptPatch:    "",
+							})
+						}
+
+						return
+					}
+
+				case 'h': // Prefix: "health"
+
+					if l := len("health"); len(elem) >= l && elem[0:l] == "health" {
+						elem = elem[l:]
+					} else {
+						break
+					}
+
+					if len(elem) == 0 {
+						// Leaf node.
+						switch r.Method {
+						case "GET":
+							s.handleGetHealthAliasRequest([0]string{}, elemIsEscaped, w, r)
+						default:
+							s.notAllowed(w, r, notAllowedParams{
+								allowedMethods: "GET",
+								allowedHeaders: nil,
+								acceptPost:     "",
 								acceptPatch:    "",
 							})
 						}
@@ -336,7 +496,7 @@ type Route struct {
 	operationGroup string
 	pathPattern    string
 	count          int
-	args           [0]string
+	args           [1]string
 }
 
 // Name returns ogen operation name.
@@ -547,9 +707,73 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 					}
 				}
 
-			case 'm': // Prefix: "models"
+			case 'm': // Prefix: "m"
 
-				if l := len("models"); len(elem) >= l && elem[0:l] == "models" {
+				if l := len("m"); len(elem) >= l && elem[0:l] == "m" {
+					elem = elem[l:]
+				} else {
+					break
+				}
+
+				if len(elem) == 0 {
+					break
+				}
+				switch elem[0] {
+				case 'e': // Prefix: "etrics"
+
+					if l := len("etrics"); len(elem) >= l && elem[0:l] == "etrics" {
+						elem = elem[l:]
+					} else {
+						break
+					}
+
+					if len(elem) == 0 {
+						// Leaf node.
+						switch method {
+						case "GET":
+							r.name = GetMetricsOperation
+							r.summary = "Prometheus metrics (text format 0.0.4): llama-server's llamacpp:* series and wgpu-llama's\nown wgpu_llama_* series; 501 unless the server runs with --metrics.\n"
+							r.operationID = "getMetrics"
+							r.operationGroup = ""
+							r.pathPattern = "/metrics"
+							r.args = args
+							r.count = 0
+							return r, true
+						default:
+							return
+						}
+					}
+
+				case 'o': // Prefix: "odels"
+
+					if l := len("odels"); len(elem) >= l && elem[0:l] == "odels" {
+						elem = elem[l:]
+					} else {
+						break
+					}
+
+					if len(elem) == 0 {
+						// Leaf node.
+						switch method {
+						case "GET":
+							r.name = ListModelsAliasOperation
+							r.summary = "Alias of GET /v1/models."
+							r.operationID = "listModelsAlias"
+							r.operationGroup = ""
+							r.pathPattern = "/models"
+							r.args = args
+							r.count = 0
+							return r, true
+						default:
+							return
+						}
+					}
+
+				}
+
+			case 'p': // Prefix: "props"
+
+				if l := len("props"); len(elem) >= l && elem[0:l] == "props" {
 					elem = elem[l:]
 				} else {
 					break
@@ -559,17 +783,86 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 					// Leaf node.
 					switch method {
 					case "GET":
-						r.name = ListModelsAliasOperation
-						r.summary = "Alias of GET /v1/models."
-						r.operationID = "listModelsAlias"
+						r.name = GetPropsOperation
+						r.summary = "The server's settings, the model's chat template and the default generation settings."
+						r.operationID = "getProps"
 						r.operationGroup = ""
-						r.pathPattern = "/models"
+						r.pathPattern = "/props"
+						r.args = args
+						r.count = 0
+						return r, true
+					case "POST":
+						r.name = UpdatePropsOperation
+						r.summary = "Change global properties; 501 unless the server runs with --props. As in llama-server,\nno property can be changed yet: the body is accepted and ignored.\n"
+						r.operationID = "updateProps"
+						r.operationGroup = ""
+						r.pathPattern = "/props"
 						r.args = args
 						r.count = 0
 						return r, true
 					default:
 						return
 					}
+				}
+
+			case 's': // Prefix: "slots"
+
+				if l := len("slots"); len(elem) >= l && elem[0:l] == "slots" {
+					elem = elem[l:]
+				} else {
+					break
+				}
+
+				if len(elem) == 0 {
+					switch method {
+					case "GET":
+						r.name = GetSlotsOperation
+						r.summary = "Every slot's state; 501 when the server runs with --no-slots."
+						r.operationID = "getSlots"
+						r.operationGroup = ""
+						r.pathPattern = "/slots"
+						r.args = args
+						r.count = 0
+						return r, true
+					default:
+						return
+					}
+				}
+				switch elem[0] {
+				case '/': // Prefix: "/"
+
+					if l := len("/"); len(elem) >= l && elem[0:l] == "/" {
+						elem = elem[l:]
+					} else {
+						break
+					}
+
+					// Param: "id_slot"
+					// Leaf parameter, slashes are prohibited
+					idx := strings.IndexByte(elem, '/')
+					if idx >= 0 {
+						break
+					}
+					args[0] = elem
+					elem = ""
+
+					if len(elem) == 0 {
+						// Leaf node.
+						switch method {
+						case "POST":
+							r.name = SlotActionOperation
+							r.summary = "Save a slot's KV cache to a file, restore it, or erase it (?action=save|restore|erase);\n501 unless the server runs with --slot-save-path.\n"
+							r.operationID = "slotAction"
+							r.operationGroup = ""
+							r.pathPattern = "/slots/{id_slot}"
+							r.args = args
+							r.count = 1
+							return r, true
+						default:
+							return
+						}
+					}
+
 				}
 
 			case 't': // Prefix: "tokenize"
@@ -626,6 +919,31 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 							r.operationID = "createChatCompletion"
 							r.operationGroup = ""
 							r.pathPattern = "/v1/chat/completions"
+							r.args = args
+							r.count = 0
+							return r, true
+						default:
+							return
+						}
+					}
+
+				case 'h': // Prefix: "health"
+
+					if l := len("health"); len(elem) >= l && elem[0:l] == "health" {
+						elem = elem[l:]
+					} else {
+						break
+					}
+
+					if len(elem) == 0 {
+						// Leaf node.
+						switch method {
+						case "GET":
+							r.name = GetHealthAliasOperation
+							r.summary = "Alias of GET /health."
+							r.operationID = "getHealthAlias"
+							r.operationGroup = ""
+							r.pathPattern = "/v1/health"
 							r.args = args
 							r.count = 0
 							return r, true

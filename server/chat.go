@@ -57,7 +57,7 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 		fingerprint: s.cfg.SystemFingerprint,
 	}
 
-	ch, err := m.backend.Submit(ctx, engine.Task{Prompt: prompt, Params: params})
+	ch, err := m.backend.Submit(ctx, engine.Task{Prompt: prompt, Params: params, Stream: req.Stream.Or(false)})
 	if err != nil {
 		return submitError(err, len(prompt), m.info.NCtx)
 	}
@@ -221,16 +221,18 @@ func usage(final engine.Result) gen.Usage {
 }
 
 // newChatID returns "chatcmpl-" and 32 random alphanumerics, as llama-server's ids.
-func newChatID() string {
+func newChatID() string { return "chatcmpl-" + randomAlnum(32) }
+
+// randomAlnum returns n random alphanumerics, drawn without bias.
+func randomAlnum(n int) string {
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 	const unbiased = 256 / len(alphabet) * len(alphabet) // bytes at or above this would skew the draw
 	var sb strings.Builder
-	sb.WriteString("chatcmpl-")
 	var b [64]byte
-	for sb.Len() < len("chatcmpl-")+32 {
+	for sb.Len() < n {
 		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 		for _, c := range b {
-			if int(c) < unbiased && sb.Len() < len("chatcmpl-")+32 {
+			if int(c) < unbiased && sb.Len() < n {
 				sb.WriteByte(alphabet[int(c)%len(alphabet)])
 			}
 		}

@@ -62,7 +62,7 @@ func (s *Server) complete(ctx context.Context, req *gen.CompletionRequest, w htt
 		returnTokens: req.ReturnTokens.Or(false),
 	}
 
-	ch, err := m.backend.Submit(ctx, engine.Task{Prompt: prompt, Params: params})
+	ch, err := m.backend.Submit(ctx, engine.Task{Prompt: prompt, Params: params, Stream: stream})
 	if err != nil {
 		return submitError(err, len(prompt), m.info.NCtx)
 	}

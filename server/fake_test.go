@@ -30,6 +30,8 @@ type fakeBackend struct {
 	finalErr  error
 	// delay is waited before each result.
 	delay time.Duration
+	// slotsBusy makes both of the fake's slots report a running request (fake_slots_test.go).
+	slotsBusy bool
 
 	mu        sync.Mutex
 	tasks     []engine.Task
