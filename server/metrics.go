@@ -133,7 +133,7 @@ func writeLlamaMetrics(w io.Writer, st, prev engine.Stats) {
 // writeOwnMetrics writes wgpu-llama's series: HTTP requests by route and status, finished
 // generations and KV cache use.
 func writeOwnMetrics(w io.Writer, st engine.Stats, requests map[requestCount]uint64) {
-	fmt.Fprint(w, "# HELP wgpu_llama_http_requests_total HTTP requests answered, by route and status\n"+
+	fmt.Fprint(w, "# HELP wgpu_llama_http_requests_total HTTP requests by route and status (0: the client left before an answer)\n"+
 		"# TYPE wgpu_llama_http_requests_total counter\n")
 	keys := make([]requestCount, 0, len(requests))
 	for k := range requests {

@@ -87,10 +87,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		st := &requestStats{path: r.URL.Path}
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), statsKey{}, st)))
-		if rec.status == 0 {
-			rec.status = http.StatusOK // nothing written: net/http sends 200
-		}
-		s.countRequest(s.routeLabel(r), rec.status)
+		s.countRequest(s.routeLabel(r), rec.status) // 0: the client left before any answer
 
 		kv := []any{
 			"method", r.Method,
