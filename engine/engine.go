@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/charmbracelet/log"
@@ -76,6 +77,11 @@ type Engine struct {
 	quit    chan struct{}
 	done    chan struct{}
 	closeMu sync.Once
+	taskIDs atomic.Int64
+
+	control chan *control // see control.go
+	pending []*control    // control messages waiting for their slot
+	stats   stats
 
 	slots      []*slot
 	slotCtx    int // most tokens one slot holds
@@ -89,6 +95,7 @@ type Engine struct {
 
 type request struct {
 	ctx  context.Context
+	id   int // llama-server's id_task
 	task Task
 	box  *outbox
 }
@@ -219,6 +226,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		},
 		tok: m.Tokenizer, dev: dev, model: m, kv: kv, log: logger,
 		queue:      make(chan *request, 256),
+		control:    make(chan *control, 16),
 		quit:       make(chan struct{}),
 		done:       make(chan struct{}),
 		slotCtx:    slotCtx,
@@ -231,6 +239,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 	for i := 0; i < nSlots; i++ {
 		e.slots = append(e.slots, &slot{id: i})
 	}
+	e.stats.s.Start, e.stats.s.KVCapacity = time.Now(), nPages<<pageBits
 	logger.Info("model loaded", "name", alias, "arch", c.Arch, "layers", c.NLayer, "n_embd", c.NEmbd,
 		"vocab", c.NVocab, "n_ctx", nCtx, "slots", nSlots, "type", c.FileType, "took", time.Since(start).Round(time.Millisecond))
 	go e.loop()
@@ -268,7 +277,7 @@ func (e *Engine) Submit(ctx context.Context, t Task) (<-chan Result, error) {
 
 // enqueue puts a checked task on the queue.
 func (e *Engine) enqueue(ctx context.Context, t Task) (<-chan Result, error) {
-	r := &request{ctx: ctx, task: t, box: newOutbox()}
+	r := &request{ctx: ctx, id: int(e.taskIDs.Add(1) - 1), task: t, box: newOutbox()}
 	select {
 	case e.queue <- r:
 		out := make(chan Result, 16)
@@ -297,13 +306,11 @@ func (e *Engine) Close() error {
 	return nil
 }
 
-// send queues a result for the client; it reports false when the client has gone.
+// send queues a result for the client (queued results still reach a reader that left, while
+// its channel's buffer has room); it reports false when the client has gone.
 func (r *request) send(res Result) bool {
-	if r.ctx.Err() != nil {
-		return false
-	}
 	r.box.push(res)
-	return true
+	return r.ctx.Err() == nil
 }
 
 // fail ends a request that never reached a slot with err.

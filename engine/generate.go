@@ -103,6 +103,7 @@ func (e *Engine) step(s *slot, logits []float32) (Result, bool) {
 		g.promptDone = true
 		g.res.Timings.Prompt = time.Since(g.promptStart)
 		g.genStart = time.Now()
+		e.notePromptDone(g.res.Timings)
 	}
 	if g.r.ctx.Err() != nil {
 		return e.finish(s, StopNone), true

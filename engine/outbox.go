@@ -55,6 +55,11 @@ func (o *outbox) pump(ctx context.Context, out chan<- Result) {
 			if left {
 				break
 			}
+			select { // as long as the reader's buffer has room, deliver even after it left
+			case out <- r:
+				continue
+			default:
+			}
 			select {
 			case out <- r:
 			case <-ctx.Done():

@@ -15,7 +15,8 @@ type slot struct {
 	cached   []int32
 	pages    []int32
 	gen      *generation
-	job      *embedJob // an embedding or rerank task, when one runs here instead
+	job      *embedJob   // an embedding or rerank task, when one runs here instead
+	prev     *generation // the last generation that ran here, for SlotInfo
 	lastUsed time.Time
 }
 
@@ -24,8 +25,10 @@ type slot struct {
 func (e *Engine) loop() {
 	defer close(e.done)
 	for {
+		e.runControls()
 		if !e.admit() {
 			e.failAll(ErrClosed)
+			e.failControls(ErrClosed)
 			return
 		}
 		e.runJobs()
@@ -54,6 +57,10 @@ func (e *Engine) admit() bool {
 		} else {
 			select {
 			case r = <-e.queue:
+			case c := <-e.control:
+				e.pending = append(e.pending, c)
+				e.runControls()
+				continue
 			case <-e.quit:
 				return false
 			}
@@ -190,6 +197,7 @@ func (e *Engine) turn() {
 		}
 		return
 	}
+	e.noteDecode(b)
 	li := 0
 	for _, r := range rows {
 		if r.logits > 1 { // a drafted continuation: the slot keeps what the model agrees with
@@ -273,9 +281,10 @@ func (e *Engine) forward(b model.Batch) (logits [][]float32, err error) {
 // end delivers a generation's final result and frees its slot.
 func (e *Engine) end(s *slot, final Result) {
 	g := s.gen
+	e.noteEnd(s, final)
 	g.r.send(final)
 	g.r.box.close()
-	s.gen, s.lastUsed = nil, time.Now()
+	s.gen, s.prev, s.lastUsed = nil, g, time.Now()
 }
 
 // failAll ends every running and queued request with err (the engine is closing).

@@ -155,6 +155,9 @@ type Task struct {
 	Kind   TaskKind
 	Prompt []int32
 	Params Params
+	// Stream records that the client streams the result; the engine only reports it (in
+	// SlotInfo, as llama-server's slot params do).
+	Stream bool
 }
 
 // StopType says why a generation ended, spelled as llama-server's stop_type.

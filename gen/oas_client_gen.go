@@ -114,6 +114,31 @@ type Invoker interface {
 	//
 	// GET /health
 	GetHealth(ctx context.Context) (*HealthResponse, error)
+	// GetHealthAlias invokes getHealthAlias operation.
+	//
+	// Alias of GET /health.
+	//
+	// GET /v1/health
+	GetHealthAlias(ctx context.Context) (*HealthResponse, error)
+	// GetMetrics invokes getMetrics operation.
+	//
+	// Prometheus metrics (text format 0.0.4): llama-server's llamacpp:* series and wgpu-llama's
+	// own wgpu_llama_* series; 501 unless the server runs with --metrics.
+	//
+	// GET /metrics
+	GetMetrics(ctx context.Context) (GetMetricsRes, error)
+	// GetProps invokes getProps operation.
+	//
+	// The server's settings, the model's chat template and the default generation settings.
+	//
+	// GET /props
+	GetProps(ctx context.Context) (*PropsResponse, error)
+	// GetSlots invokes getSlots operation.
+	//
+	// Every slot's state; 501 when the server runs with --no-slots.
+	//
+	// GET /slots
+	GetSlots(ctx context.Context, params GetSlotsParams) ([]SlotInfo, error)
 	// GetStream invokes getStream operation.
 	//
 	// Sends the bytes of the stream started by POST /v1/chat/completions with
@@ -173,12 +198,26 @@ type Invoker interface {
 	//
 	// POST /reranking
 	RerankingAlias(ctx context.Context, request *RerankRequest) (RerankResult, error)
+	// SlotAction invokes slotAction operation.
+	//
+	// Save a slot's KV cache to a file, restore it, or erase it (?action=save|restore|erase);
+	// 501 unless the server runs with --slot-save-path.
+	//
+	// POST /slots/{id_slot}
+	SlotAction(ctx context.Context, request OptSlotActionRequest, params SlotActionParams) (*SlotActionResponse, error)
 	// Tokenize invokes tokenize operation.
 	//
 	// Tokenize text with the loaded model's vocabulary.
 	//
 	// POST /tokenize
 	Tokenize(ctx context.Context, request *TokenizeRequest) (*TokenizeResponse, error)
+	// UpdateProps invokes updateProps operation.
+	//
+	// Change global properties; 501 unless the server runs with --props. As in llama-server,
+	// no property can be changed yet: the body is accepted and ignored.
+	//
+	// POST /props
+	UpdateProps(ctx context.Context, request OptPropsUpdateRequest) (*PropsUpdateResponse, error)
 }
 
 // Client implements OAS client.
@@ -812,6 +851,173 @@ func (c *Client) sendGetHealth(ctx context.Context) (res *HealthResponse, err er
 	return result, nil
 }
 
+// GetHealthAlias invokes getHealthAlias operation.
+//
+// Alias of GET /health.
+//
+// GET /v1/health
+func (c *Client) GetHealthAlias(ctx context.Context) (*HealthResponse, error) {
+	res, err := c.sendGetHealthAlias(ctx)
+	return res, err
+}
+
+func (c *Client) sendGetHealthAlias(ctx context.Context) (res *HealthResponse, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/v1/health"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "GET", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer body.Close()
+
+	result, err := decodeGetHealthAliasResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// GetMetrics invokes getMetrics operation.
+//
+// Prometheus metrics (text format 0.0.4): llama-server's llamacpp:* series and wgpu-llama's
+// own wgpu_llama_* series; 501 unless the server runs with --metrics.
+//
+// GET /metrics
+func (c *Client) GetMetrics(ctx context.Context) (GetMetricsRes, error) {
+	res, err := c.sendGetMetrics(ctx)
+	return res, err
+}
+
+func (c *Client) sendGetMetrics(ctx context.Context) (res GetMetricsRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/metrics"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "GET", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+
+	result, err := decodeGetMetricsResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// GetProps invokes getProps operation.
+//
+// The server's settings, the model's chat template and the default generation settings.
+//
+// GET /props
+func (c *Client) GetProps(ctx context.Context) (*PropsResponse, error) {
+	res, err := c.sendGetProps(ctx)
+	return res, err
+}
+
+func (c *Client) sendGetProps(ctx context.Context) (res *PropsResponse, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/props"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "GET", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer body.Close()
+
+	result, err := decodeGetPropsResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// GetSlots invokes getSlots operation.
+//
+// Every slot's state; 501 when the server runs with --no-slots.
+//
+// GET /slots
+func (c *Client) GetSlots(ctx context.Context, params GetSlotsParams) ([]SlotInfo, error) {
+	res, err := c.sendGetSlots(ctx, params)
+	return res, err
+}
+
+func (c *Client) sendGetSlots(ctx context.Context, params GetSlotsParams) (res []SlotInfo, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/slots"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	q := uri.NewQueryEncoder()
+	{
+		// Encode "fail_on_no_slot" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "fail_on_no_slot",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.FailOnNoSlot.Get(); ok {
+				return e.EncodeValue(conv.StringToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	u.RawQuery = q.Values().Encode()
+
+	r, err := ht.NewRequest(ctx, "GET", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer body.Close()
+
+	result, err := decodeGetSlotsResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
 // GetStream invokes getStream operation.
 //
 // Sends the bytes of the stream started by POST /v1/chat/completions with
@@ -1173,6 +1379,85 @@ func (c *Client) sendRerankingAlias(ctx context.Context, request *RerankRequest)
 	return result, nil
 }
 
+// SlotAction invokes slotAction operation.
+//
+// Save a slot's KV cache to a file, restore it, or erase it (?action=save|restore|erase);
+// 501 unless the server runs with --slot-save-path.
+//
+// POST /slots/{id_slot}
+func (c *Client) SlotAction(ctx context.Context, request OptSlotActionRequest, params SlotActionParams) (*SlotActionResponse, error) {
+	res, err := c.sendSlotAction(ctx, request, params)
+	return res, err
+}
+
+func (c *Client) sendSlotAction(ctx context.Context, request OptSlotActionRequest, params SlotActionParams) (res *SlotActionResponse, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [2]string
+	pathParts[0] = "/slots/"
+	{
+		// Encode "id_slot" parameter.
+		e := uri.NewPathEncoder(uri.PathEncoderConfig{
+			Param:   "id_slot",
+			Style:   uri.PathStyleSimple,
+			Explode: false,
+		})
+		if err := func() error {
+			return e.EncodeValue(conv.StringToString(params.IDSlot))
+		}(); err != nil {
+			return res, errors.Wrap(err, "encode path")
+		}
+		encoded, err := e.Result()
+		if err != nil {
+			return res, errors.Wrap(err, "encode path")
+		}
+		pathParts[1] = encoded
+	}
+	uri.AddPathParts(u, pathParts[:]...)
+
+	q := uri.NewQueryEncoder()
+	{
+		// Encode "action" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "action",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.Action.Get(); ok {
+				return e.EncodeValue(conv.StringToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	u.RawQuery = q.Values().Encode()
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeSlotActionRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer body.Close()
+
+	result, err := decodeSlotActionResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
 // Tokenize invokes tokenize operation.
 //
 // Tokenize text with the loaded model's vocabulary.
@@ -1206,6 +1491,47 @@ func (c *Client) sendTokenize(ctx context.Context, request *TokenizeRequest) (re
 	defer body.Close()
 
 	result, err := decodeTokenizeResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// UpdateProps invokes updateProps operation.
+//
+// Change global properties; 501 unless the server runs with --props. As in llama-server,
+// no property can be changed yet: the body is accepted and ignored.
+//
+// POST /props
+func (c *Client) UpdateProps(ctx context.Context, request OptPropsUpdateRequest) (*PropsUpdateResponse, error) {
+	res, err := c.sendUpdateProps(ctx, request)
+	return res, err
+}
+
+func (c *Client) sendUpdateProps(ctx context.Context, request OptPropsUpdateRequest) (res *PropsUpdateResponse, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/props"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeUpdatePropsRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer body.Close()
+
+	result, err := decodeUpdatePropsResponse(resp)
 	if err != nil {
 		return res, errors.Wrap(err, "decode response")
 	}

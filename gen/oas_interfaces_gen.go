@@ -25,6 +25,10 @@ type CreateOAICompletionRes interface {
 	createOAICompletionRes()
 }
 
+type GetMetricsRes interface {
+	getMetricsRes()
+}
+
 type GetStreamRes interface {
 	getStreamRes()
 }

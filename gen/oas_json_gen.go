@@ -5290,6 +5290,239 @@ func (s *ChatResponseToolCall) UnmarshalJSON(data []byte) error {
 }
 
 // Encode implements json.Marshaler.
+func (s *ChatTemplateCaps) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *ChatTemplateCaps) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("supports_object_arguments")
+		e.Bool(s.SupportsObjectArguments)
+	}
+	{
+		e.FieldStart("supports_parallel_tool_calls")
+		e.Bool(s.SupportsParallelToolCalls)
+	}
+	{
+		e.FieldStart("supports_preserve_reasoning")
+		e.Bool(s.SupportsPreserveReasoning)
+	}
+	{
+		e.FieldStart("supports_reasoning_effort")
+		e.Bool(s.SupportsReasoningEffort)
+	}
+	{
+		e.FieldStart("supports_string_content")
+		e.Bool(s.SupportsStringContent)
+	}
+	{
+		e.FieldStart("supports_system_role")
+		e.Bool(s.SupportsSystemRole)
+	}
+	{
+		e.FieldStart("supports_tool_calls")
+		e.Bool(s.SupportsToolCalls)
+	}
+	{
+		e.FieldStart("supports_tools")
+		e.Bool(s.SupportsTools)
+	}
+	{
+		e.FieldStart("supports_typed_content")
+		e.Bool(s.SupportsTypedContent)
+	}
+}
+
+var jsonFieldsNameOfChatTemplateCaps = [9]string{
+	0: "supports_object_arguments",
+	1: "supports_parallel_tool_calls",
+	2: "supports_preserve_reasoning",
+	3: "supports_reasoning_effort",
+	4: "supports_string_content",
+	5: "supports_system_role",
+	6: "supports_tool_calls",
+	7: "supports_tools",
+	8: "supports_typed_content",
+}
+
+// Decode decodes ChatTemplateCaps from json.
+func (s *ChatTemplateCaps) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode ChatTemplateCaps to nil")
+	}
+	var requiredBitSet [2]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "supports_object_arguments":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				v, err := d.Bool()
+				s.SupportsObjectArguments = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"supports_object_arguments\"")
+			}
+		case "supports_parallel_tool_calls":
+			requiredBitSet[0] |= 1 << 1
+			if err := func() error {
+				v, err := d.Bool()
+				s.SupportsParallelToolCalls = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"supports_parallel_tool_calls\"")
+			}
+		case "supports_preserve_reasoning":
+			requiredBitSet[0] |= 1 << 2
+			if err := func() error {
+				v, err := d.Bool()
+				s.SupportsPreserveReasoning = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"supports_preserve_reasoning\"")
+			}
+		case "supports_reasoning_effort":
+			requiredBitSet[0] |= 1 << 3
+			if err := func() error {
+				v, err := d.Bool()
+				s.SupportsReasoningEffort = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"supports_reasoning_effort\"")
+			}
+		case "supports_string_content":
+			requiredBitSet[0] |= 1 << 4
+			if err := func() error {
+				v, err := d.Bool()
+				s.SupportsStringContent = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"supports_string_content\"")
+			}
+		case "supports_system_role":
+			requiredBitSet[0] |= 1 << 5
+			if err := func() error {
+				v, err := d.Bool()
+				s.SupportsSystemRole = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"supports_system_role\"")
+			}
+		case "supports_tool_calls":
+			requiredBitSet[0] |= 1 << 6
+			if err := func() error {
+				v, err := d.Bool()
+				s.SupportsToolCalls = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"supports_tool_calls\"")
+			}
+		case "supports_tools":
+			requiredBitSet[0] |= 1 << 7
+			if err := func() error {
+				v, err := d.Bool()
+				s.SupportsTools = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"supports_tools\"")
+			}
+		case "supports_typed_content":
+			requiredBitSet[1] |= 1 << 0
+			if err := func() error {
+				v, err := d.Bool()
+				s.SupportsTypedContent = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"supports_typed_content\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode ChatTemplateCaps")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [2]uint8{
+		0b11111111,
+		0b00000001,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfChatTemplateCaps) {
+					name = jsonFieldsNameOfChatTemplateCaps[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *ChatTemplateCaps) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *ChatTemplateCaps) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
 func (s ChatTemplateKwargs) Encode(e *jx.Encoder) {
 	e.ObjStart()
 	s.encodeFields(e)
@@ -7552,6 +7785,117 @@ func (s CompletionResponseStopType) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *CompletionResponseStopType) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *DefaultGenerationSettings) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *DefaultGenerationSettings) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("params")
+		s.Params.Encode(e)
+	}
+	{
+		e.FieldStart("n_ctx")
+		e.Int(s.NCtx)
+	}
+}
+
+var jsonFieldsNameOfDefaultGenerationSettings = [2]string{
+	0: "params",
+	1: "n_ctx",
+}
+
+// Decode decodes DefaultGenerationSettings from json.
+func (s *DefaultGenerationSettings) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode DefaultGenerationSettings to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "params":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				if err := s.Params.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"params\"")
+			}
+		case "n_ctx":
+			requiredBitSet[0] |= 1 << 1
+			if err := func() error {
+				v, err := d.Int()
+				s.NCtx = int(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_ctx\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode DefaultGenerationSettings")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00000011,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfDefaultGenerationSettings) {
+					name = jsonFieldsNameOfDefaultGenerationSettings[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *DefaultGenerationSettings) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *DefaultGenerationSettings) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }
@@ -11335,6 +11679,136 @@ func (s *LoraAdapter) UnmarshalJSON(data []byte) error {
 }
 
 // Encode implements json.Marshaler.
+func (s *Modalities) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *Modalities) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("vision")
+		e.Bool(s.Vision)
+	}
+	{
+		e.FieldStart("video")
+		e.Bool(s.Video)
+	}
+	{
+		e.FieldStart("audio")
+		e.Bool(s.Audio)
+	}
+}
+
+var jsonFieldsNameOfModalities = [3]string{
+	0: "vision",
+	1: "video",
+	2: "audio",
+}
+
+// Decode decodes Modalities from json.
+func (s *Modalities) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode Modalities to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "vision":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				v, err := d.Bool()
+				s.Vision = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"vision\"")
+			}
+		case "video":
+			requiredBitSet[0] |= 1 << 1
+			if err := func() error {
+				v, err := d.Bool()
+				s.Video = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"video\"")
+			}
+		case "audio":
+			requiredBitSet[0] |= 1 << 2
+			if err := func() error {
+				v, err := d.Bool()
+				s.Audio = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"audio\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode Modalities")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00000111,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfModalities) {
+					name = jsonFieldsNameOfModalities[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *Modalities) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *Modalities) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
 func (s *ModelEntry) Encode(e *jx.Encoder) {
 	e.ObjStart()
 	s.encodeFields(e)
@@ -13433,6 +13907,41 @@ func (s *OptInt) UnmarshalJSON(data []byte) error {
 	return s.Decode(d)
 }
 
+// Encode encodes int64 as json.
+func (o OptInt64) Encode(e *jx.Encoder) {
+	if !o.Set {
+		return
+	}
+	e.Int64(int64(o.Value))
+}
+
+// Decode decodes int64 from json.
+func (o *OptInt64) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode OptInt64 to nil")
+	}
+	o.Set = true
+	v, err := d.Int64()
+	if err != nil {
+		return err
+	}
+	o.Value = int64(v)
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s OptInt64) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *OptInt64) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
 // Encode encodes AnthropicContent as json.
 func (o OptNilAnthropicContent) Encode(e *jx.Encoder) {
 	if !o.Set {
@@ -14439,6 +14948,139 @@ func (s *OptNilStringArray) UnmarshalJSON(data []byte) error {
 	return s.Decode(d)
 }
 
+// Encode encodes PropsUpdateRequest as json.
+func (o OptPropsUpdateRequest) Encode(e *jx.Encoder) {
+	if !o.Set {
+		return
+	}
+	o.Value.Encode(e)
+}
+
+// Decode decodes PropsUpdateRequest from json.
+func (o *OptPropsUpdateRequest) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode OptPropsUpdateRequest to nil")
+	}
+	o.Set = true
+	o.Value = make(PropsUpdateRequest)
+	if err := o.Value.Decode(d); err != nil {
+		return err
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s OptPropsUpdateRequest) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *OptPropsUpdateRequest) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes SlotActionRequest as json.
+func (o OptSlotActionRequest) Encode(e *jx.Encoder) {
+	if !o.Set {
+		return
+	}
+	o.Value.Encode(e)
+}
+
+// Decode decodes SlotActionRequest from json.
+func (o *OptSlotActionRequest) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode OptSlotActionRequest to nil")
+	}
+	o.Set = true
+	if err := o.Value.Decode(d); err != nil {
+		return err
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s OptSlotActionRequest) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *OptSlotActionRequest) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes SlotActionTimings as json.
+func (o OptSlotActionTimings) Encode(e *jx.Encoder) {
+	if !o.Set {
+		return
+	}
+	o.Value.Encode(e)
+}
+
+// Decode decodes SlotActionTimings from json.
+func (o *OptSlotActionTimings) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode OptSlotActionTimings to nil")
+	}
+	o.Set = true
+	if err := o.Value.Decode(d); err != nil {
+		return err
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s OptSlotActionTimings) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *OptSlotActionTimings) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes SlotParams as json.
+func (o OptSlotParams) Encode(e *jx.Encoder) {
+	if !o.Set {
+		return
+	}
+	o.Value.Encode(e)
+}
+
+// Decode decodes SlotParams from json.
+func (o *OptSlotParams) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode OptSlotParams to nil")
+	}
+	o.Set = true
+	if err := o.Value.Decode(d); err != nil {
+		return err
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s OptSlotParams) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *OptSlotParams) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
 // Encode encodes string as json.
 func (o OptString) Encode(e *jx.Encoder) {
 	if !o.Set {
@@ -14911,6 +15553,614 @@ func (s *PromptTokensDetails) UnmarshalJSON(data []byte) error {
 }
 
 // Encode implements json.Marshaler.
+func (s *PropsResponse) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *PropsResponse) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("default_generation_settings")
+		s.DefaultGenerationSettings.Encode(e)
+	}
+	{
+		e.FieldStart("total_slots")
+		e.Int(s.TotalSlots)
+	}
+	{
+		e.FieldStart("model_alias")
+		e.Str(s.ModelAlias)
+	}
+	{
+		e.FieldStart("model_ftype")
+		e.Str(s.ModelFtype)
+	}
+	{
+		e.FieldStart("model_path")
+		e.Str(s.ModelPath)
+	}
+	{
+		e.FieldStart("modalities")
+		s.Modalities.Encode(e)
+	}
+	{
+		e.FieldStart("media_marker")
+		e.Str(s.MediaMarker)
+	}
+	{
+		e.FieldStart("endpoint_slots")
+		e.Bool(s.EndpointSlots)
+	}
+	{
+		e.FieldStart("endpoint_props")
+		e.Bool(s.EndpointProps)
+	}
+	{
+		e.FieldStart("endpoint_metrics")
+		e.Bool(s.EndpointMetrics)
+	}
+	{
+		e.FieldStart("ui")
+		e.Bool(s.UI)
+	}
+	{
+		e.FieldStart("ui_settings")
+		s.UISettings.Encode(e)
+	}
+	{
+		e.FieldStart("chat_template")
+		e.Str(s.ChatTemplate)
+	}
+	{
+		e.FieldStart("chat_template_caps")
+		s.ChatTemplateCaps.Encode(e)
+	}
+	{
+		e.FieldStart("bos_token")
+		e.Str(s.BosToken)
+	}
+	{
+		e.FieldStart("eos_token")
+		e.Str(s.EosToken)
+	}
+	{
+		e.FieldStart("build_info")
+		e.Str(s.BuildInfo)
+	}
+	{
+		e.FieldStart("is_sleeping")
+		e.Bool(s.IsSleeping)
+	}
+	{
+		e.FieldStart("cors_proxy_enabled")
+		e.Bool(s.CorsProxyEnabled)
+	}
+}
+
+var jsonFieldsNameOfPropsResponse = [19]string{
+	0:  "default_generation_settings",
+	1:  "total_slots",
+	2:  "model_alias",
+	3:  "model_ftype",
+	4:  "model_path",
+	5:  "modalities",
+	6:  "media_marker",
+	7:  "endpoint_slots",
+	8:  "endpoint_props",
+	9:  "endpoint_metrics",
+	10: "ui",
+	11: "ui_settings",
+	12: "chat_template",
+	13: "chat_template_caps",
+	14: "bos_token",
+	15: "eos_token",
+	16: "build_info",
+	17: "is_sleeping",
+	18: "cors_proxy_enabled",
+}
+
+// Decode decodes PropsResponse from json.
+func (s *PropsResponse) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode PropsResponse to nil")
+	}
+	var requiredBitSet [3]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "default_generation_settings":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				if err := s.DefaultGenerationSettings.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"default_generation_settings\"")
+			}
+		case "total_slots":
+			requiredBitSet[0] |= 1 << 1
+			if err := func() error {
+				v, err := d.Int()
+				s.TotalSlots = int(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"total_slots\"")
+			}
+		case "model_alias":
+			requiredBitSet[0] |= 1 << 2
+			if err := func() error {
+				v, err := d.Str()
+				s.ModelAlias = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"model_alias\"")
+			}
+		case "model_ftype":
+			requiredBitSet[0] |= 1 << 3
+			if err := func() error {
+				v, err := d.Str()
+				s.ModelFtype = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"model_ftype\"")
+			}
+		case "model_path":
+			requiredBitSet[0] |= 1 << 4
+			if err := func() error {
+				v, err := d.Str()
+				s.ModelPath = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"model_path\"")
+			}
+		case "modalities":
+			requiredBitSet[0] |= 1 << 5
+			if err := func() error {
+				if err := s.Modalities.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"modalities\"")
+			}
+		case "media_marker":
+			requiredBitSet[0] |= 1 << 6
+			if err := func() error {
+				v, err := d.Str()
+				s.MediaMarker = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"media_marker\"")
+			}
+		case "endpoint_slots":
+			requiredBitSet[0] |= 1 << 7
+			if err := func() error {
+				v, err := d.Bool()
+				s.EndpointSlots = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"endpoint_slots\"")
+			}
+		case "endpoint_props":
+			requiredBitSet[1] |= 1 << 0
+			if err := func() error {
+				v, err := d.Bool()
+				s.EndpointProps = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"endpoint_props\"")
+			}
+		case "endpoint_metrics":
+			requiredBitSet[1] |= 1 << 1
+			if err := func() error {
+				v, err := d.Bool()
+				s.EndpointMetrics = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"endpoint_metrics\"")
+			}
+		case "ui":
+			requiredBitSet[1] |= 1 << 2
+			if err := func() error {
+				v, err := d.Bool()
+				s.UI = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"ui\"")
+			}
+		case "ui_settings":
+			requiredBitSet[1] |= 1 << 3
+			if err := func() error {
+				if err := s.UISettings.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"ui_settings\"")
+			}
+		case "chat_template":
+			requiredBitSet[1] |= 1 << 4
+			if err := func() error {
+				v, err := d.Str()
+				s.ChatTemplate = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"chat_template\"")
+			}
+		case "chat_template_caps":
+			requiredBitSet[1] |= 1 << 5
+			if err := func() error {
+				if err := s.ChatTemplateCaps.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"chat_template_caps\"")
+			}
+		case "bos_token":
+			requiredBitSet[1] |= 1 << 6
+			if err := func() error {
+				v, err := d.Str()
+				s.BosToken = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"bos_token\"")
+			}
+		case "eos_token":
+			requiredBitSet[1] |= 1 << 7
+			if err := func() error {
+				v, err := d.Str()
+				s.EosToken = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"eos_token\"")
+			}
+		case "build_info":
+			requiredBitSet[2] |= 1 << 0
+			if err := func() error {
+				v, err := d.Str()
+				s.BuildInfo = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"build_info\"")
+			}
+		case "is_sleeping":
+			requiredBitSet[2] |= 1 << 1
+			if err := func() error {
+				v, err := d.Bool()
+				s.IsSleeping = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"is_sleeping\"")
+			}
+		case "cors_proxy_enabled":
+			requiredBitSet[2] |= 1 << 2
+			if err := func() error {
+				v, err := d.Bool()
+				s.CorsProxyEnabled = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"cors_proxy_enabled\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode PropsResponse")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [3]uint8{
+		0b11111111,
+		0b11111111,
+		0b00000111,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfPropsResponse) {
+					name = jsonFieldsNameOfPropsResponse[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *PropsResponse) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *PropsResponse) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s PropsResponseUISettings) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields implements json.Marshaler.
+func (s PropsResponseUISettings) encodeFields(e *jx.Encoder) {
+	for k, elem := range s {
+		e.FieldStart(k)
+
+		if len(elem) != 0 {
+			e.Raw(elem)
+		}
+	}
+}
+
+// Decode decodes PropsResponseUISettings from json.
+func (s *PropsResponseUISettings) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode PropsResponseUISettings to nil")
+	}
+	m := s.init()
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		var elem jx.Raw
+		if err := func() error {
+			v, err := d.RawAppend(nil)
+			elem = jx.Raw(v)
+			if err != nil {
+				return err
+			}
+			return nil
+		}(); err != nil {
+			return errors.Wrapf(err, "decode field %q", k)
+		}
+		m[string(k)] = elem
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode PropsResponseUISettings")
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s PropsResponseUISettings) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *PropsResponseUISettings) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s PropsUpdateRequest) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields implements json.Marshaler.
+func (s PropsUpdateRequest) encodeFields(e *jx.Encoder) {
+	for k, elem := range s {
+		e.FieldStart(k)
+
+		if len(elem) != 0 {
+			e.Raw(elem)
+		}
+	}
+}
+
+// Decode decodes PropsUpdateRequest from json.
+func (s *PropsUpdateRequest) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode PropsUpdateRequest to nil")
+	}
+	m := s.init()
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		var elem jx.Raw
+		if err := func() error {
+			v, err := d.RawAppend(nil)
+			elem = jx.Raw(v)
+			if err != nil {
+				return err
+			}
+			return nil
+		}(); err != nil {
+			return errors.Wrapf(err, "decode field %q", k)
+		}
+		m[string(k)] = elem
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode PropsUpdateRequest")
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s PropsUpdateRequest) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *PropsUpdateRequest) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *PropsUpdateResponse) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *PropsUpdateResponse) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("success")
+		e.Bool(s.Success)
+	}
+}
+
+var jsonFieldsNameOfPropsUpdateResponse = [1]string{
+	0: "success",
+}
+
+// Decode decodes PropsUpdateResponse from json.
+func (s *PropsUpdateResponse) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode PropsUpdateResponse to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "success":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				v, err := d.Bool()
+				s.Success = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"success\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode PropsUpdateResponse")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00000001,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfPropsUpdateResponse) {
+					name = jsonFieldsNameOfPropsUpdateResponse[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *PropsUpdateResponse) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *PropsUpdateResponse) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
 func (s *RerankRequest) Encode(e *jx.Encoder) {
 	e.ObjStart()
 	s.encodeFields(e)
@@ -15371,6 +16621,1592 @@ func (s *RerankScore) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *RerankScore) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *SlotActionRequest) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *SlotActionRequest) encodeFields(e *jx.Encoder) {
+	{
+		if s.Filename.Set {
+			e.FieldStart("filename")
+			s.Filename.Encode(e)
+		}
+	}
+}
+
+var jsonFieldsNameOfSlotActionRequest = [1]string{
+	0: "filename",
+}
+
+// Decode decodes SlotActionRequest from json.
+func (s *SlotActionRequest) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode SlotActionRequest to nil")
+	}
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "filename":
+			if err := func() error {
+				s.Filename.Reset()
+				if err := s.Filename.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"filename\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode SlotActionRequest")
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *SlotActionRequest) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *SlotActionRequest) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *SlotActionResponse) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *SlotActionResponse) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("id_slot")
+		e.Int(s.IDSlot)
+	}
+	{
+		if s.Filename.Set {
+			e.FieldStart("filename")
+			s.Filename.Encode(e)
+		}
+	}
+	{
+		if s.NSaved.Set {
+			e.FieldStart("n_saved")
+			s.NSaved.Encode(e)
+		}
+	}
+	{
+		if s.NWritten.Set {
+			e.FieldStart("n_written")
+			s.NWritten.Encode(e)
+		}
+	}
+	{
+		if s.NRestored.Set {
+			e.FieldStart("n_restored")
+			s.NRestored.Encode(e)
+		}
+	}
+	{
+		if s.NRead.Set {
+			e.FieldStart("n_read")
+			s.NRead.Encode(e)
+		}
+	}
+	{
+		if s.NErased.Set {
+			e.FieldStart("n_erased")
+			s.NErased.Encode(e)
+		}
+	}
+	{
+		if s.Timings.Set {
+			e.FieldStart("timings")
+			s.Timings.Encode(e)
+		}
+	}
+}
+
+var jsonFieldsNameOfSlotActionResponse = [8]string{
+	0: "id_slot",
+	1: "filename",
+	2: "n_saved",
+	3: "n_written",
+	4: "n_restored",
+	5: "n_read",
+	6: "n_erased",
+	7: "timings",
+}
+
+// Decode decodes SlotActionResponse from json.
+func (s *SlotActionResponse) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode SlotActionResponse to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "id_slot":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				v, err := d.Int()
+				s.IDSlot = int(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"id_slot\"")
+			}
+		case "filename":
+			if err := func() error {
+				s.Filename.Reset()
+				if err := s.Filename.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"filename\"")
+			}
+		case "n_saved":
+			if err := func() error {
+				s.NSaved.Reset()
+				if err := s.NSaved.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_saved\"")
+			}
+		case "n_written":
+			if err := func() error {
+				s.NWritten.Reset()
+				if err := s.NWritten.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_written\"")
+			}
+		case "n_restored":
+			if err := func() error {
+				s.NRestored.Reset()
+				if err := s.NRestored.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_restored\"")
+			}
+		case "n_read":
+			if err := func() error {
+				s.NRead.Reset()
+				if err := s.NRead.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_read\"")
+			}
+		case "n_erased":
+			if err := func() error {
+				s.NErased.Reset()
+				if err := s.NErased.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_erased\"")
+			}
+		case "timings":
+			if err := func() error {
+				s.Timings.Reset()
+				if err := s.Timings.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"timings\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode SlotActionResponse")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00000001,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfSlotActionResponse) {
+					name = jsonFieldsNameOfSlotActionResponse[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *SlotActionResponse) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *SlotActionResponse) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *SlotActionTimings) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *SlotActionTimings) encodeFields(e *jx.Encoder) {
+	{
+		if s.SaveMs.Set {
+			e.FieldStart("save_ms")
+			s.SaveMs.Encode(e)
+		}
+	}
+	{
+		if s.RestoreMs.Set {
+			e.FieldStart("restore_ms")
+			s.RestoreMs.Encode(e)
+		}
+	}
+}
+
+var jsonFieldsNameOfSlotActionTimings = [2]string{
+	0: "save_ms",
+	1: "restore_ms",
+}
+
+// Decode decodes SlotActionTimings from json.
+func (s *SlotActionTimings) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode SlotActionTimings to nil")
+	}
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "save_ms":
+			if err := func() error {
+				s.SaveMs.Reset()
+				if err := s.SaveMs.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"save_ms\"")
+			}
+		case "restore_ms":
+			if err := func() error {
+				s.RestoreMs.Reset()
+				if err := s.RestoreMs.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"restore_ms\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode SlotActionTimings")
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *SlotActionTimings) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *SlotActionTimings) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *SlotInfo) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *SlotInfo) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("id")
+		e.Int(s.ID)
+	}
+	{
+		e.FieldStart("n_ctx")
+		e.Int(s.NCtx)
+	}
+	{
+		e.FieldStart("speculative")
+		e.Bool(s.Speculative)
+	}
+	{
+		e.FieldStart("is_processing")
+		e.Bool(s.IsProcessing)
+	}
+	{
+		if s.IDTask.Set {
+			e.FieldStart("id_task")
+			s.IDTask.Encode(e)
+		}
+	}
+	{
+		if s.NPromptTokens.Set {
+			e.FieldStart("n_prompt_tokens")
+			s.NPromptTokens.Encode(e)
+		}
+	}
+	{
+		if s.NPromptTokensProcessed.Set {
+			e.FieldStart("n_prompt_tokens_processed")
+			s.NPromptTokensProcessed.Encode(e)
+		}
+	}
+	{
+		if s.NPromptTokensCache.Set {
+			e.FieldStart("n_prompt_tokens_cache")
+			s.NPromptTokensCache.Encode(e)
+		}
+	}
+	{
+		if s.Params.Set {
+			e.FieldStart("params")
+			s.Params.Encode(e)
+		}
+	}
+	{
+		if s.NextToken != nil {
+			e.FieldStart("next_token")
+			e.ArrStart()
+			for _, elem := range s.NextToken {
+				elem.Encode(e)
+			}
+			e.ArrEnd()
+		}
+	}
+}
+
+var jsonFieldsNameOfSlotInfo = [10]string{
+	0: "id",
+	1: "n_ctx",
+	2: "speculative",
+	3: "is_processing",
+	4: "id_task",
+	5: "n_prompt_tokens",
+	6: "n_prompt_tokens_processed",
+	7: "n_prompt_tokens_cache",
+	8: "params",
+	9: "next_token",
+}
+
+// Decode decodes SlotInfo from json.
+func (s *SlotInfo) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode SlotInfo to nil")
+	}
+	var requiredBitSet [2]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "id":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				v, err := d.Int()
+				s.ID = int(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"id\"")
+			}
+		case "n_ctx":
+			requiredBitSet[0] |= 1 << 1
+			if err := func() error {
+				v, err := d.Int()
+				s.NCtx = int(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_ctx\"")
+			}
+		case "speculative":
+			requiredBitSet[0] |= 1 << 2
+			if err := func() error {
+				v, err := d.Bool()
+				s.Speculative = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"speculative\"")
+			}
+		case "is_processing":
+			requiredBitSet[0] |= 1 << 3
+			if err := func() error {
+				v, err := d.Bool()
+				s.IsProcessing = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"is_processing\"")
+			}
+		case "id_task":
+			if err := func() error {
+				s.IDTask.Reset()
+				if err := s.IDTask.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"id_task\"")
+			}
+		case "n_prompt_tokens":
+			if err := func() error {
+				s.NPromptTokens.Reset()
+				if err := s.NPromptTokens.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_prompt_tokens\"")
+			}
+		case "n_prompt_tokens_processed":
+			if err := func() error {
+				s.NPromptTokensProcessed.Reset()
+				if err := s.NPromptTokensProcessed.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_prompt_tokens_processed\"")
+			}
+		case "n_prompt_tokens_cache":
+			if err := func() error {
+				s.NPromptTokensCache.Reset()
+				if err := s.NPromptTokensCache.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_prompt_tokens_cache\"")
+			}
+		case "params":
+			if err := func() error {
+				s.Params.Reset()
+				if err := s.Params.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"params\"")
+			}
+		case "next_token":
+			if err := func() error {
+				s.NextToken = make([]SlotNextToken, 0)
+				if err := d.Arr(func(d *jx.Decoder) error {
+					var elem SlotNextToken
+					if err := elem.Decode(d); err != nil {
+						return err
+					}
+					s.NextToken = append(s.NextToken, elem)
+					return nil
+				}); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"next_token\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode SlotInfo")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [2]uint8{
+		0b00001111,
+		0b00000000,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfSlotInfo) {
+					name = jsonFieldsNameOfSlotInfo[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *SlotInfo) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *SlotInfo) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *SlotNextToken) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *SlotNextToken) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("has_next_token")
+		e.Bool(s.HasNextToken)
+	}
+	{
+		e.FieldStart("has_new_line")
+		e.Bool(s.HasNewLine)
+	}
+	{
+		e.FieldStart("n_remain")
+		e.Int(s.NRemain)
+	}
+	{
+		e.FieldStart("n_decoded")
+		e.Int(s.NDecoded)
+	}
+}
+
+var jsonFieldsNameOfSlotNextToken = [4]string{
+	0: "has_next_token",
+	1: "has_new_line",
+	2: "n_remain",
+	3: "n_decoded",
+}
+
+// Decode decodes SlotNextToken from json.
+func (s *SlotNextToken) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode SlotNextToken to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "has_next_token":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				v, err := d.Bool()
+				s.HasNextToken = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"has_next_token\"")
+			}
+		case "has_new_line":
+			requiredBitSet[0] |= 1 << 1
+			if err := func() error {
+				v, err := d.Bool()
+				s.HasNewLine = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"has_new_line\"")
+			}
+		case "n_remain":
+			requiredBitSet[0] |= 1 << 2
+			if err := func() error {
+				v, err := d.Int()
+				s.NRemain = int(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_remain\"")
+			}
+		case "n_decoded":
+			requiredBitSet[0] |= 1 << 3
+			if err := func() error {
+				v, err := d.Int()
+				s.NDecoded = int(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_decoded\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode SlotNextToken")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00001111,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfSlotNextToken) {
+					name = jsonFieldsNameOfSlotNextToken[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *SlotNextToken) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *SlotNextToken) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *SlotParams) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *SlotParams) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("seed")
+		e.Int64(s.Seed)
+	}
+	{
+		e.FieldStart("temperature")
+		e.Float64(s.Temperature)
+	}
+	{
+		e.FieldStart("dynatemp_range")
+		e.Float64(s.DynatempRange)
+	}
+	{
+		e.FieldStart("dynatemp_exponent")
+		e.Float64(s.DynatempExponent)
+	}
+	{
+		e.FieldStart("top_k")
+		e.Int(s.TopK)
+	}
+	{
+		e.FieldStart("top_p")
+		e.Float64(s.TopP)
+	}
+	{
+		e.FieldStart("min_p")
+		e.Float64(s.MinP)
+	}
+	{
+		e.FieldStart("top_n_sigma")
+		e.Float64(s.TopNSigma)
+	}
+	{
+		e.FieldStart("xtc_probability")
+		e.Float64(s.XtcProbability)
+	}
+	{
+		e.FieldStart("xtc_threshold")
+		e.Float64(s.XtcThreshold)
+	}
+	{
+		e.FieldStart("typical_p")
+		e.Float64(s.TypicalP)
+	}
+	{
+		e.FieldStart("repeat_last_n")
+		e.Int(s.RepeatLastN)
+	}
+	{
+		e.FieldStart("repeat_penalty")
+		e.Float64(s.RepeatPenalty)
+	}
+	{
+		e.FieldStart("presence_penalty")
+		e.Float64(s.PresencePenalty)
+	}
+	{
+		e.FieldStart("frequency_penalty")
+		e.Float64(s.FrequencyPenalty)
+	}
+	{
+		e.FieldStart("dry_multiplier")
+		e.Float64(s.DryMultiplier)
+	}
+	{
+		e.FieldStart("dry_base")
+		e.Float64(s.DryBase)
+	}
+	{
+		e.FieldStart("dry_allowed_length")
+		e.Int(s.DryAllowedLength)
+	}
+	{
+		e.FieldStart("dry_penalty_last_n")
+		e.Int(s.DryPenaltyLastN)
+	}
+	{
+		e.FieldStart("mirostat")
+		e.Int(s.Mirostat)
+	}
+	{
+		e.FieldStart("mirostat_tau")
+		e.Float64(s.MirostatTau)
+	}
+	{
+		e.FieldStart("mirostat_eta")
+		e.Float64(s.MirostatEta)
+	}
+	{
+		e.FieldStart("adaptive_target")
+		e.Float64(s.AdaptiveTarget)
+	}
+	{
+		e.FieldStart("adaptive_decay")
+		e.Float64(s.AdaptiveDecay)
+	}
+	{
+		e.FieldStart("max_tokens")
+		e.Int(s.MaxTokens)
+	}
+	{
+		e.FieldStart("n_predict")
+		e.Int(s.NPredict)
+	}
+	{
+		e.FieldStart("n_keep")
+		e.Int(s.NKeep)
+	}
+	{
+		e.FieldStart("n_discard")
+		e.Int(s.NDiscard)
+	}
+	{
+		e.FieldStart("ignore_eos")
+		e.Bool(s.IgnoreEos)
+	}
+	{
+		e.FieldStart("stream")
+		e.Bool(s.Stream)
+	}
+	{
+		e.FieldStart("n_probs")
+		e.Int(s.NProbs)
+	}
+	{
+		e.FieldStart("min_keep")
+		e.Int(s.MinKeep)
+	}
+	{
+		e.FieldStart("chat_format")
+		e.Str(s.ChatFormat)
+	}
+	{
+		e.FieldStart("reasoning_format")
+		e.Str(s.ReasoningFormat)
+	}
+	{
+		e.FieldStart("reasoning_in_content")
+		e.Bool(s.ReasoningInContent)
+	}
+	{
+		e.FieldStart("generation_prompt")
+		e.Str(s.GenerationPrompt)
+	}
+	{
+		e.FieldStart("samplers")
+		e.ArrStart()
+		for _, elem := range s.Samplers {
+			e.Str(elem)
+		}
+		e.ArrEnd()
+	}
+	{
+		e.FieldStart("speculative.types")
+		e.Str(s.SpeculativeDotTypes)
+	}
+	{
+		e.FieldStart("timings_per_token")
+		e.Bool(s.TimingsPerToken)
+	}
+	{
+		e.FieldStart("post_sampling_probs")
+		e.Bool(s.PostSamplingProbs)
+	}
+	{
+		e.FieldStart("backend_sampling")
+		e.Bool(s.BackendSampling)
+	}
+	{
+		e.FieldStart("lora")
+		e.ArrStart()
+		for _, elem := range s.Lora {
+			elem.Encode(e)
+		}
+		e.ArrEnd()
+	}
+}
+
+var jsonFieldsNameOfSlotParams = [42]string{
+	0:  "seed",
+	1:  "temperature",
+	2:  "dynatemp_range",
+	3:  "dynatemp_exponent",
+	4:  "top_k",
+	5:  "top_p",
+	6:  "min_p",
+	7:  "top_n_sigma",
+	8:  "xtc_probability",
+	9:  "xtc_threshold",
+	10: "typical_p",
+	11: "repeat_last_n",
+	12: "repeat_penalty",
+	13: "presence_penalty",
+	14: "frequency_penalty",
+	15: "dry_multiplier",
+	16: "dry_base",
+	17: "dry_allowed_length",
+	18: "dry_penalty_last_n",
+	19: "mirostat",
+	20: "mirostat_tau",
+	21: "mirostat_eta",
+	22: "adaptive_target",
+	23: "adaptive_decay",
+	24: "max_tokens",
+	25: "n_predict",
+	26: "n_keep",
+	27: "n_discard",
+	28: "ignore_eos",
+	29: "stream",
+	30: "n_probs",
+	31: "min_keep",
+	32: "chat_format",
+	33: "reasoning_format",
+	34: "reasoning_in_content",
+	35: "generation_prompt",
+	36: "samplers",
+	37: "speculative.types",
+	38: "timings_per_token",
+	39: "post_sampling_probs",
+	40: "backend_sampling",
+	41: "lora",
+}
+
+// Decode decodes SlotParams from json.
+func (s *SlotParams) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode SlotParams to nil")
+	}
+	var requiredBitSet [6]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "seed":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				v, err := d.Int64()
+				s.Seed = int64(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"seed\"")
+			}
+		case "temperature":
+			requiredBitSet[0] |= 1 << 1
+			if err := func() error {
+				v, err := d.Float64()
+				s.Temperature = float64(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"temperature\"")
+			}
+		case "dynatemp_range":
+			requiredBitSet[0] |= 1 << 2
+			if err := func() error {
+				v, err := d.Float64()
+				s.DynatempRange = float64(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"dynatemp_range\"")
+			}
+		case "dynatemp_exponent":
+			requiredBitSet[0] |= 1 << 3
+			if err := func() error {
+				v, err := d.Float64()
+				s.DynatempExponent = float64(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"dynatemp_exponent\"")
+			}
+		case "top_k":
+			requiredBitSet[0] |= 1 << 4
+			if err := func() error {
+				v, err := d.Int()
+				s.TopK = int(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"top_k\"")
+			}
+		case "top_p":
+			requiredBitSet[0] |= 1 << 5
+			if err := func() error {
+				v, err := d.Float64()
+				s.TopP = float64(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"top_p\"")
+			}
+		case "min_p":
+			requiredBitSet[0] |= 1 << 6
+			if err := func() error {
+				v, err := d.Float64()
+				s.MinP = float64(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"min_p\"")
+			}
+		case "top_n_sigma":
+			requiredBitSet[0] |= 1 << 7
+			if err := func() error {
+				v, err := d.Float64()
+				s.TopNSigma = float64(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"top_n_sigma\"")
+			}
+		case "xtc_probability":
+			requiredBitSet[1] |= 1 << 0
+			if err := func() error {
+				v, err := d.Float64()
+				s.XtcProbability = float64(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"xtc_probability\"")
+			}
+		case "xtc_threshold":
+			requiredBitSet[1] |= 1 << 1
+			if err := func() error {
+				v, err := d.Float64()
+				s.XtcThreshold = float64(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"xtc_threshold\"")
+			}
+		case "typical_p":
+			requiredBitSet[1] |= 1 << 2
+			if err := func() error {
+				v, err := d.Float64()
+				s.TypicalP = float64(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"typical_p\"")
+			}
+		case "repeat_last_n":
+			requiredBitSet[1] |= 1 << 3
+			if err := func() error {
+				v, err := d.Int()
+				s.RepeatLastN = int(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"repeat_last_n\"")
+			}
+		case "repeat_penalty":
+			requiredBitSet[1] |= 1 << 4
+			if err := func() error {
+				v, err := d.Float64()
+				s.RepeatPenalty = float64(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"repeat_penalty\"")
+			}
+		case "presence_penalty":
+			requiredBitSet[1] |= 1 << 5
+			if err := func() error {
+				v, err := d.Float64()
+				s.PresencePenalty = float64(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"presence_penalty\"")
+			}
+		case "frequency_penalty":
+			requiredBitSet[1] |= 1 << 6
+			if err := func() error {
+				v, err := d.Float64()
+				s.FrequencyPenalty = float64(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"frequency_penalty\"")
+			}
+		case "dry_multiplier":
+			requiredBitSet[1] |= 1 << 7
+			if err := func() error {
+				v, err := d.Float64()
+				s.DryMultiplier = float64(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"dry_multiplier\"")
+			}
+		case "dry_base":
+			requiredBitSet[2] |= 1 << 0
+			if err := func() error {
+				v, err := d.Float64()
+				s.DryBase = float64(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"dry_base\"")
+			}
+		case "dry_allowed_length":
+			requiredBitSet[2] |= 1 << 1
+			if err := func() error {
+				v, err := d.Int()
+				s.DryAllowedLength = int(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"dry_allowed_length\"")
+			}
+		case "dry_penalty_last_n":
+			requiredBitSet[2] |= 1 << 2
+			if err := func() error {
+				v, err := d.Int()
+				s.DryPenaltyLastN = int(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"dry_penalty_last_n\"")
+			}
+		case "mirostat":
+			requiredBitSet[2] |= 1 << 3
+			if err := func() error {
+				v, err := d.Int()
+				s.Mirostat = int(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"mirostat\"")
+			}
+		case "mirostat_tau":
+			requiredBitSet[2] |= 1 << 4
+			if err := func() error {
+				v, err := d.Float64()
+				s.MirostatTau = float64(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"mirostat_tau\"")
+			}
+		case "mirostat_eta":
+			requiredBitSet[2] |= 1 << 5
+			if err := func() error {
+				v, err := d.Float64()
+				s.MirostatEta = float64(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"mirostat_eta\"")
+			}
+		case "adaptive_target":
+			requiredBitSet[2] |= 1 << 6
+			if err := func() error {
+				v, err := d.Float64()
+				s.AdaptiveTarget = float64(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"adaptive_target\"")
+			}
+		case "adaptive_decay":
+			requiredBitSet[2] |= 1 << 7
+			if err := func() error {
+				v, err := d.Float64()
+				s.AdaptiveDecay = float64(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"adaptive_decay\"")
+			}
+		case "max_tokens":
+			requiredBitSet[3] |= 1 << 0
+			if err := func() error {
+				v, err := d.Int()
+				s.MaxTokens = int(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"max_tokens\"")
+			}
+		case "n_predict":
+			requiredBitSet[3] |= 1 << 1
+			if err := func() error {
+				v, err := d.Int()
+				s.NPredict = int(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_predict\"")
+			}
+		case "n_keep":
+			requiredBitSet[3] |= 1 << 2
+			if err := func() error {
+				v, err := d.Int()
+				s.NKeep = int(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_keep\"")
+			}
+		case "n_discard":
+			requiredBitSet[3] |= 1 << 3
+			if err := func() error {
+				v, err := d.Int()
+				s.NDiscard = int(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_discard\"")
+			}
+		case "ignore_eos":
+			requiredBitSet[3] |= 1 << 4
+			if err := func() error {
+				v, err := d.Bool()
+				s.IgnoreEos = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"ignore_eos\"")
+			}
+		case "stream":
+			requiredBitSet[3] |= 1 << 5
+			if err := func() error {
+				v, err := d.Bool()
+				s.Stream = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"stream\"")
+			}
+		case "n_probs":
+			requiredBitSet[3] |= 1 << 6
+			if err := func() error {
+				v, err := d.Int()
+				s.NProbs = int(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_probs\"")
+			}
+		case "min_keep":
+			requiredBitSet[3] |= 1 << 7
+			if err := func() error {
+				v, err := d.Int()
+				s.MinKeep = int(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"min_keep\"")
+			}
+		case "chat_format":
+			requiredBitSet[4] |= 1 << 0
+			if err := func() error {
+				v, err := d.Str()
+				s.ChatFormat = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"chat_format\"")
+			}
+		case "reasoning_format":
+			requiredBitSet[4] |= 1 << 1
+			if err := func() error {
+				v, err := d.Str()
+				s.ReasoningFormat = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"reasoning_format\"")
+			}
+		case "reasoning_in_content":
+			requiredBitSet[4] |= 1 << 2
+			if err := func() error {
+				v, err := d.Bool()
+				s.ReasoningInContent = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"reasoning_in_content\"")
+			}
+		case "generation_prompt":
+			requiredBitSet[4] |= 1 << 3
+			if err := func() error {
+				v, err := d.Str()
+				s.GenerationPrompt = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"generation_prompt\"")
+			}
+		case "samplers":
+			requiredBitSet[4] |= 1 << 4
+			if err := func() error {
+				s.Samplers = make([]string, 0)
+				if err := d.Arr(func(d *jx.Decoder) error {
+					var elem string
+					v, err := d.Str()
+					elem = string(v)
+					if err != nil {
+						return err
+					}
+					s.Samplers = append(s.Samplers, elem)
+					return nil
+				}); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"samplers\"")
+			}
+		case "speculative.types":
+			requiredBitSet[4] |= 1 << 5
+			if err := func() error {
+				v, err := d.Str()
+				s.SpeculativeDotTypes = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"speculative.types\"")
+			}
+		case "timings_per_token":
+			requiredBitSet[4] |= 1 << 6
+			if err := func() error {
+				v, err := d.Bool()
+				s.TimingsPerToken = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"timings_per_token\"")
+			}
+		case "post_sampling_probs":
+			requiredBitSet[4] |= 1 << 7
+			if err := func() error {
+				v, err := d.Bool()
+				s.PostSamplingProbs = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"post_sampling_probs\"")
+			}
+		case "backend_sampling":
+			requiredBitSet[5] |= 1 << 0
+			if err := func() error {
+				v, err := d.Bool()
+				s.BackendSampling = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"backend_sampling\"")
+			}
+		case "lora":
+			requiredBitSet[5] |= 1 << 1
+			if err := func() error {
+				s.Lora = make([]LoraAdapter, 0)
+				if err := d.Arr(func(d *jx.Decoder) error {
+					var elem LoraAdapter
+					if err := elem.Decode(d); err != nil {
+						return err
+					}
+					s.Lora = append(s.Lora, elem)
+					return nil
+				}); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"lora\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode SlotParams")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [6]uint8{
+		0b11111111,
+		0b11111111,
+		0b11111111,
+		0b11111111,
+		0b11111111,
+		0b00000011,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfSlotParams) {
+					name = jsonFieldsNameOfSlotParams[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *SlotParams) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *SlotParams) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }

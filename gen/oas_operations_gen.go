@@ -20,6 +20,10 @@ const (
 	DeleteStreamOperation               OperationName = "DeleteStream"
 	DetokenizeOperation                 OperationName = "Detokenize"
 	GetHealthOperation                  OperationName = "GetHealth"
+	GetHealthAliasOperation             OperationName = "GetHealthAlias"
+	GetMetricsOperation                 OperationName = "GetMetrics"
+	GetPropsOperation                   OperationName = "GetProps"
+	GetSlotsOperation                   OperationName = "GetSlots"
 	GetStreamOperation                  OperationName = "GetStream"
 	ListModelsOperation                 OperationName = "ListModels"
 	ListModelsAliasOperation            OperationName = "ListModelsAlias"
@@ -28,5 +32,7 @@ const (
 	RerankAliasOperation                OperationName = "RerankAlias"
 	RerankV1AliasOperation              OperationName = "RerankV1Alias"
 	RerankingAliasOperation             OperationName = "RerankingAlias"
+	SlotActionOperation                 OperationName = "SlotAction"
 	TokenizeOperation                   OperationName = "Tokenize"
+	UpdatePropsOperation                OperationName = "UpdateProps"
 )

@@ -184,6 +184,71 @@ func decodeDeleteStreamParams(args [1]string, argsEscaped bool, r *http.Request)
 	return params, nil
 }
 
+// GetSlotsParams is parameters of getSlots operation.
+type GetSlotsParams struct {
+	// When present (any value), answer 503 "no slot available" if no slot is idle.
+	FailOnNoSlot OptString `json:",omitempty,omitzero"`
+}
+
+func unpackGetSlotsParams(packed middleware.Parameters) (params GetSlotsParams) {
+	{
+		key := middleware.ParameterKey{
+			Name: "fail_on_no_slot",
+			In:   "query",
+		}
+		if v, ok := packed[key]; ok {
+			params.FailOnNoSlot = v.(OptString)
+		}
+	}
+	return params
+}
+
+func decodeGetSlotsParams(args [0]string, argsEscaped bool, r *http.Request) (params GetSlotsParams, _ error) {
+	q := uri.NewQueryDecoder(r.URL.Query())
+	// Decode query: fail_on_no_slot.
+	if err := func() error {
+		cfg := uri.QueryParameterDecodingConfig{
+			Name:    "fail_on_no_slot",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.HasParam(cfg); err == nil {
+			if err := q.DecodeParam(cfg, func(d uri.Decoder) error {
+				var paramsDotFailOnNoSlotVal string
+				if err := func() error {
+					val, err := d.DecodeValue()
+					if err != nil {
+						return err
+					}
+
+					c, err := conv.ToString(val)
+					if err != nil {
+						return err
+					}
+
+					paramsDotFailOnNoSlotVal = c
+					return nil
+				}(); err != nil {
+					return err
+				}
+				params.FailOnNoSlot.SetTo(paramsDotFailOnNoSlotVal)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		return params, &ogenerrors.DecodeParamError{
+			Name: "fail_on_no_slot",
+			In:   "query",
+			Err:  err,
+		}
+	}
+	return params, nil
+}
+
 // GetStreamParams is parameters of getStream operation.
 type GetStreamParams struct {
 	// The absolute byte offset to start from; defaults to 0.
@@ -337,6 +402,124 @@ func decodeGetStreamParams(args [1]string, argsEscaped bool, r *http.Request) (p
 		return params, &ogenerrors.DecodeParamError{
 			Name: "id",
 			In:   "path",
+			Err:  err,
+		}
+	}
+	return params, nil
+}
+
+// SlotActionParams is parameters of slotAction operation.
+type SlotActionParams struct {
+	// The slot id (a string here so that a bad id gets llama-server's "Invalid slot ID").
+	IDSlot string
+	Action OptString `json:",omitempty,omitzero"`
+}
+
+func unpackSlotActionParams(packed middleware.Parameters) (params SlotActionParams) {
+	{
+		key := middleware.ParameterKey{
+			Name: "id_slot",
+			In:   "path",
+		}
+		params.IDSlot = packed[key].(string)
+	}
+	{
+		key := middleware.ParameterKey{
+			Name: "action",
+			In:   "query",
+		}
+		if v, ok := packed[key]; ok {
+			params.Action = v.(OptString)
+		}
+	}
+	return params
+}
+
+func decodeSlotActionParams(args [1]string, argsEscaped bool, r *http.Request) (params SlotActionParams, _ error) {
+	q := uri.NewQueryDecoder(r.URL.Query())
+	// Decode path: id_slot.
+	if err := func() error {
+		param := args[0]
+		if argsEscaped {
+			unescaped, err := url.PathUnescape(args[0])
+			if err != nil {
+				return errors.Wrap(err, "unescape path")
+			}
+			param = unescaped
+		}
+		if len(param) > 0 {
+			d := uri.NewPathDecoder(uri.PathDecoderConfig{
+				Param:   "id_slot",
+				Value:   param,
+				Style:   uri.PathStyleSimple,
+				Explode: false,
+			})
+
+			if err := func() error {
+				val, err := d.DecodeValue()
+				if err != nil {
+					return err
+				}
+
+				c, err := conv.ToString(val)
+				if err != nil {
+					return err
+				}
+
+				params.IDSlot = c
+				return nil
+			}(); err != nil {
+				return err
+			}
+		} else {
+			return validate.ErrFieldRequired
+		}
+		return nil
+	}(); err != nil {
+		return params, &ogenerrors.DecodeParamError{
+			Name: "id_slot",
+			In:   "path",
+			Err:  err,
+		}
+	}
+	// Decode query: action.
+	if err := func() error {
+		cfg := uri.QueryParameterDecodingConfig{
+			Name:    "action",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.HasParam(cfg); err == nil {
+			if err := q.DecodeParam(cfg, func(d uri.Decoder) error {
+				var paramsDotActionVal string
+				if err := func() error {
+					val, err := d.DecodeValue()
+					if err != nil {
+						return err
+					}
+
+					c, err := conv.ToString(val)
+					if err != nil {
+						return err
+					}
+
+					paramsDotActionVal = c
+					return nil
+				}(); err != nil {
+					return err
+				}
+				params.Action.SetTo(paramsDotActionVal)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		return params, &ogenerrors.DecodeParamError{
+			Name: "action",
+			In:   "query",
 			Err:  err,
 		}
 	}

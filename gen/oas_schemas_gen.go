@@ -4,6 +4,7 @@ package gen
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/go-faster/errors"
@@ -2303,6 +2304,110 @@ func (s *ChatResponseToolCall) SetID(val string) {
 	s.ID = val
 }
 
+// What probing the chat template found it supports.
+// Ref: #/components/schemas/ChatTemplateCaps
+type ChatTemplateCaps struct {
+	SupportsObjectArguments   bool `json:"supports_object_arguments"`
+	SupportsParallelToolCalls bool `json:"supports_parallel_tool_calls"`
+	SupportsPreserveReasoning bool `json:"supports_preserve_reasoning"`
+	SupportsReasoningEffort   bool `json:"supports_reasoning_effort"`
+	SupportsStringContent     bool `json:"supports_string_content"`
+	SupportsSystemRole        bool `json:"supports_system_role"`
+	SupportsToolCalls         bool `json:"supports_tool_calls"`
+	SupportsTools             bool `json:"supports_tools"`
+	SupportsTypedContent      bool `json:"supports_typed_content"`
+}
+
+// GetSupportsObjectArguments returns the value of SupportsObjectArguments.
+func (s *ChatTemplateCaps) GetSupportsObjectArguments() bool {
+	return s.SupportsObjectArguments
+}
+
+// GetSupportsParallelToolCalls returns the value of SupportsParallelToolCalls.
+func (s *ChatTemplateCaps) GetSupportsParallelToolCalls() bool {
+	return s.SupportsParallelToolCalls
+}
+
+// GetSupportsPreserveReasoning returns the value of SupportsPreserveReasoning.
+func (s *ChatTemplateCaps) GetSupportsPreserveReasoning() bool {
+	return s.SupportsPreserveReasoning
+}
+
+// GetSupportsReasoningEffort returns the value of SupportsReasoningEffort.
+func (s *ChatTemplateCaps) GetSupportsReasoningEffort() bool {
+	return s.SupportsReasoningEffort
+}
+
+// GetSupportsStringContent returns the value of SupportsStringContent.
+func (s *ChatTemplateCaps) GetSupportsStringContent() bool {
+	return s.SupportsStringContent
+}
+
+// GetSupportsSystemRole returns the value of SupportsSystemRole.
+func (s *ChatTemplateCaps) GetSupportsSystemRole() bool {
+	return s.SupportsSystemRole
+}
+
+// GetSupportsToolCalls returns the value of SupportsToolCalls.
+func (s *ChatTemplateCaps) GetSupportsToolCalls() bool {
+	return s.SupportsToolCalls
+}
+
+// GetSupportsTools returns the value of SupportsTools.
+func (s *ChatTemplateCaps) GetSupportsTools() bool {
+	return s.SupportsTools
+}
+
+// GetSupportsTypedContent returns the value of SupportsTypedContent.
+func (s *ChatTemplateCaps) GetSupportsTypedContent() bool {
+	return s.SupportsTypedContent
+}
+
+// SetSupportsObjectArguments sets the value of SupportsObjectArguments.
+func (s *ChatTemplateCaps) SetSupportsObjectArguments(val bool) {
+	s.SupportsObjectArguments = val
+}
+
+// SetSupportsParallelToolCalls sets the value of SupportsParallelToolCalls.
+func (s *ChatTemplateCaps) SetSupportsParallelToolCalls(val bool) {
+	s.SupportsParallelToolCalls = val
+}
+
+// SetSupportsPreserveReasoning sets the value of SupportsPreserveReasoning.
+func (s *ChatTemplateCaps) SetSupportsPreserveReasoning(val bool) {
+	s.SupportsPreserveReasoning = val
+}
+
+// SetSupportsReasoningEffort sets the value of SupportsReasoningEffort.
+func (s *ChatTemplateCaps) SetSupportsReasoningEffort(val bool) {
+	s.SupportsReasoningEffort = val
+}
+
+// SetSupportsStringContent sets the value of SupportsStringContent.
+func (s *ChatTemplateCaps) SetSupportsStringContent(val bool) {
+	s.SupportsStringContent = val
+}
+
+// SetSupportsSystemRole sets the value of SupportsSystemRole.
+func (s *ChatTemplateCaps) SetSupportsSystemRole(val bool) {
+	s.SupportsSystemRole = val
+}
+
+// SetSupportsToolCalls sets the value of SupportsToolCalls.
+func (s *ChatTemplateCaps) SetSupportsToolCalls(val bool) {
+	s.SupportsToolCalls = val
+}
+
+// SetSupportsTools sets the value of SupportsTools.
+func (s *ChatTemplateCaps) SetSupportsTools(val bool) {
+	s.SupportsTools = val
+}
+
+// SetSupportsTypedContent sets the value of SupportsTypedContent.
+func (s *ChatTemplateCaps) SetSupportsTypedContent(val bool) {
+	s.SupportsTypedContent = val
+}
+
 // Extra chat template variables, overriding the defaults (e.g. {"enable_thinking": false}).
 // Ref: #/components/schemas/ChatTemplateKwargs
 type ChatTemplateKwargs map[string]jx.Raw
@@ -3634,6 +3739,32 @@ func (s *CreateOAICompletionOKRawTextEventStream) SetResponse(val *http.Response
 
 func (*CreateOAICompletionOKRawTextEventStream) createOAICompletionRes() {}
 
+// Ref: #/components/schemas/DefaultGenerationSettings
+type DefaultGenerationSettings struct {
+	Params SlotParams `json:"params"`
+	NCtx   int        `json:"n_ctx"`
+}
+
+// GetParams returns the value of Params.
+func (s *DefaultGenerationSettings) GetParams() SlotParams {
+	return s.Params
+}
+
+// GetNCtx returns the value of NCtx.
+func (s *DefaultGenerationSettings) GetNCtx() int {
+	return s.NCtx
+}
+
+// SetParams sets the value of Params.
+func (s *DefaultGenerationSettings) SetParams(val SlotParams) {
+	s.Params = val
+}
+
+// SetNCtx sets the value of NCtx.
+func (s *DefaultGenerationSettings) SetNCtx(val int) {
+	s.NCtx = val
+}
+
 // Ref: #/components/schemas/DetokenizeRequest
 type DetokenizeRequest struct {
 	// Token ids; absent or null gives "".
@@ -4802,6 +4933,37 @@ func (s *GenerationSettings) SetLora(val []LoraAdapter) {
 	s.Lora = val
 }
 
+type GetMetricsOK struct {
+	Data io.Reader
+}
+
+// Read reads data from the Data reader.
+//
+// Kept to satisfy the io.Reader interface.
+func (s GetMetricsOK) Read(p []byte) (n int, err error) {
+	if s.Data == nil {
+		return 0, io.EOF
+	}
+	return s.Data.Read(p)
+}
+
+// GetMetricsOKRawTextPlain represents raw HTTP response for GetMetrics text/plain.
+type GetMetricsOKRawTextPlain struct {
+	Response *http.Response `json:"-"`
+}
+
+// GetResponse returns the value of Response.
+func (s *GetMetricsOKRawTextPlain) GetResponse() *http.Response {
+	return s.Response
+}
+
+// SetResponse sets the value of Response.
+func (s *GetMetricsOKRawTextPlain) SetResponse(val *http.Response) {
+	s.Response = val
+}
+
+func (*GetMetricsOKRawTextPlain) getMetricsRes() {}
+
 // GetStreamOKRawTextEventStream represents raw HTTP response for GetStream text/event-stream.
 type GetStreamOKRawTextEventStream struct {
 	Response *http.Response `json:"-"`
@@ -5643,6 +5805,43 @@ func (s *LoraAdapter) SetID(val int) {
 // SetScale sets the value of Scale.
 func (s *LoraAdapter) SetScale(val float64) {
 	s.Scale = val
+}
+
+// Ref: #/components/schemas/Modalities
+type Modalities struct {
+	Vision bool `json:"vision"`
+	Video  bool `json:"video"`
+	Audio  bool `json:"audio"`
+}
+
+// GetVision returns the value of Vision.
+func (s *Modalities) GetVision() bool {
+	return s.Vision
+}
+
+// GetVideo returns the value of Video.
+func (s *Modalities) GetVideo() bool {
+	return s.Video
+}
+
+// GetAudio returns the value of Audio.
+func (s *Modalities) GetAudio() bool {
+	return s.Audio
+}
+
+// SetVision sets the value of Vision.
+func (s *Modalities) SetVision(val bool) {
+	s.Vision = val
+}
+
+// SetVideo sets the value of Video.
+func (s *Modalities) SetVideo(val bool) {
+	s.Video = val
+}
+
+// SetAudio sets the value of Audio.
+func (s *Modalities) SetAudio(val bool) {
+	s.Audio = val
 }
 
 // OpenAI's model object with llama-server's extras.
@@ -7940,6 +8139,190 @@ func (o OptNilStringArray) Or(d []string) []string {
 	return d
 }
 
+// NewOptPropsUpdateRequest returns new OptPropsUpdateRequest with value set to v.
+func NewOptPropsUpdateRequest(v PropsUpdateRequest) OptPropsUpdateRequest {
+	return OptPropsUpdateRequest{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptPropsUpdateRequest is optional PropsUpdateRequest.
+type OptPropsUpdateRequest struct {
+	Value PropsUpdateRequest
+	Set   bool
+}
+
+// IsSet returns true if OptPropsUpdateRequest was set.
+func (o OptPropsUpdateRequest) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptPropsUpdateRequest) Reset() {
+	var v PropsUpdateRequest
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptPropsUpdateRequest) SetTo(v PropsUpdateRequest) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptPropsUpdateRequest) Get() (v PropsUpdateRequest, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptPropsUpdateRequest) Or(d PropsUpdateRequest) PropsUpdateRequest {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptSlotActionRequest returns new OptSlotActionRequest with value set to v.
+func NewOptSlotActionRequest(v SlotActionRequest) OptSlotActionRequest {
+	return OptSlotActionRequest{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptSlotActionRequest is optional SlotActionRequest.
+type OptSlotActionRequest struct {
+	Value SlotActionRequest
+	Set   bool
+}
+
+// IsSet returns true if OptSlotActionRequest was set.
+func (o OptSlotActionRequest) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptSlotActionRequest) Reset() {
+	var v SlotActionRequest
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptSlotActionRequest) SetTo(v SlotActionRequest) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptSlotActionRequest) Get() (v SlotActionRequest, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptSlotActionRequest) Or(d SlotActionRequest) SlotActionRequest {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptSlotActionTimings returns new OptSlotActionTimings with value set to v.
+func NewOptSlotActionTimings(v SlotActionTimings) OptSlotActionTimings {
+	return OptSlotActionTimings{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptSlotActionTimings is optional SlotActionTimings.
+type OptSlotActionTimings struct {
+	Value SlotActionTimings
+	Set   bool
+}
+
+// IsSet returns true if OptSlotActionTimings was set.
+func (o OptSlotActionTimings) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptSlotActionTimings) Reset() {
+	var v SlotActionTimings
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptSlotActionTimings) SetTo(v SlotActionTimings) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptSlotActionTimings) Get() (v SlotActionTimings, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptSlotActionTimings) Or(d SlotActionTimings) SlotActionTimings {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptSlotParams returns new OptSlotParams with value set to v.
+func NewOptSlotParams(v SlotParams) OptSlotParams {
+	return OptSlotParams{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptSlotParams is optional SlotParams.
+type OptSlotParams struct {
+	Value SlotParams
+	Set   bool
+}
+
+// IsSet returns true if OptSlotParams was set.
+func (o OptSlotParams) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptSlotParams) Reset() {
+	var v SlotParams
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptSlotParams) SetTo(v SlotParams) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptSlotParams) Get() (v SlotParams, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptSlotParams) Or(d SlotParams) SlotParams {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
 // NewOptStreamId returns new OptStreamId with value set to v.
 func NewOptStreamId(v StreamId) OptStreamId {
 	return OptStreamId{
@@ -8476,6 +8859,258 @@ func (s *PromptTokensDetails) SetCachedTokens(val int) {
 	s.CachedTokens = val
 }
 
+// Ref: #/components/schemas/PropsResponse
+type PropsResponse struct {
+	DefaultGenerationSettings DefaultGenerationSettings `json:"default_generation_settings"`
+	TotalSlots                int                       `json:"total_slots"`
+	ModelAlias                string                    `json:"model_alias"`
+	ModelFtype                string                    `json:"model_ftype"`
+	ModelPath                 string                    `json:"model_path"`
+	Modalities                Modalities                `json:"modalities"`
+	// The text that marks where media go in a prompt (random per server start).
+	MediaMarker      string                  `json:"media_marker"`
+	EndpointSlots    bool                    `json:"endpoint_slots"`
+	EndpointProps    bool                    `json:"endpoint_props"`
+	EndpointMetrics  bool                    `json:"endpoint_metrics"`
+	UI               bool                    `json:"ui"`
+	UISettings       PropsResponseUISettings `json:"ui_settings"`
+	ChatTemplate     string                  `json:"chat_template"`
+	ChatTemplateCaps ChatTemplateCaps        `json:"chat_template_caps"`
+	BosToken         string                  `json:"bos_token"`
+	EosToken         string                  `json:"eos_token"`
+	BuildInfo        string                  `json:"build_info"`
+	IsSleeping       bool                    `json:"is_sleeping"`
+	CorsProxyEnabled bool                    `json:"cors_proxy_enabled"`
+}
+
+// GetDefaultGenerationSettings returns the value of DefaultGenerationSettings.
+func (s *PropsResponse) GetDefaultGenerationSettings() DefaultGenerationSettings {
+	return s.DefaultGenerationSettings
+}
+
+// GetTotalSlots returns the value of TotalSlots.
+func (s *PropsResponse) GetTotalSlots() int {
+	return s.TotalSlots
+}
+
+// GetModelAlias returns the value of ModelAlias.
+func (s *PropsResponse) GetModelAlias() string {
+	return s.ModelAlias
+}
+
+// GetModelFtype returns the value of ModelFtype.
+func (s *PropsResponse) GetModelFtype() string {
+	return s.ModelFtype
+}
+
+// GetModelPath returns the value of ModelPath.
+func (s *PropsResponse) GetModelPath() string {
+	return s.ModelPath
+}
+
+// GetModalities returns the value of Modalities.
+func (s *PropsResponse) GetModalities() Modalities {
+	return s.Modalities
+}
+
+// GetMediaMarker returns the value of MediaMarker.
+func (s *PropsResponse) GetMediaMarker() string {
+	return s.MediaMarker
+}
+
+// GetEndpointSlots returns the value of EndpointSlots.
+func (s *PropsResponse) GetEndpointSlots() bool {
+	return s.EndpointSlots
+}
+
+// GetEndpointProps returns the value of EndpointProps.
+func (s *PropsResponse) GetEndpointProps() bool {
+	return s.EndpointProps
+}
+
+// GetEndpointMetrics returns the value of EndpointMetrics.
+func (s *PropsResponse) GetEndpointMetrics() bool {
+	return s.EndpointMetrics
+}
+
+// GetUI returns the value of UI.
+func (s *PropsResponse) GetUI() bool {
+	return s.UI
+}
+
+// GetUISettings returns the value of UISettings.
+func (s *PropsResponse) GetUISettings() PropsResponseUISettings {
+	return s.UISettings
+}
+
+// GetChatTemplate returns the value of ChatTemplate.
+func (s *PropsResponse) GetChatTemplate() string {
+	return s.ChatTemplate
+}
+
+// GetChatTemplateCaps returns the value of ChatTemplateCaps.
+func (s *PropsResponse) GetChatTemplateCaps() ChatTemplateCaps {
+	return s.ChatTemplateCaps
+}
+
+// GetBosToken returns the value of BosToken.
+func (s *PropsResponse) GetBosToken() string {
+	return s.BosToken
+}
+
+// GetEosToken returns the value of EosToken.
+func (s *PropsResponse) GetEosToken() string {
+	return s.EosToken
+}
+
+// GetBuildInfo returns the value of BuildInfo.
+func (s *PropsResponse) GetBuildInfo() string {
+	return s.BuildInfo
+}
+
+// GetIsSleeping returns the value of IsSleeping.
+func (s *PropsResponse) GetIsSleeping() bool {
+	return s.IsSleeping
+}
+
+// GetCorsProxyEnabled returns the value of CorsProxyEnabled.
+func (s *PropsResponse) GetCorsProxyEnabled() bool {
+	return s.CorsProxyEnabled
+}
+
+// SetDefaultGenerationSettings sets the value of DefaultGenerationSettings.
+func (s *PropsResponse) SetDefaultGenerationSettings(val DefaultGenerationSettings) {
+	s.DefaultGenerationSettings = val
+}
+
+// SetTotalSlots sets the value of TotalSlots.
+func (s *PropsResponse) SetTotalSlots(val int) {
+	s.TotalSlots = val
+}
+
+// SetModelAlias sets the value of ModelAlias.
+func (s *PropsResponse) SetModelAlias(val string) {
+	s.ModelAlias = val
+}
+
+// SetModelFtype sets the value of ModelFtype.
+func (s *PropsResponse) SetModelFtype(val string) {
+	s.ModelFtype = val
+}
+
+// SetModelPath sets the value of ModelPath.
+func (s *PropsResponse) SetModelPath(val string) {
+	s.ModelPath = val
+}
+
+// SetModalities sets the value of Modalities.
+func (s *PropsResponse) SetModalities(val Modalities) {
+	s.Modalities = val
+}
+
+// SetMediaMarker sets the value of MediaMarker.
+func (s *PropsResponse) SetMediaMarker(val string) {
+	s.MediaMarker = val
+}
+
+// SetEndpointSlots sets the value of EndpointSlots.
+func (s *PropsResponse) SetEndpointSlots(val bool) {
+	s.EndpointSlots = val
+}
+
+// SetEndpointProps sets the value of EndpointProps.
+func (s *PropsResponse) SetEndpointProps(val bool) {
+	s.EndpointProps = val
+}
+
+// SetEndpointMetrics sets the value of EndpointMetrics.
+func (s *PropsResponse) SetEndpointMetrics(val bool) {
+	s.EndpointMetrics = val
+}
+
+// SetUI sets the value of UI.
+func (s *PropsResponse) SetUI(val bool) {
+	s.UI = val
+}
+
+// SetUISettings sets the value of UISettings.
+func (s *PropsResponse) SetUISettings(val PropsResponseUISettings) {
+	s.UISettings = val
+}
+
+// SetChatTemplate sets the value of ChatTemplate.
+func (s *PropsResponse) SetChatTemplate(val string) {
+	s.ChatTemplate = val
+}
+
+// SetChatTemplateCaps sets the value of ChatTemplateCaps.
+func (s *PropsResponse) SetChatTemplateCaps(val ChatTemplateCaps) {
+	s.ChatTemplateCaps = val
+}
+
+// SetBosToken sets the value of BosToken.
+func (s *PropsResponse) SetBosToken(val string) {
+	s.BosToken = val
+}
+
+// SetEosToken sets the value of EosToken.
+func (s *PropsResponse) SetEosToken(val string) {
+	s.EosToken = val
+}
+
+// SetBuildInfo sets the value of BuildInfo.
+func (s *PropsResponse) SetBuildInfo(val string) {
+	s.BuildInfo = val
+}
+
+// SetIsSleeping sets the value of IsSleeping.
+func (s *PropsResponse) SetIsSleeping(val bool) {
+	s.IsSleeping = val
+}
+
+// SetCorsProxyEnabled sets the value of CorsProxyEnabled.
+func (s *PropsResponse) SetCorsProxyEnabled(val bool) {
+	s.CorsProxyEnabled = val
+}
+
+type PropsResponseUISettings map[string]jx.Raw
+
+func (s *PropsResponseUISettings) init() PropsResponseUISettings {
+	m := *s
+	if m == nil {
+		m = map[string]jx.Raw{}
+		*s = m
+	}
+	return m
+}
+
+// Ref: #/components/schemas/PropsUpdateRequest
+type PropsUpdateRequest map[string]jx.Raw
+
+func (s *PropsUpdateRequest) init() PropsUpdateRequest {
+	m := *s
+	if m == nil {
+		m = map[string]jx.Raw{}
+		*s = m
+	}
+	return m
+}
+
+// Ref: #/components/schemas/PropsUpdateResponse
+type PropsUpdateResponse struct {
+	Success bool `json:"success"`
+}
+
+// GetSuccess returns the value of Success.
+func (s *PropsUpdateResponse) GetSuccess() bool {
+	return s.Success
+}
+
+// SetSuccess sets the value of Success.
+func (s *PropsUpdateResponse) SetSuccess(val bool) {
+	s.Success = val
+}
+
 // Ref: #/components/schemas/RerankRequest
 type RerankRequest struct {
 	// The query, a string (another type is refused with llama-server's message).
@@ -8689,6 +9324,780 @@ func (s *RerankScore) SetIndex(val int) {
 // SetRelevanceScore sets the value of RelevanceScore.
 func (s *RerankScore) SetRelevanceScore(val float64) {
 	s.RelevanceScore = val
+}
+
+// Ref: #/components/schemas/SlotActionRequest
+type SlotActionRequest struct {
+	// The file in the --slot-save-path directory (save and restore): no path separators,
+	// no "..", no control or reserved characters, at most 255 bytes.
+	Filename OptString `json:"filename"`
+}
+
+// GetFilename returns the value of Filename.
+func (s *SlotActionRequest) GetFilename() OptString {
+	return s.Filename
+}
+
+// SetFilename sets the value of Filename.
+func (s *SlotActionRequest) SetFilename(val OptString) {
+	s.Filename = val
+}
+
+// Ref: #/components/schemas/SlotActionResponse
+type SlotActionResponse struct {
+	IDSlot   int       `json:"id_slot"`
+	Filename OptString `json:"filename"`
+	// Save - tokens saved.
+	NSaved OptInt `json:"n_saved"`
+	// Save - bytes written.
+	NWritten OptInt64 `json:"n_written"`
+	// Restore - tokens restored.
+	NRestored OptInt `json:"n_restored"`
+	// Restore - bytes read.
+	NRead OptInt64 `json:"n_read"`
+	// Erase - tokens dropped from the slot's cache.
+	NErased OptInt               `json:"n_erased"`
+	Timings OptSlotActionTimings `json:"timings"`
+}
+
+// GetIDSlot returns the value of IDSlot.
+func (s *SlotActionResponse) GetIDSlot() int {
+	return s.IDSlot
+}
+
+// GetFilename returns the value of Filename.
+func (s *SlotActionResponse) GetFilename() OptString {
+	return s.Filename
+}
+
+// GetNSaved returns the value of NSaved.
+func (s *SlotActionResponse) GetNSaved() OptInt {
+	return s.NSaved
+}
+
+// GetNWritten returns the value of NWritten.
+func (s *SlotActionResponse) GetNWritten() OptInt64 {
+	return s.NWritten
+}
+
+// GetNRestored returns the value of NRestored.
+func (s *SlotActionResponse) GetNRestored() OptInt {
+	return s.NRestored
+}
+
+// GetNRead returns the value of NRead.
+func (s *SlotActionResponse) GetNRead() OptInt64 {
+	return s.NRead
+}
+
+// GetNErased returns the value of NErased.
+func (s *SlotActionResponse) GetNErased() OptInt {
+	return s.NErased
+}
+
+// GetTimings returns the value of Timings.
+func (s *SlotActionResponse) GetTimings() OptSlotActionTimings {
+	return s.Timings
+}
+
+// SetIDSlot sets the value of IDSlot.
+func (s *SlotActionResponse) SetIDSlot(val int) {
+	s.IDSlot = val
+}
+
+// SetFilename sets the value of Filename.
+func (s *SlotActionResponse) SetFilename(val OptString) {
+	s.Filename = val
+}
+
+// SetNSaved sets the value of NSaved.
+func (s *SlotActionResponse) SetNSaved(val OptInt) {
+	s.NSaved = val
+}
+
+// SetNWritten sets the value of NWritten.
+func (s *SlotActionResponse) SetNWritten(val OptInt64) {
+	s.NWritten = val
+}
+
+// SetNRestored sets the value of NRestored.
+func (s *SlotActionResponse) SetNRestored(val OptInt) {
+	s.NRestored = val
+}
+
+// SetNRead sets the value of NRead.
+func (s *SlotActionResponse) SetNRead(val OptInt64) {
+	s.NRead = val
+}
+
+// SetNErased sets the value of NErased.
+func (s *SlotActionResponse) SetNErased(val OptInt) {
+	s.NErased = val
+}
+
+// SetTimings sets the value of Timings.
+func (s *SlotActionResponse) SetTimings(val OptSlotActionTimings) {
+	s.Timings = val
+}
+
+// Ref: #/components/schemas/SlotActionTimings
+type SlotActionTimings struct {
+	SaveMs    OptFloat64 `json:"save_ms"`
+	RestoreMs OptFloat64 `json:"restore_ms"`
+}
+
+// GetSaveMs returns the value of SaveMs.
+func (s *SlotActionTimings) GetSaveMs() OptFloat64 {
+	return s.SaveMs
+}
+
+// GetRestoreMs returns the value of RestoreMs.
+func (s *SlotActionTimings) GetRestoreMs() OptFloat64 {
+	return s.RestoreMs
+}
+
+// SetSaveMs sets the value of SaveMs.
+func (s *SlotActionTimings) SetSaveMs(val OptFloat64) {
+	s.SaveMs = val
+}
+
+// SetRestoreMs sets the value of RestoreMs.
+func (s *SlotActionTimings) SetRestoreMs(val OptFloat64) {
+	s.RestoreMs = val
+}
+
+// One slot. Before its first request only id, n_ctx, speculative and is_processing are
+// present; afterwards the running (or last) request is described too.
+// Ref: #/components/schemas/SlotInfo
+type SlotInfo struct {
+	ID           int    `json:"id"`
+	NCtx         int    `json:"n_ctx"`
+	Speculative  bool   `json:"speculative"`
+	IsProcessing bool   `json:"is_processing"`
+	IDTask       OptInt `json:"id_task"`
+	// Tokens the slot holds in its cache.
+	NPromptTokens          OptInt          `json:"n_prompt_tokens"`
+	NPromptTokensProcessed OptInt          `json:"n_prompt_tokens_processed"`
+	NPromptTokensCache     OptInt          `json:"n_prompt_tokens_cache"`
+	Params                 OptSlotParams   `json:"params"`
+	NextToken              []SlotNextToken `json:"next_token"`
+}
+
+// GetID returns the value of ID.
+func (s *SlotInfo) GetID() int {
+	return s.ID
+}
+
+// GetNCtx returns the value of NCtx.
+func (s *SlotInfo) GetNCtx() int {
+	return s.NCtx
+}
+
+// GetSpeculative returns the value of Speculative.
+func (s *SlotInfo) GetSpeculative() bool {
+	return s.Speculative
+}
+
+// GetIsProcessing returns the value of IsProcessing.
+func (s *SlotInfo) GetIsProcessing() bool {
+	return s.IsProcessing
+}
+
+// GetIDTask returns the value of IDTask.
+func (s *SlotInfo) GetIDTask() OptInt {
+	return s.IDTask
+}
+
+// GetNPromptTokens returns the value of NPromptTokens.
+func (s *SlotInfo) GetNPromptTokens() OptInt {
+	return s.NPromptTokens
+}
+
+// GetNPromptTokensProcessed returns the value of NPromptTokensProcessed.
+func (s *SlotInfo) GetNPromptTokensProcessed() OptInt {
+	return s.NPromptTokensProcessed
+}
+
+// GetNPromptTokensCache returns the value of NPromptTokensCache.
+func (s *SlotInfo) GetNPromptTokensCache() OptInt {
+	return s.NPromptTokensCache
+}
+
+// GetParams returns the value of Params.
+func (s *SlotInfo) GetParams() OptSlotParams {
+	return s.Params
+}
+
+// GetNextToken returns the value of NextToken.
+func (s *SlotInfo) GetNextToken() []SlotNextToken {
+	return s.NextToken
+}
+
+// SetID sets the value of ID.
+func (s *SlotInfo) SetID(val int) {
+	s.ID = val
+}
+
+// SetNCtx sets the value of NCtx.
+func (s *SlotInfo) SetNCtx(val int) {
+	s.NCtx = val
+}
+
+// SetSpeculative sets the value of Speculative.
+func (s *SlotInfo) SetSpeculative(val bool) {
+	s.Speculative = val
+}
+
+// SetIsProcessing sets the value of IsProcessing.
+func (s *SlotInfo) SetIsProcessing(val bool) {
+	s.IsProcessing = val
+}
+
+// SetIDTask sets the value of IDTask.
+func (s *SlotInfo) SetIDTask(val OptInt) {
+	s.IDTask = val
+}
+
+// SetNPromptTokens sets the value of NPromptTokens.
+func (s *SlotInfo) SetNPromptTokens(val OptInt) {
+	s.NPromptTokens = val
+}
+
+// SetNPromptTokensProcessed sets the value of NPromptTokensProcessed.
+func (s *SlotInfo) SetNPromptTokensProcessed(val OptInt) {
+	s.NPromptTokensProcessed = val
+}
+
+// SetNPromptTokensCache sets the value of NPromptTokensCache.
+func (s *SlotInfo) SetNPromptTokensCache(val OptInt) {
+	s.NPromptTokensCache = val
+}
+
+// SetParams sets the value of Params.
+func (s *SlotInfo) SetParams(val OptSlotParams) {
+	s.Params = val
+}
+
+// SetNextToken sets the value of NextToken.
+func (s *SlotInfo) SetNextToken(val []SlotNextToken) {
+	s.NextToken = val
+}
+
+// Ref: #/components/schemas/SlotNextToken
+type SlotNextToken struct {
+	HasNextToken bool `json:"has_next_token"`
+	HasNewLine   bool `json:"has_new_line"`
+	// Tokens the request may still generate; -1 for no limit.
+	NRemain  int `json:"n_remain"`
+	NDecoded int `json:"n_decoded"`
+}
+
+// GetHasNextToken returns the value of HasNextToken.
+func (s *SlotNextToken) GetHasNextToken() bool {
+	return s.HasNextToken
+}
+
+// GetHasNewLine returns the value of HasNewLine.
+func (s *SlotNextToken) GetHasNewLine() bool {
+	return s.HasNewLine
+}
+
+// GetNRemain returns the value of NRemain.
+func (s *SlotNextToken) GetNRemain() int {
+	return s.NRemain
+}
+
+// GetNDecoded returns the value of NDecoded.
+func (s *SlotNextToken) GetNDecoded() int {
+	return s.NDecoded
+}
+
+// SetHasNextToken sets the value of HasNextToken.
+func (s *SlotNextToken) SetHasNextToken(val bool) {
+	s.HasNextToken = val
+}
+
+// SetHasNewLine sets the value of HasNewLine.
+func (s *SlotNextToken) SetHasNewLine(val bool) {
+	s.HasNewLine = val
+}
+
+// SetNRemain sets the value of NRemain.
+func (s *SlotNextToken) SetNRemain(val int) {
+	s.NRemain = val
+}
+
+// SetNDecoded sets the value of NDecoded.
+func (s *SlotNextToken) SetNDecoded(val int) {
+	s.NDecoded = val
+}
+
+// A slot's generation settings as /slots and /props report them: GenerationSettings without
+// stop, logit_bias, grammar and the other per-request inputs (llama-server's to_json(true)).
+// Ref: #/components/schemas/SlotParams
+type SlotParams struct {
+	Seed                int64         `json:"seed"`
+	Temperature         float64       `json:"temperature"`
+	DynatempRange       float64       `json:"dynatemp_range"`
+	DynatempExponent    float64       `json:"dynatemp_exponent"`
+	TopK                int           `json:"top_k"`
+	TopP                float64       `json:"top_p"`
+	MinP                float64       `json:"min_p"`
+	TopNSigma           float64       `json:"top_n_sigma"`
+	XtcProbability      float64       `json:"xtc_probability"`
+	XtcThreshold        float64       `json:"xtc_threshold"`
+	TypicalP            float64       `json:"typical_p"`
+	RepeatLastN         int           `json:"repeat_last_n"`
+	RepeatPenalty       float64       `json:"repeat_penalty"`
+	PresencePenalty     float64       `json:"presence_penalty"`
+	FrequencyPenalty    float64       `json:"frequency_penalty"`
+	DryMultiplier       float64       `json:"dry_multiplier"`
+	DryBase             float64       `json:"dry_base"`
+	DryAllowedLength    int           `json:"dry_allowed_length"`
+	DryPenaltyLastN     int           `json:"dry_penalty_last_n"`
+	Mirostat            int           `json:"mirostat"`
+	MirostatTau         float64       `json:"mirostat_tau"`
+	MirostatEta         float64       `json:"mirostat_eta"`
+	AdaptiveTarget      float64       `json:"adaptive_target"`
+	AdaptiveDecay       float64       `json:"adaptive_decay"`
+	MaxTokens           int           `json:"max_tokens"`
+	NPredict            int           `json:"n_predict"`
+	NKeep               int           `json:"n_keep"`
+	NDiscard            int           `json:"n_discard"`
+	IgnoreEos           bool          `json:"ignore_eos"`
+	Stream              bool          `json:"stream"`
+	NProbs              int           `json:"n_probs"`
+	MinKeep             int           `json:"min_keep"`
+	ChatFormat          string        `json:"chat_format"`
+	ReasoningFormat     string        `json:"reasoning_format"`
+	ReasoningInContent  bool          `json:"reasoning_in_content"`
+	GenerationPrompt    string        `json:"generation_prompt"`
+	Samplers            []string      `json:"samplers"`
+	SpeculativeDotTypes string        `json:"speculative.types"`
+	TimingsPerToken     bool          `json:"timings_per_token"`
+	PostSamplingProbs   bool          `json:"post_sampling_probs"`
+	BackendSampling     bool          `json:"backend_sampling"`
+	Lora                []LoraAdapter `json:"lora"`
+}
+
+// GetSeed returns the value of Seed.
+func (s *SlotParams) GetSeed() int64 {
+	return s.Seed
+}
+
+// GetTemperature returns the value of Temperature.
+func (s *SlotParams) GetTemperature() float64 {
+	return s.Temperature
+}
+
+// GetDynatempRange returns the value of DynatempRange.
+func (s *SlotParams) GetDynatempRange() float64 {
+	return s.DynatempRange
+}
+
+// GetDynatempExponent returns the value of DynatempExponent.
+func (s *SlotParams) GetDynatempExponent() float64 {
+	return s.DynatempExponent
+}
+
+// GetTopK returns the value of TopK.
+func (s *SlotParams) GetTopK() int {
+	return s.TopK
+}
+
+// GetTopP returns the value of TopP.
+func (s *SlotParams) GetTopP() float64 {
+	return s.TopP
+}
+
+// GetMinP returns the value of MinP.
+func (s *SlotParams) GetMinP() float64 {
+	return s.MinP
+}
+
+// GetTopNSigma returns the value of TopNSigma.
+func (s *SlotParams) GetTopNSigma() float64 {
+	return s.TopNSigma
+}
+
+// GetXtcProbability returns the value of XtcProbability.
+func (s *SlotParams) GetXtcProbability() float64 {
+	return s.XtcProbability
+}
+
+// GetXtcThreshold returns the value of XtcThreshold.
+func (s *SlotParams) GetXtcThreshold() float64 {
+	return s.XtcThreshold
+}
+
+// GetTypicalP returns the value of TypicalP.
+func (s *SlotParams) GetTypicalP() float64 {
+	return s.TypicalP
+}
+
+// GetRepeatLastN returns the value of RepeatLastN.
+func (s *SlotParams) GetRepeatLastN() int {
+	return s.RepeatLastN
+}
+
+// GetRepeatPenalty returns the value of RepeatPenalty.
+func (s *SlotParams) GetRepeatPenalty() float64 {
+	return s.RepeatPenalty
+}
+
+// GetPresencePenalty returns the value of PresencePenalty.
+func (s *SlotParams) GetPresencePenalty() float64 {
+	return s.PresencePenalty
+}
+
+// GetFrequencyPenalty returns the value of FrequencyPenalty.
+func (s *SlotParams) GetFrequencyPenalty() float64 {
+	return s.FrequencyPenalty
+}
+
+// GetDryMultiplier returns the value of DryMultiplier.
+func (s *SlotParams) GetDryMultiplier() float64 {
+	return s.DryMultiplier
+}
+
+// GetDryBase returns the value of DryBase.
+func (s *SlotParams) GetDryBase() float64 {
+	return s.DryBase
+}
+
+// GetDryAllowedLength returns the value of DryAllowedLength.
+func (s *SlotParams) GetDryAllowedLength() int {
+	return s.DryAllowedLength
+}
+
+// GetDryPenaltyLastN returns the value of DryPenaltyLastN.
+func (s *SlotParams) GetDryPenaltyLastN() int {
+	return s.DryPenaltyLastN
+}
+
+// GetMirostat returns the value of Mirostat.
+func (s *SlotParams) GetMirostat() int {
+	return s.Mirostat
+}
+
+// GetMirostatTau returns the value of MirostatTau.
+func (s *SlotParams) GetMirostatTau() float64 {
+	return s.MirostatTau
+}
+
+// GetMirostatEta returns the value of MirostatEta.
+func (s *SlotParams) GetMirostatEta() float64 {
+	return s.MirostatEta
+}
+
+// GetAdaptiveTarget returns the value of AdaptiveTarget.
+func (s *SlotParams) GetAdaptiveTarget() float64 {
+	return s.AdaptiveTarget
+}
+
+// GetAdaptiveDecay returns the value of AdaptiveDecay.
+func (s *SlotParams) GetAdaptiveDecay() float64 {
+	return s.AdaptiveDecay
+}
+
+// GetMaxTokens returns the value of MaxTokens.
+func (s *SlotParams) GetMaxTokens() int {
+	return s.MaxTokens
+}
+
+// GetNPredict returns the value of NPredict.
+func (s *SlotParams) GetNPredict() int {
+	return s.NPredict
+}
+
+// GetNKeep returns the value of NKeep.
+func (s *SlotParams) GetNKeep() int {
+	return s.NKeep
+}
+
+// GetNDiscard returns the value of NDiscard.
+func (s *SlotParams) GetNDiscard() int {
+	return s.NDiscard
+}
+
+// GetIgnoreEos returns the value of IgnoreEos.
+func (s *SlotParams) GetIgnoreEos() bool {
+	return s.IgnoreEos
+}
+
+// GetStream returns the value of Stream.
+func (s *SlotParams) GetStream() bool {
+	return s.Stream
+}
+
+// GetNProbs returns the value of NProbs.
+func (s *SlotParams) GetNProbs() int {
+	return s.NProbs
+}
+
+// GetMinKeep returns the value of MinKeep.
+func (s *SlotParams) GetMinKeep() int {
+	return s.MinKeep
+}
+
+// GetChatFormat returns the value of ChatFormat.
+func (s *SlotParams) GetChatFormat() string {
+	return s.ChatFormat
+}
+
+// GetReasoningFormat returns the value of ReasoningFormat.
+func (s *SlotParams) GetReasoningFormat() string {
+	return s.ReasoningFormat
+}
+
+// GetReasoningInContent returns the value of ReasoningInContent.
+func (s *SlotParams) GetReasoningInContent() bool {
+	return s.ReasoningInContent
+}
+
+// GetGenerationPrompt returns the value of GenerationPrompt.
+func (s *SlotParams) GetGenerationPrompt() string {
+	return s.GenerationPrompt
+}
+
+// GetSamplers returns the value of Samplers.
+func (s *SlotParams) GetSamplers() []string {
+	return s.Samplers
+}
+
+// GetSpeculativeDotTypes returns the value of SpeculativeDotTypes.
+func (s *SlotParams) GetSpeculativeDotTypes() string {
+	return s.SpeculativeDotTypes
+}
+
+// GetTimingsPerToken returns the value of TimingsPerToken.
+func (s *SlotParams) GetTimingsPerToken() bool {
+	return s.TimingsPerToken
+}
+
+// GetPostSamplingProbs returns the value of PostSamplingProbs.
+func (s *SlotParams) GetPostSamplingProbs() bool {
+	return s.PostSamplingProbs
+}
+
+// GetBackendSampling returns the value of BackendSampling.
+func (s *SlotParams) GetBackendSampling() bool {
+	return s.BackendSampling
+}
+
+// GetLora returns the value of Lora.
+func (s *SlotParams) GetLora() []LoraAdapter {
+	return s.Lora
+}
+
+// SetSeed sets the value of Seed.
+func (s *SlotParams) SetSeed(val int64) {
+	s.Seed = val
+}
+
+// SetTemperature sets the value of Temperature.
+func (s *SlotParams) SetTemperature(val float64) {
+	s.Temperature = val
+}
+
+// SetDynatempRange sets the value of DynatempRange.
+func (s *SlotParams) SetDynatempRange(val float64) {
+	s.DynatempRange = val
+}
+
+// SetDynatempExponent sets the value of DynatempExponent.
+func (s *SlotParams) SetDynatempExponent(val float64) {
+	s.DynatempExponent = val
+}
+
+// SetTopK sets the value of TopK.
+func (s *SlotParams) SetTopK(val int) {
+	s.TopK = val
+}
+
+// SetTopP sets the value of TopP.
+func (s *SlotParams) SetTopP(val float64) {
+	s.TopP = val
+}
+
+// SetMinP sets the value of MinP.
+func (s *SlotParams) SetMinP(val float64) {
+	s.MinP = val
+}
+
+// SetTopNSigma sets the value of TopNSigma.
+func (s *SlotParams) SetTopNSigma(val float64) {
+	s.TopNSigma = val
+}
+
+// SetXtcProbability sets the value of XtcProbability.
+func (s *SlotParams) SetXtcProbability(val float64) {
+	s.XtcProbability = val
+}
+
+// SetXtcThreshold sets the value of XtcThreshold.
+func (s *SlotParams) SetXtcThreshold(val float64) {
+	s.XtcThreshold = val
+}
+
+// SetTypicalP sets the value of TypicalP.
+func (s *SlotParams) SetTypicalP(val float64) {
+	s.TypicalP = val
+}
+
+// SetRepeatLastN sets the value of RepeatLastN.
+func (s *SlotParams) SetRepeatLastN(val int) {
+	s.RepeatLastN = val
+}
+
+// SetRepeatPenalty sets the value of RepeatPenalty.
+func (s *SlotParams) SetRepeatPenalty(val float64) {
+	s.RepeatPenalty = val
+}
+
+// SetPresencePenalty sets the value of PresencePenalty.
+func (s *SlotParams) SetPresencePenalty(val float64) {
+	s.PresencePenalty = val
+}
+
+// SetFrequencyPenalty sets the value of FrequencyPenalty.
+func (s *SlotParams) SetFrequencyPenalty(val float64) {
+	s.FrequencyPenalty = val
+}
+
+// SetDryMultiplier sets the value of DryMultiplier.
+func (s *SlotParams) SetDryMultiplier(val float64) {
+	s.DryMultiplier = val
+}
+
+// SetDryBase sets the value of DryBase.
+func (s *SlotParams) SetDryBase(val float64) {
+	s.DryBase = val
+}
+
+// SetDryAllowedLength sets the value of DryAllowedLength.
+func (s *SlotParams) SetDryAllowedLength(val int) {
+	s.DryAllowedLength = val
+}
+
+// SetDryPenaltyLastN sets the value of DryPenaltyLastN.
+func (s *SlotParams) SetDryPenaltyLastN(val int) {
+	s.DryPenaltyLastN = val
+}
+
+// SetMirostat sets the value of Mirostat.
+func (s *SlotParams) SetMirostat(val int) {
+	s.Mirostat = val
+}
+
+// SetMirostatTau sets the value of MirostatTau.
+func (s *SlotParams) SetMirostatTau(val float64) {
+	s.MirostatTau = val
+}
+
+// SetMirostatEta sets the value of MirostatEta.
+func (s *SlotParams) SetMirostatEta(val float64) {
+	s.MirostatEta = val
+}
+
+// SetAdaptiveTarget sets the value of AdaptiveTarget.
+func (s *SlotParams) SetAdaptiveTarget(val float64) {
+	s.AdaptiveTarget = val
+}
+
+// SetAdaptiveDecay sets the value of AdaptiveDecay.
+func (s *SlotParams) SetAdaptiveDecay(val float64) {
+	s.AdaptiveDecay = val
+}
+
+// SetMaxTokens sets the value of MaxTokens.
+func (s *SlotParams) SetMaxTokens(val int) {
+	s.MaxTokens = val
+}
+
+// SetNPredict sets the value of NPredict.
+func (s *SlotParams) SetNPredict(val int) {
+	s.NPredict = val
+}
+
+// SetNKeep sets the value of NKeep.
+func (s *SlotParams) SetNKeep(val int) {
+	s.NKeep = val
+}
+
+// SetNDiscard sets the value of NDiscard.
+func (s *SlotParams) SetNDiscard(val int) {
+	s.NDiscard = val
+}
+
+// SetIgnoreEos sets the value of IgnoreEos.
+func (s *SlotParams) SetIgnoreEos(val bool) {
+	s.IgnoreEos = val
+}
+
+// SetStream sets the value of Stream.
+func (s *SlotParams) SetStream(val bool) {
+	s.Stream = val
+}
+
+// SetNProbs sets the value of NProbs.
+func (s *SlotParams) SetNProbs(val int) {
+	s.NProbs = val
+}
+
+// SetMinKeep sets the value of MinKeep.
+func (s *SlotParams) SetMinKeep(val int) {
+	s.MinKeep = val
+}
+
+// SetChatFormat sets the value of ChatFormat.
+func (s *SlotParams) SetChatFormat(val string) {
+	s.ChatFormat = val
+}
+
+// SetReasoningFormat sets the value of ReasoningFormat.
+func (s *SlotParams) SetReasoningFormat(val string) {
+	s.ReasoningFormat = val
+}
+
+// SetReasoningInContent sets the value of ReasoningInContent.
+func (s *SlotParams) SetReasoningInContent(val bool) {
+	s.ReasoningInContent = val
+}
+
+// SetGenerationPrompt sets the value of GenerationPrompt.
+func (s *SlotParams) SetGenerationPrompt(val string) {
+	s.GenerationPrompt = val
+}
+
+// SetSamplers sets the value of Samplers.
+func (s *SlotParams) SetSamplers(val []string) {
+	s.Samplers = val
+}
+
+// SetSpeculativeDotTypes sets the value of SpeculativeDotTypes.
+func (s *SlotParams) SetSpeculativeDotTypes(val string) {
+	s.SpeculativeDotTypes = val
+}
+
+// SetTimingsPerToken sets the value of TimingsPerToken.
+func (s *SlotParams) SetTimingsPerToken(val bool) {
+	s.TimingsPerToken = val
+}
+
+// SetPostSamplingProbs sets the value of PostSamplingProbs.
+func (s *SlotParams) SetPostSamplingProbs(val bool) {
+	s.PostSamplingProbs = val
+}
+
+// SetBackendSampling sets the value of BackendSampling.
+func (s *SlotParams) SetBackendSampling(val bool) {
+	s.BackendSampling = val
+}
+
+// SetLora sets the value of Lora.
+func (s *SlotParams) SetLora(val []LoraAdapter) {
+	s.Lora = val
 }
 
 // Strings that end generation (not returned). A string or an array of strings.

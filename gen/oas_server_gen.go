@@ -60,6 +60,24 @@ type Handler interface {
 	//
 	// GET /health
 	GetHealth(ctx context.Context) (*HealthResponse, error)
+	// GetHealthAlias implements getHealthAlias operation.
+	//
+	// Alias of GET /health.
+	//
+	// GET /v1/health
+	GetHealthAlias(ctx context.Context) (*HealthResponse, error)
+	// GetProps implements getProps operation.
+	//
+	// The server's settings, the model's chat template and the default generation settings.
+	//
+	// GET /props
+	GetProps(ctx context.Context) (*PropsResponse, error)
+	// GetSlots implements getSlots operation.
+	//
+	// Every slot's state; 501 when the server runs with --no-slots.
+	//
+	// GET /slots
+	GetSlots(ctx context.Context, params GetSlotsParams) ([]SlotInfo, error)
 	// ListModels implements listModels operation.
 	//
 	// The loaded model, in OpenAI's list shape plus llama-server's ollama-style list.
@@ -105,12 +123,26 @@ type Handler interface {
 	//
 	// POST /reranking
 	RerankingAlias(ctx context.Context, req *RerankRequest) (RerankResult, error)
+	// SlotAction implements slotAction operation.
+	//
+	// Save a slot's KV cache to a file, restore it, or erase it (?action=save|restore|erase);
+	// 501 unless the server runs with --slot-save-path.
+	//
+	// POST /slots/{id_slot}
+	SlotAction(ctx context.Context, req OptSlotActionRequest, params SlotActionParams) (*SlotActionResponse, error)
 	// Tokenize implements tokenize operation.
 	//
 	// Tokenize text with the loaded model's vocabulary.
 	//
 	// POST /tokenize
 	Tokenize(ctx context.Context, req *TokenizeRequest) (*TokenizeResponse, error)
+	// UpdateProps implements updateProps operation.
+	//
+	// Change global properties; 501 unless the server runs with --props. As in llama-server,
+	// no property can be changed yet: the body is accepted and ignored.
+	//
+	// POST /props
+	UpdateProps(ctx context.Context, req OptPropsUpdateRequest) (*PropsUpdateResponse, error)
 	// NewError creates *ErrorStatusCode from error returned by handler.
 	//
 	// Used for common default response.
@@ -162,6 +194,13 @@ type RawHandler interface {
 	//
 	// POST /v1/completions
 	CreateOAICompletion(ctx context.Context, req *CompletionRequest, w http.ResponseWriter) error
+	// GetMetrics implements getMetrics operation.
+	//
+	// Prometheus metrics (text format 0.0.4): llama-server's llamacpp:* series and wgpu-llama's
+	// own wgpu_llama_* series; 501 unless the server runs with --metrics.
+	//
+	// GET /metrics
+	GetMetrics(ctx context.Context, w http.ResponseWriter) error
 	// GetStream implements getStream operation.
 	//
 	// Sends the bytes of the stream started by POST /v1/chat/completions with

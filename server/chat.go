@@ -76,7 +76,7 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 	if so, ok := req.StreamOptions.Get(); ok {
 		run.includeUsage = so.IncludeUsage.Or(false)
 	}
-	task := engine.Task{Prompt: pl.prompt, Params: pl.params}
+	task := engine.Task{Prompt: pl.prompt, Params: pl.params, Stream: stream}
 	if resumable {
 		return s.startResumable(ctx, string(conversation), m.backend, task, run, w)
 	}

@@ -68,7 +68,7 @@ func (s *Server) completeTokens(ctx context.Context, m *loaded, prompt []int32, 
 	}
 	c.settings.ReasoningFormat = s.cfg.ReasoningFormat.String()
 
-	ch, err := m.backend.Submit(ctx, engine.Task{Prompt: prompt, Params: params})
+	ch, err := m.backend.Submit(ctx, engine.Task{Prompt: prompt, Params: params, Stream: stream})
 	if err != nil {
 		return submitError(err, len(prompt), m.info.NCtx)
 	}

@@ -106,6 +106,8 @@ func toAPIError(err error) *apiError {
 			message: "the request exceeds the available context size, try increasing it"}
 	case errors.Is(err, engine.ErrEmptyPrompt):
 		return &apiError{typ: errInvalidRequest, cause: err, message: "the prompt is empty"}
+	case errors.Is(err, engine.ErrInvalidSlot):
+		return &apiError{typ: errInvalidRequest, cause: err, message: "Invalid slot ID"}
 	case errors.Is(err, engine.ErrClosed):
 		return &apiError{typ: errUnavailable, cause: err, message: "the server is shutting down"}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -142,9 +144,10 @@ func (s *Server) NewError(ctx context.Context, err error) *gen.ErrorStatusCode {
 	return &gen.ErrorStatusCode{StatusCode: ae.status(), Response: ae.body()}
 }
 
-// noteError logs server-side failures; client mistakes only show in the request log line.
+// noteError logs server-side failures; client mistakes, and requests for endpoints the server
+// runs without (501), only show in the request log line.
 func (s *Server) noteError(ctx context.Context, ae *apiError) {
-	if ae.status() >= 500 && ae.typ != errUnavailable {
+	if ae.status() >= 500 && ae.typ != errUnavailable && ae.typ != errNotSupported {
 		s.logger.Error("request failed", "path", requestPath(ctx), "err", logMessage(ae))
 	}
 }

@@ -34,6 +34,8 @@ type fakeBackend struct {
 	delay time.Duration
 	// output, when set, replaces the story: each piece is one generated "token", then EOS.
 	output []string
+	// slotsBusy makes both of the fake's slots report a running request (fake_slots_test.go).
+	slotsBusy bool
 
 	mu        sync.Mutex
 	tasks     []engine.Task

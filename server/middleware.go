@@ -72,14 +72,22 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
+// polledPaths are requested regularly by monitors; llama-server leaves them out of its request
+// log, and they log at debug level here when they succeed.
+var polledPaths = map[string]bool{
+	"/health": true, "/v1/health": true, "/models": true, "/v1/models": true, "/props": true, "/metrics": true,
+}
+
 // logRequests logs one line per request: method, path, status, duration and, for generation
-// requests, token counts. Health checks log at debug level so polling does not flood the log.
+// requests, token counts, and counts it for /metrics. Successful polls (polledPaths) log at
+// debug level so that monitoring does not flood the log.
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		st := &requestStats{path: r.URL.Path}
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), statsKey{}, st)))
+		s.countRequest(s.routeLabel(r), rec.status) // 0: the client left before any answer
 
 		kv := []any{
 			"method", r.Method,
@@ -90,7 +98,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		if n := st.promptTokens.Load(); n > 0 {
 			kv = append(kv, "prompt_tokens", n, "predicted_tokens", st.predictedTokens.Load())
 		}
-		if r.URL.Path == "/health" && rec.status == http.StatusOK {
+		if polledPaths[r.URL.Path] && rec.status == http.StatusOK {
 			s.logger.Debug("request", kv...)
 			return
 		}
@@ -129,6 +137,45 @@ func (s *Server) requireBackend(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// writeDeadlines gives each write of a response Config.WriteTimeout to complete, as a socket
+// send timeout does in llama-server. http.Server's WriteTimeout would instead bound the whole
+// response, cutting streams and long generations.
+func (s *Server) writeDeadlines(next http.Handler) http.Handler {
+	if s.cfg.WriteTimeout <= 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(&deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: s.cfg.WriteTimeout}, r)
+	})
+}
+
+// deadlineWriter moves the connection's write deadline forward before each write.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (d *deadlineWriter) extend() { _ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout)) }
+
+func (d *deadlineWriter) WriteHeader(code int) {
+	d.extend()
+	d.ResponseWriter.WriteHeader(code)
+}
+
+func (d *deadlineWriter) Write(b []byte) (int, error) {
+	d.extend()
+	return d.ResponseWriter.Write(b)
+}
+
+// Flush sends what is buffered within a fresh deadline.
+func (d *deadlineWriter) Flush() {
+	d.extend()
+	_ = http.NewResponseController(d.ResponseWriter).Flush()
+}
+
+func (d *deadlineWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }
 
 // limitBody caps request bodies at Config.MaxBodyBytes; reading past it fails with
 // *http.MaxBytesError, which decodeError turns into 413.

@@ -15,6 +15,11 @@ func (s *Server) GetHealth(context.Context) (*gen.HealthResponse, error) {
 	return &gen.HealthResponse{Status: "ok"}, nil
 }
 
+// GetHealthAlias implements GET /v1/health, llama-server's alias of /health.
+func (s *Server) GetHealthAlias(ctx context.Context) (*gen.HealthResponse, error) {
+	return s.GetHealth(ctx)
+}
+
 // ListModels implements GET /v1/models: the loaded model in OpenAI's list ("data") and in
 // llama-server's ollama-style list ("models").
 func (s *Server) ListModels(context.Context) (*gen.ModelsResponse, error) {

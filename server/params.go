@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 )
 
 // samplingFields are the generation fields that chat and native requests share, as decoded.
-// Unset and null fields take llama-server's defaults (engine.DefaultParams).
+// Unset and null fields take the server's defaults (Config.Defaults, else engine.DefaultParams).
 type samplingFields struct {
 	nPredict    gen.OptNilInt // after resolving aliases (n_predict, max_tokens, ...)
 	temperature gen.OptNilFloat64
@@ -61,6 +62,9 @@ type samplingFields struct {
 
 	// nCtx resolves repeat_last_n and dry_penalty_last_n of -1, as llama-server does.
 	nCtx int
+	// defaults are the settings unset fields take (the server's -n, --temp, ...); nil means
+	// engine.DefaultParams.
+	defaults *engine.Params
 	// tok tokenizes logit_bias string keys and bounds its token ids; nil accepts any id >= 0.
 	tok tokenizerLike
 }
@@ -156,6 +160,7 @@ func (m *loaded) samplingFields(req samplingRequest, nPredict gen.OptNilInt) sam
 		specNMin:            req.GetSpeculativeDotNMin(),
 		specPMin:            req.GetSpeculativeDotPMin(),
 		nCtx:                m.info.NCtx,
+		defaults:            m.defaults,
 		tok:                 m.tok,
 	}
 }
@@ -179,11 +184,19 @@ func firstSet(opts ...gen.OptNilInt) gen.OptNilInt {
 // seedRandomJSON is the JSON spelling of engine.SeedRandom besides -1.
 const seedRandomJSON = int64(engine.SeedRandom)
 
-// params checks the fields and applies them over engine.DefaultParams. The schema already
+// params checks the fields and applies them over the defaults. The schema already
 // enforces these limits for requests that come through the router; checking again keeps the
 // engine safe from handlers called any other way.
 func (f samplingFields) params() (engine.Params, error) {
 	p := engine.DefaultParams()
+	if f.defaults != nil {
+		p = *f.defaults
+		// The request's settings must not write into the shared defaults' slices.
+		p.Stop = slices.Clone(p.Stop)
+		p.DRYSequenceBreakers = slices.Clone(p.DRYSequenceBreakers)
+		p.LogitBias = slices.Clone(p.LogitBias)
+		p.Samplers = slices.Clone(p.Samplers)
+	}
 	if v, ok := f.nPredict.Get(); ok {
 		if v < -1 {
 			return p, invalidRequest("'n_predict' must be -1 (no limit) or more, got %d", v)

@@ -37,6 +37,20 @@ type Backend interface {
 	Info() engine.ModelInfo
 }
 
+// SlotBackend is a Backend whose slots can be inspected, saved, restored and erased (GET and
+// POST /slots); the engine satisfies it. A backend without it answers those with 501.
+type SlotBackend interface {
+	Slots(ctx context.Context) ([]engine.SlotInfo, error)
+	SaveSlot(ctx context.Context, id int, path string) (engine.SlotFile, error)
+	RestoreSlot(ctx context.Context, id int, path string) (engine.SlotFile, error)
+	EraseSlot(ctx context.Context, id int) (int, error)
+}
+
+// StatsBackend is a Backend that counts its work for GET /metrics; the engine satisfies it.
+type StatsBackend interface {
+	Stats() engine.Stats
+}
+
 // Defaults for Config's zero values.
 const (
 	// DefaultMaxBodyBytes bounds request bodies when Config.MaxBodyBytes is 0.
@@ -71,6 +85,25 @@ type Config struct {
 	DisableThinking bool
 	// SPMInfill is --spm-infill: infill prompts put the suffix before the prefix.
 	SPMInfill bool
+
+	// APIKeys, when any, must accompany every request but those to the public paths, as
+	// "Authorization: Bearer KEY" or "X-Api-Key: KEY" (llama-server's --api-key).
+	APIKeys []string
+	// Metrics enables GET /metrics (--metrics).
+	Metrics bool
+	// NoSlots disables GET /slots (--no-slots); llama-server enables it by default.
+	NoSlots bool
+	// Props enables POST /props (--props).
+	Props bool
+	// WriteTimeout bounds each write of a response (llama-server's --timeout, a socket send
+	// timeout): a long generation or stream is never cut while it keeps writing. 0 is none.
+	WriteTimeout time.Duration
+	// SlotSavePath is the directory POST /slots/{id}?action=save|restore uses
+	// (--slot-save-path); empty disables slot actions.
+	SlotSavePath string
+	// Defaults are the generation settings a request's unset fields take (llama-server's -n,
+	// --temp, --top-k, --top-p, --min-p, --seed); nil means engine.DefaultParams().
+	Defaults *engine.Params
 }
 
 // Server serves the API. Until SetBackend is called every route answers 503 "Loading model".
@@ -80,6 +113,9 @@ type Server struct {
 	api     *gen.Server
 	ready   atomic.Pointer[loaded]
 	streams *resumable.Store
+
+	mediaMarker string       // /props' media_marker, random per server as in llama-server
+	metrics     metricsState // see metrics.go
 }
 
 // loaded is what SetBackend prepares once per model.
@@ -89,7 +125,9 @@ type loaded struct {
 	info     engine.ModelInfo
 	name     string
 	template chat.Template
-	created  int64 // Unix time the model became ready, the "created" of /v1/models
+	caps     chat.Caps      // the template's capabilities, for /props
+	defaults *engine.Params // Config.Defaults
+	created  int64          // Unix time the model became ready, the "created" of /v1/models
 }
 
 var (
@@ -108,7 +146,7 @@ func New(cfg Config, logger *log.Logger) *Server {
 	if logger == nil {
 		logger = log.Default()
 	}
-	s := &Server{cfg: cfg, logger: logger, streams: resumable.NewStore(cfg.Streams)}
+	s := &Server{cfg: cfg, logger: logger, streams: resumable.NewStore(cfg.Streams), mediaMarker: "<__media_" + randomString(32) + "__>"}
 	api, err := gen.NewServer(s, s,
 		gen.WithNotFound(notFound),
 		gen.WithMethodNotAllowed(methodNotAllowed),
@@ -135,12 +173,15 @@ func (s *Server) SetBackend(b Backend) {
 		name = info.Name
 	}
 	tok := b.Tokenizer()
+	tmpl := s.chatTemplate(info, tok)
 	l := &loaded{
 		backend:  b,
 		tok:      tok,
 		info:     info,
 		name:     name,
-		template: s.chatTemplate(info, tok),
+		template: tmpl,
+		caps:     tmpl.Caps(),
+		defaults: s.cfg.Defaults,
 		created:  time.Now().Unix(),
 	}
 	s.ready.Store(l)
@@ -169,12 +210,14 @@ func specialText(tok *tokenizer.Tokenizer, id int32) string {
 }
 
 // Handler returns the HTTP handler: the generated router behind logging, CORS, the loading
-// gate and the request body limit.
+// gate, the API key check and the request body limit, in llama-server's order.
 func (s *Server) Handler() http.Handler {
 	return chain(s.api,
 		s.logRequests,
 		cors,
 		s.requireBackend,
+		s.requireKey,
+		s.writeDeadlines,
 		s.limitBody,
 		jsonBody,
 	)

@@ -20,61 +20,53 @@ import (
 )
 
 // runServe implements the server: it listens first, so /health answers 503 "Loading model"
-// while the model loads, then serves until interrupted and shuts down gracefully.
+// while the model is found (-hf may download it) and loads, then serves until interrupted and
+// shuts down gracefully.
 func runServe(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := newFlagSet("serve", "wgpu-llama [serve] -m FILE [--host H] [--port P] [-c N] [-a ALIAS] [--device N] [--chat-template NAME|FILE] [--embeddings [--pooling TYPE] | --reranking]", stderr)
-	var (
-		mf                 modelFlags
-		sf                 specFlags
-		host, alias        string
-		port               int
-		tmplName, tmplFile string
-		jinja              bool
-		ef                 embedFlags
-		cf                 chatFlags
-	)
-	mf.register(fs)
-	sf.register(fs)
-	cf.register(fs)
-	stringVar(fs, &host, "127.0.0.1", "address to listen on", "host")
-	intVar(fs, &port, 8080, "port to listen on", "port")
-	stringVar(fs, &alias, "", "model name reported to clients (default: the file name)", "a", "alias")
-	stringVar(fs, &tmplName, "", "chat template instead of the model's: a built-in name ("+strings.Join(chat.BuiltinNames(), ", ")+") or a Jinja file", "chat-template")
-	stringVar(fs, &tmplFile, "", "chat template instead of the model's, read from a Jinja file", "chat-template-file")
-	fs.BoolVar(&jinja, "jinja", false, "accepted for llama-server compatibility; chat templates always run as Jinja")
-	ef.register(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	tmpl, err := chatTemplateFlag(tmplName, tmplFile)
+	sf, err := parseServeFlags(args, stderr, os.Getenv)
 	if err != nil {
 		return err
 	}
-	srvCfg := server.Config{Alias: alias, ChatTemplate: tmpl}
-	if err := cf.apply(&srvCfg); err != nil {
-		return err
-	}
-	logger := newLogger(stderr, mf.verbose)
-	cfg, err := mf.engineConfig(alias, logger)
+	logger := newLogger(stderr, sf.model.verbose)
+	sf.logAccepted(logger)
+	scfg, err := sf.serverConfig()
 	if err != nil {
 		return err
 	}
-	if err := ef.apply(&cfg); err != nil {
-		return err
-	}
-	if cfg.Speculative, err = sf.config(); err != nil {
-		return err
-	}
-	srv := server.New(srvCfg, logger)
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	srv := server.New(scfg, logger)
+	ln, err := net.Listen("tcp", net.JoinHostPort(sf.host, strconv.Itoa(sf.port)))
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	timeout := time.Duration(sf.timeout) * time.Second
+	// The read timeout bounds reading a request; writes get theirs per write (see
+	// server.Config.WriteTimeout), so that streams are not cut. Idle keep-alive connections
+	// close after 5 seconds, as llama-server's "Keep-Alive: timeout=5".
+	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, ReadTimeout: timeout, IdleTimeout: 5 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
 	logger.Info("listening", "url", "http://"+ln.Addr().String())
 
+	if sf.hf.repo != "" {
+		if sf.model.path, err = sf.hf.resolve(ctx, stderr, logger); err != nil {
+			httpSrv.Close()
+			return err
+		}
+	}
+	cfg, err := sf.model.engineConfig(scfg.Alias, logger)
+	if err != nil {
+		httpSrv.Close()
+		return err
+	}
+	cfg.BatchSize = min(cfg.BatchSize, sf.batch) // llama.cpp's n_ubatch = min(n_ubatch, n_batch)
+	if err := sf.embed.apply(&cfg); err != nil {
+		httpSrv.Close()
+		return err
+	}
+	if cfg.Speculative, err = sf.spec.config(); err != nil {
+		httpSrv.Close()
+		return err
+	}
 	eng, err := engine.Load(ctx, cfg)
 	if err != nil {
 		httpSrv.Close()

@@ -1,48 +1,96 @@
 package main
 
 import (
-	"flag"
+	"bytes"
+	"context"
 	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
-	"github.com/wgpu-llama/wgpu-llama/engine"
+	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
 )
 
-// TestServeEmbeddingFlags checks --embeddings (--embedding), --pooling and --reranking
-// (--rerank), which means rank pooling, as llama-server's flags do.
-func TestServeEmbeddingFlags(t *testing.T) {
-	for _, tt := range []struct {
-		args       []string
-		embeddings bool
-		pooling    string
-		err        string
-	}{
-		{nil, false, "", ""},
-		{[]string{"--embeddings"}, true, "", ""},
-		{[]string{"--embedding", "--pooling", "mean"}, true, "mean", ""},
-		{[]string{"--reranking"}, true, "rank", ""},
-		{[]string{"--rerank", "--pooling", "rank"}, true, "rank", ""},
-		{[]string{"--rerank", "--pooling", "cls"}, false, "", "--reranking pools by rank; --pooling cls contradicts it"},
-		{[]string{"--embeddings", "--pooling", "max"}, false, "", `--pooling: pooling "max" not supported (supported: none, mean, cls, last, rank)`},
-	} {
-		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		var ef embedFlags
-		ef.register(fs)
-		if err := fs.Parse(tt.args); err != nil {
+// syncBuffer is a buffer the server's goroutines may log into while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestServeEndToEnd starts the server from its command line (port 0), waits for the model,
+// and checks that the flags reach it: the API key, /metrics, /props' defaults and slot saving.
+func TestServeEndToEnd(t *testing.T) {
+	model := shareddata.Path(t, "models", "stories260K.gguf")
+	requireGPU(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-m", model, "--port", "0", "-c", "256", "--api-key", "sesame", "--metrics",
+			"--seed", "42", "--slot-save-path", t.TempDir(), "-ngl", "99"}, io.Discard, &stderr)
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+
+	urlRe := regexp.MustCompile(`url=(http://\S+)`)
+	var base string
+	for deadline := time.Now().Add(2 * time.Minute); base == "" || !strings.Contains(stderr.String(), "ready"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server did not get ready:\n%s", stderr.String())
+		}
+		if m := urlRe.FindStringSubmatch(stderr.String()); m != nil {
+			base = m[1]
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	get := func(method, path, key, body string) (int, string) {
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
 			t.Fatal(err)
 		}
-		var cfg engine.Config
-		err := ef.apply(&cfg)
-		switch {
-		case tt.err != "":
-			if err == nil || err.Error() != tt.err {
-				t.Errorf("%q: %v, want %q", tt.args, err, tt.err)
-			}
-		case err != nil:
-			t.Errorf("%q: %v", tt.args, err)
-		case cfg.Embeddings != tt.embeddings || cfg.Pooling != tt.pooling:
-			t.Errorf("%q: embeddings %v pooling %q, want %v %q", tt.args, cfg.Embeddings, cfg.Pooling, tt.embeddings, tt.pooling)
-		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(data)
+	}
+	if status, _ := get("GET", "/health", "", ""); status != 200 {
+		t.Errorf("/health without a key: %d", status)
+	}
+	if status, _ := get("GET", "/props", "", ""); status != 401 {
+		t.Errorf("/props without the key: %d, want 401", status)
+	}
+	if status, body := get("GET", "/props", "sesame", ""); status != 200 || !strings.Contains(body, `"seed":42`) {
+		t.Errorf("/props with the key: %d %s", status, body)
+	}
+	if status, body := get("POST", "/completion", "sesame", `{"prompt":"Once upon a time","n_predict":4}`); status != 200 {
+		t.Errorf("/completion: %d %s", status, body)
+	}
+	if status, body := get("POST", "/slots/0?action=save", "sesame", `{"filename":"s.bin"}`); status != 200 || !strings.Contains(body, `"n_saved":8`) {
+		t.Errorf("slot save: %d %s", status, body)
+	}
+	if status, body := get("GET", "/metrics", "sesame", ""); status != 200 || !strings.Contains(body, "llamacpp:tokens_predicted_total 4\n") {
+		t.Errorf("/metrics: %d %s", status, body)
 	}
 }

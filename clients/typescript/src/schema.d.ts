@@ -21,6 +21,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/health": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Alias of GET /health. */
+        get: operations["getHealthAlias"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/models": {
         parameters: {
             query?: never;
@@ -424,6 +441,84 @@ export interface paths {
         put?: never;
         /** Alias of POST /v1/rerank. */
         post: operations["rerankingAlias"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/props": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The server's settings, the model's chat template and the default generation settings. */
+        get: operations["getProps"];
+        put?: never;
+        /**
+         * Change global properties; 501 unless the server runs with --props. As in llama-server,
+         *     no property can be changed yet: the body is accepted and ignored.
+         */
+        post: operations["updateProps"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/slots": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every slot's state; 501 when the server runs with --no-slots. */
+        get: operations["getSlots"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/slots/{id_slot}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Save a slot's KV cache to a file, restore it, or erase it (?action=save|restore|erase);
+         *     501 unless the server runs with --slot-save-path.
+         */
+        post: operations["slotAction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Prometheus metrics (text format 0.0.4): llama-server's llamacpp:* series and wgpu-llama's
+         *     own wgpu_llama_* series; 501 unless the server runs with --metrics.
+         */
+        get: operations["getMetrics"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1343,6 +1438,162 @@ export interface components {
             score: number;
             text?: string;
         };
+        PropsResponse: {
+            default_generation_settings: components["schemas"]["DefaultGenerationSettings"];
+            total_slots: number;
+            model_alias: string;
+            model_ftype: string;
+            model_path: string;
+            modalities: components["schemas"]["Modalities"];
+            /** @description The text that marks where media go in a prompt (random per server start). */
+            media_marker: string;
+            endpoint_slots: boolean;
+            endpoint_props: boolean;
+            endpoint_metrics: boolean;
+            ui: boolean;
+            ui_settings: {
+                [key: string]: unknown;
+            };
+            chat_template: string;
+            chat_template_caps: components["schemas"]["ChatTemplateCaps"];
+            bos_token: string;
+            eos_token: string;
+            build_info: string;
+            is_sleeping: boolean;
+            cors_proxy_enabled: boolean;
+        };
+        DefaultGenerationSettings: {
+            params: components["schemas"]["SlotParams"];
+            n_ctx: number;
+        };
+        Modalities: {
+            vision: boolean;
+            video: boolean;
+            audio: boolean;
+        };
+        /** @description What probing the chat template found it supports. */
+        ChatTemplateCaps: {
+            supports_object_arguments: boolean;
+            supports_parallel_tool_calls: boolean;
+            supports_preserve_reasoning: boolean;
+            supports_reasoning_effort: boolean;
+            supports_string_content: boolean;
+            supports_system_role: boolean;
+            supports_tool_calls: boolean;
+            supports_tools: boolean;
+            supports_typed_content: boolean;
+        };
+        PropsUpdateRequest: {
+            [key: string]: unknown;
+        };
+        PropsUpdateResponse: {
+            success: boolean;
+        };
+        /**
+         * @description A slot's generation settings as /slots and /props report them: GenerationSettings without
+         *     stop, logit_bias, grammar and the other per-request inputs (llama-server's to_json(true)).
+         */
+        SlotParams: {
+            /** Format: int64 */
+            seed: number;
+            temperature: number;
+            dynatemp_range: number;
+            dynatemp_exponent: number;
+            top_k: number;
+            top_p: number;
+            min_p: number;
+            top_n_sigma: number;
+            xtc_probability: number;
+            xtc_threshold: number;
+            typical_p: number;
+            repeat_last_n: number;
+            repeat_penalty: number;
+            presence_penalty: number;
+            frequency_penalty: number;
+            dry_multiplier: number;
+            dry_base: number;
+            dry_allowed_length: number;
+            dry_penalty_last_n: number;
+            mirostat: number;
+            mirostat_tau: number;
+            mirostat_eta: number;
+            adaptive_target: number;
+            adaptive_decay: number;
+            max_tokens: number;
+            n_predict: number;
+            n_keep: number;
+            n_discard: number;
+            ignore_eos: boolean;
+            stream: boolean;
+            n_probs: number;
+            min_keep: number;
+            chat_format: string;
+            reasoning_format: string;
+            reasoning_in_content: boolean;
+            generation_prompt: string;
+            samplers: string[];
+            "speculative.types": string;
+            timings_per_token: boolean;
+            post_sampling_probs: boolean;
+            backend_sampling: boolean;
+            lora: components["schemas"]["LoraAdapter"][];
+        };
+        /**
+         * @description One slot. Before its first request only id, n_ctx, speculative and is_processing are
+         *     present; afterwards the running (or last) request is described too.
+         */
+        SlotInfo: {
+            id: number;
+            n_ctx: number;
+            speculative: boolean;
+            is_processing: boolean;
+            id_task?: number;
+            /** @description Tokens the slot holds in its cache. */
+            n_prompt_tokens?: number;
+            n_prompt_tokens_processed?: number;
+            n_prompt_tokens_cache?: number;
+            params?: components["schemas"]["SlotParams"];
+            next_token?: components["schemas"]["SlotNextToken"][];
+        };
+        SlotNextToken: {
+            has_next_token: boolean;
+            has_new_line: boolean;
+            /** @description Tokens the request may still generate; -1 for no limit. */
+            n_remain: number;
+            n_decoded: number;
+        };
+        SlotActionRequest: {
+            /**
+             * @description The file in the --slot-save-path directory (save and restore): no path separators,
+             *     no "..", no control or reserved characters, at most 255 bytes.
+             */
+            filename?: string;
+        };
+        SlotActionResponse: {
+            id_slot: number;
+            filename?: string;
+            /** @description Save - tokens saved. */
+            n_saved?: number;
+            /**
+             * Format: int64
+             * @description Save - bytes written.
+             */
+            n_written?: number;
+            /** @description Restore - tokens restored. */
+            n_restored?: number;
+            /**
+             * Format: int64
+             * @description Restore - bytes read.
+             */
+            n_read?: number;
+            /** @description Erase - tokens dropped from the slot's cache. */
+            n_erased?: number;
+            timings?: components["schemas"]["SlotActionTimings"];
+        };
+        SlotActionTimings: {
+            save_ms?: number;
+            restore_ms?: number;
+        };
     };
     responses: {
         /** @description An error in llama-server's shape. */
@@ -1366,6 +1617,27 @@ export interface components {
 export type $defs = Record<string, never>;
 export interface operations {
     getHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The server is ready. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HealthResponse"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    getHealthAlias: {
         parameters: {
             query?: never;
             header?: never;
@@ -1956,6 +2228,127 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RerankResult"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    getProps: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The properties. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PropsResponse"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    updateProps: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PropsUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description The update was accepted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PropsUpdateResponse"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    getSlots: {
+        parameters: {
+            query?: {
+                /** @description When present (any value), answer 503 "no slot available" if no slot is idle. */
+                fail_on_no_slot?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The slots. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SlotInfo"][];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    slotAction: {
+        parameters: {
+            query?: {
+                action?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The slot id (a string here so that a bad id gets llama-server's "Invalid slot ID"). */
+                id_slot: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SlotActionRequest"];
+            };
+        };
+        responses: {
+            /** @description What the action did; the fields present depend on the action. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SlotActionResponse"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    getMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metrics. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
                 };
             };
             default: components["responses"]["Error"];

@@ -1,0 +1,337 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/log"
+
+	"github.com/wgpu-llama/wgpu-llama/engine"
+	"github.com/wgpu-llama/wgpu-llama/model/chat"
+	"github.com/wgpu-llama/wgpu-llama/server"
+)
+
+// serveFlags are llama-server's flags: the model flags every command shares and the server's.
+type serveFlags struct {
+	model modelFlags
+
+	host  string
+	port  int
+	alias string
+	batch int // -b: llama.cpp's logical batch; the forward pass takes min(-b, -ub) tokens
+
+	nPredict         int
+	temp, topP, minP float64
+	topK             int
+	seed             int
+
+	gpuLayers string // accepted and ignored: every layer runs on the GPU
+	threads   int    // accepted and ignored: there are no CPU compute threads
+
+	apiKeys      []string
+	apiKeyFile   string
+	metrics      bool
+	props        bool
+	slots        bool
+	slotSavePath string
+	timeout      int
+
+	jinja              bool
+	tmplName, tmplFile string
+
+	hf    hfFlags
+	spec  specFlags
+	embed embedFlags
+	chat  chatFlags
+}
+
+// envFlags maps llama.cpp's environment variables to the flag each sets (its first name);
+// a variable applies when the command line does not give that flag under any of its names.
+var envFlags = []struct {
+	env   string
+	names []string
+}{
+	{"LLAMA_ARG_MODEL", []string{"m", "model"}},
+	{"LLAMA_ARG_ALIAS", []string{"a", "alias"}},
+	{"LLAMA_ARG_HOST", []string{"host"}},
+	{"LLAMA_ARG_PORT", []string{"port"}},
+	{"LLAMA_ARG_CTX_SIZE", []string{"c", "ctx-size"}},
+	{"LLAMA_ARG_N_PARALLEL", []string{"np", "parallel"}},
+	{"LLAMA_ARG_BATCH", []string{"b", "batch-size"}},
+	{"LLAMA_ARG_UBATCH", []string{"ub", "ubatch-size"}},
+	{"LLAMA_ARG_N_PREDICT", []string{"n", "predict", "n-predict"}},
+	{"LLAMA_ARG_N_GPU_LAYERS", []string{"ngl", "gpu-layers", "n-gpu-layers"}},
+	{"LLAMA_ARG_THREADS", []string{"t", "threads"}},
+	{"LLAMA_ARG_CACHE_TYPE_K", []string{"ctk", "cache-type-k"}},
+	{"LLAMA_ARG_CACHE_TYPE_V", []string{"ctv", "cache-type-v"}},
+	{"LLAMA_API_KEY", []string{"api-key"}},
+	{"LLAMA_ARG_API_KEY_FILE", []string{"api-key-file"}},
+	{"LLAMA_ARG_ENDPOINT_METRICS", []string{"metrics"}},
+	{"LLAMA_ARG_ENDPOINT_PROPS", []string{"props"}},
+	{"LLAMA_ARG_ENDPOINT_SLOTS", []string{"slots", "no-slots"}},
+	{"LLAMA_ARG_TIMEOUT", []string{"to", "timeout"}},
+	{"LLAMA_ARG_JINJA", []string{"jinja", "no-jinja"}},
+	{"LLAMA_ARG_CHAT_TEMPLATE", []string{"chat-template"}},
+	{"LLAMA_ARG_CHAT_TEMPLATE_FILE", []string{"chat-template-file"}},
+	{"LLAMA_OFFLINE", []string{"offline"}},
+	{"LLAMA_ARG_HF_REPO", []string{"hf", "hfr", "hf-repo"}},
+	{"LLAMA_ARG_HF_FILE", []string{"hff", "hf-file"}},
+	{"HF_TOKEN", []string{"hft", "hf-token"}},
+}
+
+// register adds the flags to fs, with llama-server's names and defaults.
+func (f *serveFlags) register(fs *flag.FlagSet) {
+	f.model.register(fs)
+	stringVar(fs, &f.host, "127.0.0.1", "address to listen on", "host")
+	intVar(fs, &f.port, 8080, "port to listen on", "port")
+	stringVar(fs, &f.alias, "", "model name reported to clients, or a comma-separated list whose first is used (default: the file name)", "a", "alias")
+	intVar(fs, &f.batch, 2048, "logical batch size; a forward pass takes at most min(-b, -ub) tokens", "b", "batch-size")
+
+	intVar(fs, &f.nPredict, -1, "tokens a request generates unless it says (-1: until end of generation)", "n", "predict", "n-predict")
+	floatVar(fs, &f.temp, 0.8, "default temperature", "temp")
+	intVar(fs, &f.topK, 40, "default top-k (0: off)", "top-k")
+	floatVar(fs, &f.topP, 0.95, "default top-p (1: off)", "top-p")
+	floatVar(fs, &f.minP, 0.05, "default min-p (0: off)", "min-p")
+	intVar(fs, &f.seed, -1, "default sampling seed (-1: random)", "s", "seed")
+	stringVar(fs, &f.gpuLayers, "auto", "accepted for llama-server compatibility; every layer runs on the GPU", "ngl", "gpu-layers", "n-gpu-layers")
+	intVar(fs, &f.threads, -1, "accepted for llama-server compatibility; there are no CPU threads to set", "t", "threads")
+
+	fs.Var((*csvFlag)(&f.apiKeys), "api-key", "API key required of clients; repeat it or give a comma-separated list for several")
+	stringVar(fs, &f.apiKeyFile, "", "file of API keys, one a line (lines starting with # are comments)", "api-key-file")
+	fs.BoolVar(&f.metrics, "metrics", false, "enable the Prometheus metrics endpoint GET /metrics")
+	fs.BoolVar(&f.props, "props", false, "enable POST /props")
+	f.slots = true
+	fs.Var(&pairFlag{&f.slots, true}, "slots", "enable GET /slots (the default)")
+	fs.Var(&pairFlag{&f.slots, false}, "no-slots", "disable GET /slots")
+	stringVar(fs, &f.slotSavePath, "", "directory for slot files (POST /slots/{id}?action=save|restore); default: disabled", "slot-save-path")
+	intVar(fs, &f.timeout, 600, "read and write timeout in seconds (0: none)", "to", "timeout")
+
+	f.jinja = true
+	fs.Var(&pairFlag{&f.jinja, true}, "jinja", "accepted for llama-server compatibility; chat templates always run as Jinja")
+	fs.Var(&pairFlag{&f.jinja, false}, "no-jinja", "accepted and ignored: chat templates always run as Jinja")
+	stringVar(fs, &f.tmplName, "", "chat template instead of the model's: a built-in name ("+strings.Join(chat.BuiltinNames(), ", ")+") or a Jinja file", "chat-template")
+	stringVar(fs, &f.tmplFile, "", "chat template instead of the model's, read from a Jinja file", "chat-template-file")
+
+	stringVar(fs, &f.hf.repo, "", "Hugging Face model <user>/<model>[:quant] (quant default Q4_K_M, then the first GGUF), from the cache or downloaded into it", "hf", "hfr", "hf-repo")
+	stringVar(fs, &f.hf.file, "", "file of the --hf-repo repository to use, overriding the quant", "hff", "hf-file")
+	stringVar(fs, &f.hf.token, "", "Hugging Face access token (default: $HF_TOKEN)", "hft", "hf-token")
+	fs.BoolVar(&f.hf.offline, "offline", false, "use the Hugging Face cache only; never download")
+	f.spec.register(fs)
+	f.embed.register(fs)
+	f.chat.register(fs)
+}
+
+// parseServeFlags parses serve's command line, then fills what it leaves unset from
+// llama.cpp's environment variables (getenv), and checks the result.
+func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string) (*serveFlags, error) {
+	fs := newFlagSet("serve", "wgpu-llama [serve] [-m FILE | -hf USER/MODEL[:QUANT]] [--host H] [--port P] [-c N] [-np N] [--api-key KEY] ...", stderr)
+	f := &serveFlags{}
+	f.register(fs)
+	// The flag list is long: print it for -h only, and name the flag at fault otherwise.
+	fs.SetOutput(io.Discard)
+	usage := fs.Usage
+	fs.Usage = func() {}
+	if err := parseFlags(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			usage()
+			return nil, err
+		}
+		if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: "); ok {
+			return nil, fmt.Errorf("unknown flag %s (run \"wgpu-llama serve -h\" to list the flags)", name)
+		}
+		return nil, fmt.Errorf("%w (run \"wgpu-llama serve -h\" to list the flags)", err)
+	}
+	if err := applyEnv(fs, getenv); err != nil {
+		return nil, err
+	}
+	return f, f.check()
+}
+
+// applyEnv sets each flag the command line left alone from its environment variable.
+func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
+	given := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	for _, e := range envFlags {
+		v := getenv(e.env)
+		if v == "" || anyOf(given, e.names) {
+			continue
+		}
+		if b, ok := fs.Lookup(e.names[0]).Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			on, err := envBool(v)
+			if err != nil {
+				return fmt.Errorf("%s: %w", e.env, err)
+			}
+			v = strconv.FormatBool(on)
+		}
+		if err := fs.Set(e.names[0], v); err != nil {
+			return fmt.Errorf("%s=%q: %w", e.env, v, err)
+		}
+	}
+	return nil
+}
+
+func anyOf(set map[string]bool, names []string) bool {
+	for _, n := range names {
+		if set[n] {
+			return true
+		}
+	}
+	return false
+}
+
+// envBool reads a boolean environment variable as llama.cpp does.
+func envBool(v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "1", "true", "on", "enabled", "yes":
+		return true, nil
+	case "0", "false", "off", "disabled", "no":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q is not a boolean (use true or false)", v)
+}
+
+// check validates the flags and reads the API key file.
+func (f *serveFlags) check() error {
+	if f.seed < -1 || int64(f.seed) > engine.SeedRandom {
+		return fmt.Errorf("--seed must be between -1 and %d, got %d", int64(engine.SeedRandom), f.seed)
+	}
+	if f.nPredict < -1 {
+		return fmt.Errorf("-n must be -1 (no limit) or more, got %d", f.nPredict)
+	}
+	if f.batch < 1 || f.model.batch < 1 {
+		return fmt.Errorf("-b and -ub must be at least 1, got %d and %d", f.batch, f.model.batch)
+	}
+	if f.timeout < 0 {
+		return fmt.Errorf("--timeout must be 0 (none) or more seconds, got %d", f.timeout)
+	}
+	if f.slotSavePath != "" {
+		if st, err := os.Stat(f.slotSavePath); err != nil || !st.IsDir() {
+			return fmt.Errorf("--slot-save-path: not a directory: %s", f.slotSavePath)
+		}
+	}
+	if f.hf.repo != "" && f.model.path != "" {
+		return errors.New("give -m FILE or -hf USER/MODEL, not both")
+	}
+	if f.hf.file != "" && f.hf.repo == "" {
+		return errors.New("--hf-file needs --hf-repo")
+	}
+	if f.apiKeyFile != "" {
+		keys, err := readKeyFile(f.apiKeyFile)
+		if err != nil {
+			return err
+		}
+		f.apiKeys = append(f.apiKeys, keys...)
+	}
+	return nil
+}
+
+// readKeyFile reads API keys one a line, skipping empty lines and # comments.
+func readKeyFile(path string) ([]string, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--api-key-file: %w", err)
+	}
+	defer file.Close()
+	var keys []string
+	sc := bufio.NewScanner(file)
+	for sc.Scan() {
+		if k := strings.TrimSpace(sc.Text()); k != "" && !strings.HasPrefix(k, "#") {
+			keys = append(keys, k)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("--api-key-file: %w", err)
+	}
+	return keys, nil
+}
+
+// name is the model name clients see: the first of the --alias list, "" for the file name.
+func (f *serveFlags) name() string {
+	for _, a := range strings.Split(f.alias, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			return a
+		}
+	}
+	return ""
+}
+
+// serverConfig is the HTTP server's configuration.
+func (f *serveFlags) serverConfig() (server.Config, error) {
+	tmpl, err := chatTemplateFlag(f.tmplName, f.tmplFile)
+	if err != nil {
+		return server.Config{}, err
+	}
+	d := engine.DefaultParams()
+	d.NPredict, d.TopK = f.nPredict, f.topK
+	d.Temperature, d.TopP, d.MinP = float32(f.temp), float32(f.topP), float32(f.minP)
+	if f.seed >= 0 {
+		d.Seed = uint32(f.seed)
+	}
+	cfg := server.Config{
+		Alias:        f.name(),
+		ChatTemplate: tmpl,
+		APIKeys:      f.apiKeys,
+		Metrics:      f.metrics,
+		NoSlots:      !f.slots,
+		Props:        f.props,
+		SlotSavePath: f.slotSavePath,
+		WriteTimeout: time.Duration(f.timeout) * time.Second,
+		Defaults:     &d,
+	}
+	return cfg, f.chat.apply(&cfg)
+}
+
+// logAccepted notes the flags that are accepted for compatibility but change nothing.
+func (f *serveFlags) logAccepted(logger *log.Logger) {
+	logger.Debug("ignored for llama-server compatibility", "n_gpu_layers", f.gpuLayers, "threads", f.threads, "jinja", f.jinja)
+	if len(f.apiKeys) > 0 {
+		logger.Info("API keys required", "keys", len(f.apiKeys))
+	}
+}
+
+// csvFlag collects values of a repeatable flag, each possibly a comma-separated list.
+type csvFlag []string
+
+func (c *csvFlag) String() string { return strings.Join(*c, ",") }
+
+func (c *csvFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*c = append(*c, s)
+		}
+	}
+	return nil
+}
+
+// pairFlag is one of a --x/--no-x pair: given alone it sets *p to on; given a value
+// (--slots=false) it sets that value, negated for the --no- side.
+type pairFlag struct {
+	p  *bool
+	on bool
+}
+
+func (b *pairFlag) IsBoolFlag() bool { return true }
+
+func (b *pairFlag) String() string {
+	if b == nil || b.p == nil {
+		return ""
+	}
+	return strconv.FormatBool(*b.p == b.on)
+}
+
+func (b *pairFlag) Set(v string) error {
+	x, err := strconv.ParseBool(v)
+	if err != nil {
+		return err
+	}
+	*b.p = x == b.on
+	return nil
+}

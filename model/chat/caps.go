@@ -1,0 +1,86 @@
+package chat
+
+import (
+	"strings"
+	"time"
+
+	"github.com/wgpu-llama/wgpu-llama/model/chat/jinja"
+)
+
+// Caps are what a template supports, as llama-server reports them in /props
+// (chat_template_caps). llama.cpp finds them by watching which values a probe render reads;
+// here each is found from what probe renders produce.
+type Caps struct {
+	StringContent     bool // renders a message whose content is a string
+	TypedContent      bool // renders content given as an array of typed parts
+	SystemRole        bool // renders a system message's content
+	Tools             bool // renders the tool definitions
+	ToolCalls         bool // renders an assistant message's tool calls
+	ParallelToolCalls bool // renders every call of a message with several
+	ObjectArguments   bool // renders tool-call arguments given as objects
+	PreserveReasoning bool // renders an earlier assistant message's reasoning_content
+	ReasoningEffort   bool // reacts to a reasoning_effort variable
+}
+
+// Caps probes t. It renders a few short conversations, so callers should keep the result.
+func (t Template) Caps() Caps {
+	if t.tmpl == nil {
+		return Caps{StringContent: true, SystemRole: true}
+	}
+	const needle = "caps-probe-needle"
+	try := func(msgs []any, tools []any, kwargs *jinja.Dict) (string, bool) {
+		out, err := t.render(msgs, tools, true, false, kwargs, time.Now())
+		return out, err == nil
+	}
+	has := func(msgs []any, tools []any, kwargs *jinja.Dict, needles ...string) bool {
+		out, ok := try(msgs, tools, kwargs)
+		for _, n := range needles {
+			ok = ok && strings.Contains(out, n)
+		}
+		return ok
+	}
+	user := Message{Role: "user", Content: "Hi"}
+	c := Caps{
+		SystemRole:      t.caps.systemRole,
+		ObjectArguments: t.caps.objectArguments,
+	}
+	_, c.StringContent = try(t.messages([]Message{{Role: "user", Content: needle}}), nil, nil)
+
+	part := jinja.NewDict()
+	part.Set("type", "text")
+	part.Set("text", needle)
+	typed := jinja.NewDict()
+	typed.Set("role", "user")
+	typed.Set("content", []any{part})
+	if out, ok := try([]any{typed}, nil, nil); ok && strings.Contains(out, needle) {
+		// A template that prints the list as a whole (its repr) does not understand the parts.
+		c.TypedContent = !strings.Contains(out, "'type'") && !strings.Contains(out, `"type"`)
+	}
+
+	fn := jinja.NewDict()
+	fn.Set("name", needle+"-tool")
+	fn.Set("description", "")
+	fn.Set("parameters", jinja.NewDict())
+	tool := jinja.NewDict()
+	tool.Set("type", "function")
+	tool.Set("function", fn)
+	c.Tools = has(t.messages([]Message{user}), []any{tool}, nil, needle+"-tool")
+
+	call := func(name string) ToolCall { return ToolCall{ID: "call_" + name, Name: name, Arguments: `{"a": 1}`} }
+	one := Message{Role: "assistant", ToolCalls: []ToolCall{call(needle + "-a")}}
+	two := Message{Role: "assistant", ToolCalls: []ToolCall{call(needle + "-a"), call(needle + "-b")}}
+	c.ToolCalls = has(t.messages([]Message{user, one}), nil, nil, needle+"-a")
+	c.ParallelToolCalls = c.ToolCalls && has(t.messages([]Message{user, two}), nil, nil, needle+"-a", needle+"-b")
+
+	reasoned := Message{Role: "assistant", Content: "Hello", ReasoningContent: needle}
+	c.PreserveReasoning = has(t.messages([]Message{user, reasoned, user}), nil, nil, needle)
+
+	effort := func(level string) string {
+		kw := jinja.NewDict()
+		kw.Set("reasoning_effort", level)
+		out, _ := try(t.messages([]Message{user}), nil, kw)
+		return out
+	}
+	c.ReasoningEffort = effort("low") != effort("high")
+	return c
+}

@@ -1,0 +1,100 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/wgpu-llama/wgpu-llama/gpu"
+)
+
+// kvReadBlock is the size of the aligned blocks KV rows are read back in. Reading whole blocks
+// (and the buffer's tail) keeps the device's cache of readback buffers to two sizes per cache,
+// whatever ranges are asked for.
+const kvReadBlock = 1 << 20
+
+// KVRowBytes is the size of one cache row (one token's keys, or its values, in one layer).
+func (m *Model) KVRowBytes() int {
+	c := m.Config
+	n := c.NKVHead * c.HeadDim * 4
+	if m.kvF16 {
+		n /= 2
+	}
+	return n
+}
+
+// KVLayers is the number of layers with a KV cache (each has one K and one V buffer).
+func (m *Model) KVLayers() int { return len(m.layers) }
+
+// checkKVRows validates the rows [r0, r1) of kv for a copy in or out.
+func (m *Model) checkKVRows(kv *KVCache, r0, r1 int) error {
+	if row := m.KVRowBytes(); row%4 != 0 {
+		return fmt.Errorf("model: KV rows of %d bytes cannot be copied (not a multiple of 4)", row)
+	}
+	if r0 < 0 || r1 < r0 || r1 > kv.NCtx {
+		return fmt.Errorf("model: KV rows [%d, %d) outside the cache of %d", r0, r1, kv.NCtx)
+	}
+	if len(kv.k) != len(m.layers) {
+		return fmt.Errorf("model: the KV cache has %d layers, the model %d", len(kv.k), len(m.layers))
+	}
+	return nil
+}
+
+// ReadKVRows reads rows [r0, r1) of every layer's keys and values: k[l] and v[l] hold layer l's
+// rows, KVRowBytes each, in row order. It waits for all submitted work.
+func (m *Model) ReadKVRows(kv *KVCache, r0, r1 int) (k, v [][]byte, err error) {
+	if err := m.checkKVRows(kv, r0, r1); err != nil {
+		return nil, nil, err
+	}
+	row := uint64(m.KVRowBytes())
+	for l := range kv.k {
+		kb, err := m.readRange(kv.k[l], uint64(r0)*row, uint64(r1)*row)
+		if err != nil {
+			return nil, nil, err
+		}
+		vb, err := m.readRange(kv.v[l], uint64(r0)*row, uint64(r1)*row)
+		if err != nil {
+			return nil, nil, err
+		}
+		k, v = append(k, kb), append(v, vb)
+	}
+	return k, v, nil
+}
+
+// readRange reads bytes [from, to) of b in whole aligned blocks (see kvReadBlock).
+func (m *Model) readRange(b *gpu.Buffer, from, to uint64) ([]byte, error) {
+	out := make([]byte, 0, to-from)
+	for blk := from / kvReadBlock * kvReadBlock; blk < to; blk += kvReadBlock {
+		size := min(uint64(kvReadBlock), b.Size()-blk)
+		data, err := m.dev.Read(b, blk, size)
+		if err != nil {
+			return nil, err
+		}
+		lo, hi := max(from, blk)-blk, min(to, blk+size)-blk
+		out = append(out, data[lo:hi]...)
+	}
+	return out, nil
+}
+
+// WriteKVRows writes rows starting at r0 of every layer's keys and values, k[l] and v[l] as
+// ReadKVRows returns them; the write is ordered before the next submit.
+func (m *Model) WriteKVRows(kv *KVCache, r0 int, k, v [][]byte) error {
+	row := m.KVRowBytes()
+	if len(k) != len(m.layers) || len(v) != len(m.layers) {
+		return fmt.Errorf("model: KV rows for %d and %d layers, the model has %d", len(k), len(v), len(m.layers))
+	}
+	n := len(k[0]) / row
+	if err := m.checkKVRows(kv, r0, r0+n); err != nil {
+		return err
+	}
+	for l := range k {
+		if len(k[l]) != n*row || len(v[l]) != n*row {
+			return fmt.Errorf("model: layer %d: %d key and %d value bytes, want %d rows of %d", l, len(k[l]), len(v[l]), n, row)
+		}
+		if err := m.dev.Write(kv.k[l], uint64(r0*row), k[l]); err != nil {
+			return err
+		}
+		if err := m.dev.Write(kv.v[l], uint64(r0*row), v[l]); err != nil {
+			return err
+		}
+	}
+	return nil
+}

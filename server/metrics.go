@@ -1,0 +1,177 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/wgpu-llama/wgpu-llama/engine"
+)
+
+// metricsState is what /metrics keeps between scrapes: the engine's counters at the previous
+// scrape (llama-server's throughput gauges average over the time since it, resetting their
+// "bucket" at each scrape) and this server's request counts.
+type metricsState struct {
+	mu       sync.Mutex
+	last     engine.Stats
+	requests map[requestCount]uint64
+}
+
+// requestCount labels the wgpu_llama_http_requests_total series.
+type requestCount struct {
+	path   string // the route's pattern, so that unknown paths share one series
+	status int
+}
+
+// countRequest counts a finished request for path (a route pattern) and status.
+func (s *Server) countRequest(path string, status int) {
+	s.metrics.mu.Lock()
+	defer s.metrics.mu.Unlock()
+	if s.metrics.requests == nil {
+		s.metrics.requests = map[requestCount]uint64{}
+	}
+	s.metrics.requests[requestCount{path, status}]++
+}
+
+// routeLabel is the path label of a request: its route's pattern (e.g. "/slots/{id_slot}"), or
+// "unmatched" for paths no route serves, which keeps the label's values bounded.
+func (s *Server) routeLabel(r *http.Request) string {
+	for _, method := range []string{r.Method, http.MethodGet, http.MethodPost} {
+		if route, ok := s.api.FindRoute(method, r.URL.Path); ok {
+			return route.PathPattern()
+		}
+	}
+	return "unmatched"
+}
+
+// GetMetrics implements GET /metrics in Prometheus' text format: llama-server's llamacpp:*
+// series, with its names, help texts and types, then wgpu-llama's own wgpu_llama_* series.
+// It answers 501 unless enabled (--metrics).
+func (s *Server) GetMetrics(_ context.Context, w http.ResponseWriter) error {
+	if !s.cfg.Metrics {
+		return &apiError{typ: errNotSupported, message: "This server does not support metrics endpoint. Start it with `--metrics`"}
+	}
+	m := s.model()
+	if m == nil {
+		return errLoading
+	}
+	sb, ok := m.backend.(StatsBackend)
+	if !ok {
+		return &apiError{typ: errNotSupported, message: "this backend keeps no statistics"}
+	}
+	st := sb.Stats()
+	s.metrics.mu.Lock()
+	prev := s.metrics.last
+	s.metrics.last = st
+	requests := make(map[requestCount]uint64, len(s.metrics.requests))
+	for k, v := range s.metrics.requests {
+		requests[k] = v
+	}
+	s.metrics.mu.Unlock()
+
+	var b strings.Builder
+	writeLlamaMetrics(&b, st, prev)
+	writeOwnMetrics(&b, st, requests)
+	w.Header().Set("Process-Start-Time-Unix", strconv.FormatInt(st.Start.Unix(), 10))
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	w.WriteHeader(http.StatusOK)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// metric is one unlabelled series.
+type metric struct {
+	name, help string
+	value      float64
+}
+
+// writeLlamaMetrics writes llama-server's series (server_task_result_metrics::to_metrics):
+// counters, then gauges. The throughput gauges cover the time since the previous scrape.
+func writeLlamaMetrics(w io.Writer, st, prev engine.Stats) {
+	rate := func(n, prevN uint64, t, prevT float64) float64 {
+		if t-prevT <= 0 {
+			return 0
+		}
+		return float64(n-prevN) / (t - prevT)
+	}
+	counters := []metric{
+		{"prompt_tokens_total", "Number of prompt tokens processed, excluding cached tokens", float64(st.PromptTokens)},
+		{"prompt_tokens_cached_total", "Number of prompt tokens reused from the cache", float64(st.PromptCached)},
+		{"prompt_seconds_total", "Total time spent processing prompts", st.PromptTime.Seconds()},
+		{"tokens_predicted_total", "Number of generation tokens processed", float64(st.PredictedTokens)},
+		{"tokens_predicted_seconds_total", "Total time spent generating tokens", st.PredictedTime.Seconds()},
+		{"n_decode_total", "Total number of llama_decode() calls, excluding speculative decoding and multimodal decoding", float64(st.Decodes)},
+		{"n_tokens_max", "Largest observed sequence length (prompt + generation)", float64(st.TokensMax)},
+		{"spec_decode_num_draft_tokens_total", "Speculative: Total draft tokens generated", 0},
+		{"spec_decode_num_accepted_tokens_total", "Speculative: Total draft tokens accepted by the target model", 0},
+		{"spec_decode_num_drafts_total", "Speculative: Total speculative decoding verification steps", 0},
+	}
+	gauges := []metric{
+		{"prompt_tokens_seconds", "Average prompt throughput in tokens/s",
+			rate(st.PromptTokens, prev.PromptTokens, st.PromptTime.Seconds(), prev.PromptTime.Seconds())},
+		{"predicted_tokens_seconds", "Average generation throughput in tokens/s",
+			rate(st.PredictedSteps, prev.PredictedSteps, st.PredictedTime.Seconds(), prev.PredictedTime.Seconds())},
+		{"requests_processing", "Number of requests processing", float64(st.Processing)},
+		{"requests_deferred", "Number of requests deferred", float64(st.Deferred)},
+		{"n_busy_slots_per_decode", "Average number of busy slots per llama_decode() call",
+			float64(st.BusySlots) / math.Max(float64(st.Decodes), 1)},
+	}
+	for _, m := range counters {
+		writeMetric(w, "llamacpp:"+m.name, m.help, "counter", m.value)
+	}
+	for _, m := range gauges {
+		writeMetric(w, "llamacpp:"+m.name, m.help, "gauge", m.value)
+	}
+}
+
+// writeOwnMetrics writes wgpu-llama's series: HTTP requests by route and status, finished
+// generations, KV cache use and speculative decoding's drafts.
+func writeOwnMetrics(w io.Writer, st engine.Stats, requests map[requestCount]uint64) {
+	fmt.Fprint(w, "# HELP wgpu_llama_http_requests_total HTTP requests by route and status (0: the client left before an answer)\n"+
+		"# TYPE wgpu_llama_http_requests_total counter\n")
+	keys := make([]requestCount, 0, len(requests))
+	for k := range requests {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b requestCount) int {
+		if c := strings.Compare(a.path, b.path); c != 0 {
+			return c
+		}
+		return a.status - b.status
+	})
+	for _, k := range keys {
+		fmt.Fprintf(w, "wgpu_llama_http_requests_total{path=%s,status=\"%d\"} %d\n", strconv.Quote(k.path), k.status, requests[k])
+	}
+	writeMetric(w, "wgpu_llama_generations_total", "Generation requests finished, whatever their outcome", "counter", float64(st.Generations))
+	writeMetric(w, "wgpu_llama_kv_cache_tokens", "KV cache rows in use (the pages the slots hold; shared prompt prefixes count once)", "gauge", float64(st.KVTokens))
+	writeMetric(w, "wgpu_llama_kv_cache_capacity_tokens", "KV cache rows in all", "gauge", float64(st.KVCapacity))
+	usage := 0.0
+	if st.KVCapacity > 0 {
+		usage = float64(st.KVTokens) / float64(st.KVCapacity)
+	}
+	writeMetric(w, "wgpu_llama_kv_cache_usage_ratio", "KV cache use, 1 meaning full", "gauge", usage)
+	writeMetric(w, "wgpu_llama_spec_drafts_total", "Speculative decoding: drafts verified", "counter", float64(st.Spec.Drafts))
+	writeMetric(w, "wgpu_llama_spec_draft_tokens_total", "Speculative decoding: tokens drafted", "counter", float64(st.Spec.DraftTokens))
+	writeMetric(w, "wgpu_llama_spec_accepted_tokens_total", "Speculative decoding: drafted tokens accepted", "counter", float64(st.Spec.Accepted))
+}
+
+// writeMetric writes one unlabelled series with its HELP and TYPE lines.
+func writeMetric(w io.Writer, name, help, typ string, v float64) {
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %s\n", name, help, name, typ, name, formatValue(v))
+}
+
+// formatValue writes whole numbers in full and others with six significant digits, as
+// llama-server's stream output does (0.186487, 895.505), without its loss of precision on
+// large counts.
+func formatValue(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
+		return strconv.FormatInt(int64(v), 10)
+	}
+	return strconv.FormatFloat(v, 'g', 6, 64)
+}
