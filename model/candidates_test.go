@@ -114,4 +114,3 @@ func TestForwardTopKErrors(t *testing.T) {
 		t.Errorf("no logits rows: %v, %v", got, err)
 	}
 }
-
