@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/charmbracelet/log"
@@ -55,7 +56,10 @@ type Config struct {
 	Pooling string
 	// Speculative configures speculative decoding; the zero value is off.
 	Speculative SpecConfig
-	Logger      *log.Logger
+	// FullLogits always reads back whole logits rows, never only the best candidates the GPU
+	// finds when every sampler in a batch can work from them (for comparisons and benchmarks).
+	FullLogits bool
+	Logger     *log.Logger
 }
 
 // InlineSoftwareBelow is the model file size under which a software adapter runs dispatches
@@ -85,6 +89,9 @@ type Engine struct {
 	cacheReuse int
 
 	spec *speculator // nil without speculative decoding
+
+	fullLogits      bool
+	candidatePasses atomic.Int64
 }
 
 type request struct {
@@ -227,6 +234,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		ctxShift:   cfg.ContextShift,
 		cacheReuse: cfg.CacheReuse,
 		spec:       sp,
+		fullLogits: cfg.FullLogits,
 	}
 	for i := 0; i < nSlots; i++ {
 		e.slots = append(e.slots, &slot{id: i})
