@@ -14,6 +14,25 @@ import (
 // order with the same logits, so it draws the same tokens from the same seeds; n_probs come
 // from the row's log-sum-exp.
 
+// Readback says what a forward pass reads back for sampling (Config.Readback).
+type Readback int
+
+const (
+	// ReadbackAuto reads back candidates where the samplers allow on GPU adapters, and whole
+	// rows on CPU adapters (lavapipe), where the top-k kernel costs more than the copy and the
+	// host-side search it saves.
+	ReadbackAuto Readback = iota
+	// ReadbackFullRows always reads back whole logits rows.
+	ReadbackFullRows
+	// ReadbackCandidates reads back candidates where the samplers allow, on any adapter.
+	ReadbackCandidates
+)
+
+// candidates reports whether an engine on dev reads back candidates where it can.
+func (r Readback) candidates(dev *gpu.Device) bool {
+	return r == ReadbackCandidates || (r == ReadbackAuto && !dev.BarrierFree)
+}
+
 // logitsRow is one batch row's output as a generation samples it: the full logits, or the
 // GPU's best candidates of the row.
 type logitsRow struct {
@@ -100,9 +119,10 @@ func (g *generation) candidatesNeeded() int {
 }
 
 // batchTopK is how many candidates per logits row the next batch reads back: the most any
-// generation needs, or 0 (whole rows) when one needs its whole row or Config.FullLogits is set.
+// generation needs, or 0 (whole rows) when one needs its whole row or Config.Readback rules
+// candidates out.
 func (e *Engine) batchTopK() int {
-	if e.fullLogits {
+	if !e.candidates {
 		return 0
 	}
 	k := 0

@@ -15,8 +15,8 @@ import (
 )
 
 // BenchmarkCandidateReadback compares decode speed (64 tokens a request, one slot) reading back
-// whole logits rows against reading back the GPU's best candidates, greedy and with the default
-// sampler chain (top_k 40), on stories260K (vocabulary 512), on a random model with Llama 2's
+// whole logits rows against reading back the GPU's best candidates, greedy, with the default
+// sampler chain (top_k 40) and with it and n_probs 10, on stories260K (vocabulary 512), on a random model with Llama 2's
 // 32000 tokens and on gen-model's tiny shape with Qwen2's 151936 (F16). The small models'
 // compute is tiny, so the vocabulary's readback and sampling dominate what changes.
 func BenchmarkCandidateReadback(b *testing.B) {
@@ -37,17 +37,17 @@ func BenchmarkCandidateReadback(b *testing.B) {
 	samplers := []struct {
 		name string
 		p    engine.Params
-	}{{"greedy", greedy(64)}, {"top_k40", engine.DefaultParams()}}
+	}{{"greedy", greedy(64)}, {"top_k40", engine.DefaultParams()}, {"top_k40+n_probs10", engine.DefaultParams()}}
+	samplers[2].p.NProbs = 10
 	for _, m := range models {
-		for _, fullRows := range []bool{true, false} {
-			e := enginetest.LoadConfig(b, engine.Config{ModelPath: m.path, CtxSize: 512, FullLogits: fullRows})
+		for _, rb := range []struct {
+			name string
+			mode engine.Readback
+		}{{"full-rows", engine.ReadbackFullRows}, {"candidates", engine.ReadbackCandidates}} {
+			e := enginetest.LoadConfig(b, engine.Config{ModelPath: m.path, CtxSize: 512, Readback: rb.mode})
 			prompt := e.Tokenizer().Encode("Once upon a time", true, true)
 			for _, s := range samplers {
-				readback := "candidates"
-				if fullRows {
-					readback = "full-rows"
-				}
-				b.Run(fmt.Sprintf("%s/%s/%s", m.name, s.name, readback), func(b *testing.B) {
+				b.Run(fmt.Sprintf("%s/%s/%s", m.name, s.name, rb.name), func(b *testing.B) {
 					p := s.p
 					p.NPredict, p.IgnoreEOS, p.Seed = 64, true, 1
 					tokens := 0

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/wgpu-llama/wgpu-llama/gpu"
 	"github.com/wgpu-llama/wgpu-llama/gpu/cpuref"
 	"github.com/wgpu-llama/wgpu-llama/model"
 )
@@ -55,6 +56,27 @@ func TestCandidatesNeeded(t *testing.T) {
 		s := newSampler(testParams(tc.set), nil, nil)
 		if got := s.candidatesNeeded(); got != tc.want {
 			t.Errorf("%s: %d candidates, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestReadbackModes checks which engines read back candidates: by default only those on GPU
+// adapters (the barrier-free kernels are CPU adapters').
+func TestReadbackModes(t *testing.T) {
+	cpu, gpuDev := &gpu.Device{BarrierFree: true}, &gpu.Device{}
+	for _, tc := range []struct {
+		mode     Readback
+		dev      *gpu.Device
+		want     bool
+		describe string
+	}{
+		{ReadbackAuto, gpuDev, true, "auto on a GPU"},
+		{ReadbackAuto, cpu, false, "auto on a CPU adapter"},
+		{ReadbackFullRows, gpuDev, false, "full rows on a GPU"},
+		{ReadbackCandidates, cpu, true, "candidates on a CPU adapter"},
+	} {
+		if got := tc.mode.candidates(tc.dev); got != tc.want {
+			t.Errorf("%s: candidates %v, want %v", tc.describe, got, tc.want)
 		}
 	}
 }

@@ -40,8 +40,8 @@ func TestCandidateReadbackMatchesFullRows(t *testing.T) {
 	for _, name := range []string{"stories260K.gguf", "llama-2-tiny-random.gguf"} {
 		t.Run(name, func(t *testing.T) {
 			path := shareddata.Path(t, "models", name)
-			full := enginetest.LoadConfig(t, engine.Config{ModelPath: path, CtxSize: 512, FullLogits: true})
-			fast := enginetest.LoadConfig(t, engine.Config{ModelPath: path, CtxSize: 512})
+			full := enginetest.LoadConfig(t, engine.Config{ModelPath: path, CtxSize: 512, Readback: engine.ReadbackFullRows})
+			fast := enginetest.LoadConfig(t, engine.Config{ModelPath: path, CtxSize: 512, Readback: engine.ReadbackCandidates})
 			compareEngines(t, full, fast, "Once upon a time", 40)
 		})
 	}
@@ -49,8 +49,8 @@ func TestCandidateReadbackMatchesFullRows(t *testing.T) {
 		path := shareddata.Path(t, "models", "stories260K.gguf")
 		spec := engine.DefaultSpecConfig()
 		spec.Type, spec.NgramN, spec.NMax = engine.SpecNgram, 2, 6
-		full := enginetest.LoadConfig(t, engine.Config{ModelPath: path, CtxSize: 512, Speculative: spec, FullLogits: true})
-		fast := enginetest.LoadConfig(t, engine.Config{ModelPath: path, CtxSize: 512, Speculative: spec})
+		full := enginetest.LoadConfig(t, engine.Config{ModelPath: path, CtxSize: 512, Speculative: spec, Readback: engine.ReadbackFullRows})
+		fast := enginetest.LoadConfig(t, engine.Config{ModelPath: path, CtxSize: 512, Speculative: spec, Readback: engine.ReadbackCandidates})
 		compareEngines(t, full, fast, "Tom had a red ball. Tom had a red ball. Tom had", 48)
 		if fast.SpecStats().Accepted == 0 {
 			t.Error("no drafted token was accepted: the test did not verify several rows per pass")
@@ -94,7 +94,7 @@ func compareEngines(t *testing.T, full, fast *engine.Engine, prompt string, n in
 		}
 	}
 	if full.CandidatePasses() != 0 {
-		t.Errorf("the FullLogits engine read back candidates in %d passes", full.CandidatePasses())
+		t.Errorf("the full-rows engine read back candidates in %d passes", full.CandidatePasses())
 	}
 }
 

@@ -56,10 +56,11 @@ type Config struct {
 	Pooling string
 	// Speculative configures speculative decoding; the zero value is off.
 	Speculative SpecConfig
-	// FullLogits always reads back whole logits rows, never only the best candidates the GPU
-	// finds when every sampler in a batch can work from them (for comparisons and benchmarks).
-	FullLogits bool
-	Logger     *log.Logger
+	// Readback chooses between reading back whole logits rows and only the best candidates
+	// the GPU finds, where every sampler in a batch can work from them; the zero value is
+	// ReadbackAuto.
+	Readback Readback
+	Logger   *log.Logger
 }
 
 // InlineSoftwareBelow is the model file size under which a software adapter runs dispatches
@@ -90,7 +91,7 @@ type Engine struct {
 
 	spec *speculator // nil without speculative decoding
 
-	fullLogits      bool
+	candidates      bool // read back candidates where the samplers allow (Config.Readback)
 	candidatePasses atomic.Int64
 }
 
@@ -234,7 +235,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		ctxShift:   cfg.ContextShift,
 		cacheReuse: cfg.CacheReuse,
 		spec:       sp,
-		fullLogits: cfg.FullLogits,
+		candidates: cfg.Readback.candidates(dev),
 	}
 	for i := 0; i < nSlots; i++ {
 		e.slots = append(e.slots, &slot{id: i})
