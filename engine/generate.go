@@ -113,7 +113,7 @@ func (e *Engine) step(s *slot, logits logitsRow) (Result, bool) {
 	var id int32
 	if g.gram != nil {
 		var err error
-		if id, err = g.gram.sample(g.smp, logits.full); err == nil { // always full rows: candidatesNeeded
+		if id, err = g.gram.sample(g.smp, logits.full); err == nil { // a grammar gets full rows
 			err = g.gram.accept(id)
 		}
 		if err != nil {

@@ -43,6 +43,18 @@ func TestForwardTopK(t *testing.T) {
 			dev.BarrierFree = bf
 			t.Run(fmt.Sprintf("%s/barrier-free=%v", name, bf), func(t *testing.T) {
 				full := forwardFresh(t, m, b, func(kv *model.KVCache) ([][]float32, error) { return m.ForwardBatch(kv, b) })
+				kv, err := m.NewKVCache(64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer kv.Release()
+				before := dev.Submits()
+				if _, err := m.ForwardTopK(kv, b, 40); err != nil {
+					t.Fatal(err)
+				}
+				if n := dev.Submits() - before; n != 1 {
+					t.Errorf("%d submits for one pass, want 1", n)
+				}
 				for _, k := range []int{1, 40, gpu.MaxTopK} {
 					got := forwardFresh(t, m, b, func(kv *model.KVCache) ([]model.Candidates, error) { return m.ForwardTopK(kv, b, k) })
 					if len(got) != len(b.Logits) {
