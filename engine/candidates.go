@@ -136,6 +136,9 @@ func (e *Engine) batchTopK() int {
 		}
 		k = max(k, n)
 	}
+	if k > e.model.MaxTopK() {
+		return 0
+	}
 	return k
 }
 

@@ -28,6 +28,19 @@ func (d *Device) TopKScratchWords(n, rows, k int) int {
 
 func topKSpans(n int) int { return (n + topKSpan - 1) / topKSpan }
 
+// MaxTopKFor is the most candidates TopK can find per row of n logits on this device:
+// MaxTopK, or less (0 for none) where the barrier-free kernel's merge would run too long.
+func (d *Device) MaxTopKFor(n int) int {
+	if !d.BarrierFree {
+		return MaxTopK
+	}
+	spans := topKSpans(n)
+	if spans > topKMaxSpans {
+		return 0
+	}
+	return min(MaxTopK, topKMergeCap/spans)
+}
+
 // TopK writes, for each of rows rows of n logits, the k largest (k in 1..MaxTopK; all n when
 // n < k) with their ids, ordered by descending logit and then ascending id, plus the row's
 // maximum and sum_j exp(x_j - max), into out (u32) at row * TopKStride(k): the maximum's f32
@@ -52,8 +65,8 @@ func (r *Recorder) TopK(logits, out, scratch *Buffer, n, rows, k int) {
 		return
 	}
 	spans := topKSpans(n)
-	if spans > topKMaxSpans || spans*min(k, n) > topKMergeCap {
-		r.fail("gpu: top-k of %d candidates from rows of %d is beyond this adapter's barrier-free kernel", k, n)
+	if k > r.d.MaxTopKFor(n) {
+		r.fail("gpu: top-k of %d candidates from rows of %d: this adapter's barrier-free kernel finds at most %d", k, n, r.d.MaxTopKFor(n))
 		return
 	}
 	if need := uint64(r.d.TopKScratchWords(n, rows, k)) * 4; scratch == nil || scratch.Size() < need {

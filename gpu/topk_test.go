@@ -88,18 +88,32 @@ func checkTopK(t *testing.T, d *gpu.Device, logits *gpu.Buffer, x []float32, n, 
 }
 
 // TestTopKRejectsBadK checks that a k outside 1..MaxTopK fails the submit instead of writing
-// past the workgroup's arrays.
+// past the workgroup's arrays, and the barrier-free kernel's limit on rows of many spans.
 func TestTopKRejectsBadK(t *testing.T) {
 	d := gputest.Device(t)
+	defer func(v bool) { d.BarrierFree = v }(d.BarrierFree)
 	x := upload(t, d, []float32{1, 2, 3})
-	for _, k := range []int{0, gpu.MaxTopK + 1} {
-		r, err := d.Begin()
-		if err != nil {
-			t.Fatal(err)
+	for _, bf := range []bool{false, true} {
+		d.BarrierFree = bf
+		for _, k := range []int{0, gpu.MaxTopK + 1} {
+			r, err := d.Begin()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.TopK(x, empty(t, d, gpu.TopKStride(gpu.MaxTopK+1)), empty(t, d, gpu.TopKStride(gpu.MaxTopK+1)), 3, 1, k)
+			if err := r.Submit(); err == nil {
+				t.Errorf("barrier-free=%v k %d: no error", bf, k)
+			}
 		}
-		r.TopK(x, empty(t, d, gpu.TopKStride(gpu.MaxTopK+1)), empty(t, d, gpu.TopKStride(gpu.MaxTopK+1)), 3, 1, k)
-		if err := r.Submit(); err == nil {
-			t.Errorf("k %d: no error", k)
+	}
+	d.BarrierFree = false
+	if got := d.MaxTopKFor(1 << 20); got != gpu.MaxTopK {
+		t.Errorf("cooperative kernel: at most %d candidates from rows of 2^20, want %d", got, gpu.MaxTopK)
+	}
+	d.BarrierFree = true
+	for n, want := range map[int]int{151936: gpu.MaxTopK, 262144: gpu.MaxTopK, 500000: 244, 1 << 20: 0} {
+		if got := d.MaxTopKFor(n); got != want {
+			t.Errorf("barrier-free kernel: at most %d candidates from rows of %d, want %d", got, n, want)
 		}
 	}
 }

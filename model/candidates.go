@@ -37,16 +37,19 @@ func (c *candScratch) release() {
 	c.out, c.part = nil, nil
 }
 
+// MaxTopK is the most candidates per row ForwardTopK can return on this model's device.
+func (m *Model) MaxTopK() int { return m.dev.MaxTopKFor(m.Config.NVocab) }
+
 // ForwardTopK runs one batch as ForwardBatch does (one command buffer, one submit) but
-// returns, for each requested logits row, only its k best candidates (k in 1..gpu.MaxTopK)
+// returns, for each requested logits row, only its k best candidates (k in 1..MaxTopK())
 // with the row's maximum and log-sum-exp, found on the GPU: the readback is 2k+2 words a row
 // instead of the vocabulary.
 func (m *Model) ForwardTopK(kv *KVCache, b Batch, k int) ([]Candidates, error) {
 	if m.enc != nil {
 		return nil, fmt.Errorf("model: %s is an embedding model: it does not generate text (use ForwardEmbed)", m.Config.Arch)
 	}
-	if k < 1 || k > gpu.MaxTopK {
-		return nil, fmt.Errorf("model: %d candidates per row requested; want 1..%d", k, gpu.MaxTopK)
+	if k < 1 || k > m.MaxTopK() {
+		return nil, fmt.Errorf("model: %d candidates per row requested; want 1..%d", k, m.MaxTopK())
 	}
 	if err := m.checkBatch(kv, b); err != nil {
 		return nil, err
