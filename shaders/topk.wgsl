@@ -11,8 +11,8 @@
 // CPU adapters (lavapipe) get two barrier-free passes instead, because llvmpipe ends every
 // invocation's loops after 65535 iterations in all (LP_MAX_TGSI_LOOP_ITERATIONS), which one
 // invocation per 150k-token row would exceed: CHUNKS gives each invocation a span of a row and
-// keeps its best k in a heap, writing them (laid out as the output) to part; MERGE then merges
-// a row's sorted spans, one invocation per row.
+// keeps its best k in a heap, writing them, laid out as the output, into a scratch buffer (out
+// of CHUNKS, part of MERGE); MERGE then merges a row's sorted spans, one invocation per row.
 
 struct Params {
     n: u32,      // row length (vocabulary)
