@@ -56,7 +56,11 @@ type Config struct {
 	Pooling string
 	// Speculative configures speculative decoding; the zero value is off.
 	Speculative SpecConfig
-	Logger      *log.Logger
+	// Readback chooses between reading back whole logits rows and only the best candidates
+	// the GPU finds, where every sampler in a batch can work from them; the zero value is
+	// ReadbackAuto.
+	Readback Readback
+	Logger   *log.Logger
 }
 
 // InlineSoftwareBelow is the model file size under which a software adapter runs dispatches
@@ -91,6 +95,9 @@ type Engine struct {
 	cacheReuse int
 
 	spec *speculator // nil without speculative decoding
+
+	candidates      bool // read back candidates where the samplers allow (Config.Readback)
+	candidatePasses atomic.Int64
 }
 
 type request struct {
@@ -235,6 +242,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		ctxShift:   cfg.ContextShift,
 		cacheReuse: cfg.CacheReuse,
 		spec:       sp,
+		candidates: cfg.Readback.candidates(dev),
 	}
 	for i := 0; i < nSlots; i++ {
 		e.slots = append(e.slots, &slot{id: i})

@@ -95,9 +95,9 @@ func (e *Engine) finish(s *slot, st StopType) Result {
 	return res
 }
 
-// step samples the next token of a slot from its logits and delivers what it can of the text.
-// It returns the final result and true when the generation has ended.
-func (e *Engine) step(s *slot, logits []float32) (Result, bool) {
+// step samples the next token of a slot from its logits row and delivers what it can of the
+// text. It returns the final result and true when the generation has ended.
+func (e *Engine) step(s *slot, logits logitsRow) (Result, bool) {
 	g, p := s.gen, s.gen.p
 	if !g.promptDone {
 		g.promptDone = true
@@ -114,7 +114,7 @@ func (e *Engine) step(s *slot, logits []float32) (Result, bool) {
 	var id int32
 	if g.gram != nil {
 		var err error
-		if id, err = g.gram.sample(g.smp, logits); err == nil {
+		if id, err = g.gram.sample(g.smp, logits.full); err == nil { // a grammar gets full rows
 			err = g.gram.accept(id)
 		}
 		if err != nil {
@@ -122,7 +122,7 @@ func (e *Engine) step(s *slot, logits []float32) (Result, bool) {
 			return e.finish(s, StopNone), true
 		}
 	} else {
-		id = g.smp.sample(logits)
+		id = g.smp.sampleRow(logits)
 	}
 	g.smp.accept(id)
 	if e.tok.IsEOG(id) && !p.IgnoreEOS {

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"github.com/wgpu-llama/wgpu-llama/model"
 )
 
 // sampler picks the next token with llama-server's sampler chain (common_sampler_init): logit
@@ -21,8 +23,9 @@ type sampler struct {
 
 	hist   []int32 // prompt and accepted tokens
 	dry    *dryState
-	cand   []candidate // reused between tokens; after sample, the final candidates
-	last   []float32   // logits of the last sample call, for pre-sampling probabilities
+	cand   []candidate       // reused between tokens; after sample, the final candidates
+	last   []float32         // logits of the last sample call, for pre-sampling probabilities
+	top    *model.Candidates // or the candidates of the last sampleTop call
 	picked int32
 	// proposal, while a drafted token is being verified, turns the final draw into the
 	// speculative sampling rule (speculativeDraw).
@@ -113,7 +116,7 @@ func (s *sampler) fastGreedy() bool {
 // sample runs the chain over logits (one per vocabulary token) and draws a token. logits must
 // stay unchanged until probs has been called, if it is.
 func (s *sampler) sample(logits []float32) int32 {
-	s.last, s.probsOK = logits, false
+	s.last, s.top, s.probsOK = logits, nil, false
 	if s.fastGreedy() {
 		s.picked = argmax(logits)
 		return s.picked
@@ -123,11 +126,17 @@ func (s *sampler) sample(logits []float32) int32 {
 		c = append(c, candidate{id: int32(i), logit: l})
 	}
 	s.cand, s.sorted, s.idOrder = c, false, true
+	return s.runChain(len(logits))
+}
+
+// runChain runs logit bias and the chain (or Mirostat) over s.cand, drawn from a vocabulary
+// of nVocab tokens, and draws a token.
+func (s *sampler) runChain(nVocab int) int32 {
 	s.applyLogitBias()
 	if s.p.Mirostat == 1 || s.p.Mirostat == 2 {
 		s.applyTemp(s.p.Temperature)
 		if s.p.Mirostat == 1 {
-			s.picked = s.mirostatV1(len(logits))
+			s.picked = s.mirostatV1(nVocab)
 		} else {
 			s.picked = s.mirostatV2()
 		}
@@ -251,6 +260,8 @@ func (s *sampler) probs(n int) (top []TokenProb, picked float32) {
 			s.probsOK = true
 		}
 		c = s.cand
+	} else if s.top != nil {
+		c = s.topProbs()
 	} else {
 		c = make([]candidate, len(s.last))
 		maxL := float64(s.last[argmax(s.last)])

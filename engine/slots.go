@@ -267,15 +267,15 @@ func (e *Engine) newestPrompt() *slot {
 	return newest
 }
 
-// forward runs a batch, turning a GPU panic into an error so one failure cannot take the
-// server down.
-func (e *Engine) forward(b model.Batch) (logits [][]float32, err error) {
+// forward runs a batch (see run), turning a GPU panic into an error so one failure cannot
+// take the server down.
+func (e *Engine) forward(b model.Batch) (logits []logitsRow, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("engine: internal error: %v", p)
 		}
 	}()
-	return e.model.ForwardBatch(e.kv, b)
+	return e.run(b)
 }
 
 // end delivers a generation's final result and frees its slot.

@@ -200,7 +200,7 @@ func (e *Engine) propose() [][]int32 {
 // is left out (its cache rows are overwritten later). Drafted tokens are offered to the
 // sampler's draw (speculativeDraw), so with temperature the output keeps the target's
 // distribution, and greedy output is the target's own greedy output.
-func (e *Engine) verify(s *slot, toks []int32, logits [][]float32) (Result, bool) {
+func (e *Engine) verify(s *slot, toks []int32, logits []logitsRow) (Result, bool) {
 	g, sp := s.gen, e.spec
 	drafted := toks[1:]
 	g.res.Timings.DraftN += len(drafted)

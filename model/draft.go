@@ -28,7 +28,7 @@ func (m *Model) ensure(b **gpu.Buffer, name string, n int) error {
 	(*b).Release()
 	nb, err := m.dev.NewBuffer(name, uint64(n)*4)
 	if err != nil {
-		return fmt.Errorf("model: draft scratch %s: %w", name, err)
+		return fmt.Errorf("model: scratch %s: %w", name, err)
 	}
 	*b = nb
 	return nil

@@ -43,6 +43,7 @@ type Model struct {
 	actQuant   bool
 	scratch    scratch
 	draft      draftScratch // DraftGreedy's buffers, made on first use
+	cand       candScratch  // ForwardTopK's buffers, made on first use
 }
 
 // scratch holds the activations of one forward pass, sized for maxBatch tokens.
@@ -255,6 +256,7 @@ func (m *Model) Close() {
 		b.Release()
 	}
 	m.draft.release()
+	m.cand.release()
 	m.vectors, m.weights = nil, nil
 }
 
