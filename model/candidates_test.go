@@ -19,7 +19,7 @@ import (
 func TestForwardTopK(t *testing.T) {
 	dev := gputest.Device(t)
 	defer func(v bool) { dev.BarrierFree = v }(dev.BarrierFree)
-	stories := loadOpts(t, model.Options{MaxBatch: 64, MaxOutputs: 4})
+	stories := loadOpts(t, model.Options{MaxBatch: 64, MaxOutputs: 4}, "models", "stories260K.gguf")
 	f := tinyModel(t, func(c *synth.Config) { c.Vocab = 5000 })
 	wide, err := model.Load(dev, f, model.Options{MaxBatch: 64, MaxOutputs: 4})
 	if err != nil {
