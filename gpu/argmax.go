@@ -1,5 +1,10 @@
 package gpu
 
+// loopBudget bounds the loop iterations one invocation of a barrier-free (CPU adapter) kernel
+// may run: llvmpipe, the software Vulkan driver, stops an invocation's loops after 65535
+// iterations in all (LP_MAX_TGSI_LOOP_ITERATIONS) and silently returns what it has.
+const loopBudget = 60000
+
 // ArgmaxFeed says where a FEED argmax also writes its picks: the token ids and the
 // positions/bases (laid out as for RoPEKV) of a next single-token-per-row pass, taken from
 // Plan (each row's first drafted position, then each row's base) plus Step.
@@ -25,7 +30,9 @@ func (r *Recorder) Argmax(logits, out *Buffer, n, rows, out0, pout int, feed *Ar
 		step = feed.Step
 	}
 	groups := r.grid(rows)
-	if r.d.BarrierFree {
+	// The row-per-invocation kernel reads its row twice; llvmpipe would cut it off past
+	// loopBudget iterations, so long rows take the workgroup kernel there too.
+	if r.d.BarrierFree && 2*n <= loopBudget {
 		defs = append(defs, "ROW_PER_THREAD")
 		groups = r.elementwise(rows)
 	}

@@ -21,7 +21,7 @@ func TestArgmax(t *testing.T) {
 		d.BarrierFree = bf
 		t.Run(fmt.Sprintf("barrier-free=%v", bf), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(7, 8))
-			for _, shape := range [][2]int{{512, 3}, {37, 2}, {32000, 4}} {
+			for _, shape := range [][2]int{{512, 3}, {37, 2}, {32000, 4}, {40000, 2}} {
 				n, rows := shape[0], shape[1]
 				x := randVec(rng, n*rows)
 				for i := range x {

@@ -278,11 +278,33 @@ type AttnParams struct {
 	AllKeys int     // > 0: not causal, every token sees cache rows 0..AllKeys-1 (BERT)
 	// PageBits says how pos addresses the cache, as Rope.PageBits does for RoPEKV.
 	PageBits int
+	// MaxKeys is the most keys any token of the batch attends to (0: not known, taken as
+	// few). On CPU adapters a long range runs in chunks that carry their running softmax in
+	// State (AttentionStateSize floats), which the caller must then provide.
+	MaxKeys int
+	State   *Buffer
 }
 
 func (a AttnParams) params(base ...any) []uint32 {
-	return Params(append(base, a.SoftCap, a.Window, a.AllKeys, a.PageBits)...)
+	return a.chunkParams(0, math.MaxUint32, 1, base...)
 }
+
+func (a AttnParams) chunkParams(lo, hi uint32, last int, base ...any) []uint32 {
+	return Params(append(base, a.SoftCap, a.Window, a.AllKeys, a.PageBits, lo, hi, last)...)
+}
+
+// AttentionStateSize is the State (in floats) Attention needs for nTokens tokens.
+func AttentionStateSize(nTokens, nHead, headDim int) int { return nTokens * nHead * headDim / 4 * 6 }
+
+// AttentionChunked reports whether Attention on this device needs AttnParams.State for
+// maxKeys keys of headDim: the barrier-free kernel loops over the keys and, for each, over
+// half the head, and llvmpipe allows an invocation loopBudget iterations.
+func (d *Device) AttentionChunked(maxKeys, headDim int) bool {
+	return d.BarrierFree && headDim%4 == 0 && maxKeys > attnChunkKeys(headDim)
+}
+
+// attnChunkKeys is how many keys one chunk of the barrier-free kernel takes.
+func attnChunkKeys(headDim int) int { return loopBudget / (headDim/2 + 1) }
 
 // Attention computes causal grouped-query attention of q (rows of qStride floats, heads first)
 // against its sequence's cache rows up to its position, writing nTokens x nHead x headDim to
@@ -294,6 +316,10 @@ func (r *Recorder) Attention(q, kCache, vCache, pos, out *Buffer, kvF16 bool, qS
 	}
 	// On CPU adapters prompts take the barrier-free kernel; a single token has too few
 	// (token, head) pairs to spread over the cores, so it stays cooperative.
+	if r.d.AttentionChunked(ap.MaxKeys, headDim) {
+		r.attentionChunks(q, kCache, vCache, pos, out, kvF16, qStride, nTokens, nHead, nKVHead, headDim, ap)
+		return
+	}
 	if r.d.BarrierFree && headDim%4 == 0 {
 		p := r.kernel("attention", bindAttn, 64, append(kvDefines(kvF16), "ROW_PER_THREAD")...)
 		if p != nil {
@@ -306,6 +332,28 @@ func (r *Recorder) Attention(q, kCache, vCache, pos, out *Buffer, kvF16 bool, qS
 		return
 	}
 	r.Dispatch(p, ap.params(nTokens, nHead, nKVHead, headDim, ap.Scale, qStride), [3]uint32{uint32(nHead), uint32(nTokens), 1}, q, kCache, vCache, pos, out)
+}
+
+// attentionChunks runs the barrier-free kernel over ap.MaxKeys keys in chunks small enough for
+// llvmpipe's loop limit, one dispatch each, the running softmax kept in ap.State.
+func (r *Recorder) attentionChunks(q, kCache, vCache, pos, out *Buffer, kvF16 bool, qStride, nTokens, nHead, nKVHead, headDim int, ap AttnParams) {
+	if ap.State == nil || ap.State.Size() < uint64(AttentionStateSize(nTokens, nHead, headDim))*4 {
+		r.fail("gpu: attention over %d keys on a CPU adapter needs a state buffer of %d floats", ap.MaxKeys, AttentionStateSize(nTokens, nHead, headDim))
+		return
+	}
+	p := r.kernel("attention", append(append([]Access(nil), bindAttn...), ReadWrite), 64, append(kvDefines(kvF16), "ROW_PER_THREAD", "CHUNKED")...)
+	if p == nil {
+		return
+	}
+	chunk := attnChunkKeys(headDim)
+	for lo := 0; lo < ap.MaxKeys; lo += chunk {
+		hi, last := lo+chunk, 0
+		if hi >= ap.MaxKeys {
+			hi, last = math.MaxUint32, 1 // the last chunk takes whatever keys remain
+		}
+		params := ap.chunkParams(uint32(lo), uint32(hi), last, nTokens, nHead, nKVHead, headDim, ap.Scale, qStride)
+		r.Dispatch(p, params, r.elementwise(nTokens*nHead*headDim/4), q, kCache, vCache, pos, out, ap.State)
+	}
 }
 
 // splitChunk is the keys per workgroup of split-K decode attention.

@@ -350,7 +350,9 @@ func testAttention(t *testing.T, d *gpu.Device) {
 		softCap                   float32
 		window                    int
 	}{{8, 4, 8, 200, 0, 0}, {4, 4, 64, 70, 0, 0}, {6, 2, 128, 130, 0, 0}, {2, 1, 256, 10, 0, 0}, {4, 2, 64, 1000, 0, 0},
-		{4, 2, 16, 300, 2, 0}, {4, 2, 16, 300, 0, 40}, {4, 2, 16, 700, 1.5, 300}, {4, 4, 16, 40, 0, -1}} {
+		{4, 2, 16, 300, 2, 0}, {4, 2, 16, 300, 0, 40}, {4, 2, 16, 700, 1.5, 300}, {4, 4, 16, 40, 0, -1},
+		// Past llvmpipe's loop limit the barrier-free kernel runs in chunks (AttentionChunked).
+		{4, 2, 128, 1500, 0, 0}, {2, 1, 64, 2600, 0, 900}} {
 		for _, f16 := range []bool{false, true} {
 			// Prompt tokens at the end of the filled cache, each attending causally to its
 			// prefix; q rows carry 5 extra floats, as the fused qkv rows carry k and v.
@@ -376,7 +378,11 @@ func testAttention(t *testing.T, d *gpu.Device) {
 				kb, vb = uploadF16(t, d, kAll), uploadF16(t, d, vAll)
 			}
 			posBuf := uploadU32(t, d, withBase(pos, base))
-			ap := gpu.AttnParams{Scale: 0.3, SoftCap: c.softCap, Window: c.window}
+			ap := gpu.AttnParams{Scale: 0.3, SoftCap: c.softCap, Window: c.window, MaxKeys: c.nCtx,
+				State: empty(t, d, gpu.AttentionStateSize(len(pos), c.nHead, c.headDim))}
+			if d.BarrierFree && c.nCtx > 1000 && !d.AttentionChunked(c.nCtx, c.headDim) {
+				t.Errorf("%d keys of head_dim %d: not chunked", c.nCtx, c.headDim)
+			}
 			refPos := pos
 			if c.window < 0 { // window -1 marks the non-causal case: every token sees all keys
 				ap.Window, ap.AllKeys = 0, c.nCtx

@@ -187,3 +187,39 @@ func tinyModel(t *testing.T, edit func(*synth.Config)) *gguf.File {
 	t.Cleanup(func() { f.Close() })
 	return f
 }
+
+// TestLongContextMatchesReference runs a 1000-token prompt through a model with a 128-wide head,
+// long enough that attention on a CPU adapter must run in chunks (gpu.AttentionChunked), and
+// checks the logits against the reference.
+func TestLongContextMatchesReference(t *testing.T) {
+	dev := gputest.Device(t)
+	f := tinyModel(t, func(cfg *synth.Config) { cfg.Dim, cfg.Heads, cfg.KVHeads, cfg.Layers, cfg.Ctx = 128, 1, 1, 1, 2048 })
+	tokens := make([]int32, 1000)
+	for i := range tokens {
+		tokens[i] = int32(3 + (i*37)%500)
+	}
+	want, err := reference.Forward(f, tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Load(dev, f, model.Options{MaxBatch: 256, KVF32: true, RawActivations: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if dev.BarrierFree && !dev.AttentionChunked(len(tokens), 128) {
+		t.Fatal("the test no longer reaches the chunked attention")
+	}
+	kv, err := m.NewKVCache(2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kv.Release()
+	got, err := m.Forward(kv, tokens, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := cpuref.RelErr(got, want); e > 1e-3 {
+		t.Errorf("GPU vs reference logits at 1000 tokens: relative error %.3g", e)
+	}
+}

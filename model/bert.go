@@ -181,7 +181,10 @@ func (m *Model) recordEncoder(kv *KVCache, b Batch) (*gpu.Recorder, error) {
 	r.Add(s.tmp, s.xn, n*c.NEmbd)
 	r.LayerNorm(s.tmp, e.embNormW, e.embNrB, s.x, c.NEmbd, n, c.NormEps)
 	qkvW := m.qkvWidth()
-	ap := gpu.AttnParams{Scale: c.AttnScale}
+	ap := gpu.AttnParams{Scale: c.AttnScale, State: s.attnState}
+	for _, p := range b.Pos {
+		ap.MaxKeys = max(ap.MaxKeys, int(p)+1) // a sequence's tokens see its positions 0..last
+	}
 	for i := range m.layers {
 		ly, el := &m.layers[i], &e.layers[i]
 		m.project(r, ly.qkv, s.x, 0, n, c.NEmbd, s.qkv, qkvW, false)

@@ -53,6 +53,9 @@ type scratch struct {
 	// keyEnds holds each token's last attended position and row base for an encoder (see
 	// recordEncoder).
 	keyEnds *gpu.Buffer
+	// attnState carries attention's running softmax between the chunks of a long key range
+	// on CPU adapters (gpu.AttnParams.State); a single float elsewhere.
+	attnState *gpu.Buffer
 }
 
 // Options tune loading.
@@ -235,12 +238,22 @@ func (m *Model) allocScratch() error {
 		{"pos", 2 * t, &m.scratch.pos},
 		{"out_rows", m.maxOutputs, &m.scratch.outRows},
 		{"key_ends", 2 * t, &m.scratch.keyEnds},
+		{"attn_state", m.attnStateSize(), &m.scratch.attnState},
 	} {
 		if *s.dst, err = alloc(s.name, s.n); err != nil {
 			return fmt.Errorf("model: scratch %s: %w", s.name, err)
 		}
 	}
 	return nil
+}
+
+// attnStateSize is the size of scratch.attnState in floats: room for a full batch on CPU
+// adapters, where long attention runs in chunks.
+func (m *Model) attnStateSize() int {
+	if !m.dev.BarrierFree {
+		return 1
+	}
+	return gpu.AttentionStateSize(m.maxBatch, m.Config.NHead, m.Config.HeadDim)
 }
 
 // Close releases the model's device memory.
@@ -252,7 +265,7 @@ func (m *Model) Close() {
 		w.Release()
 	}
 	s := &m.scratch
-	for _, b := range []*gpu.Buffer{s.x, s.xn, s.qkv, s.attn, s.gu, s.ffn, s.xq, s.xsums, s.tmp, s.logits, s.ids, s.pos, s.outRows, s.keyEnds} {
+	for _, b := range []*gpu.Buffer{s.x, s.xn, s.qkv, s.attn, s.gu, s.ffn, s.xq, s.xsums, s.tmp, s.logits, s.ids, s.pos, s.outRows, s.keyEnds, s.attnState} {
 		b.Release()
 	}
 	m.draft.release()
@@ -417,6 +430,7 @@ func (m *Model) recordLayers(r *gpu.Recorder, kv *KVCache, n, maxKeys, pageBits 
 		}
 		rope, ap := m.layerAttention(i)
 		rope.PageBits, ap.PageBits = pageBits, pageBits
+		ap.MaxKeys, ap.State = maxKeys, s.attnState
 		r.RoPEKV(s.qkv, s.pos, kv.k[i], kv.v[i], ly.qkvBias, m.kvF16, n, c.NHead, c.NKVHead, c.HeadDim, rope)
 		if kv.part != nil && n == 1 && maxKeys >= splitAttentionFrom {
 			r.AttentionSplit(s.qkv, kv.k[i], kv.v[i], s.pos, kv.part, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, maxKeys, ap)

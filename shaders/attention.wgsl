@@ -17,6 +17,9 @@ struct Params {
     window: u32,   // > 0: a token sees only the last `window` positions (sliding window)
     all_keys: u32, // > 0: not causal: every token sees keys 0 .. all_keys-1 (BERT)
     page_bits: u32,// cache addressing (kv_row.inc)
+    key_lo: u32,   // CHUNKED: this dispatch's keys are key_lo .. key_hi-1
+    key_hi: u32,
+    last: u32,     // CHUNKED: > 0 for the last chunk, which writes out
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -31,6 +34,12 @@ struct Params {
 #endif
 @group(0) @binding(4) var<storage, read> pos: array<u32>;       // positions, then cache addressing (kv_row.inc)
 @group(0) @binding(5) var<storage, read_write> out: array<f32>; // (n_tokens, n_head, head_dim)
+#ifdef CHUNKED
+// ROW_PER_THREAD over long key ranges: llvmpipe stops an invocation's loops after 65535
+// iterations in all, so the keys run as several dispatches, each invocation carrying its
+// running max, sum and output (exactly as the loop holds them) from one to the next.
+@group(0) @binding(6) var<storage, read_write> state: array<f32>; // (n_tokens, n_head, head_dim / 4, 6)
+#endif
 
 const WG: u32 = 64u;
 const MAXD: u32 = 256u;
@@ -85,8 +94,19 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     var m = NEG;
     var l = 0.0;
     var acc = vec4<f32>(0.0);
-    let n_keys = key_end(t);
-    for (var j = first_key(pos[t]); j < n_keys; j++) {
+    var j0 = first_key(pos[t]);
+    var n_keys = key_end(t);
+#ifdef CHUNKED
+    let so = idx * 6u;
+    if (p.key_lo > 0u) {
+        m = state[so];
+        l = state[so + 1u];
+        acc = vec4<f32>(state[so + 2u], state[so + 3u], state[so + 4u], state[so + 5u]);
+    }
+    j0 = max(j0, p.key_lo);
+    n_keys = min(n_keys, p.key_hi);
+#endif
+    for (var j = j0; j < n_keys; j++) {
         let off = kv_row(t, j) * kv_stride + kvh * d;
         let s = capped(k_dot(q_off, off) * p.scale);
         var ms = 1.0;
@@ -102,6 +122,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         acc = acc16(fma(vec4<f32>(v_at(vo), v_at(vo + 1u), v_at(vo + 2u), v_at(vo + 3u)), vec4<f32>(vs), acc));
         l = l * ms + vs;
     }
+#ifdef CHUNKED
+    if (p.last == 0u) {
+        state[so] = m;
+        state[so + 1u] = l;
+        state[so + 2u] = acc.x;
+        state[so + 3u] = acc.y;
+        state[so + 4u] = acc.z;
+        state[so + 5u] = acc.w;
+        return;
+    }
+#endif
     let o = (t * p.n_head + h) * d + 4u * g;
     out[o] = acc.x / l;
     out[o + 1u] = acc.y / l;

@@ -16,6 +16,9 @@ struct Params {
     window: u32,   // > 0: a token sees only the last `window` positions (sliding window)
     all_keys: u32, // > 0: not causal: every token sees keys 0 .. all_keys-1 (BERT)
     page_bits: u32,// cache addressing (kv_row.inc)
+    key_lo: u32,   // unused here (the row-per-thread kernel's chunks)
+    key_hi: u32,
+    last: u32,
 }
 
 const WG: u32 = 64u;
