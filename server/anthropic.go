@@ -69,21 +69,12 @@ func (s *Server) CreateAnthropicMessage(ctx context.Context, req *gen.AnthropicM
 	sse := newSSE(w)
 	as := anthropicStream{sse: sse}
 	for {
-		res, err := nextResult(ctx, ch)
-		if err == nil && res.Err != nil {
-			err = res.Err
-		}
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case err != nil && !sse.started:
-			return fail(err)
-		case err != nil:
-			ae := fail(err)
-			s.noteError(ctx, ae)
+		res, over, err := s.nextStreamed(ctx, ch, sse, fail, func(ae *apiError) {
 			body := ae.body()
 			_ = sse.event("error", &body.Error)
-			return nil
+		})
+		if over {
+			return err
 		}
 		if !as.begun {
 			start := anthropicMessage(id, model, res)

@@ -156,20 +156,16 @@ func (r *chatRun) stream(ctx context.Context, ch <-chan engine.Result, sse *sseW
 	parsed := toolcall.NewStream(r.syntax, newToolCallID)
 	var pendingProbs []engine.StepProbs // probabilities of tokens whose text is held back
 	for {
-		res, err := nextResult(ctx, ch)
-		if err == nil && res.Err != nil {
-			err = res.Err
-		}
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case err != nil && !sse.started:
-			return r.fail(err)
-		case err != nil:
-			ae := r.fail(err)
-			r.server.noteError(ctx, ae)
+		var failed *apiError
+		res, over, err := r.server.nextStreamed(ctx, ch, sse, r.fail, func(ae *apiError) {
 			_ = sse.fail(ae)
-			return ae
+			failed = ae
+		})
+		if failed != nil {
+			return failed
+		}
+		if over {
+			return err
 		}
 		if !sse.started {
 			// The first chunk announces the role, with null content.

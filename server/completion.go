@@ -93,20 +93,9 @@ func (s *Server) completeTokens(ctx context.Context, m *loaded, prompt []int32, 
 
 	sse := newSSE(w)
 	for {
-		res, err := nextResult(ctx, ch)
-		if err == nil && res.Err != nil {
-			err = res.Err
-		}
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case err != nil && !sse.started:
-			return fail(err) // nothing sent yet: an ordinary JSON error
-		case err != nil:
-			ae := fail(err)
-			s.noteError(ctx, ae)
-			_ = sse.fail(ae)
-			return nil
+		res, over, err := s.nextStreamed(ctx, ch, sse, fail, func(ae *apiError) { _ = sse.fail(ae) })
+		if over {
+			return err
 		}
 		c.add(res)
 		// As llama-server, every piece of text goes out in a partial event and the final event
