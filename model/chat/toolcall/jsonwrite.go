@@ -81,6 +81,22 @@ func writeValue(b *strings.Builder, v *jvalue) bool {
 // writeString writes s as a JSON string with ensure_ascii escaping, without the closing quote
 // when the string is unfinished.
 func writeString(b *strings.Builder, s string, closed bool) {
+	writeEscaped(b, s, true)
+	if closed {
+		b.WriteByte('"')
+	}
+}
+
+// writeRawString writes s as a JSON string, leaving non-ASCII characters as they are.
+func writeRawString(b *strings.Builder, s string) {
+	writeEscaped(b, s, false)
+	b.WriteByte('"')
+}
+
+// writeEscaped writes the opening quote and s escaped as JSON does (as nlohmann::json's dump:
+// short escapes, \u00XX for other control characters), and with ascii every non-ASCII
+// character as \uXXXX (surrogate pairs above U+FFFF), as its ensure_ascii does.
+func writeEscaped(b *strings.Builder, s string, ascii bool) {
 	const hexDigits = "0123456789abcdef"
 	u := func(r rune) {
 		b.WriteString(`\u`)
@@ -107,7 +123,7 @@ func writeString(b *strings.Builder, s string, closed bool) {
 			b.WriteString(`\t`)
 		case r < 0x20:
 			u(r)
-		case r < 0x80:
+		case r < 0x80 || !ascii:
 			b.WriteRune(r)
 		case r > 0xFFFF:
 			hi, lo := utf16.EncodeRune(r)
@@ -116,9 +132,6 @@ func writeString(b *strings.Builder, s string, closed bool) {
 		default:
 			u(r)
 		}
-	}
-	if closed {
-		b.WriteByte('"')
 	}
 }
 
@@ -234,34 +247,4 @@ func writePretty(b *strings.Builder, v *jvalue, depth int) {
 		indent(depth)
 		b.WriteByte('}')
 	}
-}
-
-// writeRawString writes s as a JSON string, leaving non-ASCII characters as they are.
-func writeRawString(b *strings.Builder, s string) {
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"':
-			b.WriteString(`\"`)
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\b':
-			b.WriteString(`\b`)
-		case r == '\f':
-			b.WriteString(`\f`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20:
-			b.WriteString(`\u00`)
-			b.WriteByte("0123456789abcdef"[r>>4])
-			b.WriteByte("0123456789abcdef"[r&0xF])
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
 }
