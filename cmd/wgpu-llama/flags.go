@@ -103,6 +103,9 @@ func newLogger(stderr io.Writer, verbose bool) *log.Logger {
 	return l
 }
 
+// autoSlots is llama-server's slot count for -np -1 (the default), with a unified KV cache.
+const autoSlots = 4
+
 // modelFlags are the flags every command that loads a model shares.
 type modelFlags struct {
 	path           string
@@ -124,7 +127,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	intVar(fs, &m.ctxSize, 4096, "context size in tokens (0: the model's)", "c", "ctx-size")
 	intVar(fs, &m.batch, 512, "prompt tokens per forward pass", "ub", "ubatch-size")
 	intVar(fs, &m.device, -1, "GPU adapter index from `wgpu-llama devices` (-1: best)", "device")
-	intVar(fs, &m.slots, 1, "sequences served at once (the context is split between them)", "np", "parallel")
+	intVar(fs, &m.slots, -1, "sequences served at once; -1 (auto, as llama-server): 4 slots sharing the whole context (--kv-unified), else the context is split between them", "np", "parallel")
 	fs.BoolVar(&m.verbose, "v", false, "verbose logging")
 	stringVar(fs, &m.cacheK, "f16", "KV cache type for keys: f16 or f32", "ctk", "cache-type-k")
 	stringVar(fs, &m.cacheV, "f16", "KV cache type for values: f16 or f32 (same as keys)", "ctv", "cache-type-v")
@@ -153,15 +156,19 @@ func (m *modelFlags) engineConfig(alias string, logger *log.Logger) (engine.Conf
 	if m.cacheK != m.cacheV {
 		return engine.Config{}, fmt.Errorf("different key (%s) and value (%s) cache types are not supported", m.cacheK, m.cacheV)
 	}
-	if m.slots < 1 {
-		return engine.Config{}, fmt.Errorf("-np must be at least 1, got %d", m.slots)
+	slots, unified := m.slots, m.kvUnified
+	switch {
+	case slots == -1: // llama-server's automatic choice
+		slots, unified = autoSlots, true
+	case slots < 1:
+		return engine.Config{}, fmt.Errorf("-np must be at least 1 (or -1 for automatic), got %d", m.slots)
 	}
 	if m.cacheReuse < 0 {
 		return engine.Config{}, fmt.Errorf("--cache-reuse must be 0 or more, got %d", m.cacheReuse)
 	}
-	return engine.Config{ModelPath: path, Alias: alias, CtxSize: m.ctxSize, BatchSize: m.batch, Slots: m.slots, Device: m.device,
+	return engine.Config{ModelPath: path, Alias: alias, CtxSize: m.ctxSize, BatchSize: m.batch, Slots: slots, Device: m.device,
 		KVF32: m.cacheK == "f32", RawActivations: m.rawActivations, Logger: logger,
-		KVUnified: m.kvUnified, ContextShift: m.ctxShift && !m.noCtxShift, CacheReuse: m.cacheReuse}, nil
+		KVUnified: unified, ContextShift: m.ctxShift && !m.noCtxShift, CacheReuse: m.cacheReuse}, nil
 }
 
 // loadModel opens the device and loads the model directly, for commands that drive the model

@@ -40,6 +40,17 @@ func TestServeFlagDefaults(t *testing.T) {
 	if cfg.NoSlots || cfg.Metrics || cfg.WriteTimeout != 600*time.Second || len(cfg.APIKeys) != 0 {
 		t.Errorf("server config %+v", cfg)
 	}
+	// -np -1, llama-server's default: 4 slots sharing the whole context.
+	ecfg, err := parseServe(t, nil, "-m", "model.gguf").model.engineConfig("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ecfg.Slots != 4 || !ecfg.KVUnified || ecfg.CtxSize != 4096 {
+		t.Errorf("default slots %d unified %v n_ctx %d, want 4, true, 4096", ecfg.Slots, ecfg.KVUnified, ecfg.CtxSize)
+	}
+	if ecfg, err = parseServe(t, nil, "-m", "model.gguf", "-np", "2").model.engineConfig("", nil); err != nil || ecfg.Slots != 2 || ecfg.KVUnified {
+		t.Errorf("-np 2: slots %d unified %v (%v), want 2 split", ecfg.Slots, ecfg.KVUnified, err)
+	}
 }
 
 func TestServeFlags(t *testing.T) {
