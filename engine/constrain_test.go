@@ -74,3 +74,38 @@ func TestGBNFConstraint(t *testing.T) {
 		}
 	}
 }
+
+// TestLazyGrammar: a grammar with a trigger leaves the output free until the trigger appears
+// (greedy stories260K writes ", there was a little girl named Lily..."), then holds it from the
+// trigger on; a trigger that never appears leaves the output as it is without a grammar.
+func TestLazyGrammar(t *testing.T) {
+	e := enginetest.Load(t, "models", "stories260K.gguf")
+	g, err := grammar.Parse(`root ::= " little cat."`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := e.Tokenizer().Encode("Once upon a time", true, true)
+	generate := func(triggers ...engine.GrammarTrigger) (string, engine.Result) {
+		p := greedy(32)
+		p.Grammar, p.GrammarTriggers = g, triggers
+		ch, err := e.Submit(context.Background(), engine.Task{Prompt: prompt, Params: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, final, _ := collect(t, ch)
+		if final.Err != nil {
+			t.Fatal(final.Err)
+		}
+		return text, final
+	}
+	if text, final := generate(engine.GrammarTrigger{Word: " little"}); text != ", there was a little cat." || final.StopType != engine.StopEOS {
+		t.Errorf("triggered: %q (stop %s)", text, final.StopType)
+	}
+	const free = ", there was a little girl named Lily. She loved to play outside in the park. One day, she saw"
+	if text, _ := generate(engine.GrammarTrigger{Word: "dragon"}); text != free {
+		t.Errorf("never triggered: %q, want %q", text, free)
+	}
+	if text, _ := generate(engine.GrammarTrigger{Word: " little", AtStart: true}); text != free {
+		t.Errorf("a start-only trigger fired mid-output: %q", text)
+	}
+}

@@ -69,7 +69,7 @@ func (e *Engine) start(s *slot, r *request) error {
 	g.smp = newSampler(g.p, t.Prompt, func(id int32) string { return string(e.tok.Piece(id, true)) })
 	if g.p.Grammar != nil {
 		var err error
-		if g.gram, err = newConstraint(g.p.Grammar, func(id int32) string { return string(e.tok.Piece(id, false)) }, e.tok.IsEOG); err != nil {
+		if g.gram, err = newConstraint(g.p.Grammar, g.p.GrammarTriggers, func(id int32) string { return string(e.tok.Piece(id, true)) }, e.tok.IsEOG); err != nil {
 			return err
 		}
 	}

@@ -32,6 +32,11 @@ type Params struct {
 	// Grammar, when set, constrains the output to its "root" rule (GBNF, or a JSON schema the
 	// HTTP layer converted); compiled once per request on the request's goroutine.
 	Grammar *grammar.Grammar
+	// GrammarTriggers, when any, make the grammar lazy (llama-server's grammar_lazy): the
+	// output is free until a trigger appears in it, and from the trigger on it must match the
+	// grammar (whose root starts with the trigger), as for tool calls the model may or may
+	// not make.
+	GrammarTriggers []GrammarTrigger
 
 	// RepeatPenalty divides positive (multiplies negative) logits of tokens seen in the last
 	// RepeatLastN tokens; 1 is off (llama-server's repeat_penalty).
@@ -113,6 +118,13 @@ type Params struct {
 	SpecNMax int
 	SpecNMin int
 	SpecPMin float32
+}
+
+// GrammarTrigger is a text that starts a lazy grammar: anywhere in the output, or with AtStart
+// only at its beginning (after whitespace).
+type GrammarTrigger struct {
+	Word    string
+	AtStart bool
 }
 
 // LogitBias is one token's logit adjustment.

@@ -109,6 +109,9 @@ func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 		if pl.params.Grammar, err = grammar.Parse(c.Grammar(src)); err != nil {
 			return pl, invalidRequest("'tools': %v", err)
 		}
+		for _, t := range c.Triggers {
+			pl.params.GrammarTriggers = append(pl.params.GrammarTriggers, engine.GrammarTrigger{Word: t.Word, AtStart: t.AtStart})
+		}
 	}
 	pl.prompt = tokenize(l.tok, text)
 	pl.syntax = toolcall.Syntax{

@@ -4,10 +4,13 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/openai/openai-go"
+
+	"github.com/wgpu-llama/wgpu-llama/engine"
 )
 
 // Templates that select each tool-call format (the markers llama.cpp looks for in the source).
@@ -78,8 +81,8 @@ func TestChatToolCallsClient(t *testing.T) {
 	if !strings.Contains(h.fake.tok.Detokenize(h.fake.lastTask(t).Prompt, false, true), `<tools>[{"type": "function", "function": {"name": "get_weather"`) {
 		t.Error("the template did not render the tools")
 	}
-	if h.fake.lastTask(t).Params.Grammar != nil {
-		t.Error("tool_choice auto constrains a Hermes model's output")
+	if p := h.fake.lastTask(t).Params; p.Grammar == nil || !slices.Equal(p.GrammarTriggers, []engine.GrammarTrigger{{Word: "<tool_call>"}}) {
+		t.Errorf("tool_choice auto: grammar %v triggers %v, want a grammar lazy from <tool_call>", p.Grammar != nil, p.GrammarTriggers)
 	}
 
 	stream := client.Chat.Completions.NewStreaming(ctx, weatherParams())
@@ -197,7 +200,7 @@ func TestChatToolFormats(t *testing.T) {
 			}
 			task := h.fake.lastTask(t)
 			switch {
-			case tt.grammarHas == nil && task.Params.Grammar != nil:
+			case tt.grammarHas == nil && task.Params.Grammar != nil && len(task.Params.GrammarTriggers) == 0:
 				t.Errorf("unexpected grammar:\n%s", task.Params.Grammar.Source())
 			case tt.grammarHas != nil && task.Params.Grammar == nil:
 				t.Error("no grammar")

@@ -20,15 +20,27 @@ type Tool struct {
 type Constraint struct {
 	// Schema is the JSON schema of the JSON part of the output.
 	Schema []byte
-	before string // GBNF before the JSON
-	after  string // GBNF after it
-	repeat bool   // the wrapped call may be repeated (parallel calls)
+	// Triggers, when any, make the grammar lazy (tool_choice "auto"): the output is free until
+	// one of them appears, and the grammar, which starts with it, holds from there on.
+	Triggers []Trigger
+	before   string // GBNF before the JSON
+	after    string // GBNF after it
+	repeat   bool   // the wrapped call may be repeated (parallel calls)
+}
+
+// Trigger is a text that starts a lazy grammar: anywhere in the output, or with AtStart only
+// at its beginning (after whitespace).
+type Trigger struct {
+	Word    string
+	AtStart bool
 }
 
 // NewConstraint returns the constraint for a request, and false when the format generates
 // freely: the generic format is always constrained (to a tool call, or with required unset
-// also to {"response": ...}, whose schema is response or a string); the others only when a
-// tool call is required. forcedOpen lets the output first close an open <think> block.
+// also to {"response": ...}, whose schema is response or a string); the others force a tool
+// call when one is required, and otherwise constrain lazily, from the format's tool-call
+// opener on, as llama.cpp's lazy grammars do. forcedOpen lets a required call first close an
+// open <think> block.
 func NewConstraint(f Format, tools []Tool, required, parallel, forcedOpen bool, response json.RawMessage) (Constraint, bool) {
 	if len(tools) == 0 {
 		return Constraint{}, false
@@ -39,9 +51,26 @@ func NewConstraint(f Format, tools []Tool, required, parallel, forcedOpen bool, 
 	case ContentOnly:
 		return Constraint{}, false
 	}
-	if !required {
+	c, ok := callConstraint(f, tools, required, parallel, forcedOpen)
+	if !ok || required {
+		return c, ok
+	}
+	switch f {
+	case Hermes2Pro:
+		c.Triggers = []Trigger{{Word: "<tool_call>"}}
+	case Llama3:
+		c.Triggers = []Trigger{{Word: `{"`, AtStart: true}, {Word: `{ "`, AtStart: true}}
+	case MistralNemo:
+		c.Triggers = []Trigger{{Word: "[TOOL_CALLS]"}}
+	default:
 		return Constraint{}, false
 	}
+	return c, true
+}
+
+// callConstraint is the constraint that makes the output a tool call in format f (forcedOpen:
+// after an optional "</think>" when the call is required).
+func callConstraint(f Format, tools []Tool, required, parallel, forcedOpen bool) (Constraint, bool) {
 	switch f {
 	case Hermes2Pro:
 		c := Constraint{
@@ -50,7 +79,7 @@ func NewConstraint(f Format, tools []Tool, required, parallel, forcedOpen bool, 
 			after:  `space "</tool_call>" space`,
 			repeat: parallel,
 		}
-		if forcedOpen {
+		if forcedOpen && required {
 			c.before = `( "</think>" space )? ` + c.before
 		}
 		return c, true

@@ -2,6 +2,7 @@ package toolcall
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/wgpu-llama/wgpu-llama/engine/grammar"
@@ -55,6 +56,12 @@ func TestConstraint(t *testing.T) {
 		{name: "mistral required", format: MistralNemo, required: true,
 			accept: []string{`[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "abcDEF123"}]`},
 			reject: []string{`[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "call_1"}]`}},
+		{name: "hermes auto: lazy from <tool_call>", format: Hermes2Pro, forced: true,
+			accept: []string{hermesCall}, reject: []string{"</think>\n\n" + hermesCall, "Hello"}},
+		{name: "llama3 auto: lazy from {", format: Llama3,
+			accept: []string{`{"name": "get_time", "parameters": {}}`}},
+		{name: "mistral auto: lazy from [TOOL_CALLS]", format: MistralNemo,
+			accept: []string{`[TOOL_CALLS][{"name": "get_time", "arguments": {}, "id": "abcDEF123"}]`}},
 		{name: "generic auto", format: Generic,
 			accept: []string{genericCall, `{"response": "Sunny."}`},
 			reject: []string{"Sunny.", `{"tool_call": {"name": "get_weather", "arguments": {}}}`}},
@@ -84,9 +91,22 @@ func TestConstraint(t *testing.T) {
 			}
 		})
 	}
-	for _, f := range []Format{ContentOnly, Hermes2Pro, Llama3, MistralNemo} {
-		if _, ok := NewConstraint(f, weatherTools, false, false, false, nil); ok {
-			t.Errorf("%v constrains output without a required tool call", f)
+	if _, ok := NewConstraint(ContentOnly, weatherTools, false, false, false, nil); ok {
+		t.Error("a content-only format is constrained")
+	}
+	// Without a required call the call formats are constrained lazily, from their opener on.
+	for f, want := range map[Format][]Trigger{
+		Hermes2Pro:  {{Word: "<tool_call>"}},
+		Llama3:      {{Word: `{"`, AtStart: true}, {Word: `{ "`, AtStart: true}},
+		MistralNemo: {{Word: "[TOOL_CALLS]"}},
+		Generic:     nil, // always constrained from the start
+	} {
+		c, ok := NewConstraint(f, weatherTools, false, false, false, nil)
+		if !ok || !slices.Equal(c.Triggers, want) {
+			t.Errorf("%v with tool_choice auto: triggers %v (constrained %v), want %v", f, c.Triggers, ok, want)
+		}
+		if c, _ := NewConstraint(f, weatherTools, true, false, false, nil); len(c.Triggers) > 0 {
+			t.Errorf("%v with a required call is lazy", f)
 		}
 	}
 	if _, ok := NewConstraint(Generic, nil, true, false, false, nil); ok {
