@@ -225,6 +225,24 @@ func byLogit(a, b candidate) int {
 	return cmp.Compare(a.id, b.id)
 }
 
+// bestByLogit returns the n best of logits as candidates, in byLogit order, keeping a sorted
+// list of the best so far (n is small: the n_probs of a request).
+func bestByLogit(logits []float32, n int) []candidate {
+	best := make([]candidate, 0, n+1)
+	for i, l := range logits {
+		c := candidate{id: int32(i), logit: l}
+		if len(best) == n && (n == 0 || byLogit(c, best[n-1]) >= 0) {
+			continue
+		}
+		at, _ := slices.BinarySearchFunc(best, c, byLogit)
+		best = slices.Insert(best, at, c)
+		if len(best) > n {
+			best = best[:n]
+		}
+	}
+	return best
+}
+
 // sort sorts the candidates by descending logit unless they already are.
 func (s *sampler) sort() {
 	if !s.sorted {
@@ -263,17 +281,17 @@ func (s *sampler) probs(n int) (top []TokenProb, picked float32) {
 	} else if s.top != nil {
 		c = s.topProbs()
 	} else {
-		c = make([]candidate, len(s.last))
+		// The model's softmax: only the n best need sorting, not the whole vocabulary.
 		maxL := float64(s.last[argmax(s.last)])
 		sum := 0.0
-		for i, l := range s.last {
-			c[i] = candidate{id: int32(i), logit: l, p: math.Exp(float64(l) - maxL)}
-			sum += c[i].p
+		for _, l := range s.last {
+			sum += math.Exp(float64(l) - maxL)
 		}
+		c = bestByLogit(s.last, n)
 		for i := range c {
-			c[i].p /= sum
+			c[i].p = math.Exp(float64(c[i].logit)-maxL) / sum
 		}
-		slices.SortFunc(c, byLogit)
+		picked = float32(math.Exp(float64(s.last[s.picked])-maxL) / sum)
 	}
 	for _, x := range c {
 		if x.id == s.picked {
