@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/wgpu-llama/wgpu-llama/gpu"
@@ -163,6 +164,26 @@ func checkSameProbs(t *testing.T, what string, fast, full *sampler, n int) {
 	for i := range wantTop {
 		if gotTop[i].ID != wantTop[i].ID || math.Abs(float64(gotTop[i].Prob-wantTop[i].Prob)) > 1e-5 {
 			t.Fatalf("%s: n_probs[%d] = %+v, want %+v", what, i, gotTop[i], wantTop[i])
+		}
+	}
+}
+
+// TestBestByLogit: the partial selection behind n_probs returns what sorting the whole row
+// would put first, ties going to the lower id, on rows full of ties.
+func TestBestByLogit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 1, 5, 40} {
+		row := make([]float32, 300)
+		for i := range row {
+			row[i] = float32(rng.IntN(20)) / 4 // many equal logits
+		}
+		all := make([]candidate, len(row))
+		for i, l := range row {
+			all[i] = candidate{id: int32(i), logit: l}
+		}
+		slices.SortFunc(all, byLogit)
+		if got := bestByLogit(row, n); !slices.Equal(got, all[:n]) {
+			t.Errorf("n %d: %v, want %v", n, got, all[:n])
 		}
 	}
 }

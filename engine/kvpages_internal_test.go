@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -74,25 +73,5 @@ func TestPageEviction(t *testing.T) {
 	fill(c, 32)
 	if got := e.reserve(c, 80, &copies); got != 32 || len(a.pages) != 0 {
 		t.Errorf("over-long reservation: got %d positions (want 32 more), a's pages %v", got, a.pages)
-	}
-}
-
-// TestBestByLogit: the partial selection behind n_probs returns what sorting the whole row
-// would put first, ties going to the lower id, on rows full of ties.
-func TestBestByLogit(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	for _, n := range []int{0, 1, 5, 40} {
-		row := make([]float32, 300)
-		for i := range row {
-			row[i] = float32(rng.IntN(20)) / 4 // many equal logits
-		}
-		all := make([]candidate, len(row))
-		for i, l := range row {
-			all[i] = candidate{id: int32(i), logit: l}
-		}
-		slices.SortFunc(all, byLogit)
-		if got := bestByLogit(row, n); !slices.Equal(got, all[:n]) {
-			t.Errorf("n %d: %v, want %v", n, got, all[:n])
-		}
 	}
 }
