@@ -1,10 +1,5 @@
 package gpu
 
-// loopBudget bounds the loop iterations one invocation of a barrier-free (CPU adapter) kernel
-// may run: llvmpipe, the software Vulkan driver, stops an invocation's loops after 65535
-// iterations in all (LP_MAX_TGSI_LOOP_ITERATIONS) and silently returns what it has.
-const loopBudget = 60000
-
 // ArgmaxFeed says where a FEED argmax also writes its picks: the token ids and the
 // positions/bases (laid out as for RoPEKV) of a next single-token-per-row pass, taken from
 // Plan (each row's first drafted position, then each row's base) plus Step.

@@ -294,13 +294,19 @@ func (a AttnParams) chunkParams(lo, hi uint32, last int, base ...any) []uint32 {
 }
 
 // AttentionStateSize is the State (in floats) Attention needs for nTokens tokens.
-func AttentionStateSize(nTokens, nHead, headDim int) int { return nTokens * nHead * headDim / 4 * 6 }
+func AttentionStateSize(nTokens, nHead, headDim int) int {
+	return nTokens * nHead * attnGroups(headDim) * 6
+}
+
+// attnGroups is how many invocations the barrier-free kernel gives each head: one per 4
+// dimensions, the last taking 2 when headDim is not a multiple of 4.
+func attnGroups(headDim int) int { return (headDim + 3) / 4 }
 
 // AttentionChunked reports whether Attention on this device needs AttnParams.State for
 // maxKeys keys of headDim: the barrier-free kernel loops over the keys and, for each, over
 // half the head, and llvmpipe allows an invocation loopBudget iterations.
 func (d *Device) AttentionChunked(maxKeys, headDim int) bool {
-	return d.BarrierFree && headDim%4 == 0 && maxKeys > attnChunkKeys(headDim)
+	return d.BarrierFree && maxKeys > attnChunkKeys(headDim)
 }
 
 // attnChunkKeys is how many keys one chunk of the barrier-free kernel takes.
@@ -314,16 +320,17 @@ func (r *Recorder) Attention(q, kCache, vCache, pos, out *Buffer, kvF16 bool, qS
 		r.fail("gpu: attention: head_dim %d (max 256), %d heads over %d kv heads unsupported", headDim, nHead, nKVHead)
 		return
 	}
-	// On CPU adapters prompts take the barrier-free kernel; a single token has too few
-	// (token, head) pairs to spread over the cores, so it stays cooperative.
+	// CPU adapters always take the barrier-free kernel, decode included (it rounds as
+	// llama.cpp's CPU flash attention), whatever the head size: the cooperative kernel's
+	// loops would run past llvmpipe's limit beyond about 16k keys (see loopBudget).
 	if r.d.AttentionChunked(ap.MaxKeys, headDim) {
 		r.attentionChunks(q, kCache, vCache, pos, out, kvF16, qStride, nTokens, nHead, nKVHead, headDim, ap)
 		return
 	}
-	if r.d.BarrierFree && headDim%4 == 0 {
+	if r.d.BarrierFree {
 		p := r.kernel("attention", bindAttn, 64, append(kvDefines(kvF16), "ROW_PER_THREAD")...)
 		if p != nil {
-			r.Dispatch(p, ap.params(nTokens, nHead, nKVHead, headDim, ap.Scale, qStride), r.elementwise(nTokens*nHead*headDim/4), q, kCache, vCache, pos, out)
+			r.Dispatch(p, ap.params(nTokens, nHead, nKVHead, headDim, ap.Scale, qStride), r.elementwise(nTokens*nHead*attnGroups(headDim)), q, kCache, vCache, pos, out)
 		}
 		return
 	}
@@ -352,7 +359,7 @@ func (r *Recorder) attentionChunks(q, kCache, vCache, pos, out *Buffer, kvF16 bo
 			hi, last = math.MaxUint32, 1 // the last chunk takes whatever keys remain
 		}
 		params := ap.chunkParams(uint32(lo), uint32(hi), last, nTokens, nHead, nKVHead, headDim, ap.Scale, qStride)
-		r.Dispatch(p, params, r.elementwise(nTokens*nHead*headDim/4), q, kCache, vCache, pos, out, ap.State)
+		r.Dispatch(p, params, r.elementwise(nTokens*nHead*attnGroups(headDim)), q, kCache, vCache, pos, out, ap.State)
 	}
 }
 

@@ -343,74 +343,87 @@ func TestAttention(t *testing.T) {
 	}
 }
 
+// attnCase is one attention shape: window -1 marks the non-causal case (every token sees all
+// keys).
+type attnCase struct {
+	nHead, nKV, headDim, nCtx int
+	softCap                   float32
+	window                    int
+}
+
 func testAttention(t *testing.T, d *gpu.Device) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	for _, c := range []struct {
-		nHead, nKV, headDim, nCtx int
-		softCap                   float32
-		window                    int
-	}{{8, 4, 8, 200, 0, 0}, {4, 4, 64, 70, 0, 0}, {6, 2, 128, 130, 0, 0}, {2, 1, 256, 10, 0, 0}, {4, 2, 64, 1000, 0, 0},
+	for _, c := range []attnCase{{8, 4, 8, 200, 0, 0}, {4, 4, 64, 70, 0, 0}, {6, 2, 128, 130, 0, 0}, {2, 1, 256, 10, 0, 0}, {4, 2, 64, 1000, 0, 0},
 		{4, 2, 16, 300, 2, 0}, {4, 2, 16, 300, 0, 40}, {4, 2, 16, 700, 1.5, 300}, {4, 4, 16, 40, 0, -1},
+		// A head of 4n + 2 dimensions: the barrier-free kernel's last group is half full.
+		{4, 2, 6, 300, 0, 0}, {2, 1, 10, 90, 1.5, 50},
 		// Past llvmpipe's loop limit the barrier-free kernel runs in chunks (AttentionChunked).
 		{4, 2, 128, 1500, 0, 0}, {2, 1, 64, 2600, 0, 900}} {
 		for _, f16 := range []bool{false, true} {
-			// Prompt tokens at the end of the filled cache, each attending causally to its
-			// prefix; q rows carry 5 extra floats, as the fused qkv rows carry k and v.
-			pos := []int32{int32(c.nCtx - 3), int32(c.nCtx - 2), int32(c.nCtx - 1)}
-			qWidth := c.nHead * c.headDim
-			qStride := qWidth + 5
-			qRows := randVec(rng, len(pos)*qStride)
-			var q []float32
-			for i := range pos {
-				q = append(q, qRows[i*qStride:i*qStride+qWidth]...)
-			}
-			k := randVec(rng, c.nCtx*c.nKV*c.headDim)
-			v := randVec(rng, c.nCtx*c.nKV*c.headDim)
-			if f16 {
-				k, v = f16Round(k), f16Round(v)
-			}
-			// The sequence's rows start after two rows of another sequence, which must be ignored.
-			const base = 2
-			other := randVec(rng, base*c.nKV*c.headDim)
-			kAll, vAll := append(append([]float32(nil), other...), k...), append(append([]float32(nil), other...), v...)
-			kb, vb := upload(t, d, kAll), upload(t, d, vAll)
-			if f16 {
-				kb, vb = uploadF16(t, d, kAll), uploadF16(t, d, vAll)
-			}
-			posBuf := uploadU32(t, d, withBase(pos, base))
-			ap := gpu.AttnParams{Scale: 0.3, SoftCap: c.softCap, Window: c.window, MaxKeys: c.nCtx,
-				State: empty(t, d, gpu.AttentionStateSize(len(pos), c.nHead, c.headDim))}
-			if d.BarrierFree && c.nCtx > 1000 && !d.AttentionChunked(c.nCtx, c.headDim) {
-				t.Errorf("%d keys of head_dim %d: not chunked", c.nCtx, c.headDim)
-			}
-			refPos := pos
-			if c.window < 0 { // window -1 marks the non-causal case: every token sees all keys
-				ap.Window, ap.AllKeys = 0, c.nCtx
-				refPos = []int32{int32(c.nCtx - 1), int32(c.nCtx - 1), int32(c.nCtx - 1)}
-			}
-			want := cpuref.AttentionOpts(q, k, v, refPos, c.nHead, c.nKV, c.headDim, ap.Scale, c.softCap, ap.Window)
-			wantSeq := want
-			if f16 && d.BarrierFree {
-				// The barrier-free kernel rounds as llama.cpp's flash attention does.
-				wantSeq = cpuref.AttentionF16(q, k, v, refPos, c.nHead, c.nKV, c.headDim, ap.Scale, c.softCap, ap.Window)
-				if e := cpuref.RelErr(wantSeq, want); e > 1e-2 {
-					t.Errorf("f16 rounding moved the reference by %.3g", e)
-				}
-			}
-			out := empty(t, d, len(q))
-			got := run(t, d, out, len(q), func(r *gpu.Recorder) {
-				r.Attention(upload(t, d, qRows), kb, vb, posBuf, out, f16, qStride, len(pos), c.nHead, c.nKV, c.headDim, ap)
-			})
-			check(t, fmt.Sprintf("attention %+v f16=%v", c, f16), got, wantSeq, tolF32)
-
-			part := empty(t, d, gpu.AttentionSplitSize(len(pos), c.nHead, c.headDim, c.nCtx))
-			out2 := empty(t, d, len(q))
-			got = run(t, d, out2, len(q), func(r *gpu.Recorder) {
-				r.AttentionSplit(upload(t, d, qRows), kb, vb, posBuf, part, out2, f16, qStride, len(pos), c.nHead, c.nKV, c.headDim, c.nCtx, ap)
-			})
-			check(t, fmt.Sprintf("split attention %+v f16=%v", c, f16), got, want, tolF32)
+			checkAttention(t, d, rng, c, f16)
 		}
 	}
+}
+
+// checkAttention runs Attention and AttentionSplit for three prompt tokens at the end of a
+// cache of c.nCtx rows and compares both with the reference.
+func checkAttention(t *testing.T, d *gpu.Device, rng *rand.Rand, c attnCase, f16 bool) {
+	t.Helper()
+	// Prompt tokens at the end of the filled cache, each attending causally to its
+	// prefix; q rows carry 5 extra floats, as the fused qkv rows carry k and v.
+	pos := []int32{int32(c.nCtx - 3), int32(c.nCtx - 2), int32(c.nCtx - 1)}
+	qWidth := c.nHead * c.headDim
+	qStride := qWidth + 5
+	qRows := randVec(rng, len(pos)*qStride)
+	var q []float32
+	for i := range pos {
+		q = append(q, qRows[i*qStride:i*qStride+qWidth]...)
+	}
+	k := randVec(rng, c.nCtx*c.nKV*c.headDim)
+	v := randVec(rng, c.nCtx*c.nKV*c.headDim)
+	if f16 {
+		k, v = f16Round(k), f16Round(v)
+	}
+	// The sequence's rows start after two rows of another sequence, which must be ignored.
+	const base = 2
+	other := randVec(rng, base*c.nKV*c.headDim)
+	kAll, vAll := append(append([]float32(nil), other...), k...), append(append([]float32(nil), other...), v...)
+	kb, vb := upload(t, d, kAll), upload(t, d, vAll)
+	if f16 {
+		kb, vb = uploadF16(t, d, kAll), uploadF16(t, d, vAll)
+	}
+	posBuf := uploadU32(t, d, withBase(pos, base))
+	ap := gpu.AttnParams{Scale: 0.3, SoftCap: c.softCap, Window: c.window, MaxKeys: c.nCtx,
+		State: empty(t, d, gpu.AttentionStateSize(len(pos), c.nHead, c.headDim))}
+	if d.BarrierFree && c.nCtx > 1000 && !d.AttentionChunked(c.nCtx, c.headDim) {
+		t.Errorf("%d keys of head_dim %d: not chunked", c.nCtx, c.headDim)
+	}
+	refPos := pos
+	if c.window < 0 { // window -1 marks the non-causal case: every token sees all keys
+		ap.Window, ap.AllKeys = 0, c.nCtx
+		refPos = []int32{int32(c.nCtx - 1), int32(c.nCtx - 1), int32(c.nCtx - 1)}
+	}
+	want := cpuref.AttentionOpts(q, k, v, refPos, c.nHead, c.nKV, c.headDim, ap.Scale, c.softCap, ap.Window)
+	wantSeq := want
+	if f16 && d.BarrierFree {
+		// The barrier-free kernel rounds as llama.cpp's flash attention does.
+		wantSeq = cpuref.AttentionF16(q, k, v, refPos, c.nHead, c.nKV, c.headDim, ap.Scale, c.softCap, ap.Window)
+		if e := cpuref.RelErr(wantSeq, want); e > 1e-2 {
+			t.Errorf("f16 rounding moved the reference by %.3g", e)
+		}
+	}
+	out := empty(t, d, len(q))
+	got := run(t, d, out, len(q), func(r *gpu.Recorder) {
+		r.Attention(upload(t, d, qRows), kb, vb, posBuf, out, f16, qStride, len(pos), c.nHead, c.nKV, c.headDim, ap)
+	})
+	check(t, fmt.Sprintf("attention %+v f16=%v", c, f16), got, wantSeq, tolF32)
+
+	part := empty(t, d, gpu.AttentionSplitSize(len(pos), c.nHead, c.headDim, c.nCtx))
+	out2 := empty(t, d, len(q))
+	got = run(t, d, out2, len(q), func(r *gpu.Recorder) {
+		r.AttentionSplit(upload(t, d, qRows), kb, vb, posBuf, part, out2, f16, qStride, len(pos), c.nHead, c.nKV, c.headDim, c.nCtx, ap)
+	})
+	check(t, fmt.Sprintf("split attention %+v f16=%v", c, f16), got, want, tolF32)
 }
 
 func TestSiLUMulAndAdd(t *testing.T) {

@@ -38,7 +38,7 @@ struct Params {
 // ROW_PER_THREAD over long key ranges: llvmpipe stops an invocation's loops after 65535
 // iterations in all, so the keys run as several dispatches, each invocation carrying its
 // running max, sum and output (exactly as the loop holds them) from one to the next.
-@group(0) @binding(6) var<storage, read_write> state: array<f32>; // (n_tokens, n_head, head_dim / 4, 6)
+@group(0) @binding(6) var<storage, read_write> state: array<f32>; // (n_tokens, n_head, ceil(head_dim / 4), 6)
 #endif
 
 const WG: u32 = 64u;
@@ -49,6 +49,9 @@ const NEG: f32 = -3.0e38;
 #ifdef ROW_PER_THREAD
 // One invocation per (token, head, group of 4 dimensions), no barriers: each recomputes the
 // scores it needs, which is cheaper on CPU adapters than sharing them through workgroup memory.
+// A head_dim of 4n + 2 ends in a half group, whose upper two lanes repeat the lower two and are
+// not stored (so CPU adapters never fall back to the cooperative kernel, whose loops would run
+// past llvmpipe's limit at long contexts).
 // Keys are taken one at a time in order, as llama.cpp's CPU flash attention does; with an f16
 // cache it also rounds as that does (q to f16, the running output kept in f16), so results
 // match llama.cpp's to the last bit that matters for greedy decoding.
@@ -80,7 +83,7 @@ fn acc16(v: vec4<f32>) -> vec4<f32> {
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let d = p.head_dim;
-    let groups = d / 4u;
+    let groups = (d + 3u) / 4u;
     let idx = gid.x + gid.y * nwg.x * WG;
     if (idx >= p.n_tokens * p.n_head * groups) {
         return;
@@ -96,6 +99,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     var acc = vec4<f32>(0.0);
     var j0 = first_key(pos[t]);
     var n_keys = key_end(t);
+    // Offset of lanes z, w in the head: past its end (a half group) they reread x, y.
+    let zw = select(2u, 0u, 4u * g + 2u >= d);
 #ifdef CHUNKED
     let so = idx * 6u;
     if (p.key_lo > 0u) {
@@ -119,7 +124,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             vs = exp(s - m);
         }
         let vo = off + 4u * g;
-        acc = acc16(fma(vec4<f32>(v_at(vo), v_at(vo + 1u), v_at(vo + 2u), v_at(vo + 3u)), vec4<f32>(vs), acc));
+        acc = acc16(fma(vec4<f32>(v_at(vo), v_at(vo + 1u), v_at(vo + zw), v_at(vo + zw + 1u)), vec4<f32>(vs), acc));
         l = l * ms + vs;
     }
 #ifdef CHUNKED
@@ -136,8 +141,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let o = (t * p.n_head + h) * d + 4u * g;
     out[o] = acc.x / l;
     out[o + 1u] = acc.y / l;
-    out[o + 2u] = acc.z / l;
-    out[o + 3u] = acc.w / l;
+    if (zw != 0u) {
+        out[o + 2u] = acc.z / l;
+        out[o + 3u] = acc.w / l;
+    }
 }
 #else
 @compute @workgroup_size(WG)

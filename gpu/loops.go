@@ -1,0 +1,28 @@
+package gpu
+
+// loopBudget bounds the loop iterations one invocation of a kernel may run on a CPU adapter:
+// llvmpipe, the software Vulkan driver, stops an invocation's loops after 65535 iterations in
+// all (LP_MAX_TGSI_LOOP_ITERATIONS, counted over every loop of the shader, nested ones once
+// per inner iteration) and silently returns what it has.
+//
+// Kernels whose count grows with a shape the models make large enough are kept under it here:
+// barrier-free attention runs long key ranges in chunks (attnChunkKeys), barrier-free argmax
+// hands long rows to the workgroup kernel, barrier-free top-k caps its merge (MaxTopKFor).
+// The others stay far below it at every shape of today's models (to n_embd 8192, n_ff 36864,
+// head_dim 256), by these upper bounds per invocation (every loop counted, none unrolled):
+//
+//	matvec, barrier-free (all variants): k/BS * (1 + BS/SB * (1 + SB/4)), at most 0.32 k
+//	  (3k/4 for F32, F16, BF16): k = 36864 gives 11.8k (27.6k);
+//	  matvec cooperative (GPUs): k/256 * (1 + 2 n_tok) + 6 (1 + n_tok)
+//	matmul tiled (GPUs): 5k/16
+//	rms_norm, layer_norm (workgroup kernels everywhere): 3 n/64 + 12
+//	argmax workgroup kernel (long rows, and GPUs): 2 n/64 + 12, 8k at a vocabulary of 256000
+//	head_norm: 2 head_dim; act_quant: 2 * 256
+//	attention_split (GPUs): 4 (389 + head_dim/2) per 256-key split; merge about
+//	  (2 + head_dim/64) * splits, 772 at 32k keys
+//	get_rows, rope_kv, kv_shift, copy_within, glu, bias_act, softcap, add: no loops
+//
+// The cooperative attention kernel, left to GPUs, would pass it: keys/64 * (133 + head_dim/2)
+// iterations as llvmpipe counts them (it unrolls the 4-step loops), over 16k keys at head_dim
+// 256, 21k at 128.
+const loopBudget = 60000
