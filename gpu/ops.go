@@ -151,10 +151,13 @@ func (r *Recorder) MatMulAt(w Weight, x, xSums *Buffer, xRow0, nTokens int, y *B
 		}
 		p := r.matvecKernel(w.Type, xSums != nil, variant)
 		for _, c := range w.Chunks {
-			for t0 := 0; t0 < nTokens && p != nil; t0 += matvecMaxTokens {
-				nt := min(matvecMaxTokens, nTokens-t0)
-				r.Dispatch(p, Params(w.Cols, c.Rows, nt, xRow0+t0, t0, yStride, yCol+c.Row0), r.elementwise(c.Rows), withSums(xSums, c.Buf, x, y)...)
+			if p == nil {
+				break
 			}
+			// One dispatch per chunk: groups of matvecMaxTokens tokens go in the grid's z.
+			groups := r.elementwise(c.Rows)
+			groups[2] = uint32((nTokens + matvecMaxTokens - 1) / matvecMaxTokens)
+			r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, xRow0, 0, yStride, yCol+c.Row0), groups, withSums(xSums, c.Buf, x, y)...)
 		}
 	case nTokens <= matvecMaxTokens:
 		if r.d.F16Math {

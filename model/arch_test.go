@@ -223,3 +223,37 @@ func TestLongContextMatchesReference(t *testing.T) {
 		t.Errorf("GPU vs reference logits at 1000 tokens: relative error %.3g", e)
 	}
 }
+
+// TestManyLayersLongPrompt runs a 512-token prompt through a 24-layer model in one pass: on a
+// CPU adapter the matrix-vector kernel takes its token groups in one dispatch per weight (the
+// grid's z), so the pass stays within a submit's dispatch limit; the logits match the
+// reference.
+func TestManyLayersLongPrompt(t *testing.T) {
+	dev := gputest.Device(t)
+	f := tinyModel(t, func(cfg *synth.Config) { cfg.Layers = 24 })
+	tokens := make([]int32, 512)
+	for i := range tokens {
+		tokens[i] = int32(3 + (i*31)%500)
+	}
+	want, err := reference.Forward(f, tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Load(dev, f, model.Options{MaxBatch: 512, KVF32: true, RawActivations: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	kv, err := m.NewKVCache(512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kv.Release()
+	got, err := m.Forward(kv, tokens, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := cpuref.RelErr(got, want); e > 1e-3 {
+		t.Errorf("GPU vs reference logits: relative error %.3g", e)
+	}
+}

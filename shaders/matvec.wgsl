@@ -1,5 +1,6 @@
 // Fused dequantize + matrix-vector product for decode and small batches:
-// y[y_row0 + t, y_col0 + r] (+)= sum_k x[x_row0 + t, k] * W[r, k] for t < n_tok <= MAXT.
+// y[y_row0 + t, y_col0 + r] (+)= sum_k x[x_row0 + t, k] * W[r, k] for t < n_tok (at most
+// MAXT in the cooperative kernel).
 // The weight is read once for all tokens and accumulated in f32. W is any type of
 // dequant.inc (define T_<TYPE>), rows of k elements, k a multiple of the block size.
 // Variants: ADD accumulates into y (the residual add fused into the projection epilogue);
@@ -19,7 +20,7 @@ enable f16;
 struct Params {
     k: u32,       // row length (input features)
     n: u32,       // rows of this weight (chunk)
-    n_tok: u32,   // tokens, at most MAXT
+    n_tok: u32,   // tokens (at most MAXT in the cooperative kernel)
     x_row0: u32,  // first row of x to read
     y_row0: u32,  // first row of y to write
     y_stride: u32,// row length of y (all rows of the whole weight)
@@ -43,8 +44,15 @@ fn xload(i: u32) -> vec4<f32> {
 const WG: u32 = 64u;
 const MAXT: u32 = 8u;
 
+// The row-per-thread kernel takes n_tok tokens (any number) in groups of MAXT, one group per
+// grid z slice: tok0 is the slice's first token and nt its token count. One dispatch per weight
+// chunk keeps a long prompt within a submit's dispatch limit. The cooperative kernel leaves
+// tok0 at 0 (n_tok <= MAXT there).
+var<private> tok0: u32 = 0u;
+var<private> nt: u32 = 0u;
+
 fn store(t: u32, row: u32, v: f32) {
-    let o = (p.y_row0 + t) * p.y_stride + p.y_col0 + row;
+    let o = (p.y_row0 + tok0 + t) * p.y_stride + p.y_col0 + row;
 #ifdef ADD
     y[o] += v;
 #else
@@ -56,7 +64,7 @@ fn store(t: u32, row: u32, v: f32) {
 // xv reads activation row t (clamped to the last real row, so the unrolled token lanes past
 // n_tok read valid memory and their sums are simply not stored).
 fn xv(t: u32, xi: u32) -> vec4<f32> {
-    return x[(p.x_row0 + min(t, p.n_tok - 1u)) * (p.k / 4u) + xi];
+    return x[(p.x_row0 + tok0 + min(t, nt - 1u)) * (p.k / 4u) + xi];
 }
 
 // Accumulators are named variables, not an array indexed by a runtime token count, so CPU
@@ -66,6 +74,8 @@ fn xv(t: u32, xi: u32) -> vec4<f32> {
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let row = gid.x + gid.y * nwg.x * WG;
+    tok0 = gid.z * MAXT;
+    nt = min(MAXT, p.n_tok - tok0);
     if (row >= p.n) {
         return;
     }
@@ -83,7 +93,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 #endif
 #ifdef BLOCK_DOT
     // One token: the type's own block loop (see dequant.inc's block_dot).
-    let xrow = p.x_row0 * (p.k / 4u);
+    let xrow = (p.x_row0 + tok0) * (p.k / 4u);
     for (var b = 0u; b < nb; b++) {
         a0 += block_dot(base0 + b * BW, xrow + b * (BS / 4u));
     }
@@ -117,28 +127,28 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             }
         }
 #ifdef XSUM
-        a0 += mn * xs[(p.x_row0 + 0u) * nb + b];
+        a0 += mn * xs[(p.x_row0 + tok0) * nb + b];
 #ifdef MULTI
-        a1 += mn * xs[(p.x_row0 + min(1u, p.n_tok - 1u)) * nb + b];
-        a2 += mn * xs[(p.x_row0 + min(2u, p.n_tok - 1u)) * nb + b];
-        a3 += mn * xs[(p.x_row0 + min(3u, p.n_tok - 1u)) * nb + b];
-        a4 += mn * xs[(p.x_row0 + min(4u, p.n_tok - 1u)) * nb + b];
-        a5 += mn * xs[(p.x_row0 + min(5u, p.n_tok - 1u)) * nb + b];
-        a6 += mn * xs[(p.x_row0 + min(6u, p.n_tok - 1u)) * nb + b];
-        a7 += mn * xs[(p.x_row0 + min(7u, p.n_tok - 1u)) * nb + b];
+        a1 += mn * xs[(p.x_row0 + tok0 + min(1u, nt - 1u)) * nb + b];
+        a2 += mn * xs[(p.x_row0 + tok0 + min(2u, nt - 1u)) * nb + b];
+        a3 += mn * xs[(p.x_row0 + tok0 + min(3u, nt - 1u)) * nb + b];
+        a4 += mn * xs[(p.x_row0 + tok0 + min(4u, nt - 1u)) * nb + b];
+        a5 += mn * xs[(p.x_row0 + tok0 + min(5u, nt - 1u)) * nb + b];
+        a6 += mn * xs[(p.x_row0 + tok0 + min(6u, nt - 1u)) * nb + b];
+        a7 += mn * xs[(p.x_row0 + tok0 + min(7u, nt - 1u)) * nb + b];
 #endif
 #endif
     }
 #endif
     store(0u, row, a0);
 #ifdef MULTI
-    if (p.n_tok > 1u) { store(1u, row, a1); }
-    if (p.n_tok > 2u) { store(2u, row, a2); }
-    if (p.n_tok > 3u) { store(3u, row, a3); }
-    if (p.n_tok > 4u) { store(4u, row, a4); }
-    if (p.n_tok > 5u) { store(5u, row, a5); }
-    if (p.n_tok > 6u) { store(6u, row, a6); }
-    if (p.n_tok > 7u) { store(7u, row, a7); }
+    if (nt > 1u) { store(1u, row, a1); }
+    if (nt > 2u) { store(2u, row, a2); }
+    if (nt > 3u) { store(3u, row, a3); }
+    if (nt > 4u) { store(4u, row, a4); }
+    if (nt > 5u) { store(5u, row, a5); }
+    if (nt > 6u) { store(6u, row, a6); }
+    if (nt > 7u) { store(7u, row, a7); }
 #endif
 }
 #else
