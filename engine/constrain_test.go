@@ -56,11 +56,14 @@ func TestJSONSchemaConstraint(t *testing.T) {
 // TestGBNFConstraint checks a hand-written grammar: sampled output is forced into it.
 func TestGBNFConstraint(t *testing.T) {
 	e := enginetest.Load(t, "models", "stories260K.gguf")
-	g, err := grammar.Parse(`root ::= ("yes" | "no") ", " [a-z]+ "."`)
+	// Alternation, repetition with bounds, nested rules and character classes.
+	g, err := grammar.Parse(`root ::= ("yes" | "no") ", " word ("-" word){0,2} "."
+word ::= [a-z]+`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for seed := uint32(0); seed < 20; seed++ {
+	distinct := map[string]bool{}
+	for seed := uint32(0); seed < 100; seed++ {
 		p := engine.DefaultParams()
 		p.Seed, p.NPredict, p.Grammar = seed, 64, g
 		ch, err := e.Submit(context.Background(), engine.Task{Prompt: e.Tokenizer().Encode("Once upon a time", true, true), Params: p})
@@ -72,6 +75,10 @@ func TestGBNFConstraint(t *testing.T) {
 		if final.StopType != engine.StopEOS || m.Accept(text) != nil || !m.Done() {
 			t.Fatalf("seed %d: %q (stop %s, err %v) is not in the grammar", seed, text, final.StopType, final.Err)
 		}
+		distinct[text] = true
+	}
+	if len(distinct) < 20 { // the grammar constrains the sampling, it does not make it greedy
+		t.Errorf("only %d distinct outputs over 100 seeds", len(distinct))
 	}
 }
 

@@ -117,13 +117,39 @@ func (e *Engine) slotRows(s *slot, n int) []rowSpan {
 	return spans
 }
 
+// SlotState is where a slot is in serving a request: llama-server's slot states, less the
+// transient ones its loop passes through within one iteration (started, done prompt).
+type SlotState int
+
+// The slot states, in the order a request goes through them.
+const (
+	SlotIdle             SlotState = iota // no request; the cache keeps the last one's tokens
+	SlotProcessingPrompt                  // evaluating the prompt, a chunk a turn
+	SlotGenerating                        // sampling a token a turn
+)
+
+// String names the state as llama.cpp's slot_state enumerators do, lower case.
+func (s SlotState) String() string {
+	switch s {
+	case SlotIdle:
+		return "idle"
+	case SlotProcessingPrompt:
+		return "processing_prompt"
+	case SlotGenerating:
+		return "generating"
+	}
+	return fmt.Sprintf("SlotState(%d)", int(s))
+}
+
 // SlotInfo is one slot's state as llama-server's GET /slots reports it.
 type SlotInfo struct {
+	// ID is the slot's index (llama-server's id_slot).
 	ID int
 	// NCtx is the slot's context size.
 	NCtx int
-	// Processing is set while a request runs in the slot.
+	// Processing is set while a request runs in the slot (State is not SlotIdle).
 	Processing bool
+	State      SlotState
 	// Task describes the running request or, in an idle slot, the last one that ran; nil
 	// before the slot's first request.
 	Task *SlotTask
@@ -163,6 +189,14 @@ func (e *Engine) Slots(ctx context.Context) ([]SlotInfo, error) {
 
 func (e *Engine) slotInfo(s *slot) SlotInfo {
 	info := SlotInfo{ID: s.id, NCtx: e.slotCtx, Processing: s.gen != nil}
+	switch {
+	case s.gen == nil:
+		info.State = SlotIdle
+	case s.gen.promptDone:
+		info.State = SlotGenerating
+	default:
+		info.State = SlotProcessingPrompt
+	}
 	g := s.gen
 	if g == nil {
 		g = s.prev

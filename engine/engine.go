@@ -78,6 +78,8 @@ type Engine struct {
 	log   *log.Logger
 
 	queue   chan *request
+	waiting []*request   // taken from queue, waiting for the busy slot they asked for
+	nWait   atomic.Int64 // len(waiting), for Stats
 	quit    chan struct{}
 	done    chan struct{}
 	closeMu sync.Once
@@ -272,6 +274,9 @@ func (e *Engine) Submit(ctx context.Context, t Task) (<-chan Result, error) {
 	if len(t.Prompt) == 0 {
 		return nil, ErrEmptyPrompt
 	}
+	if t.Slot != nil && (*t.Slot < 0 || *t.Slot >= len(e.slots)) {
+		return nil, fmt.Errorf("%w: %d (the server has %d slots)", ErrInvalidSlot, *t.Slot, len(e.slots))
+	}
 	if len(t.Prompt) >= e.info.NCtx {
 		return nil, fmt.Errorf("%w: the request has %d prompt tokens, the context holds %d", ErrPromptTooBig, len(t.Prompt), e.info.NCtx)
 	}
@@ -280,6 +285,8 @@ func (e *Engine) Submit(ctx context.Context, t Task) (<-chan Result, error) {
 			return nil, fmt.Errorf("engine: prompt token %d out of range (vocabulary %d)", id, e.info.NVocab)
 		}
 	}
+	// As llama-server, n_probs beyond the vocabulary lists the whole vocabulary.
+	t.Params.NProbs = min(max(t.Params.NProbs, 0), e.info.NVocab)
 	return e.enqueue(ctx, t)
 }
 

@@ -190,3 +190,39 @@ func TestProbabilities(t *testing.T) {
 		t.Errorf("step 0 log-prob %.4f, llama.cpp -0.0318", lp)
 	}
 }
+
+// TestNProbsBeyondVocabulary: an n_probs larger than the vocabulary (even one no slice can
+// hold) lists the whole vocabulary, as llama-server does, instead of failing the engine.
+func TestNProbsBeyondVocabulary(t *testing.T) {
+	e := enginetest.Load(t, "models", "stories260K.gguf")
+	nVocab := e.Info().NVocab
+	for _, post := range []bool{false, true} {
+		p := greedy(2)
+		p.NProbs, p.PostSamplingProbs = math.MaxInt/2, post
+		ch, err := e.Submit(context.Background(), engine.Task{Prompt: []int32{1, 403}, Params: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var steps []engine.StepProbs
+		for r := range ch {
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			steps = append(steps, r.Probs...)
+		}
+		want := nVocab
+		if post { // greedy keeps one candidate after sampling
+			want = 1
+		}
+		if len(steps) != 2 || len(steps[0].Top) != want {
+			t.Fatalf("post_sampling %v: %d steps, first with %d candidates, want 2 and %d", post, len(steps), len(steps[0].Top), want)
+		}
+		sum := 0.0
+		for _, c := range steps[0].Top {
+			sum += float64(c.Prob)
+		}
+		if math.Abs(sum-1) > 1e-3 {
+			t.Errorf("post_sampling %v: probabilities sum to %v", post, sum)
+		}
+	}
+}

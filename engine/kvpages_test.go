@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
@@ -159,5 +160,39 @@ func TestTMaxPredict(t *testing.T) {
 	text, final := run(t, e, []int32{1, 403}, p)
 	if final.TokensPredicted >= 50 || final.StopType != engine.StopLimit || len(text) < 2 || text[:2] != "a\n" {
 		t.Errorf("predicted %d stop %s text %q", final.TokensPredicted, final.StopType, text)
+	}
+}
+
+// TestContextShiftKeepDiscard: through every shift the cache holds BOS and the first n_keep
+// prompt tokens, then the most recent tokens; each shift drops exactly n_discard tokens.
+func TestContextShiftKeepDiscard(t *testing.T) {
+	e := enginetest.LoadConfig(t, engine.Config{ModelPath: shareddata.Path(t, "models", stories), CtxSize: 64, ContextShift: true})
+	prompt := cat([]int32{1}, seqTokens(300, 9))
+	for _, nDiscard := range []int{7, 10} {
+		p := greedy(150)
+		p.IgnoreEOS, p.NKeep, p.NDiscard = true, 4, nDiscard
+		ch, err := e.Submit(context.Background(), engine.Task{Prompt: prompt, Params: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var generated []int32
+		for r := range ch {
+			generated = append(generated, r.Tokens...)
+		}
+		cached, err := e.SlotTokens(context.Background(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Every token but the last sampled one went through the cache.
+		seen := cat(prompt, generated[:len(generated)-1])
+		const keep = 4 + 1 // n_keep and BOS
+		dropped := len(seen) - len(cached)
+		if len(generated) != 150 || len(cached) >= 64 || dropped <= 0 || dropped%nDiscard != 0 {
+			t.Fatalf("n_discard %d: %d generated, %d cached of %d seen", nDiscard, len(generated), len(cached), len(seen))
+		}
+		want := cat(prompt[:keep], seen[len(seen)-(len(cached)-keep):])
+		if !slices.Equal(cached, want) {
+			t.Errorf("n_discard %d: cache %v, want %v", nDiscard, cached, want)
+		}
 	}
 }

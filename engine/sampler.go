@@ -226,8 +226,10 @@ func byLogit(a, b candidate) int {
 }
 
 // bestByLogit returns the n best of logits as candidates, in byLogit order, keeping a sorted
-// list of the best so far (n is small: the n_probs of a request).
+// list of the best so far (n is small: the n_probs of a request; more than the row holds
+// means all of it).
 func bestByLogit(logits []float32, n int) []candidate {
+	n = min(max(n, 0), len(logits))
 	best := make([]candidate, 0, n+1)
 	for i, l := range logits {
 		c := candidate{id: int32(i), logit: l}

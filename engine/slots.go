@@ -37,8 +37,10 @@ func (e *Engine) loop() {
 }
 
 // admit moves queued requests into idle slots, blocking while no slot is busy. It reports
-// false when the engine is closing.
+// false when the engine is closing. Requests waiting for a particular busy slot go first
+// once it is free, in the order they came.
 func (e *Engine) admit() bool {
+	e.admitWaiting()
 	for {
 		idle := e.idleSlots()
 		busy := len(idle) < len(e.slots)
@@ -70,10 +72,42 @@ func (e *Engine) admit() bool {
 			continue
 		}
 		s := e.pickSlot(idle, r.task.Prompt)
-		if err := e.start(s, r); err != nil {
-			r.fail(err)
-			s.gen = nil
+		if r.task.Slot != nil {
+			if s = e.slots[*r.task.Slot]; s.gen != nil || s.job != nil {
+				e.waiting = append(e.waiting, r)
+				e.nWait.Store(int64(len(e.waiting)))
+				continue
+			}
 		}
+		e.startIn(s, r)
+	}
+}
+
+// admitWaiting starts the requests waiting for a slot that is now idle and drops those whose
+// client left.
+func (e *Engine) admitWaiting() {
+	kept := e.waiting[:0]
+	for _, r := range e.waiting {
+		s := e.slots[*r.task.Slot]
+		switch {
+		case r.ctx.Err() != nil:
+			r.fail(r.ctx.Err())
+		case s.gen == nil && s.job == nil:
+			e.startIn(s, r)
+		default:
+			kept = append(kept, r)
+		}
+	}
+	clear(e.waiting[len(kept):])
+	e.waiting = kept
+	e.nWait.Store(int64(len(kept)))
+}
+
+// startIn starts r in the idle slot s, failing r when it cannot start.
+func (e *Engine) startIn(s *slot, r *request) {
+	if err := e.start(s, r); err != nil {
+		r.fail(err)
+		s.gen = nil
 	}
 }
 
@@ -296,6 +330,11 @@ func (e *Engine) failAll(err error) {
 			e.end(s, e.finish(s, StopNone))
 		}
 	}
+	for _, r := range e.waiting {
+		r.fail(err)
+	}
+	e.waiting = nil
+	e.nWait.Store(0)
 	for {
 		select {
 		case r := <-e.queue:

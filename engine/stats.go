@@ -58,7 +58,7 @@ func (e *Engine) Stats() Stats {
 	e.stats.mu.Lock()
 	s := e.stats.s
 	e.stats.mu.Unlock()
-	s.Deferred = len(e.queue)
+	s.Deferred = len(e.queue) + int(e.nWait.Load())
 	s.Spec = e.SpecStats()
 	return s
 }

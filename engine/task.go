@@ -170,6 +170,9 @@ type Task struct {
 	// Stream records that the client streams the result; the engine only reports it (in
 	// SlotInfo, as llama-server's slot params do).
 	Stream bool
+	// Slot, when set, is the slot a generation must run in (llama-server's id_slot): it waits
+	// for that slot while it is busy, letting later requests pass. nil lets the engine choose.
+	Slot *int
 }
 
 // StopType says why a generation ended, spelled as llama-server's stop_type.

@@ -38,6 +38,7 @@ type FormatError struct {
 	Err error
 }
 
+// Error names the file, the offset and the field that could not be read, then why.
 func (e *FormatError) Error() string {
 	if e.Path != "" {
 		return fmt.Sprintf("gguf: %s: offset 0x%x: %s: %v", e.Path, e.Offset, e.Field, e.Err)

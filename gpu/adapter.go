@@ -32,6 +32,7 @@ type AdapterInfo struct {
 	rank int // selection preference: lower is better
 }
 
+// String describes the adapter in one line, as `devices` lists it.
 func (a AdapterInfo) String() string {
 	return fmt.Sprintf("#%d %s (%s, %s, driver %q)", a.Index, a.Name, a.Type, a.Backend, a.Driver)
 }

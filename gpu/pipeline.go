@@ -27,6 +27,7 @@ type PipelineKey struct {
 	Variant string
 }
 
+// String names the pipeline as logs and errors show it: the kernel, then its variant.
 func (k PipelineKey) String() string {
 	if k.Variant == "" {
 		return k.Kernel

@@ -60,6 +60,7 @@ var weightTypes = [numWeightTypes]weightInfo{
 	Q6_K: {"Q6_K", 256, 210, 53, padEnd},
 }
 
+// String is the type's ggml name.
 func (t WeightType) String() string {
 	if t < numWeightTypes {
 		return weightTypes[t].name

@@ -108,9 +108,9 @@ func writeLlamaMetrics(w io.Writer, st, prev engine.Stats) {
 		{"tokens_predicted_seconds_total", "Total time spent generating tokens", st.PredictedTime.Seconds()},
 		{"n_decode_total", "Total number of llama_decode() calls, excluding speculative decoding and multimodal decoding", float64(st.Decodes)},
 		{"n_tokens_max", "Largest observed sequence length (prompt + generation)", float64(st.TokensMax)},
-		{"spec_decode_num_draft_tokens_total", "Speculative: Total draft tokens generated", 0},
-		{"spec_decode_num_accepted_tokens_total", "Speculative: Total draft tokens accepted by the target model", 0},
-		{"spec_decode_num_drafts_total", "Speculative: Total speculative decoding verification steps", 0},
+		{"spec_decode_num_draft_tokens_total", "Speculative: Total draft tokens generated", float64(st.Spec.DraftTokens)},
+		{"spec_decode_num_accepted_tokens_total", "Speculative: Total draft tokens accepted by the target model", float64(st.Spec.Accepted)},
+		{"spec_decode_num_drafts_total", "Speculative: Total speculative decoding verification steps", float64(st.Spec.Drafts)},
 	}
 	gauges := []metric{
 		{"prompt_tokens_seconds", "Average prompt throughput in tokens/s",
@@ -131,7 +131,7 @@ func writeLlamaMetrics(w io.Writer, st, prev engine.Stats) {
 }
 
 // writeOwnMetrics writes wgpu-llama's series: HTTP requests by route and status, finished
-// generations, KV cache use and speculative decoding's drafts.
+// generations and KV cache use.
 func writeOwnMetrics(w io.Writer, st engine.Stats, requests map[requestCount]uint64) {
 	fmt.Fprint(w, "# HELP wgpu_llama_http_requests_total HTTP requests by route and status (0: the client left before an answer)\n"+
 		"# TYPE wgpu_llama_http_requests_total counter\n")
@@ -156,9 +156,6 @@ func writeOwnMetrics(w io.Writer, st engine.Stats, requests map[requestCount]uin
 		usage = float64(st.KVTokens) / float64(st.KVCapacity)
 	}
 	writeMetric(w, "wgpu_llama_kv_cache_usage_ratio", "KV cache use, 1 meaning full", "gauge", usage)
-	writeMetric(w, "wgpu_llama_spec_drafts_total", "Speculative decoding: drafts verified", "counter", float64(st.Spec.Drafts))
-	writeMetric(w, "wgpu_llama_spec_draft_tokens_total", "Speculative decoding: tokens drafted", "counter", float64(st.Spec.DraftTokens))
-	writeMetric(w, "wgpu_llama_spec_accepted_tokens_total", "Speculative decoding: drafted tokens accepted", "counter", float64(st.Spec.Accepted))
 }
 
 // writeMetric writes one unlabelled series with its HELP and TYPE lines.

@@ -169,15 +169,17 @@ func TestMetricsCountRequests(t *testing.T) {
 	}
 }
 
-// TestMetricsSpeculative: speculative decoding's counters appear as wgpu_llama_spec_* series.
+// TestMetricsSpeculative: speculative decoding's counters appear under llama-server's
+// llamacpp:spec_decode_* names.
 func TestMetricsSpeculative(t *testing.T) {
 	var sb strings.Builder
-	writeOwnMetrics(&sb, engine.Stats{Spec: engine.SpecStats{Drafts: 3, DraftTokens: 10, Accepted: 7}}, nil)
+	st := engine.Stats{Spec: engine.SpecStats{Drafts: 3, DraftTokens: 10, Accepted: 7}}
+	writeLlamaMetrics(&sb, st, engine.Stats{})
 	families := parseMetrics(t, sb.String())
 	for name, want := range map[string]float64{
-		"wgpu_llama_spec_drafts_total":          3,
-		"wgpu_llama_spec_draft_tokens_total":    10,
-		"wgpu_llama_spec_accepted_tokens_total": 7,
+		"llamacpp:spec_decode_num_drafts_total":          3,
+		"llamacpp:spec_decode_num_draft_tokens_total":    10,
+		"llamacpp:spec_decode_num_accepted_tokens_total": 7,
 	} {
 		if got := value(t, families, name); got != want {
 			t.Errorf("%s = %v, want %v", name, got, want)

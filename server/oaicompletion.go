@@ -167,6 +167,8 @@ func sumResults(finals []engine.Result) engine.Result {
 		t.Timings.Prompt += f.Timings.Prompt
 		t.Timings.PredictedN += f.Timings.PredictedN
 		t.Timings.Predicted += f.Timings.Predicted
+		t.Timings.DraftN += f.Timings.DraftN
+		t.Timings.DraftNAccepted += f.Timings.DraftNAccepted
 	}
 	return t
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/openai/openai-go"
 
+	"github.com/wgpu-llama/wgpu-llama/engine"
 	"github.com/wgpu-llama/wgpu-llama/engine/enginetest"
 	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
 )
@@ -227,5 +229,16 @@ func TestOAICompletionErrors(t *testing.T) {
 	rec := h.do(t, "POST", "/completion", `{"prompt":["a","b"]}`)
 	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "holds 2 prompts") {
 		t.Errorf("native: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestSumResults: several choices' statistics add up field by field, speculative ones included.
+func TestSumResults(t *testing.T) {
+	a := engine.Result{TokensEvaluated: 3, TokensPredicted: 5, Timings: engine.Timings{CacheN: 1, PromptN: 2, Prompt: 3, PredictedN: 5, Predicted: 7, DraftN: 8, DraftNAccepted: 6}}
+	b := engine.Result{TokensEvaluated: 4, TokensPredicted: 2, Timings: engine.Timings{CacheN: 2, PromptN: 2, Prompt: 1, PredictedN: 2, Predicted: 1, DraftN: 2, DraftNAccepted: 1}}
+	got := sumResults([]engine.Result{a, b})
+	want := engine.Result{TokensEvaluated: 7, TokensPredicted: 7, Timings: engine.Timings{CacheN: 3, PromptN: 4, Prompt: 4, PredictedN: 7, Predicted: 8, DraftN: 10, DraftNAccepted: 7}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("sum %+v, want %+v", got, want)
 	}
 }

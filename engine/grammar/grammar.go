@@ -70,6 +70,7 @@ type Error struct {
 	Msg       string
 }
 
+// Error formats the error as grammar: LINE:COL: message.
 func (e *Error) Error() string {
 	return fmt.Sprintf("grammar: %d:%d: %s", e.Line, e.Col, e.Msg)
 }

@@ -51,6 +51,7 @@ type Input struct {
 // while rendering; the server answers it with HTTP 400.
 type RenderError struct{ Err error }
 
+// Error is the underlying error's message.
 func (e *RenderError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the underlying error.

@@ -15,6 +15,7 @@ type Template struct {
 // Exception is the error raise_exception produces: the template rejected its input.
 type Exception struct{ Msg string }
 
+// Error is the message as llama.cpp's minja words it.
 func (e *Exception) Error() string { return "Jinja Exception: " + e.Msg }
 
 // Parse parses src with the whitespace rules llama.cpp uses for chat templates.
