@@ -4,7 +4,7 @@ import (
 	"context"
 	"mime"
 	"net/http"
-	"sync/atomic"
+	"sync"
 	"time"
 )
 
@@ -19,11 +19,19 @@ func chain(h http.Handler, ms ...middleware) http.Handler {
 }
 
 // requestStats collects what a handler wants in the request's log line; logRequests puts one in
-// every request's context.
+// every request's context. A resumable stream's generation outlives its request when the client
+// leaves (streams.go): its tokens, noted after the request's line was written, get a line of
+// their own.
 type requestStats struct {
-	path            string
-	promptTokens    atomic.Int64
-	predictedTokens atomic.Int64
+	server       *Server
+	method, path string
+	conversation string // X-Conversation-Id, set for resumable streams
+	start        time.Time
+
+	mu                sync.Mutex
+	logged            bool // the request's line is written
+	status            int
+	prompt, predicted int
 }
 
 type statsKey struct{}
@@ -33,11 +41,27 @@ func statsFrom(ctx context.Context) *requestStats {
 	return st
 }
 
-// noteTokens records a request's token counts for its log line.
+// noteTokens records a request's token counts for its log line, or logs them at once when that
+// line is already written (a detached generation that finished after its client left).
 func noteTokens(ctx context.Context, prompt, predicted int) {
-	if st := statsFrom(ctx); st != nil {
-		st.promptTokens.Store(int64(prompt))
-		st.predictedTokens.Store(int64(predicted))
+	st := statsFrom(ctx)
+	if st == nil {
+		return
+	}
+	st.mu.Lock()
+	st.prompt, st.predicted = prompt, predicted
+	logged, status := st.logged, st.status
+	st.mu.Unlock()
+	if logged {
+		st.server.logger.Info("detached generation finished",
+			"method", st.method,
+			"path", st.path,
+			"conversation", st.conversation,
+			"status", status,
+			"duration", time.Since(st.start).Round(time.Microsecond),
+			"prompt_tokens", prompt,
+			"predicted_tokens", predicted,
+		)
 	}
 }
 
@@ -76,27 +100,35 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 // log, and they log at debug level here when they succeed.
 var polledPaths = map[string]bool{
 	"/health": true, "/v1/health": true, "/models": true, "/v1/models": true, "/props": true, "/metrics": true,
+	"/api/tags": true,
 }
 
-// logRequests logs one line per request: method, path, status, duration and, for generation
-// requests, token counts, and counts it for /metrics. Successful polls (polledPaths) log at
-// debug level so that monitoring does not flood the log.
+// logRequests logs one line per request: method, path, status, duration and, for requests
+// that ran the model, prompt and predicted token counts; it also counts the request for
+// /metrics. Successful polls (polledPaths) log at debug level so that monitoring does not flood
+// the log. A resumable stream whose client left logs its tokens when it ends (noteTokens).
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		st := &requestStats{path: r.URL.Path}
+		st := &requestStats{server: s, method: r.Method, path: r.URL.Path, conversation: r.Header.Get("X-Conversation-Id"), start: time.Now()}
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), statsKey{}, st)))
 		s.countRequest(s.routeLabel(r), rec.status) // 0: the client left before any answer
 
+		st.mu.Lock()
+		st.logged, st.status = true, rec.status
+		prompt, predicted := st.prompt, st.predicted
+		st.mu.Unlock()
 		kv := []any{
 			"method", r.Method,
 			"path", r.URL.Path,
 			"status", rec.status,
-			"duration", time.Since(start).Round(time.Microsecond),
+			"duration", time.Since(st.start).Round(time.Microsecond),
 		}
-		if n := st.promptTokens.Load(); n > 0 {
-			kv = append(kv, "prompt_tokens", n, "predicted_tokens", st.predictedTokens.Load())
+		if prompt > 0 {
+			kv = append(kv, "prompt_tokens", prompt, "predicted_tokens", predicted)
+		}
+		if st.conversation != "" {
+			kv = append(kv, "conversation", st.conversation)
 		}
 		if polledPaths[r.URL.Path] && rec.status == http.StatusOK {
 			s.logger.Debug("request", kv...)
