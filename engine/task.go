@@ -139,7 +139,7 @@ func DefaultParams() Params {
 	return Params{
 		NPredict: -1, Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, Seed: SeedRandom,
 		RepeatPenalty: 1, RepeatLastN: 64,
-		DRYBase: 1.75, DRYAllowedLength: 2, DRYPenaltyLastN: -1,
+		DRYBase: 1.75, DRYAllowedLength: 2, DRYPenaltyLastN: 64,
 		DRYSequenceBreakers: []string{"\n", ":", "\"", "*"},
 		TopNSigma:           -1, TypicalP: 1, XTCThreshold: 0.1, DynatempExponent: 1,
 		MirostatTau: 5, MirostatEta: 0.1,

@@ -46,9 +46,24 @@ type Invoker interface {
 	//
 	// POST /v1/chat/completions
 	CreateChatCompletion(ctx context.Context, request *ChatCompletionRequest, params CreateChatCompletionParams) (CreateChatCompletionRes, error)
+	// CreateChatCompletionAlias invokes createChatCompletionAlias operation.
+	//
+	// Alias of POST /v1/chat/completions.
+	//
+	// POST /chat/completions
+	CreateChatCompletionAlias(ctx context.Context, request *ChatCompletionRequest, params CreateChatCompletionAliasParams) (CreateChatCompletionAliasRes, error)
+	// CreateChatCompletionOllamaAlias invokes createChatCompletionOllamaAlias operation.
+	//
+	// Alias of POST /v1/chat/completions (ollama's path; the request and answer stay OpenAI's).
+	//
+	// POST /api/chat
+	CreateChatCompletionOllamaAlias(ctx context.Context, request *ChatCompletionRequest, params CreateChatCompletionOllamaAliasParams) (CreateChatCompletionOllamaAliasRes, error)
 	// CreateCompletion invokes createCompletion operation.
 	//
-	// Llama.cpp's native completion.
+	// With `n_cmpl` (or `n`) above 1 the prompt is completed that many times: the answer is a
+	// JSON array of completions (each with its `index`), and a stream interleaves the
+	// completions' events, told apart by `index`. With `response_fields` each completion
+	// keeps only the fields named ("a/b" names a nested field), keyed by the names given.
 	//
 	// POST /completion
 	CreateCompletion(ctx context.Context, request *CompletionRequest) (CreateCompletionRes, error)
@@ -165,6 +180,12 @@ type Invoker interface {
 	//
 	// GET /models
 	ListModelsAlias(ctx context.Context) (*ModelsResponse, error)
+	// ListModelsOllamaAlias invokes listModelsOllamaAlias operation.
+	//
+	// Alias of GET /v1/models (ollama's path); public like it.
+	//
+	// GET /api/tags
+	ListModelsOllamaAlias(ctx context.Context) (*ModelsResponse, error)
 	// LookupStreams invokes lookupStreams operation.
 	//
 	// Answers only for the ids in the request that name a stream; ids that name none are
@@ -436,9 +457,126 @@ func (c *Client) sendCreateChatCompletion(ctx context.Context, request *ChatComp
 	return result, nil
 }
 
+// CreateChatCompletionAlias invokes createChatCompletionAlias operation.
+//
+// Alias of POST /v1/chat/completions.
+//
+// POST /chat/completions
+func (c *Client) CreateChatCompletionAlias(ctx context.Context, request *ChatCompletionRequest, params CreateChatCompletionAliasParams) (CreateChatCompletionAliasRes, error) {
+	res, err := c.sendCreateChatCompletionAlias(ctx, request, params)
+	return res, err
+}
+
+func (c *Client) sendCreateChatCompletionAlias(ctx context.Context, request *ChatCompletionRequest, params CreateChatCompletionAliasParams) (res CreateChatCompletionAliasRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/chat/completions"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeCreateChatCompletionAliasRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	h := uri.NewHeaderEncoder(r.Header)
+	{
+		cfg := uri.HeaderParameterEncodingConfig{
+			Name:    "X-Conversation-Id",
+			Explode: false,
+		}
+		if err := h.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.XConversationID.Get(); ok {
+				if unwrapped := string(val); true {
+					return e.EncodeValue(conv.StringToString(unwrapped))
+				}
+				return nil
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode header")
+		}
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+
+	result, err := decodeCreateChatCompletionAliasResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// CreateChatCompletionOllamaAlias invokes createChatCompletionOllamaAlias operation.
+//
+// Alias of POST /v1/chat/completions (ollama's path; the request and answer stay OpenAI's).
+//
+// POST /api/chat
+func (c *Client) CreateChatCompletionOllamaAlias(ctx context.Context, request *ChatCompletionRequest, params CreateChatCompletionOllamaAliasParams) (CreateChatCompletionOllamaAliasRes, error) {
+	res, err := c.sendCreateChatCompletionOllamaAlias(ctx, request, params)
+	return res, err
+}
+
+func (c *Client) sendCreateChatCompletionOllamaAlias(ctx context.Context, request *ChatCompletionRequest, params CreateChatCompletionOllamaAliasParams) (res CreateChatCompletionOllamaAliasRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/api/chat"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeCreateChatCompletionOllamaAliasRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	h := uri.NewHeaderEncoder(r.Header)
+	{
+		cfg := uri.HeaderParameterEncodingConfig{
+			Name:    "X-Conversation-Id",
+			Explode: false,
+		}
+		if err := h.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.XConversationID.Get(); ok {
+				if unwrapped := string(val); true {
+					return e.EncodeValue(conv.StringToString(unwrapped))
+				}
+				return nil
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode header")
+		}
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+
+	result, err := decodeCreateChatCompletionOllamaAliasResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
 // CreateCompletion invokes createCompletion operation.
 //
-// Llama.cpp's native completion.
+// With `n_cmpl` (or `n`) above 1 the prompt is completed that many times: the answer is a
+// JSON array of completions (each with its `index`), and a stream interleaves the
+// completions' events, told apart by `index`. With `response_fields` each completion
+// keeps only the fields named ("a/b" names a nested field), keyed by the names given.
 //
 // POST /completion
 func (c *Client) CreateCompletion(ctx context.Context, request *CompletionRequest) (CreateCompletionRes, error) {
@@ -1169,6 +1307,43 @@ func (c *Client) sendListModelsAlias(ctx context.Context) (res *ModelsResponse, 
 	defer body.Close()
 
 	result, err := decodeListModelsAliasResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// ListModelsOllamaAlias invokes listModelsOllamaAlias operation.
+//
+// Alias of GET /v1/models (ollama's path); public like it.
+//
+// GET /api/tags
+func (c *Client) ListModelsOllamaAlias(ctx context.Context) (*ModelsResponse, error) {
+	res, err := c.sendListModelsOllamaAlias(ctx)
+	return res, err
+}
+
+func (c *Client) sendListModelsOllamaAlias(ctx context.Context) (res *ModelsResponse, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/api/tags"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "GET", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer body.Close()
+
+	result, err := decodeListModelsOllamaAliasResponse(resp)
 	if err != nil {
 		return res, errors.Wrap(err, "decode response")
 	}

@@ -405,9 +405,212 @@ func (s *Server) handleCreateChatCompletionRequest(args [0]string, argsEscaped b
 	}
 }
 
+// handleCreateChatCompletionAliasRequest handles createChatCompletionAlias operation.
+//
+// Alias of POST /v1/chat/completions.
+//
+// POST /chat/completions
+func (s *Server) handleCreateChatCompletionAliasRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err          error
+		opErrContext = ogenerrors.OperationContext{
+			Name: CreateChatCompletionAliasOperation,
+			ID:   "createChatCompletionAlias",
+		}
+	)
+	params, err := decodeCreateChatCompletionAliasParams(args, argsEscaped, r)
+	if err != nil {
+		err = &ogenerrors.DecodeParamsError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeParams", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+
+	var rawBody []byte
+	request, rawBody, close, err := s.decodeCreateChatCompletionAliasRequest(r)
+	if err != nil {
+		err = &ogenerrors.DecodeRequestError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeRequest", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+	defer func() {
+		if err := close(); err != nil {
+			recordError("CloseRequest", err)
+		}
+	}()
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    CreateChatCompletionAliasOperation,
+			OperationSummary: "Alias of POST /v1/chat/completions.",
+			OperationID:      "createChatCompletionAlias",
+			Body:             request,
+			RawBody:          rawBody,
+			Params: middleware.Parameters{
+				{
+					Name: "X-Conversation-Id",
+					In:   "header",
+				}: params.XConversationID,
+			},
+			Raw: r,
+		}
+
+		type (
+			Request  = *ChatCompletionRequest
+			Params   = CreateChatCompletionAliasParams
+			Response = struct{}
+		)
+		_, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			unpackCreateChatCompletionAliasParams,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				err = s.rh.CreateChatCompletionAlias(ctx, request, params, w)
+				return response, err
+			},
+		)
+	} else {
+		err = s.rh.CreateChatCompletionAlias(ctx, request, params, w)
+	}
+	if err != nil {
+		if errRes, ok := errors.Into[*ErrorStatusCode](err); ok {
+			if err := encodeErrorResponse(errRes, w); err != nil {
+				defer recordError("Internal", err)
+			}
+			return
+		}
+		if errors.Is(err, ht.ErrNotImplemented) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+		if err := encodeErrorResponse(s.h.NewError(ctx, err), w); err != nil {
+			defer recordError("Internal", err)
+		}
+		return
+	}
+}
+
+// handleCreateChatCompletionOllamaAliasRequest handles createChatCompletionOllamaAlias operation.
+//
+// Alias of POST /v1/chat/completions (ollama's path; the request and answer stay OpenAI's).
+//
+// POST /api/chat
+func (s *Server) handleCreateChatCompletionOllamaAliasRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err          error
+		opErrContext = ogenerrors.OperationContext{
+			Name: CreateChatCompletionOllamaAliasOperation,
+			ID:   "createChatCompletionOllamaAlias",
+		}
+	)
+	params, err := decodeCreateChatCompletionOllamaAliasParams(args, argsEscaped, r)
+	if err != nil {
+		err = &ogenerrors.DecodeParamsError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeParams", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+
+	var rawBody []byte
+	request, rawBody, close, err := s.decodeCreateChatCompletionOllamaAliasRequest(r)
+	if err != nil {
+		err = &ogenerrors.DecodeRequestError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeRequest", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+	defer func() {
+		if err := close(); err != nil {
+			recordError("CloseRequest", err)
+		}
+	}()
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    CreateChatCompletionOllamaAliasOperation,
+			OperationSummary: "Alias of POST /v1/chat/completions (ollama's path; the request and answer stay OpenAI's).",
+			OperationID:      "createChatCompletionOllamaAlias",
+			Body:             request,
+			RawBody:          rawBody,
+			Params: middleware.Parameters{
+				{
+					Name: "X-Conversation-Id",
+					In:   "header",
+				}: params.XConversationID,
+			},
+			Raw: r,
+		}
+
+		type (
+			Request  = *ChatCompletionRequest
+			Params   = CreateChatCompletionOllamaAliasParams
+			Response = struct{}
+		)
+		_, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			unpackCreateChatCompletionOllamaAliasParams,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				err = s.rh.CreateChatCompletionOllamaAlias(ctx, request, params, w)
+				return response, err
+			},
+		)
+	} else {
+		err = s.rh.CreateChatCompletionOllamaAlias(ctx, request, params, w)
+	}
+	if err != nil {
+		if errRes, ok := errors.Into[*ErrorStatusCode](err); ok {
+			if err := encodeErrorResponse(errRes, w); err != nil {
+				defer recordError("Internal", err)
+			}
+			return
+		}
+		if errors.Is(err, ht.ErrNotImplemented) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+		if err := encodeErrorResponse(s.h.NewError(ctx, err), w); err != nil {
+			defer recordError("Internal", err)
+		}
+		return
+	}
+}
+
 // handleCreateCompletionRequest handles createCompletion operation.
 //
-// Llama.cpp's native completion.
+// With `n_cmpl` (or `n`) above 1 the prompt is completed that many times: the answer is a
+// JSON array of completions (each with its `index`), and a stream interleaves the
+// completions' events, told apart by `index`. With `response_fields` each completion
+// keeps only the fields named ("a/b" names a nested field), keyed by the names given.
 //
 // POST /completion
 func (s *Server) handleCreateCompletionRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -1859,6 +2062,82 @@ func (s *Server) handleListModelsAliasRequest(args [0]string, argsEscaped bool, 
 	}
 
 	if err := encodeListModelsAliasResponse(response, w); err != nil {
+		defer recordError("EncodeResponse", err)
+		if !errors.Is(err, ht.ErrInternalServerErrorResponse) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+		}
+		return
+	}
+}
+
+// handleListModelsOllamaAliasRequest handles listModelsOllamaAlias operation.
+//
+// Alias of GET /v1/models (ollama's path); public like it.
+//
+// GET /api/tags
+func (s *Server) handleListModelsOllamaAliasRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err error
+	)
+
+	var rawBody []byte
+
+	var response *ModelsResponse
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    ListModelsOllamaAliasOperation,
+			OperationSummary: "Alias of GET /v1/models (ollama's path); public like it.",
+			OperationID:      "listModelsOllamaAlias",
+			Body:             nil,
+			RawBody:          rawBody,
+			Params:           middleware.Parameters{},
+			Raw:              r,
+		}
+
+		type (
+			Request  = struct{}
+			Params   = struct{}
+			Response = *ModelsResponse
+		)
+		response, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			nil,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				response, err = s.h.ListModelsOllamaAlias(ctx)
+				return response, err
+			},
+		)
+	} else {
+		response, err = s.h.ListModelsOllamaAlias(ctx)
+	}
+	if err != nil {
+		if errRes, ok := errors.Into[*ErrorStatusCode](err); ok {
+			if err := encodeErrorResponse(errRes, w); err != nil {
+				defer recordError("Internal", err)
+			}
+			return
+		}
+		if errors.Is(err, ht.ErrNotImplemented) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+		if err := encodeErrorResponse(s.h.NewError(ctx, err), w); err != nil {
+			defer recordError("Internal", err)
+		}
+		return
+	}
+
+	if err := encodeListModelsOllamaAliasResponse(response, w); err != nil {
 		defer recordError("EncodeResponse", err)
 		if !errors.Is(err, ht.ErrInternalServerErrorResponse) {
 			s.cfg.ErrorHandler(ctx, w, r, err)

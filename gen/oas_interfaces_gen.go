@@ -5,6 +5,14 @@ type CreateAnthropicMessageRes interface {
 	createAnthropicMessageRes()
 }
 
+type CreateChatCompletionAliasRes interface {
+	createChatCompletionAliasRes()
+}
+
+type CreateChatCompletionOllamaAliasRes interface {
+	createChatCompletionOllamaAliasRes()
+}
+
 type CreateChatCompletionRes interface {
 	createChatCompletionRes()
 }

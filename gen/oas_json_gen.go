@@ -2931,6 +2931,24 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.N.Set {
+			e.FieldStart("n")
+			s.N.Encode(e)
+		}
+	}
+	{
+		if s.NCmpl.Set {
+			e.FieldStart("n_cmpl")
+			s.NCmpl.Encode(e)
+		}
+	}
+	{
+		if s.IDSlot.Set {
+			e.FieldStart("id_slot")
+			s.IDSlot.Encode(e)
+		}
+	}
+	{
 		if s.IgnoreEos.Set {
 			e.FieldStart("ignore_eos")
 			s.IgnoreEos.Encode(e)
@@ -3136,7 +3154,7 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfChatCompletionRequest = [55]string{
+var jsonFieldsNameOfChatCompletionRequest = [58]string{
 	0:  "model",
 	1:  "messages",
 	2:  "tools",
@@ -3158,40 +3176,43 @@ var jsonFieldsNameOfChatCompletionRequest = [55]string{
 	18: "stream_options",
 	19: "logprobs",
 	20: "top_logprobs",
-	21: "ignore_eos",
-	22: "repeat_penalty",
-	23: "repeat_last_n",
-	24: "presence_penalty",
-	25: "frequency_penalty",
-	26: "dry_multiplier",
-	27: "dry_base",
-	28: "dry_allowed_length",
-	29: "dry_penalty_last_n",
-	30: "dry_sequence_breakers",
-	31: "top_n_sigma",
-	32: "typical_p",
-	33: "xtc_probability",
-	34: "xtc_threshold",
-	35: "dynatemp_range",
-	36: "dynatemp_exponent",
-	37: "mirostat",
-	38: "mirostat_tau",
-	39: "mirostat_eta",
-	40: "logit_bias",
-	41: "post_sampling_probs",
-	42: "min_keep",
-	43: "n_keep",
-	44: "n_discard",
-	45: "n_cache_reuse",
-	46: "t_max_predict_ms",
-	47: "cache_prompt",
-	48: "samplers",
-	49: "grammar",
-	50: "json_schema",
-	51: "response_format",
-	52: "speculative.n_max",
-	53: "speculative.n_min",
-	54: "speculative.p_min",
+	21: "n",
+	22: "n_cmpl",
+	23: "id_slot",
+	24: "ignore_eos",
+	25: "repeat_penalty",
+	26: "repeat_last_n",
+	27: "presence_penalty",
+	28: "frequency_penalty",
+	29: "dry_multiplier",
+	30: "dry_base",
+	31: "dry_allowed_length",
+	32: "dry_penalty_last_n",
+	33: "dry_sequence_breakers",
+	34: "top_n_sigma",
+	35: "typical_p",
+	36: "xtc_probability",
+	37: "xtc_threshold",
+	38: "dynatemp_range",
+	39: "dynatemp_exponent",
+	40: "mirostat",
+	41: "mirostat_tau",
+	42: "mirostat_eta",
+	43: "logit_bias",
+	44: "post_sampling_probs",
+	45: "min_keep",
+	46: "n_keep",
+	47: "n_discard",
+	48: "n_cache_reuse",
+	49: "t_max_predict_ms",
+	50: "cache_prompt",
+	51: "samplers",
+	52: "grammar",
+	53: "json_schema",
+	54: "response_format",
+	55: "speculative.n_max",
+	56: "speculative.n_min",
+	57: "speculative.p_min",
 }
 
 // Decode decodes ChatCompletionRequest from json.
@@ -3199,7 +3220,7 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 	if s == nil {
 		return errors.New("invalid: unable to decode ChatCompletionRequest to nil")
 	}
-	var requiredBitSet [7]uint8
+	var requiredBitSet [8]uint8
 
 	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
 		switch string(k) {
@@ -3421,6 +3442,36 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"top_logprobs\"")
+			}
+		case "n":
+			if err := func() error {
+				s.N.Reset()
+				if err := s.N.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n\"")
+			}
+		case "n_cmpl":
+			if err := func() error {
+				s.NCmpl.Reset()
+				if err := s.NCmpl.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_cmpl\"")
+			}
+		case "id_slot":
+			if err := func() error {
+				s.IDSlot.Reset()
+				if err := s.IDSlot.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"id_slot\"")
 			}
 		case "ignore_eos":
 			if err := func() error {
@@ -3775,8 +3826,9 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 	}
 	// Validate required fields.
 	var failures []validate.FieldError
-	for i, mask := range [7]uint8{
+	for i, mask := range [8]uint8{
 		0b00000010,
+		0b00000000,
 		0b00000000,
 		0b00000000,
 		0b00000000,
@@ -6396,6 +6448,24 @@ func (s *CompletionRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.NCmpl.Set {
+			e.FieldStart("n_cmpl")
+			s.NCmpl.Encode(e)
+		}
+	}
+	{
+		if s.IDSlot.Set {
+			e.FieldStart("id_slot")
+			s.IDSlot.Encode(e)
+		}
+	}
+	{
+		if s.ResponseFields.Set {
+			e.FieldStart("response_fields")
+			s.ResponseFields.Encode(e)
+		}
+	}
+	{
 		if s.Logprobs.Set {
 			e.FieldStart("logprobs")
 			s.Logprobs.Encode(e)
@@ -6697,60 +6767,63 @@ func (s *CompletionRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfCompletionRequest = [53]string{
+var jsonFieldsNameOfCompletionRequest = [56]string{
 	0:  "prompt",
 	1:  "model",
 	2:  "n",
-	3:  "logprobs",
-	4:  "stream_options",
-	5:  "echo",
-	6:  "best_of",
-	7:  "suffix",
-	8:  "n_predict",
-	9:  "max_tokens",
-	10: "temperature",
-	11: "top_k",
-	12: "top_p",
-	13: "min_p",
-	14: "seed",
-	15: "stop",
-	16: "stream",
-	17: "ignore_eos",
-	18: "cache_prompt",
-	19: "return_tokens",
-	20: "n_probs",
-	21: "repeat_penalty",
-	22: "repeat_last_n",
-	23: "presence_penalty",
-	24: "frequency_penalty",
-	25: "dry_multiplier",
-	26: "dry_base",
-	27: "dry_allowed_length",
-	28: "dry_penalty_last_n",
-	29: "dry_sequence_breakers",
-	30: "top_n_sigma",
-	31: "typical_p",
-	32: "xtc_probability",
-	33: "xtc_threshold",
-	34: "dynatemp_range",
-	35: "dynatemp_exponent",
-	36: "mirostat",
-	37: "mirostat_tau",
-	38: "mirostat_eta",
-	39: "logit_bias",
-	40: "post_sampling_probs",
-	41: "min_keep",
-	42: "n_keep",
-	43: "n_discard",
-	44: "n_cache_reuse",
-	45: "t_max_predict_ms",
-	46: "samplers",
-	47: "grammar",
-	48: "json_schema",
-	49: "response_format",
-	50: "speculative.n_max",
-	51: "speculative.n_min",
-	52: "speculative.p_min",
+	3:  "n_cmpl",
+	4:  "id_slot",
+	5:  "response_fields",
+	6:  "logprobs",
+	7:  "stream_options",
+	8:  "echo",
+	9:  "best_of",
+	10: "suffix",
+	11: "n_predict",
+	12: "max_tokens",
+	13: "temperature",
+	14: "top_k",
+	15: "top_p",
+	16: "min_p",
+	17: "seed",
+	18: "stop",
+	19: "stream",
+	20: "ignore_eos",
+	21: "cache_prompt",
+	22: "return_tokens",
+	23: "n_probs",
+	24: "repeat_penalty",
+	25: "repeat_last_n",
+	26: "presence_penalty",
+	27: "frequency_penalty",
+	28: "dry_multiplier",
+	29: "dry_base",
+	30: "dry_allowed_length",
+	31: "dry_penalty_last_n",
+	32: "dry_sequence_breakers",
+	33: "top_n_sigma",
+	34: "typical_p",
+	35: "xtc_probability",
+	36: "xtc_threshold",
+	37: "dynatemp_range",
+	38: "dynatemp_exponent",
+	39: "mirostat",
+	40: "mirostat_tau",
+	41: "mirostat_eta",
+	42: "logit_bias",
+	43: "post_sampling_probs",
+	44: "min_keep",
+	45: "n_keep",
+	46: "n_discard",
+	47: "n_cache_reuse",
+	48: "t_max_predict_ms",
+	49: "samplers",
+	50: "grammar",
+	51: "json_schema",
+	52: "response_format",
+	53: "speculative.n_max",
+	54: "speculative.n_min",
+	55: "speculative.p_min",
 }
 
 // Decode decodes CompletionRequest from json.
@@ -6791,6 +6864,36 @@ func (s *CompletionRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"n\"")
+			}
+		case "n_cmpl":
+			if err := func() error {
+				s.NCmpl.Reset()
+				if err := s.NCmpl.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_cmpl\"")
+			}
+		case "id_slot":
+			if err := func() error {
+				s.IDSlot.Reset()
+				if err := s.IDSlot.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"id_slot\"")
+			}
+		case "response_fields":
+			if err := func() error {
+				s.ResponseFields.Reset()
+				if err := s.ResponseFields.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"response_fields\"")
 			}
 		case "logprobs":
 			if err := func() error {
@@ -10490,6 +10593,24 @@ func (s *InfillRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.NCmpl.Set {
+			e.FieldStart("n_cmpl")
+			s.NCmpl.Encode(e)
+		}
+	}
+	{
+		if s.IDSlot.Set {
+			e.FieldStart("id_slot")
+			s.IDSlot.Encode(e)
+		}
+	}
+	{
+		if s.ResponseFields.Set {
+			e.FieldStart("response_fields")
+			s.ResponseFields.Encode(e)
+		}
+	}
+	{
 		if s.Logprobs.Set {
 			e.FieldStart("logprobs")
 			s.Logprobs.Encode(e)
@@ -10811,63 +10932,66 @@ func (s *InfillRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfInfillRequest = [56]string{
+var jsonFieldsNameOfInfillRequest = [59]string{
 	0:  "model",
 	1:  "n",
-	2:  "logprobs",
-	3:  "stream_options",
-	4:  "echo",
-	5:  "best_of",
-	6:  "suffix",
-	7:  "n_predict",
-	8:  "max_tokens",
-	9:  "temperature",
-	10: "top_k",
-	11: "top_p",
-	12: "min_p",
-	13: "seed",
-	14: "stop",
-	15: "stream",
-	16: "ignore_eos",
-	17: "cache_prompt",
-	18: "return_tokens",
-	19: "n_probs",
-	20: "repeat_penalty",
-	21: "repeat_last_n",
-	22: "presence_penalty",
-	23: "frequency_penalty",
-	24: "dry_multiplier",
-	25: "dry_base",
-	26: "dry_allowed_length",
-	27: "dry_penalty_last_n",
-	28: "dry_sequence_breakers",
-	29: "top_n_sigma",
-	30: "typical_p",
-	31: "xtc_probability",
-	32: "xtc_threshold",
-	33: "dynatemp_range",
-	34: "dynatemp_exponent",
-	35: "mirostat",
-	36: "mirostat_tau",
-	37: "mirostat_eta",
-	38: "logit_bias",
-	39: "post_sampling_probs",
-	40: "min_keep",
-	41: "n_keep",
-	42: "n_discard",
-	43: "n_cache_reuse",
-	44: "t_max_predict_ms",
-	45: "samplers",
-	46: "grammar",
-	47: "json_schema",
-	48: "response_format",
-	49: "speculative.n_max",
-	50: "speculative.n_min",
-	51: "speculative.p_min",
-	52: "prompt",
-	53: "input_prefix",
-	54: "input_suffix",
-	55: "input_extra",
+	2:  "n_cmpl",
+	3:  "id_slot",
+	4:  "response_fields",
+	5:  "logprobs",
+	6:  "stream_options",
+	7:  "echo",
+	8:  "best_of",
+	9:  "suffix",
+	10: "n_predict",
+	11: "max_tokens",
+	12: "temperature",
+	13: "top_k",
+	14: "top_p",
+	15: "min_p",
+	16: "seed",
+	17: "stop",
+	18: "stream",
+	19: "ignore_eos",
+	20: "cache_prompt",
+	21: "return_tokens",
+	22: "n_probs",
+	23: "repeat_penalty",
+	24: "repeat_last_n",
+	25: "presence_penalty",
+	26: "frequency_penalty",
+	27: "dry_multiplier",
+	28: "dry_base",
+	29: "dry_allowed_length",
+	30: "dry_penalty_last_n",
+	31: "dry_sequence_breakers",
+	32: "top_n_sigma",
+	33: "typical_p",
+	34: "xtc_probability",
+	35: "xtc_threshold",
+	36: "dynatemp_range",
+	37: "dynatemp_exponent",
+	38: "mirostat",
+	39: "mirostat_tau",
+	40: "mirostat_eta",
+	41: "logit_bias",
+	42: "post_sampling_probs",
+	43: "min_keep",
+	44: "n_keep",
+	45: "n_discard",
+	46: "n_cache_reuse",
+	47: "t_max_predict_ms",
+	48: "samplers",
+	49: "grammar",
+	50: "json_schema",
+	51: "response_format",
+	52: "speculative.n_max",
+	53: "speculative.n_min",
+	54: "speculative.p_min",
+	55: "prompt",
+	56: "input_prefix",
+	57: "input_suffix",
+	58: "input_extra",
 }
 
 // Decode decodes InfillRequest from json.
@@ -10875,7 +10999,7 @@ func (s *InfillRequest) Decode(d *jx.Decoder) error {
 	if s == nil {
 		return errors.New("invalid: unable to decode InfillRequest to nil")
 	}
-	var requiredBitSet [7]uint8
+	var requiredBitSet [8]uint8
 
 	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
 		switch string(k) {
@@ -10898,6 +11022,36 @@ func (s *InfillRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"n\"")
+			}
+		case "n_cmpl":
+			if err := func() error {
+				s.NCmpl.Reset()
+				if err := s.NCmpl.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_cmpl\"")
+			}
+		case "id_slot":
+			if err := func() error {
+				s.IDSlot.Reset()
+				if err := s.IDSlot.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"id_slot\"")
+			}
+		case "response_fields":
+			if err := func() error {
+				s.ResponseFields.Reset()
+				if err := s.ResponseFields.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"response_fields\"")
 			}
 		case "logprobs":
 			if err := func() error {
@@ -11414,7 +11568,7 @@ func (s *InfillRequest) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"prompt\"")
 			}
 		case "input_prefix":
-			requiredBitSet[6] |= 1 << 5
+			requiredBitSet[7] |= 1 << 0
 			if err := func() error {
 				if err := s.InputPrefix.Decode(d); err != nil {
 					return err
@@ -11424,7 +11578,7 @@ func (s *InfillRequest) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"input_prefix\"")
 			}
 		case "input_suffix":
-			requiredBitSet[6] |= 1 << 6
+			requiredBitSet[7] |= 1 << 1
 			if err := func() error {
 				if err := s.InputSuffix.Decode(d); err != nil {
 					return err
@@ -11452,14 +11606,15 @@ func (s *InfillRequest) Decode(d *jx.Decoder) error {
 	}
 	// Validate required fields.
 	var failures []validate.FieldError
-	for i, mask := range [7]uint8{
+	for i, mask := range [8]uint8{
 		0b00000000,
 		0b00000000,
 		0b00000000,
 		0b00000000,
 		0b00000000,
 		0b00000000,
-		0b01100000,
+		0b00000000,
+		0b00000011,
 	} {
 		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
 			// Mask only required fields and check equality to mask using XOR.

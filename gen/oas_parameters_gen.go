@@ -103,6 +103,176 @@ func decodeCreateChatCompletionParams(args [0]string, argsEscaped bool, r *http.
 	return params, nil
 }
 
+// CreateChatCompletionAliasParams is parameters of createChatCompletionAlias operation.
+type CreateChatCompletionAliasParams struct {
+	// As on POST /v1/chat/completions.
+	XConversationID OptStreamId `json:",omitempty,omitzero"`
+}
+
+func unpackCreateChatCompletionAliasParams(packed middleware.Parameters) (params CreateChatCompletionAliasParams) {
+	{
+		key := middleware.ParameterKey{
+			Name: "X-Conversation-Id",
+			In:   "header",
+		}
+		if v, ok := packed[key]; ok {
+			params.XConversationID = v.(OptStreamId)
+		}
+	}
+	return params
+}
+
+func decodeCreateChatCompletionAliasParams(args [0]string, argsEscaped bool, r *http.Request) (params CreateChatCompletionAliasParams, _ error) {
+	h := uri.NewHeaderDecoder(r.Header)
+	// Decode header: X-Conversation-Id.
+	if err := func() error {
+		cfg := uri.HeaderParameterDecodingConfig{
+			Name:    "X-Conversation-Id",
+			Explode: false,
+		}
+		if err := h.HasParam(cfg); err == nil {
+			if err := h.DecodeParam(cfg, func(d uri.Decoder) error {
+				var paramsDotXConversationIDVal StreamId
+				if err := func() error {
+					var paramsDotXConversationIDValVal string
+					if err := func() error {
+						val, err := d.DecodeValue()
+						if err != nil {
+							return err
+						}
+
+						c, err := conv.ToString(val)
+						if err != nil {
+							return err
+						}
+
+						paramsDotXConversationIDValVal = c
+						return nil
+					}(); err != nil {
+						return err
+					}
+					paramsDotXConversationIDVal = StreamId(paramsDotXConversationIDValVal)
+					return nil
+				}(); err != nil {
+					return err
+				}
+				params.XConversationID.SetTo(paramsDotXConversationIDVal)
+				return nil
+			}); err != nil {
+				return err
+			}
+			if err := func() error {
+				if value, ok := params.XConversationID.Get(); ok {
+					if err := func() error {
+						if err := value.Validate(); err != nil {
+							return err
+						}
+						return nil
+					}(); err != nil {
+						return err
+					}
+				}
+				return nil
+			}(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		return params, &ogenerrors.DecodeParamError{
+			Name: "X-Conversation-Id",
+			In:   "header",
+			Err:  err,
+		}
+	}
+	return params, nil
+}
+
+// CreateChatCompletionOllamaAliasParams is parameters of createChatCompletionOllamaAlias operation.
+type CreateChatCompletionOllamaAliasParams struct {
+	// As on POST /v1/chat/completions.
+	XConversationID OptStreamId `json:",omitempty,omitzero"`
+}
+
+func unpackCreateChatCompletionOllamaAliasParams(packed middleware.Parameters) (params CreateChatCompletionOllamaAliasParams) {
+	{
+		key := middleware.ParameterKey{
+			Name: "X-Conversation-Id",
+			In:   "header",
+		}
+		if v, ok := packed[key]; ok {
+			params.XConversationID = v.(OptStreamId)
+		}
+	}
+	return params
+}
+
+func decodeCreateChatCompletionOllamaAliasParams(args [0]string, argsEscaped bool, r *http.Request) (params CreateChatCompletionOllamaAliasParams, _ error) {
+	h := uri.NewHeaderDecoder(r.Header)
+	// Decode header: X-Conversation-Id.
+	if err := func() error {
+		cfg := uri.HeaderParameterDecodingConfig{
+			Name:    "X-Conversation-Id",
+			Explode: false,
+		}
+		if err := h.HasParam(cfg); err == nil {
+			if err := h.DecodeParam(cfg, func(d uri.Decoder) error {
+				var paramsDotXConversationIDVal StreamId
+				if err := func() error {
+					var paramsDotXConversationIDValVal string
+					if err := func() error {
+						val, err := d.DecodeValue()
+						if err != nil {
+							return err
+						}
+
+						c, err := conv.ToString(val)
+						if err != nil {
+							return err
+						}
+
+						paramsDotXConversationIDValVal = c
+						return nil
+					}(); err != nil {
+						return err
+					}
+					paramsDotXConversationIDVal = StreamId(paramsDotXConversationIDValVal)
+					return nil
+				}(); err != nil {
+					return err
+				}
+				params.XConversationID.SetTo(paramsDotXConversationIDVal)
+				return nil
+			}); err != nil {
+				return err
+			}
+			if err := func() error {
+				if value, ok := params.XConversationID.Get(); ok {
+					if err := func() error {
+						if err := value.Validate(); err != nil {
+							return err
+						}
+						return nil
+					}(); err != nil {
+						return err
+					}
+				}
+				return nil
+			}(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		return params, &ogenerrors.DecodeParamError{
+			Name: "X-Conversation-Id",
+			In:   "header",
+			Err:  err,
+		}
+	}
+	return params, nil
+}
+
 // DeleteStreamParams is parameters of deleteStream operation.
 type DeleteStreamParams struct {
 	// The X-Conversation-Id the stream was started with.

@@ -66,6 +66,34 @@ func encodeCreateChatCompletionRequest(
 	return nil
 }
 
+func encodeCreateChatCompletionAliasRequest(
+	req *ChatCompletionRequest,
+	r *http.Request,
+) error {
+	const contentType = "application/json"
+	e := new(jx.Encoder)
+	{
+		req.Encode(e)
+	}
+	encoded := e.Bytes()
+	ht.SetBody(r, bytes.NewReader(encoded), contentType)
+	return nil
+}
+
+func encodeCreateChatCompletionOllamaAliasRequest(
+	req *ChatCompletionRequest,
+	r *http.Request,
+) error {
+	const contentType = "application/json"
+	e := new(jx.Encoder)
+	{
+		req.Encode(e)
+	}
+	encoded := e.Bytes()
+	ht.SetBody(r, bytes.NewReader(encoded), contentType)
+	return nil
+}
+
 func encodeCreateCompletionRequest(
 	req *CompletionRequest,
 	r *http.Request,

@@ -52,6 +52,20 @@ func encodeCreateChatCompletionResponse(response CreateChatCompletionRes, w http
 	}
 }
 
+func encodeCreateChatCompletionAliasResponse(response CreateChatCompletionAliasRes, w http.ResponseWriter) error {
+	switch response := response.(type) {
+	default:
+		return errors.Errorf("unexpected response type: %T", response)
+	}
+}
+
+func encodeCreateChatCompletionOllamaAliasResponse(response CreateChatCompletionOllamaAliasRes, w http.ResponseWriter) error {
+	switch response := response.(type) {
+	default:
+		return errors.Errorf("unexpected response type: %T", response)
+	}
+}
+
 func encodeCreateCompletionResponse(response CreateCompletionRes, w http.ResponseWriter) error {
 	switch response := response.(type) {
 	default:
@@ -302,6 +316,27 @@ func encodeListModelsResponse(response *ModelsResponse, w http.ResponseWriter) e
 }
 
 func encodeListModelsAliasResponse(response *ModelsResponse, w http.ResponseWriter) error {
+	if err := func() error {
+		if err := response.Validate(); err != nil {
+			return err
+		}
+		return nil
+	}(); err != nil {
+		return errors.Wrap(err, "validate")
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(200)
+
+	e := new(jx.Encoder)
+	response.Encode(e)
+	if _, err := e.WriteTo(w); err != nil {
+		return errors.Wrap(err, "write")
+	}
+
+	return nil
+}
+
+func encodeListModelsOllamaAliasResponse(response *ModelsResponse, w http.ResponseWriter) error {
 	if err := func() error {
 		if err := response.Validate(); err != nil {
 			return err

@@ -1168,11 +1168,22 @@ type ChatCompletionRequest struct {
 	Stop          OptNilStop          `json:"stop"`
 	Stream        OptNilBool          `json:"stream"`
 	StreamOptions OptNilStreamOptions `json:"stream_options"`
-	// Return the log-probability of each generated token (choices[].logprobs).
+	// Return the log-probability of each generated token (choices[].logprobs), with the
+	// top_logprobs most likely tokens at each step (20 when top_logprobs is not given).
 	Logprobs OptNilBool `json:"logprobs"`
-	// How many of the most likely tokens to list at each step (with logprobs).
-	TopLogprobs OptNilInt  `json:"top_logprobs"`
-	IgnoreEos   OptNilBool `json:"ignore_eos"`
+	// How many of the most likely tokens to list at each step; requires "logprobs": true
+	// (llama-server answers 400 otherwise). 0 returns no logprobs, as llama-server.
+	TopLogprobs OptNilInt `json:"top_logprobs"`
+	// Choices to generate, each a separate generation (its own slot); at most the number
+	// of slots. Streams tell the choices apart by choices[].index.
+	N OptNilInt `json:"n"`
+	// Llama-server's name for n; wins over it.
+	NCmpl OptNilInt `json:"n_cmpl"`
+	// The slot to run in (-1, the default, lets the server choose); a busy slot is waited
+	// for. With several completions only the first is bound to it. An id the server does
+	// not have answers 400 "Invalid slot ID".
+	IDSlot    OptNilInt  `json:"id_slot"`
+	IgnoreEos OptNilBool `json:"ignore_eos"`
 	// Penalizes tokens seen in the last repeat_last_n tokens; 1 is off. Must be above 0.
 	RepeatPenalty OptNilFloat64 `json:"repeat_penalty"`
 	// Tokens the penalties look at; 0 off, -1 the context size.
@@ -1340,6 +1351,21 @@ func (s *ChatCompletionRequest) GetLogprobs() OptNilBool {
 // GetTopLogprobs returns the value of TopLogprobs.
 func (s *ChatCompletionRequest) GetTopLogprobs() OptNilInt {
 	return s.TopLogprobs
+}
+
+// GetN returns the value of N.
+func (s *ChatCompletionRequest) GetN() OptNilInt {
+	return s.N
+}
+
+// GetNCmpl returns the value of NCmpl.
+func (s *ChatCompletionRequest) GetNCmpl() OptNilInt {
+	return s.NCmpl
+}
+
+// GetIDSlot returns the value of IDSlot.
+func (s *ChatCompletionRequest) GetIDSlot() OptNilInt {
+	return s.IDSlot
 }
 
 // GetIgnoreEos returns the value of IgnoreEos.
@@ -1615,6 +1641,21 @@ func (s *ChatCompletionRequest) SetLogprobs(val OptNilBool) {
 // SetTopLogprobs sets the value of TopLogprobs.
 func (s *ChatCompletionRequest) SetTopLogprobs(val OptNilInt) {
 	s.TopLogprobs = val
+}
+
+// SetN sets the value of N.
+func (s *ChatCompletionRequest) SetN(val OptNilInt) {
+	s.N = val
+}
+
+// SetNCmpl sets the value of NCmpl.
+func (s *ChatCompletionRequest) SetNCmpl(val OptNilInt) {
+	s.NCmpl = val
+}
+
+// SetIDSlot sets the value of IDSlot.
+func (s *ChatCompletionRequest) SetIDSlot(val OptNilInt) {
+	s.IDSlot = val
 }
 
 // SetIgnoreEos sets the value of IgnoreEos.
@@ -2663,9 +2704,22 @@ func (s *CompletionChunk) SetCompletionProbabilities(val []TokenProbability) {
 type CompletionRequest struct {
 	Prompt Prompt       `json:"prompt"`
 	Model  OptNilString `json:"model"`
-	// Completions per prompt (POST /v1/completions); at most the number of slots, as
-	// llama-server's n_cmpl.
+	// Completions per prompt (OpenAI's name for n_cmpl, which wins over it); at most the
+	// number of slots.
 	N OptNilInt `json:"n"`
+	// Llama-server's completions per prompt; at most the number of slots. Each is a
+	// separate generation (its own slot), answered as its own choice (POST
+	// /v1/completions) or array element (POST /completion).
+	NCmpl OptNilInt `json:"n_cmpl"`
+	// The slot to run in (-1, the default, lets the server choose); a busy slot is waited
+	// for. With several completions only the first is bound to it. An id the server does
+	// not have answers 400 "Invalid slot ID".
+	IDSlot OptNilInt `json:"id_slot"`
+	// POST /completion and /infill: keep only these fields of the final result, in this
+	// order, each under the name given; "a/b" is field b of object a (e.g.
+	// "generation_settings/n_predict"). Names that match nothing are left out. Streamed
+	// partial results are not filtered.
+	ResponseFields OptNilStringArray `json:"response_fields"`
 	// OpenAI's name for n_probs (n_probs wins).
 	Logprobs      OptNilInt           `json:"logprobs"`
 	StreamOptions OptNilStreamOptions `json:"stream_options"`
@@ -2770,6 +2824,21 @@ func (s *CompletionRequest) GetModel() OptNilString {
 // GetN returns the value of N.
 func (s *CompletionRequest) GetN() OptNilInt {
 	return s.N
+}
+
+// GetNCmpl returns the value of NCmpl.
+func (s *CompletionRequest) GetNCmpl() OptNilInt {
+	return s.NCmpl
+}
+
+// GetIDSlot returns the value of IDSlot.
+func (s *CompletionRequest) GetIDSlot() OptNilInt {
+	return s.IDSlot
+}
+
+// GetResponseFields returns the value of ResponseFields.
+func (s *CompletionRequest) GetResponseFields() OptNilStringArray {
+	return s.ResponseFields
 }
 
 // GetLogprobs returns the value of Logprobs.
@@ -3035,6 +3104,21 @@ func (s *CompletionRequest) SetModel(val OptNilString) {
 // SetN sets the value of N.
 func (s *CompletionRequest) SetN(val OptNilInt) {
 	s.N = val
+}
+
+// SetNCmpl sets the value of NCmpl.
+func (s *CompletionRequest) SetNCmpl(val OptNilInt) {
+	s.NCmpl = val
+}
+
+// SetIDSlot sets the value of IDSlot.
+func (s *CompletionRequest) SetIDSlot(val OptNilInt) {
+	s.IDSlot = val
+}
+
+// SetResponseFields sets the value of ResponseFields.
+func (s *CompletionRequest) SetResponseFields(val OptNilStringArray) {
+	s.ResponseFields = val
 }
 
 // SetLogprobs sets the value of Logprobs.
@@ -3569,6 +3653,40 @@ func (s *CreateAnthropicMessageOKRawTextEventStream) SetResponse(val *http.Respo
 
 func (*CreateAnthropicMessageOKRawTextEventStream) createAnthropicMessageRes() {}
 
+// CreateChatCompletionAliasOKRawApplicationJSON represents raw HTTP response for CreateChatCompletionAlias application/json.
+type CreateChatCompletionAliasOKRawApplicationJSON struct {
+	Response *http.Response `json:"-"`
+}
+
+// GetResponse returns the value of Response.
+func (s *CreateChatCompletionAliasOKRawApplicationJSON) GetResponse() *http.Response {
+	return s.Response
+}
+
+// SetResponse sets the value of Response.
+func (s *CreateChatCompletionAliasOKRawApplicationJSON) SetResponse(val *http.Response) {
+	s.Response = val
+}
+
+func (*CreateChatCompletionAliasOKRawApplicationJSON) createChatCompletionAliasRes() {}
+
+// CreateChatCompletionAliasOKRawTextEventStream represents raw HTTP response for CreateChatCompletionAlias text/event-stream.
+type CreateChatCompletionAliasOKRawTextEventStream struct {
+	Response *http.Response `json:"-"`
+}
+
+// GetResponse returns the value of Response.
+func (s *CreateChatCompletionAliasOKRawTextEventStream) GetResponse() *http.Response {
+	return s.Response
+}
+
+// SetResponse sets the value of Response.
+func (s *CreateChatCompletionAliasOKRawTextEventStream) SetResponse(val *http.Response) {
+	s.Response = val
+}
+
+func (*CreateChatCompletionAliasOKRawTextEventStream) createChatCompletionAliasRes() {}
+
 // CreateChatCompletionOKRawApplicationJSON represents raw HTTP response for CreateChatCompletion application/json.
 type CreateChatCompletionOKRawApplicationJSON struct {
 	Response *http.Response `json:"-"`
@@ -3602,6 +3720,40 @@ func (s *CreateChatCompletionOKRawTextEventStream) SetResponse(val *http.Respons
 }
 
 func (*CreateChatCompletionOKRawTextEventStream) createChatCompletionRes() {}
+
+// CreateChatCompletionOllamaAliasOKRawApplicationJSON represents raw HTTP response for CreateChatCompletionOllamaAlias application/json.
+type CreateChatCompletionOllamaAliasOKRawApplicationJSON struct {
+	Response *http.Response `json:"-"`
+}
+
+// GetResponse returns the value of Response.
+func (s *CreateChatCompletionOllamaAliasOKRawApplicationJSON) GetResponse() *http.Response {
+	return s.Response
+}
+
+// SetResponse sets the value of Response.
+func (s *CreateChatCompletionOllamaAliasOKRawApplicationJSON) SetResponse(val *http.Response) {
+	s.Response = val
+}
+
+func (*CreateChatCompletionOllamaAliasOKRawApplicationJSON) createChatCompletionOllamaAliasRes() {}
+
+// CreateChatCompletionOllamaAliasOKRawTextEventStream represents raw HTTP response for CreateChatCompletionOllamaAlias text/event-stream.
+type CreateChatCompletionOllamaAliasOKRawTextEventStream struct {
+	Response *http.Response `json:"-"`
+}
+
+// GetResponse returns the value of Response.
+func (s *CreateChatCompletionOllamaAliasOKRawTextEventStream) GetResponse() *http.Response {
+	return s.Response
+}
+
+// SetResponse sets the value of Response.
+func (s *CreateChatCompletionOllamaAliasOKRawTextEventStream) SetResponse(val *http.Response) {
+	s.Response = val
+}
+
+func (*CreateChatCompletionOllamaAliasOKRawTextEventStream) createChatCompletionOllamaAliasRes() {}
 
 // CreateCompletionAliasOKRawApplicationJSON represents raw HTTP response for CreateCompletionAlias application/json.
 type CreateCompletionAliasOKRawApplicationJSON struct {
@@ -5055,9 +5207,22 @@ func (s *InfillChunk) SetText(val string) {
 // Ref: #/components/schemas/InfillRequest
 type InfillRequest struct {
 	Model OptNilString `json:"model"`
-	// Completions per prompt (POST /v1/completions); at most the number of slots, as
-	// llama-server's n_cmpl.
+	// Completions per prompt (OpenAI's name for n_cmpl, which wins over it); at most the
+	// number of slots.
 	N OptNilInt `json:"n"`
+	// Llama-server's completions per prompt; at most the number of slots. Each is a
+	// separate generation (its own slot), answered as its own choice (POST
+	// /v1/completions) or array element (POST /completion).
+	NCmpl OptNilInt `json:"n_cmpl"`
+	// The slot to run in (-1, the default, lets the server choose); a busy slot is waited
+	// for. With several completions only the first is bound to it. An id the server does
+	// not have answers 400 "Invalid slot ID".
+	IDSlot OptNilInt `json:"id_slot"`
+	// POST /completion and /infill: keep only these fields of the final result, in this
+	// order, each under the name given; "a/b" is field b of object a (e.g.
+	// "generation_settings/n_predict"). Names that match nothing are left out. Streamed
+	// partial results are not filtered.
+	ResponseFields OptNilStringArray `json:"response_fields"`
 	// OpenAI's name for n_probs (n_probs wins).
 	Logprobs      OptNilInt           `json:"logprobs"`
 	StreamOptions OptNilStreamOptions `json:"stream_options"`
@@ -5163,6 +5328,21 @@ func (s *InfillRequest) GetModel() OptNilString {
 // GetN returns the value of N.
 func (s *InfillRequest) GetN() OptNilInt {
 	return s.N
+}
+
+// GetNCmpl returns the value of NCmpl.
+func (s *InfillRequest) GetNCmpl() OptNilInt {
+	return s.NCmpl
+}
+
+// GetIDSlot returns the value of IDSlot.
+func (s *InfillRequest) GetIDSlot() OptNilInt {
+	return s.IDSlot
+}
+
+// GetResponseFields returns the value of ResponseFields.
+func (s *InfillRequest) GetResponseFields() OptNilStringArray {
+	return s.ResponseFields
 }
 
 // GetLogprobs returns the value of Logprobs.
@@ -5443,6 +5623,21 @@ func (s *InfillRequest) SetModel(val OptNilString) {
 // SetN sets the value of N.
 func (s *InfillRequest) SetN(val OptNilInt) {
 	s.N = val
+}
+
+// SetNCmpl sets the value of NCmpl.
+func (s *InfillRequest) SetNCmpl(val OptNilInt) {
+	s.NCmpl = val
+}
+
+// SetIDSlot sets the value of IDSlot.
+func (s *InfillRequest) SetIDSlot(val OptNilInt) {
+	s.IDSlot = val
+}
+
+// SetResponseFields sets the value of ResponseFields.
+func (s *InfillRequest) SetResponseFields(val OptNilStringArray) {
+	s.ResponseFields = val
 }
 
 // SetLogprobs sets the value of Logprobs.

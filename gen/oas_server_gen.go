@@ -90,6 +90,12 @@ type Handler interface {
 	//
 	// GET /models
 	ListModelsAlias(ctx context.Context) (*ModelsResponse, error)
+	// ListModelsOllamaAlias implements listModelsOllamaAlias operation.
+	//
+	// Alias of GET /v1/models (ollama's path); public like it.
+	//
+	// GET /api/tags
+	ListModelsOllamaAlias(ctx context.Context) (*ModelsResponse, error)
 	// LookupStreams implements lookupStreams operation.
 	//
 	// Answers only for the ids in the request that name a stream; ids that name none are
@@ -165,9 +171,24 @@ type RawHandler interface {
 	//
 	// POST /v1/chat/completions
 	CreateChatCompletion(ctx context.Context, req *ChatCompletionRequest, params CreateChatCompletionParams, w http.ResponseWriter) error
+	// CreateChatCompletionAlias implements createChatCompletionAlias operation.
+	//
+	// Alias of POST /v1/chat/completions.
+	//
+	// POST /chat/completions
+	CreateChatCompletionAlias(ctx context.Context, req *ChatCompletionRequest, params CreateChatCompletionAliasParams, w http.ResponseWriter) error
+	// CreateChatCompletionOllamaAlias implements createChatCompletionOllamaAlias operation.
+	//
+	// Alias of POST /v1/chat/completions (ollama's path; the request and answer stay OpenAI's).
+	//
+	// POST /api/chat
+	CreateChatCompletionOllamaAlias(ctx context.Context, req *ChatCompletionRequest, params CreateChatCompletionOllamaAliasParams, w http.ResponseWriter) error
 	// CreateCompletion implements createCompletion operation.
 	//
-	// Llama.cpp's native completion.
+	// With `n_cmpl` (or `n`) above 1 the prompt is completed that many times: the answer is a
+	// JSON array of completions (each with its `index`), and a stream interleaves the
+	// completions' events, told apart by `index`. With `response_fields` each completion
+	// keeps only the fields named ("a/b" names a nested field), keyed by the names given.
 	//
 	// POST /completion
 	CreateCompletion(ctx context.Context, req *CompletionRequest, w http.ResponseWriter) error

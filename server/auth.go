@@ -6,12 +6,14 @@ import (
 	"strings"
 )
 
-// publicPaths answer without an API key, as llama-server's (the web UI's "/" included).
+// publicPaths answer without an API key, as llama-server's public_endpoints (ollama's
+// /api/tags among them) and the web UI's "/".
 var publicPaths = map[string]bool{
 	"/health":    true,
 	"/v1/health": true,
 	"/models":    true,
 	"/v1/models": true,
+	"/api/tags":  true,
 	"/":          true,
 }
 

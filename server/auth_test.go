@@ -74,7 +74,7 @@ const invalidKeyBody = `{"error":{"code":401,"message":"Invalid API Key","type":
 // llama-server's body when the key is missing or wrong, and works with it.
 func TestAPIKeyRequired(t *testing.T) {
 	ts := newKeyServer(t, "key-one", "key-two")
-	public := map[string]bool{"GET /health": true, "GET /v1/health": true, "GET /models": true, "GET /v1/models": true}
+	public := map[string]bool{"GET /health": true, "GET /v1/health": true, "GET /models": true, "GET /v1/models": true, "GET /api/tags": true}
 	for _, op := range append(specOperations(t), "GET /nonexistent", "POST /props/x") {
 		method, path, _ := strings.Cut(op, " ")
 		for name, hdr := range map[string]map[string]string{

@@ -10,13 +10,13 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/engine"
 	"github.com/wgpu-llama/wgpu-llama/gen"
 	"github.com/wgpu-llama/wgpu-llama/model/chat/toolcall"
-	"github.com/wgpu-llama/wgpu-llama/model/tokenizer"
 )
 
 // CreateChatCompletion implements POST /v1/chat/completions, OpenAI's chat API, as JSON or as
 // an event stream ending with `data: [DONE]`. Reasoning and tool calls in the output come back
-// as reasoning_content and tool_calls (see chatplan.go and package toolcall). With
-// X-Conversation-Id the stream is resumable (streams.go).
+// as reasoning_content and tool_calls (see chatplan.go and package toolcall). With n (or
+// n_cmpl) above 1 each choice is its own generation (chatrun.go). With X-Conversation-Id the
+// stream is resumable (streams.go).
 func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompletionRequest, p gen.CreateChatCompletionParams, w http.ResponseWriter) error {
 	m := s.model()
 	if m == nil {
@@ -30,10 +30,20 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 	if resumable && !stream {
 		return invalidRequest(`X-Conversation-Id makes a resumable stream: it needs "stream": true`)
 	}
-	// logprobs asks for each token's log-probability, top_logprobs for that many candidates.
-	logprobs, topLogprobs := req.Logprobs.Or(false), req.TopLogprobs.Or(0)
-	if tools, _ := req.Tools.Get(); logprobs && stream && len(tools) > 0 {
-		return invalidRequest("logprobs is not supported with tools + stream")
+	// As llama-server's oaicompat_chat_params_parse: logprobs lists top_logprobs candidates
+	// per token (n_probs, 20 by default); top_logprobs alone is refused.
+	nProbs := 0
+	if req.Logprobs.Or(false) {
+		if tools, _ := req.Tools.Get(); stream && len(tools) > 0 {
+			return invalidRequest("logprobs is not supported with tools + stream")
+		}
+		nProbs = req.TopLogprobs.Or(20)
+	} else if _, ok := req.TopLogprobs.Get(); ok {
+		return invalidRequest("top_logprobs requires logprobs to be set to true")
+	}
+	n, err := choiceCount(req.NCmpl, req.N, m.info.NSlots)
+	if err != nil {
+		return err
 	}
 	pl, err := m.plan(chatGeneration{
 		chatRequest: chatRequest{
@@ -51,9 +61,7 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 	if err != nil {
 		return err
 	}
-	if logprobs {
-		pl.params.NProbs = max(topLogprobs, 1)
-	}
+	pl.params.NProbs = nProbs
 	model := req.Model.Or("")
 	if model == "" {
 		model = m.name
@@ -68,156 +76,52 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 		},
 		tok:         m.tok,
 		syntax:      pl.syntax,
-		logprobs:    logprobs,
-		topLogprobs: topLogprobs,
+		logprobs:    nProbs > 0, // as llama-server, no probabilities means no logprobs field
+		topLogprobs: nProbs,
+		n:           n,
 		nPrompt:     len(pl.prompt),
 		nCtx:        m.info.NCtx,
 	}
 	if so, ok := req.StreamOptions.Get(); ok {
 		run.includeUsage = so.IncludeUsage.Or(false)
 	}
-	task := engine.Task{Prompt: pl.prompt, Params: pl.params, Stream: stream}
+	tasks := generationTasks(pl.prompt, pl.params, stream, slotOf(req.IDSlot), n)
 	if resumable {
-		return s.startResumable(ctx, string(conversation), m.backend, task, run, w)
+		return s.startResumable(ctx, string(conversation), m.backend, tasks, run, w)
 	}
 
-	ch, err := m.backend.Submit(ctx, task)
+	set, _, err := submitAll(ctx, m.backend, tasks)
 	if err != nil {
 		return run.fail(err)
 	}
-	defer drain(ch)
+	defer set.close()
 	if stream {
 		sse := newSSE(w)
-		if err := run.stream(ctx, ch, sse); err != nil && !sse.started {
+		if err := run.stream(ctx, set, sse); err != nil && !sse.started {
 			return err // nothing sent yet: an ordinary JSON error
 		}
 		return nil
 	}
-
-	var c completion
-	final, err := c.collect(ctx, ch)
+	resp, err := run.collect(ctx, set)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil
+			return nil // the client is gone; nobody reads an answer
 		}
-		return run.fail(err)
+		return err
 	}
-	noteTokens(ctx, final.TokensEvaluated, final.TokensPredicted)
-	parsed := toolcall.NewStream(run.syntax, newToolCallID)
-	parsed.Add(c.content.String())
-	msg, _ := parsed.Finish()
-	return writeJSON(w, &gen.ChatCompletionResponse{
-		Choices: []gen.ChatChoice{{
-			FinishReason: chatFinishReason(final.StopType, msg),
-			Index:        0,
-			Message:      responseMessage(msg),
-			Logprobs:     run.chatLogprobs(c.probs),
-		}},
-		Created:           run.head.created,
-		Model:             run.head.model,
-		SystemFingerprint: run.head.fingerprint,
-		Object:            "chat.completion",
-		Usage:             usage(final),
-		ID:                run.head.id,
-		Timings:           timings(final.Timings),
-	})
+	return writeJSON(w, resp)
 }
 
-// chatRun is what one chat completion needs after its request was checked, to answer from the
-// engine's results.
-type chatRun struct {
-	server       *Server
-	head         chatHead
-	tok          *tokenizer.Tokenizer
-	syntax       toolcall.Syntax // how the model's output carries reasoning and tool calls
-	logprobs     bool
-	topLogprobs  int
-	includeUsage bool
-	// nPrompt and nCtx explain a prompt that does not fit.
-	nPrompt, nCtx int
+// CreateChatCompletionAlias implements POST /chat/completions, an alias of POST
+// /v1/chat/completions.
+func (s *Server) CreateChatCompletionAlias(ctx context.Context, req *gen.ChatCompletionRequest, p gen.CreateChatCompletionAliasParams, w http.ResponseWriter) error {
+	return s.CreateChatCompletion(ctx, req, gen.CreateChatCompletionParams{XConversationID: p.XConversationID}, w)
 }
 
-// fail is the client's view of an engine error for this request.
-func (r *chatRun) fail(err error) *apiError { return submitError(err, r.nPrompt, r.nCtx) }
-
-// chatLogprobs is a choice's logprobs: the steps' probabilities when the request asked for them.
-func (r *chatRun) chatLogprobs(steps []engine.StepProbs) gen.OptChatLogprobs {
-	if !r.logprobs {
-		return gen.OptChatLogprobs{}
-	}
-	return gen.NewOptChatLogprobs(gen.ChatLogprobs{Content: probabilities(r.tok, steps, false, r.topLogprobs)})
-}
-
-// stream sends the engine's results as chunks, ending with `data: [DONE]`, until the final
-// result, a failed write or the end of ctx. A failure is returned as an *apiError; when sse had
-// started it was also sent as an error event.
-func (r *chatRun) stream(ctx context.Context, ch <-chan engine.Result, sse *sseWriter) error {
-	head := r.head
-	parsed := toolcall.NewStream(r.syntax, newToolCallID)
-	var pendingProbs []engine.StepProbs // probabilities of tokens whose text is held back
-	for {
-		var failed *apiError
-		res, over, err := r.server.nextStreamed(ctx, ch, sse, r.fail, func(ae *apiError) {
-			_ = sse.fail(ae)
-			failed = ae
-		})
-		if failed != nil {
-			return failed
-		}
-		if over {
-			return err
-		}
-		if !sse.started {
-			// The first chunk announces the role, with null content.
-			role := head.chunk(gen.ChatDelta{Role: gen.NewOptString("assistant"), Content: gen.OptNilString{Set: true, Null: true}})
-			if sse.data(&role) != nil {
-				return nil
-			}
-		}
-		deltas := parsed.Add(res.Text)
-		var msg toolcall.Message
-		if res.Stop {
-			var last []toolcall.Delta
-			msg, last = parsed.Finish()
-			deltas = append(deltas, last...)
-		}
-		pendingProbs = append(pendingProbs, res.Probs...)
-		for i, d := range deltas {
-			piece := head.chunk(chatDelta(d))
-			if i == len(deltas)-1 && len(pendingProbs) > 0 {
-				piece.Choices[0].Logprobs = r.chatLogprobs(pendingProbs)
-				pendingProbs = nil
-			}
-			if sse.data(&piece) != nil {
-				return nil
-			}
-		}
-		if !res.Stop {
-			continue
-		}
-		noteTokens(ctx, res.TokensEvaluated, res.TokensPredicted)
-		// The finish chunk has an empty delta; timings ride on the last chunk before [DONE],
-		// which is the usage chunk (with no choices) when the client asked for usage.
-		finish := head.chunk(gen.ChatDelta{})
-		finish.Choices[0].FinishReason = gen.NewNilString(chatFinishReason(res.StopType, msg))
-		if !r.includeUsage {
-			finish.Timings = gen.NewOptTimings(timings(res.Timings))
-		}
-		if sse.data(&finish) != nil {
-			return nil
-		}
-		if r.includeUsage {
-			u := head.chunk(gen.ChatDelta{})
-			u.Choices = []gen.ChatChunkChoice{}
-			u.Usage = gen.NewOptUsage(usage(res))
-			u.Timings = gen.NewOptTimings(timings(res.Timings))
-			if sse.data(&u) != nil {
-				return nil
-			}
-		}
-		_ = sse.done()
-		return nil
-	}
+// CreateChatCompletionOllamaAlias implements POST /api/chat (ollama's path), an alias of POST
+// /v1/chat/completions: the request and the answer are OpenAI's, as in llama-server.
+func (s *Server) CreateChatCompletionOllamaAlias(ctx context.Context, req *gen.ChatCompletionRequest, p gen.CreateChatCompletionOllamaAliasParams, w http.ResponseWriter) error {
+	return s.CreateChatCompletion(ctx, req, gen.CreateChatCompletionParams{XConversationID: p.XConversationID}, w)
 }
 
 // responseMessage is the assistant message of a chat answer: content (null when the message
@@ -304,10 +208,10 @@ type chatHead struct {
 	fingerprint string
 }
 
-// chunk builds a stream chunk with one choice carrying delta and a null finish_reason.
-func (h chatHead) chunk(delta gen.ChatDelta) gen.ChatCompletionChunk {
+// chunk builds a stream chunk with choice index carrying delta and a null finish_reason.
+func (h chatHead) chunk(index int, delta gen.ChatDelta) gen.ChatCompletionChunk {
 	return gen.ChatCompletionChunk{
-		Choices:           []gen.ChatChunkChoice{{FinishReason: gen.NilString{Null: true}, Index: 0, Delta: delta}},
+		Choices:           []gen.ChatChunkChoice{{FinishReason: gen.NilString{Null: true}, Index: index, Delta: delta}},
 		Created:           h.created,
 		ID:                h.id,
 		Model:             h.model,

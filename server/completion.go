@@ -23,17 +23,53 @@ func (s *Server) CreateCompletionAlias(ctx context.Context, req *gen.CompletionR
 	return s.complete(ctx, req, w)
 }
 
-// completion is one native completion request on its way through the engine.
+// completion is one native completion on its way through the engine.
 type completion struct {
 	tok          *tokenizer.Tokenizer
 	model        string
 	promptText   string
 	settings     gen.GenerationSettings
 	returnTokens bool
+	index        int // among the completions of one request (n_cmpl)
 
 	content strings.Builder
 	tokens  []int32
 	probs   []engine.StepProbs
+}
+
+// nativeOptions are the native endpoints' (/completion, /infill) settings of the answer.
+type nativeOptions struct {
+	stream       bool
+	returnTokens bool
+	n            int      // completions of the prompt (n_cmpl, or n)
+	slot         *int     // id_slot: the first completion's slot, nil for any
+	fields       []string // response_fields: nil keeps every field
+}
+
+// nativeRequest is what nativeOptionsOf reads of the native requests.
+type nativeRequest interface {
+	GetStream() gen.OptNilBool
+	GetReturnTokens() gen.OptNilBool
+	GetNCmpl() gen.OptNilInt
+	GetN() gen.OptNilInt
+	GetIDSlot() gen.OptNilInt
+	GetResponseFields() gen.OptNilStringArray
+}
+
+// nativeOptionsOf reads a native request's answer settings for the loaded model.
+func (m *loaded) nativeOptionsOf(req nativeRequest) (nativeOptions, error) {
+	n, err := choiceCount(req.GetNCmpl(), req.GetN(), m.info.NSlots)
+	if err != nil {
+		return nativeOptions{}, err
+	}
+	fields, _ := req.GetResponseFields().Get()
+	return nativeOptions{
+		stream:       req.GetStream().Or(false),
+		returnTokens: req.GetReturnTokens().Or(false),
+		n:            n,
+		slot:         slotOf(req.GetIDSlot()),
+		fields:       fields,
+	}, nil
 }
 
 func (s *Server) complete(ctx context.Context, req *gen.CompletionRequest, w http.ResponseWriter) error {
@@ -47,62 +83,70 @@ func (s *Server) complete(ctx context.Context, req *gen.CompletionRequest, w htt
 	}
 	// OpenAI's logprobs counts when n_probs is not given, as in llama-server.
 	params.NProbs = req.NProbs.Or(req.Logprobs.Or(0))
+	opts, err := m.nativeOptionsOf(req)
+	if err != nil {
+		return err
+	}
 	prompt, err := promptTokens(m.tok, req.Prompt)
 	if err != nil {
 		return err
 	}
-	return s.completeTokens(ctx, m, prompt, params, req.Stream.Or(false), req.ReturnTokens.Or(false), w)
+	return s.completeTokens(ctx, m, prompt, params, opts, w)
 }
 
-// completeTokens runs a native completion of a tokenized prompt and writes its answer.
-func (s *Server) completeTokens(ctx context.Context, m *loaded, prompt []int32, params engine.Params, stream, returnTokens bool, w http.ResponseWriter) error {
+// completeTokens runs the native completions of a tokenized prompt and writes the answer: one
+// completion as an object, several (n_cmpl) as an array of them, or a stream of the events of
+// all, told apart by their index.
+func (s *Server) completeTokens(ctx context.Context, m *loaded, prompt []int32, params engine.Params, opts nativeOptions, w http.ResponseWriter) error {
 	if len(prompt) == 0 {
 		return invalidRequest("the prompt is empty")
 	}
-	c := &completion{
-		tok:          m.tok,
-		model:        m.name,
-		promptText:   m.tok.Detokenize(prompt, false, true),
-		settings:     generationSettings(params, stream, m.info.SpecType),
-		returnTokens: returnTokens,
+	settings := generationSettings(params, opts.stream, m.info.SpecType)
+	settings.ReasoningFormat = s.cfg.ReasoningFormat.String()
+	promptText := m.tok.Detokenize(prompt, false, true)
+	cs := make([]*completion, opts.n)
+	for i := range cs {
+		cs[i] = &completion{
+			tok:          m.tok,
+			model:        m.name,
+			promptText:   promptText,
+			settings:     settings,
+			returnTokens: opts.returnTokens,
+			index:        i,
+		}
 	}
-	c.settings.ReasoningFormat = s.cfg.ReasoningFormat.String()
-
-	ch, err := m.backend.Submit(ctx, engine.Task{Prompt: prompt, Params: params, Stream: stream})
-	if err != nil {
-		return submitError(err, len(prompt), m.info.NCtx)
-	}
-	defer drain(ch)
 	fail := func(err error) *apiError { return submitError(err, len(prompt), m.info.NCtx) }
-
-	if !stream {
-		final, err := c.collect(ctx, ch)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil // the client is gone; nobody reads an answer
-			}
-			return fail(err)
-		}
-		noteTokens(ctx, final.TokensEvaluated, final.TokensPredicted)
-		resp := c.final(final, c.content.String())
-		if params.NProbs > 0 {
-			resp.CompletionProbabilities = probabilities(m.tok, c.probs, params.PostSamplingProbs, params.NProbs)
-		}
-		return writeJSON(w, &resp)
+	set, _, err := submitAll(ctx, m.backend, generationTasks(prompt, params, opts.stream, opts.slot, opts.n))
+	if err != nil {
+		return fail(err)
 	}
+	defer set.close()
 
+	finals := make([]engine.Result, opts.n)
 	sse := newSSE(w)
-	for {
-		res, over, err := s.nextStreamed(ctx, ch, sse, fail, func(ae *apiError) { _ = sse.fail(ae) })
-		if over {
-			return err
+	for done := 0; done < opts.n; {
+		tr, err := set.next(ctx)
+		if err == nil && tr.res.Err != nil {
+			err = tr.res.Err
 		}
+		switch {
+		case ctx.Err() != nil:
+			return nil // the client is gone; nobody reads an answer
+		case err != nil && !sse.started:
+			return fail(err)
+		case err != nil:
+			ae := fail(err)
+			s.noteError(ctx, ae)
+			_ = sse.fail(ae)
+			return nil
+		}
+		c, res := cs[tr.task], tr.res
 		c.add(res)
 		// As llama-server, every piece of text goes out in a partial event and the final event
 		// has empty content: text that arrives with the final result gets a partial of its own.
-		if !res.Stop || res.Text != "" || len(res.Tokens) > 0 {
+		if opts.stream && (!res.Stop || res.Text != "" || len(res.Tokens) > 0) {
 			chunk := gen.CompletionChunk{
-				Index:           0,
+				Index:           c.index,
 				Content:         res.Text,
 				Tokens:          nonNil(res.Tokens),
 				Stop:            false,
@@ -120,11 +164,32 @@ func (s *Server) completeTokens(ctx context.Context, m *loaded, prompt []int32, 
 		if !res.Stop {
 			continue
 		}
-		noteTokens(ctx, res.TokensEvaluated, res.TokensPredicted)
-		resp := c.final(res, "")
-		_ = sse.data(&resp)
+		done++
+		finals[tr.task] = res
+		if opts.stream {
+			resp := c.final(res, "")
+			if sse.data(pickFields(&resp, opts.fields)) != nil {
+				return nil
+			}
+		}
+	}
+	total := totalOf(finals)
+	noteTokens(ctx, total.TokensEvaluated, total.TokensPredicted)
+	if opts.stream {
 		return nil
 	}
+	answers := make([]encoder, opts.n)
+	for i, c := range cs {
+		resp := c.final(finals[i], c.content.String())
+		if params.NProbs > 0 {
+			resp.CompletionProbabilities = probabilities(m.tok, c.probs, params.PostSamplingProbs, params.NProbs)
+		}
+		answers[i] = pickFields(&resp, opts.fields)
+	}
+	if len(answers) == 1 {
+		return writeJSON(w, answers[0])
+	}
+	return writeJSON(w, jsonArray(answers))
 }
 
 // add records a result's text and tokens.
@@ -158,7 +223,7 @@ func (c *completion) final(res engine.Result, content string) gen.CompletionResp
 		tokens = nonNil(c.tokens)
 	}
 	return gen.CompletionResponse{
-		Index:              0,
+		Index:              c.index,
 		Content:            content,
 		Tokens:             tokens,
 		IDSlot:             res.Slot,

@@ -60,7 +60,11 @@ func (s *Server) CreateInfill(ctx context.Context, req *gen.InfillRequest, w htt
 		nCtx:   m.info.NCtx,
 		spm:    s.cfg.SPMInfill,
 	})
-	return s.completeTokens(ctx, m, prompt, params, req.Stream.Or(false), req.ReturnTokens.Or(false), w)
+	opts, err := m.nativeOptionsOf(req)
+	if err != nil {
+		return err
+	}
+	return s.completeTokens(ctx, m, prompt, params, opts, w)
 }
 
 // infillText tokenizes input_prefix or input_suffix as llama-server does: no special tokens

@@ -75,3 +75,8 @@ func (s *Server) ListModels(context.Context) (*gen.ModelsResponse, error) {
 func (s *Server) ListModelsAlias(ctx context.Context) (*gen.ModelsResponse, error) {
 	return s.ListModels(ctx)
 }
+
+// ListModelsOllamaAlias implements GET /api/tags (ollama's path), an alias of GET /v1/models.
+func (s *Server) ListModelsOllamaAlias(ctx context.Context) (*gen.ModelsResponse, error) {
+	return s.ListModels(ctx)
+}

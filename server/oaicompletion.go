@@ -11,7 +11,8 @@ import (
 )
 
 // CreateOAICompletion implements POST /v1/completions, OpenAI's text completions: every prompt
-// of the request is completed n times, each completion one choice (index prompt*n + j). As JSON,
+// of the request is completed n (or n_cmpl) times, each completion one choice (index
+// prompt*n + j); id_slot binds each prompt's first completion to that slot. As JSON,
 // or as an event stream of text_completion chunks ending with `data: [DONE]`.
 //
 // llama-server answers several prompts with a JSON array of single-choice objects, which OpenAI
@@ -30,12 +31,9 @@ func (s *Server) CreateOAICompletion(ctx context.Context, req *gen.CompletionReq
 			return invalidRequest("Unsupported param: %s", name)
 		}
 	}
-	n := req.N.Or(1)
-	if n < 1 {
-		return invalidRequest("'n' must be at least 1, got %d", n)
-	}
-	if n > m.info.NSlots {
-		return invalidRequest("n_cmpl cannot be greater than the number of slots, please increase -np")
+	n, err := choiceCount(req.NCmpl, req.N, m.info.NSlots)
+	if err != nil {
+		return err
 	}
 	params, err := m.samplingFields(req, firstSet(req.NPredict, req.MaxTokens)).params()
 	if err != nil {
@@ -51,9 +49,7 @@ func (s *Server) CreateOAICompletion(ctx context.Context, req *gen.CompletionReq
 		if len(p) == 0 {
 			return invalidRequest("the prompt is empty")
 		}
-		for range n {
-			tasks = append(tasks, engine.Task{Prompt: p, Params: params})
-		}
+		tasks = append(tasks, generationTasks(p, params, false, slotOf(req.IDSlot), n)...)
 	}
 	head := chatHead{id: newChatID(), created: time.Now().Unix(), model: req.Model.Or(""), fingerprint: s.cfg.SystemFingerprint}
 	if head.model == "" {

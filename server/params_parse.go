@@ -5,8 +5,10 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/go-faster/jx"
 
@@ -132,11 +134,12 @@ func (f samplingFields) parseLogitBias() ([]engine.LogitBias, error) {
 		}
 		return 0, bad("%s: the bias must be a number or false", tok)
 	}
-	id := func(n int64) ([]int32, error) {
+	// As llama-server, an id outside the vocabulary (0 <= id < n_vocab) is skipped.
+	id := func(n int64) []int32 {
 		if n < 0 || (f.tok != nil && n >= int64(f.tok.NVocab())) || n > math.MaxInt32 {
-			return nil, bad("token %d is out of range", n)
+			return nil
 		}
-		return []int32{int32(n)}, nil
+		return []int32{int32(n)}
 	}
 	text := func(s string) []int32 {
 		if f.tok == nil {
@@ -166,12 +169,12 @@ func (f samplingFields) parseLogitBias() ([]engine.LogitBias, error) {
 			switch elems[0].Type() {
 			case jx.Number:
 				n, err := jx.DecodeBytes(elems[0]).Int64()
-				if err != nil {
+				switch {
+				case err == nil:
+					ids = id(n)
+				case !integerLiteral(elems[0]): // 1.5, 1e3: not an id
 					return bad("entry %d: the token must be an integer id or a string", i)
-				}
-				if ids, err = id(n); err != nil {
-					return err
-				}
+				} // else an integer beyond int64: out of range, skipped
 			case jx.String:
 				s, _ := jx.DecodeBytes(elems[0]).Str()
 				ids = text(s)
@@ -186,7 +189,9 @@ func (f samplingFields) parseLogitBias() ([]engine.LogitBias, error) {
 			return nil
 		})
 		if err != nil {
-			if ae, ok := err.(*apiError); ok {
+			// jx wraps what the callback returns: the specific message is inside.
+			var ae *apiError
+			if errors.As(err, &ae) {
 				return nil, ae
 			}
 			return nil, bad("must be an array of [token, bias] pairs or an object")
@@ -194,10 +199,9 @@ func (f samplingFields) parseLogitBias() ([]engine.LogitBias, error) {
 	case jx.Object:
 		err := d.Obj(func(d *jx.Decoder, key string) error {
 			var ids []int32
-			if n, err := strconv.ParseInt(key, 10, 64); err == nil {
-				if ids, err = id(n); err != nil {
-					return err
-				}
+			// A numeric key is an id (one beyond int64 is out of range); any other is text.
+			if n, err := strconv.ParseInt(key, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+				ids = id(n)
 			} else {
 				ids = text(key)
 			}
@@ -209,7 +213,9 @@ func (f samplingFields) parseLogitBias() ([]engine.LogitBias, error) {
 			return nil
 		})
 		if err != nil {
-			if ae, ok := err.(*apiError); ok {
+			// jx wraps what the callback returns: the specific message is inside.
+			var ae *apiError
+			if errors.As(err, &ae) {
 				return nil, ae
 			}
 			return nil, bad("must be an array of [token, bias] pairs or an object")
@@ -218,6 +224,13 @@ func (f samplingFields) parseLogitBias() ([]engine.LogitBias, error) {
 		return nil, bad("must be an array of [token, bias] pairs or an object")
 	}
 	return out, nil
+}
+
+// integerLiteral reports whether raw is a JSON number written as an integer (digits, maybe a
+// minus sign), however large.
+func integerLiteral(raw jx.Raw) bool {
+	digits := strings.TrimPrefix(string(raw), "-")
+	return digits != "" && strings.Trim(digits, "0123456789") == ""
 }
 
 // parseSamplers reads samplers: an array of names (canonical or alternative spellings) or a
@@ -258,7 +271,8 @@ func parseSamplers(raw jx.Raw) ([]string, error) {
 			return nil
 		})
 		if err != nil {
-			if ae, ok := err.(*apiError); ok {
+			var ae *apiError
+			if errors.As(err, &ae) {
 				return nil, ae
 			}
 			return nil, invalidRequest("'samplers' must be an array of names or a string of letters")

@@ -109,6 +109,10 @@ func (r chatRequest) input() (chat.Input, error) {
 	return in, nil
 }
 
+// errNoAudio is llama-server's answer to audio it cannot hear (no multimodal projector);
+// errNoVision (anthropic.go) is its answer to an image.
+var errNoAudio = invalidRequest("audio input is not supported - hint: if this is unexpected, you may need to provide the mmproj")
+
 // chatMessages converts request messages as llama-server does: a message needs content (null
 // counts, and becomes ""), an assistant message content or tool_calls; text
 // parts are joined with newlines; tool calls must be functions, their arguments JSON text or
@@ -135,7 +139,13 @@ func chatMessages(msgs []gen.ChatMessage) ([]chat.Message, error) {
 			} else {
 				texts := make([]string, 0, len(c.ChatContentPartArray))
 				for _, part := range c.ChatContentPartArray {
-					if part.Type != "text" {
+					switch part.Type {
+					case "text":
+					case "image_url": // llama-server's words without a multimodal projector
+						return nil, errNoVision
+					case "input_audio":
+						return nil, errNoAudio
+					default:
 						return nil, invalidRequest("messages[%d]: content part type %q is not supported (only \"text\")", i, part.Type)
 					}
 					texts = append(texts, part.Text.Or(""))

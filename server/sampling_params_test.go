@@ -31,7 +31,8 @@ func TestSamplingFieldMapping(t *testing.T) {
 		{"dry_base", `"dry_base":2`, func(p engine.Params) bool { return p.DRYBase == 2 }, "dry_base", 2.0},
 		{"dry_allowed_length", `"dry_allowed_length":3`, func(p engine.Params) bool { return p.DRYAllowedLength == 3 }, "dry_allowed_length", 3.0},
 		{"dry_penalty_last_n", `"dry_penalty_last_n":32`, func(p engine.Params) bool { return p.DRYPenaltyLastN == 32 }, "dry_penalty_last_n", 32.0},
-		{"dry_penalty_last_n default", ``, func(p engine.Params) bool { return p.DRYPenaltyLastN == 256 }, "dry_penalty_last_n", 256.0},
+		{"dry_penalty_last_n default", ``, func(p engine.Params) bool { return p.DRYPenaltyLastN == 64 }, "dry_penalty_last_n", 64.0},
+		{"dry_penalty_last_n -1", `"dry_penalty_last_n":-1`, func(p engine.Params) bool { return p.DRYPenaltyLastN == 256 }, "dry_penalty_last_n", 256.0},
 		{"dry_sequence_breakers", `"dry_sequence_breakers":["\n","x"]`, func(p engine.Params) bool { return reflect.DeepEqual(p.DRYSequenceBreakers, []string{"\n", "x"}) }, "dry_sequence_breakers.1", "x"},
 		{"top_n_sigma", `"top_n_sigma":1.5`, func(p engine.Params) bool { return p.TopNSigma == 1.5 }, "top_n_sigma", 1.5},
 		{"typical_p", `"typical_p":0.5`, func(p engine.Params) bool { return p.TypicalP == 0.5 }, "typical_p", 0.5},
@@ -96,43 +97,45 @@ func TestSamplingFieldMapping(t *testing.T) {
 	}
 }
 
-// TestSamplingFieldErrors checks invalid values are 400s naming the field.
+// TestSamplingFieldErrors checks invalid values are 400s with exact messages naming the field,
+// on both endpoints.
 func TestSamplingFieldErrors(t *testing.T) {
-	cases := []struct{ fields, field string }{
-		{`"repeat_penalty":0`, "repeat_penalty"},
-		{`"repeat_last_n":-2`, "repeat_last_n"},
-		{`"dry_multiplier":-1`, "dry_multiplier"},
-		{`"dry_allowed_length":-1`, "dry_allowed_length"},
-		{`"dry_penalty_last_n":-5`, "dry_penalty_last_n"},
-		{`"dry_sequence_breakers":[]`, "dry_sequence_breakers"},
-		{`"typical_p":1.5`, "typical_p"},
-		{`"xtc_probability":2`, "xtc_probability"},
-		{`"xtc_threshold":-0.1`, "xtc_threshold"},
-		{`"dynatemp_range":-1`, "dynatemp_range"},
-		{`"mirostat":3`, "mirostat"},
-		{`"mirostat_tau":-1`, "mirostat_tau"},
-		{`"mirostat_eta":-1`, "mirostat_eta"},
-		{`"min_keep":-1`, "min_keep"},
-		{`"n_keep":-2`, "n_keep"},
-		{`"n_discard":-1`, "n_discard"},
-		{`"n_cache_reuse":-1`, "n_cache_reuse"},
-		{`"t_max_predict_ms":-5`, "t_max_predict_ms"},
-		{`"logit_bias":5`, "logit_bias"},
-		{`"logit_bias":[[1]]`, "logit_bias"},
-		{`"logit_bias":[[1,true]]`, "logit_bias"},
-		{`"logit_bias":[[1,"x"]]`, "logit_bias"},
-		{`"logit_bias":[[{},1]]`, "logit_bias"},
-		{`"logit_bias":[[99999,1]]`, "logit_bias"},
-		{`"logit_bias":[[-1,1]]`, "logit_bias"},
-		{`"logit_bias":{"3":"x"}`, "logit_bias"},
-		{`"logit_bias":{"99999":1}`, "logit_bias"},
-		{`"samplers":["top_k","bogus"]`, "samplers"},
-		{`"samplers":[1]`, "samplers"},
-		{`"samplers":"kq"`, "samplers"},
-		{`"samplers":{}`, "samplers"},
-		{`"speculative.n_max":-1`, "speculative.n_max"},
-		{`"speculative.n_min":-2`, "speculative.n_min"},
-		{`"speculative.p_min":1.5`, "speculative.p_min"},
+	cases := []struct{ fields, want string }{
+		{`"repeat_penalty":0`, "'repeat_penalty' must be above 0, got 0"},
+		{`"repeat_last_n":-2`, "'repeat_last_n' must be -1 (the context size) or more, got -2"},
+		{`"dry_multiplier":-1`, "'dry_multiplier' must be 0 or more, got -1"},
+		{`"dry_allowed_length":-1`, "'dry_allowed_length' must be 0 or more, got -1"},
+		{`"dry_penalty_last_n":-5`, "'dry_penalty_last_n' must be -1 (the context size) or more, got -5"},
+		{`"dry_sequence_breakers":[]`, "'dry_sequence_breakers' must be a non-empty array of strings"},
+		{`"typical_p":1.5`, "'typical_p' must be between 0 and 1, got 1.5"},
+		{`"xtc_probability":2`, "'xtc_probability' must be between 0 and 1, got 2"},
+		{`"xtc_threshold":-0.1`, "'xtc_threshold' must be between 0 and 1, got -0.1"},
+		{`"dynatemp_range":-1`, "'dynatemp_range' must be 0 or more, got -1"},
+		{`"mirostat":3`, "'mirostat' must be 0 (off), 1 or 2, got 3"},
+		{`"mirostat_tau":-1`, "'mirostat_tau' must be 0 or more, got -1"},
+		{`"mirostat_eta":-1`, "'mirostat_eta' must be 0 or more, got -1"},
+		{`"min_keep":-1`, "'min_keep' must be 0 or more, got -1"},
+		{`"n_keep":-2`, "'n_keep' must be at least -1 (got -2)"},
+		{`"n_discard":-1`, "'n_discard' must be at least 0 (got -1)"},
+		{`"n_cache_reuse":-1`, "'n_cache_reuse' must be at least 0 (got -1)"},
+		{`"t_max_predict_ms":-5`, "'t_max_predict_ms' must be at least 0 (got -5)"},
+		{`"logit_bias":5`, "'logit_bias' must be an array of [token, bias] pairs or an object"},
+		{`"logit_bias":[[1]]`, "'logit_bias' entry 0 must be a [token, bias] pair"},
+		{`"logit_bias":[[1,2],7]`, "'logit_bias' entry 1 must be a [token, bias] pair"},
+		{`"logit_bias":[[1,true]]`, "'logit_bias' entry 0: the bias must be a number or false"},
+		{`"logit_bias":[[1,"x"]]`, "'logit_bias' entry 0: the bias must be a number or false"},
+		{`"logit_bias":[[99999,"x"]]`, "'logit_bias' entry 0: the bias must be a number or false"},
+		{`"logit_bias":[[{},1]]`, "'logit_bias' entry 0: the token must be an integer id or a string"},
+		{`"logit_bias":[[1.5,1]]`, "'logit_bias' entry 0: the token must be an integer id or a string"},
+		{`"logit_bias":{"3":"x"}`, `'logit_bias' token "3": the bias must be a number or false`},
+		{`"logit_bias":{"a":true}`, `'logit_bias' token "a": the bias must be a number or false`},
+		{`"samplers":["top_k","bogus"]`, `'samplers' has an unknown sampler "bogus"`},
+		{`"samplers":[1]`, "'samplers' must be an array of names or a string of letters"},
+		{`"samplers":"kq"`, "'samplers' has an unknown sampler letter 'q'"},
+		{`"samplers":{}`, "'samplers' must be an array of names or a string of letters"},
+		{`"speculative.n_max":-1`, "'speculative.n_max' must be 0 or more, got -1"},
+		{`"speculative.n_min":-2`, "'speculative.n_min' must be 0 or more, got -2"},
+		{`"speculative.p_min":1.5`, "'speculative.p_min' must be between 0 and 1, got 1.5"},
 	}
 	for _, c := range cases {
 		for _, ep := range []string{"/completion", "/v1/chat/completions"} {
@@ -146,8 +149,41 @@ func TestSamplingFieldErrors(t *testing.T) {
 				t.Errorf("%s %s: status %d, want 400: %s", ep, c.fields, rec.Code, rec.Body)
 				continue
 			}
-			if !strings.Contains(rec.Body.String(), c.field) {
-				t.Errorf("%s %s: error does not name %q: %s", ep, c.fields, c.field, rec.Body)
+			if got := lookup(t, decodeJSON(t, rec.Body.Bytes()), "error.message"); got != c.want {
+				t.Errorf("%s %s: message %q, want %q", ep, c.fields, got, c.want)
+			}
+		}
+	}
+}
+
+// TestLogitBiasOutOfRange: as llama-server (which keeps only ids with 0 <= id < n_vocab),
+// out-of-range token ids are skipped, not refused; the other entries still apply.
+func TestLogitBiasOutOfRange(t *testing.T) {
+	cases := []struct {
+		fields string
+		want   []engine.LogitBias
+	}{
+		{`"logit_bias":[[99999,1],[5,2]]`, []engine.LogitBias{{Token: 5, Bias: 2}}},
+		{`"logit_bias":[[-1,1],[6,false]]`, []engine.LogitBias{{Token: 6, Bias: float32(math.Inf(-1))}}},
+		{`"logit_bias":[[100000000000000000000,1]]`, []engine.LogitBias{}},
+		{`"logit_bias":{"99999":1,"7":-2}`, []engine.LogitBias{{Token: 7, Bias: -2}}},
+		{`"logit_bias":{"-3":1}`, []engine.LogitBias{}},
+		{`"logit_bias":{"100000000000000000000":false}`, []engine.LogitBias{}},
+	}
+	for _, c := range cases {
+		for _, ep := range []string{"/completion", "/v1/chat/completions"} {
+			h := newHarness(t)
+			body := `{"prompt":"Once","n_predict":1,` + c.fields + `}`
+			if ep != "/completion" {
+				body = `{"messages":[{"role":"user","content":"Hi"}],"max_tokens":1,` + c.fields + `}`
+			}
+			rec := h.do(t, http.MethodPost, ep, body)
+			if rec.Code != http.StatusOK {
+				t.Errorf("%s %s: status %d, want 200: %s", ep, c.fields, rec.Code, rec.Body)
+				continue
+			}
+			if got := h.fake.lastTask(t).Params.LogitBias; !reflect.DeepEqual(got, c.want) {
+				t.Errorf("%s %s: logit bias %v, want %v", ep, c.fields, got, c.want)
 			}
 		}
 	}

@@ -26,7 +26,7 @@ const relayChunk = 32 << 10
 
 // startResumable runs a chat stream in a new session named id and relays it to w from its first
 // byte. A failure before the first event is answered as a JSON error, as without a session.
-func (s *Server) startResumable(ctx context.Context, id string, b Backend, task engine.Task, run *chatRun, w http.ResponseWriter) error {
+func (s *Server) startResumable(ctx context.Context, id string, b Backend, tasks []engine.Task, run *chatRun, w http.ResponseWriter) error {
 	// The session keeps the request's values (its log fields) but not its cancellation.
 	sess, err := s.streams.Start(context.WithoutCancel(ctx), id)
 	switch {
@@ -45,15 +45,15 @@ func (s *Server) startResumable(ctx context.Context, id string, b Backend, task 
 	if err != nil {
 		return err
 	}
-	ch, err := b.Submit(sess.Context(), task)
+	set, _, err := submitAll(sess.Context(), b, tasks)
 	if err != nil {
 		ae := run.fail(err)
 		sess.Fail(ae)
 		return ae
 	}
 	go func() {
-		defer drain(ch)
-		if err := run.stream(sess.Context(), ch, newSessionSSE(sess)); err != nil {
+		defer set.close()
+		if err := run.stream(sess.Context(), set, newSessionSSE(sess)); err != nil {
 			sess.Fail(err)
 			return
 		}

@@ -72,6 +72,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/tags": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Alias of GET /v1/models (ollama's path); public like it. */
+        get: operations["listModelsOllamaAlias"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/chat/completions": {
         parameters: {
             query?: never;
@@ -83,6 +100,40 @@ export interface paths {
         put?: never;
         /** OpenAI-compatible chat completion. */
         post: operations["createChatCompletion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/chat/completions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Alias of POST /v1/chat/completions. */
+        post: operations["createChatCompletionAlias"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/chat": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Alias of POST /v1/chat/completions (ollama's path; the request and answer stay OpenAI's). */
+        post: operations["createChatCompletionOllamaAlias"];
         delete?: never;
         options?: never;
         head?: never;
@@ -157,7 +208,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** llama.cpp's native completion. */
+        /**
+         * llama.cpp's native completion.
+         * @description With `n_cmpl` (or `n`) above 1 the prompt is completed that many times: the answer is a
+         *     JSON array of completions (each with its `index`), and a stream interleaves the
+         *     completions' events, told apart by `index`. With `response_fields` each completion
+         *     keeps only the fields named ("a/b" names a nested field), keyed by the names given.
+         */
         post: operations["createCompletion"];
         delete?: never;
         options?: never;
@@ -704,10 +761,29 @@ export interface components {
             stop?: components["schemas"]["Stop"];
             stream?: boolean | null;
             stream_options?: components["schemas"]["StreamOptions"];
-            /** @description Return the log-probability of each generated token (choices[].logprobs). */
+            /**
+             * @description Return the log-probability of each generated token (choices[].logprobs), with the
+             *     top_logprobs most likely tokens at each step (20 when top_logprobs is not given).
+             */
             logprobs?: boolean | null;
-            /** @description How many of the most likely tokens to list at each step (with logprobs). */
+            /**
+             * @description How many of the most likely tokens to list at each step; requires "logprobs": true
+             *     (llama-server answers 400 otherwise). 0 returns no logprobs, as llama-server.
+             */
             top_logprobs?: number | null;
+            /**
+             * @description Choices to generate, each a separate generation (its own slot); at most the number
+             *     of slots. Streams tell the choices apart by choices[].index.
+             */
+            n?: number | null;
+            /** @description llama-server's name for n; wins over it. */
+            n_cmpl?: number | null;
+            /**
+             * @description The slot to run in (-1, the default, lets the server choose); a busy slot is waited
+             *     for. With several completions only the first is bound to it. An id the server does
+             *     not have answers 400 "Invalid slot ID".
+             */
+            id_slot?: number | null;
             ignore_eos?: boolean | null;
             /** @description Penalizes tokens seen in the last repeat_last_n tokens; 1 is off. Must be above 0. */
             repeat_penalty?: number | null;
@@ -905,10 +981,29 @@ export interface components {
         CompletionFields: {
             model?: string | null;
             /**
-             * @description Completions per prompt (POST /v1/completions); at most the number of slots, as
-             *     llama-server's n_cmpl.
+             * @description Completions per prompt (OpenAI's name for n_cmpl, which wins over it); at most the
+             *     number of slots.
              */
             n?: number | null;
+            /**
+             * @description llama-server's completions per prompt; at most the number of slots. Each is a
+             *     separate generation (its own slot), answered as its own choice (POST
+             *     /v1/completions) or array element (POST /completion).
+             */
+            n_cmpl?: number | null;
+            /**
+             * @description The slot to run in (-1, the default, lets the server choose); a busy slot is waited
+             *     for. With several completions only the first is bound to it. An id the server does
+             *     not have answers 400 "Invalid slot ID".
+             */
+            id_slot?: number | null;
+            /**
+             * @description POST /completion and /infill: keep only these fields of the final result, in this
+             *     order, each under the name given; "a/b" is field b of object a (e.g.
+             *     "generation_settings/n_predict"). Names that match nothing are left out. Streamed
+             *     partial results are not filtered.
+             */
+            response_fields?: string[] | null;
             /** @description OpenAI's name for n_probs (n_probs wins). */
             logprobs?: number | null;
             stream_options?: components["schemas"]["StreamOptions"];
@@ -1700,6 +1795,27 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    listModelsOllamaAlias: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The model list. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelsResponse"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
     createChatCompletion: {
         parameters: {
             query?: never;
@@ -1726,6 +1842,64 @@ export interface operations {
              * @description A chat completion, or with `"stream": true` a stream of `data: {chunk}` events ending
              *     with `data: [DONE]`.
              */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChatCompletionResponse"];
+                    "text/event-stream": components["schemas"]["ChatCompletionChunk"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    createChatCompletionAlias: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description As on POST /v1/chat/completions. */
+                "X-Conversation-Id"?: components["schemas"]["StreamId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChatCompletionRequest"];
+            };
+        };
+        responses: {
+            /** @description As POST /v1/chat/completions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChatCompletionResponse"];
+                    "text/event-stream": components["schemas"]["ChatCompletionChunk"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    createChatCompletionOllamaAlias: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description As on POST /v1/chat/completions. */
+                "X-Conversation-Id"?: components["schemas"]["StreamId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChatCompletionRequest"];
+            };
+        };
+        responses: {
+            /** @description As POST /v1/chat/completions. */
             200: {
                 headers: {
                     [name: string]: unknown;
