@@ -143,9 +143,14 @@ func (r *Recorder) MatMulAt(w Weight, x, xSums *Buffer, xRow0, nTokens int, y *B
 	switch {
 	case r.d.BarrierFree:
 		variant := append(extra, "ROW_PER_THREAD")
+		lanes := 1 // token lanes per invocation: as few as the batch needs, at most 8
 		switch {
-		case nTokens > 1:
-			variant = append(variant, "MULTI")
+		case nTokens > 4:
+			lanes, variant = 8, append(variant, "LANES2", "LANES4", "LANES8")
+		case nTokens > 2:
+			lanes, variant = 4, append(variant, "LANES2", "LANES4")
+		case nTokens == 2:
+			lanes, variant = 2, append(variant, "LANES2")
 		case w.Type == Q4_K || w.Type == Q6_K:
 			variant = append(variant, "BLOCK_DOT") // hand-ordered block loops for decode
 		}
@@ -154,9 +159,9 @@ func (r *Recorder) MatMulAt(w Weight, x, xSums *Buffer, xRow0, nTokens int, y *B
 			if p == nil {
 				break
 			}
-			// One dispatch per chunk: groups of matvecMaxTokens tokens go in the grid's z.
+			// One dispatch per chunk: groups of lanes tokens go in the grid's z.
 			groups := r.elementwise(c.Rows)
-			groups[2] = uint32((nTokens + matvecMaxTokens - 1) / matvecMaxTokens)
+			groups[2] = uint32((nTokens + lanes - 1) / lanes)
 			r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, xRow0, 0, yStride, yCol+c.Row0), groups, withSums(xSums, c.Buf, x, y)...)
 		}
 	case nTokens <= matvecMaxTokens:

@@ -181,7 +181,7 @@ func testMatMul(t *testing.T, d *gpu.Device, tolScale float64) {
 		// Row lengths in blocks; row and token counts that are not multiples of the tiles.
 		bs := max(typ.BlockSize(), 4)
 		for _, c := range []struct{ rows, cols, tokens, row0 int }{
-			{64, 2 * bs, 1, 0}, {43, 3 * bs, 3, 2}, {37, bs, 8, 0}, // matrix-vector
+			{64, 2 * bs, 1, 0}, {29, bs, 2, 1}, {43, 3 * bs, 3, 2}, {23, 2 * bs, 4, 0}, {37, bs, 8, 0}, // matrix-vector
 			{33, 2 * bs, 9, 0}, {70, bs, 37, 1}, // tiled
 		} {
 			if typ == gpu.F32 || typ == gpu.F16 || typ == gpu.BF16 {

@@ -44,7 +44,23 @@ fn xload(i: u32) -> vec4<f32> {
 const WG: u32 = 64u;
 const MAXT: u32 = 8u;
 
-// The row-per-thread kernel takes n_tok tokens (any number) in groups of MAXT, one group per
+// Token lanes of the row-per-thread kernel: LANES2, LANES4 and LANES8 are cumulative (LANES4
+// also defines LANES2), so a batch of 2 or 4 sequences does not pay for 8 lanes.
+#ifdef LANES8
+const LANES: u32 = 8u;
+#else
+#ifdef LANES4
+const LANES: u32 = 4u;
+#else
+#ifdef LANES2
+const LANES: u32 = 2u;
+#else
+const LANES: u32 = 1u;
+#endif
+#endif
+#endif
+
+// The row-per-thread kernel takes n_tok tokens (any number) in groups of LANES, one group per
 // grid z slice: tok0 is the slice's first token and nt its token count. One dispatch per weight
 // chunk keeps a long prompt within a submit's dispatch limit. The cooperative kernel leaves
 // tok0 at 0 (n_tok <= MAXT there).
@@ -68,24 +84,28 @@ fn xv(t: u32, xi: u32) -> vec4<f32> {
 }
 
 // Accumulators are named variables, not an array indexed by a runtime token count, so CPU
-// compilers keep them in registers; MULTI computes 8 token lanes, else 1. Each 4-element
+// compilers keep them in registers; LANES of them (1, 2, 4 or 8). Each 4-element
 // product is added to one running sum (and each block's minimum term after the block): this
 // order keeps the near-tie greedy steps of llama.cpp's outputs on the same side.
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let row = gid.x + gid.y * nwg.x * WG;
-    tok0 = gid.z * MAXT;
-    nt = min(MAXT, p.n_tok - tok0);
+    tok0 = gid.z * LANES;
+    nt = min(LANES, p.n_tok - tok0);
     if (row >= p.n) {
         return;
     }
     let nb = p.k / BS;
     let base0 = row * nb * BW;
     var a0 = 0.0;
-#ifdef MULTI
+#ifdef LANES2
     var a1 = 0.0;
+#endif
+#ifdef LANES4
     var a2 = 0.0;
     var a3 = 0.0;
+#endif
+#ifdef LANES8
     var a4 = 0.0;
     var a5 = 0.0;
     var a6 = 0.0;
@@ -115,10 +135,14 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
                 let wv = sb_q4(base, j, sp);
                 let xi = (b * BS + j) / 4u;
                 a0 += dot(wv, xv(0u, xi));
-#ifdef MULTI
+#ifdef LANES2
                 a1 += dot(wv, xv(1u, xi));
+#endif
+#ifdef LANES4
                 a2 += dot(wv, xv(2u, xi));
                 a3 += dot(wv, xv(3u, xi));
+#endif
+#ifdef LANES8
                 a4 += dot(wv, xv(4u, xi));
                 a5 += dot(wv, xv(5u, xi));
                 a6 += dot(wv, xv(6u, xi));
@@ -128,10 +152,14 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         }
 #ifdef XSUM
         a0 += mn * xs[(p.x_row0 + tok0) * nb + b];
-#ifdef MULTI
+#ifdef LANES2
         a1 += mn * xs[(p.x_row0 + tok0 + min(1u, nt - 1u)) * nb + b];
+#endif
+#ifdef LANES4
         a2 += mn * xs[(p.x_row0 + tok0 + min(2u, nt - 1u)) * nb + b];
         a3 += mn * xs[(p.x_row0 + tok0 + min(3u, nt - 1u)) * nb + b];
+#endif
+#ifdef LANES8
         a4 += mn * xs[(p.x_row0 + tok0 + min(4u, nt - 1u)) * nb + b];
         a5 += mn * xs[(p.x_row0 + tok0 + min(5u, nt - 1u)) * nb + b];
         a6 += mn * xs[(p.x_row0 + tok0 + min(6u, nt - 1u)) * nb + b];
@@ -141,10 +169,14 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }
 #endif
     store(0u, row, a0);
-#ifdef MULTI
+#ifdef LANES2
     if (nt > 1u) { store(1u, row, a1); }
+#endif
+#ifdef LANES4
     if (nt > 2u) { store(2u, row, a2); }
     if (nt > 3u) { store(3u, row, a3); }
+#endif
+#ifdef LANES8
     if (nt > 4u) { store(4u, row, a4); }
     if (nt > 5u) { store(5u, row, a5); }
     if (nt > 6u) { store(6u, row, a6); }
