@@ -25,10 +25,12 @@ const (
 
 // TensorInfo describes one tensor; its bytes are File.TensorData.
 type TensorInfo struct {
+	// Name is unique within the file (e.g. "blk.0.attn_q.weight").
 	Name string
 	// Shape lists the dimensions ggml-style: Shape[0] (ne0) is the contiguous row length.
 	Shape []uint64
-	Type  GGMLType
+	// Type is the ggml storage type, which fixes Size for the Shape.
+	Type GGMLType
 	// Offset is relative to File.DataOffset, as stored in the file.
 	Offset uint64
 	// Size is the tensor's length in bytes.
@@ -47,15 +49,18 @@ func (t *TensorInfo) NumElements() uint64 {
 // File is a parsed GGUF file. Metadata and tensor infos are copied out of the file; tensor data
 // stays in the mapping and is valid until Close.
 type File struct {
+	// Version is the GGUF format version, 2 or 3 (others are rejected).
 	Version uint32
 	// KV holds the metadata in file order.
-	KV      []KV
+	KV []KV
+	// Tensors holds the tensor infos in file order.
 	Tensors []TensorInfo
 	// Alignment is general.alignment or DefaultAlignment.
 	Alignment uint64
 	// DataOffset is the absolute offset of the tensor data section.
 	DataOffset uint64
-	FileSize   uint64
+	// FileSize is the whole file's length in bytes.
+	FileSize uint64
 
 	data        []byte
 	unmap       func() error

@@ -72,7 +72,9 @@ func (t ValueType) minSize() uint64 {
 // []float64, []bool, []string), or []Array for nested arrays, so callers can type-switch once
 // instead of per element.
 type Array struct {
-	Elem   ValueType
+	// Elem is the element type all Values share, as stored in the file.
+	Elem ValueType
+	// Values is the typed slice described above.
 	Values any
 }
 
@@ -112,8 +114,11 @@ func (a Array) Len() int {
 // KV is one metadata entry. Value holds the Go type matching Type: uint8, int8, uint16, int16,
 // uint32, int32, float32, bool, string, Array, uint64, int64 or float64.
 type KV struct {
-	Key   string
-	Type  ValueType
+	// Key is the dotted metadata name, unique within a file (e.g. "general.architecture").
+	Key string
+	// Type is the GGUF value type, which fixes Value's Go type.
+	Type ValueType
+	// Value is the decoded value, of the Go type listed above.
 	Value any
 }
 

@@ -16,10 +16,12 @@ const maxNameLen = 63
 
 // TensorData is a tensor held in memory, for Write.
 type TensorData struct {
+	// Name must be unique and at most 63 bytes (llama.cpp's GGML_MAX_NAME limit).
 	Name string
 	// Shape lists the dimensions ggml-style: Shape[0] (ne0) is the row length.
 	Shape []uint64
-	Type  GGMLType
+	// Type is the ggml storage type Data is packed in.
+	Type GGMLType
 	// Data is the packed tensor, exactly Type.RowSize(elements) bytes.
 	Data []byte
 }
@@ -27,9 +29,10 @@ type TensorData struct {
 // TensorSource is a tensor whose bytes are produced while the file is written, so that a
 // multi-gigabyte model never has to sit in memory at once.
 type TensorSource struct {
+	// Name, Shape and Type are as in TensorData.
 	Name  string
-	Shape []uint64
-	Type  GGMLType
+	Shape []uint64 // ggml order: Shape[0] is the row length
+	Type  GGMLType // the storage type Write produces
 	// Write writes exactly the tensor's bytes (Type.RowSize(elements)); writing more or fewer
 	// fails WriteStream.
 	Write func(w io.Writer) error

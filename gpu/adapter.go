@@ -24,7 +24,7 @@ const backends = wgpu.InstanceBackend(1<<0 | 1<<2 | 1<<3) // Vulkan | Metal | DX
 type AdapterInfo struct {
 	Index   int    // position in the enumeration, as --device takes it
 	Name    string // device name, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)"
-	Vendor  string
+	Vendor  string // vendor name as the driver reports it; may be empty
 	Driver  string // driver description, e.g. "Mesa 22.3.6 (LLVM 15.0.6)"
 	Backend string // "vulkan", "metal", "d3d12"
 	Type    string // "discrete", "integrated", "cpu", "unknown"

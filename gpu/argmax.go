@@ -4,8 +4,11 @@ package gpu
 // positions/bases (laid out as for RoPEKV) of a next single-token-per-row pass, taken from
 // Plan (each row's first drafted position, then each row's base) plus Step.
 type ArgmaxFeed struct {
+	// IDs receives the next pass's token ids, Pos its positions and bases; Plan (read only)
+	// holds the drafted first positions and bases they are derived from.
 	IDs, Pos, Plan *Buffer
-	Step           int
+	// Step is added to each row's first drafted position, so chained passes advance.
+	Step int
 }
 
 // Argmax writes, for each of rows rows of n logits, the index of the largest (the first on

@@ -10,27 +10,34 @@ import (
 
 // Limits are the adapter limits the kernels and buffer layout depend on.
 type Limits struct {
-	MaxStorageBufferBindingSize       uint64
-	MaxBufferSize                     uint64
-	MaxStorageBuffersPerShaderStage   uint32
-	MaxComputeWorkgroupStorageSize    uint32
-	MaxComputeInvocationsPerWorkgroup uint32
-	MaxComputeWorkgroupsPerDimension  uint32
-	MinStorageBufferOffsetAlignment   uint32
-	MinUniformBufferOffsetAlignment   uint32
+	MaxStorageBufferBindingSize       uint64 // bytes one binding may span; dispatches check it
+	MaxBufferSize                     uint64 // bytes one buffer may hold; allocation checks it
+	MaxStorageBuffersPerShaderStage   uint32 // caps a kernel's storage bindings
+	MaxComputeWorkgroupStorageSize    uint32 // bytes of var<workgroup> memory per workgroup
+	MaxComputeInvocationsPerWorkgroup uint32 // largest workgroup a kernel may declare
+	MaxComputeWorkgroupsPerDimension  uint32 // grid spills over into y beyond this
+	MinStorageBufferOffsetAlignment   uint32 // bytes; storage binding offsets are multiples
+	MinUniformBufferOffsetAlignment   uint32 // bytes; uniform binding offsets are multiples
 }
 
 // Features are the optional capabilities a kernel variant may use.
 type Features struct {
+	// ShaderF16 is WebGPU's shader-f16 (enabled on the device when the adapter has it); the
+	// F16Math kernels need it, while the f16 KV cache packs halves into u32 and does not.
 	ShaderF16 bool
+	// Subgroups is WebGPU's subgroups feature, enabled on the device when the adapter has it;
+	// no kernel depends on it yet.
 	Subgroups bool
 }
 
 // Device is an opened adapter: the device, its queue, and the caches that make repeated
 // forward passes allocate nothing.
 type Device struct {
-	Info     AdapterInfo
-	Limits   Limits
+	// Info describes the adapter the device was opened on.
+	Info AdapterInfo
+	// Limits are the adapter's own limits, all requested for the device.
+	Limits Limits
+	// Features are the optional features the adapter offered and the device enabled.
 	Features Features
 	// BarrierFree selects kernel variants without workgroup barriers. Set for CPU adapters
 	// (lavapipe runs a barrier as a context switch of every invocation); tests flip it to

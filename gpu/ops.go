@@ -197,10 +197,10 @@ func kvDefines(f16 bool) []string {
 // pos * FreqBase^(-2i/nRot), pairing adjacent elements (llama) or, with NeoX, element i with
 // i + nRot/2 (GPT-NeoX, Qwen, Phi-3).
 type Rope struct {
-	NRot      int
-	FreqBase  float32
+	NRot      int     // rotated dimensions per head: even, at most head_dim (a multiple of 4 with NeoX)
+	FreqBase  float32 // theta base, llama.cpp's rope.freq_base (e.g. 10000)
 	FreqScale float32 // linear scaling: positions are multiplied by it (0 means 1)
-	NeoX      bool
+	NeoX      bool    // pair i with i + NRot/2 instead of adjacent elements
 	// Factors, when set, divides pair i's angle by Factors[i] (NRot/2 f32; Llama 3.1).
 	Factors *Buffer
 	// YaRN, when ExtFactor > 0, blends interpolated (FreqScale) and extrapolated angles over
@@ -213,6 +213,9 @@ type Rope struct {
 
 // YaRN holds ggml's YaRN RoPE parameters; see YaRNCorrDims for the range.
 type YaRN struct {
+	// ExtFactor weighs extrapolation at the ramp's low end (0: plain RoPE, no YaRN);
+	// AttnFactor scales the rotated values (0 means 1); CorrLo..CorrHi is the pair range
+	// over which the blend ramps from extrapolated to interpolated angles.
 	ExtFactor, AttnFactor, CorrLo, CorrHi float32
 }
 
@@ -290,7 +293,7 @@ type AttnParams struct {
 	// few). On CPU adapters a long range runs in chunks that carry their running softmax in
 	// State (AttentionStateSize floats), which the caller must then provide.
 	MaxKeys int
-	State   *Buffer
+	State   *Buffer // chunked attention's running softmax; nil unless AttentionChunked
 }
 
 func (a AttnParams) params(base ...any) []uint32 {

@@ -23,8 +23,8 @@ const ParamsSize = 256
 // PipelineKey names one compiled kernel variant: the kernel family plus exactly what changes
 // the generated code (weight type, fused epilogue, ...). It doubles as the pipeline's label.
 type PipelineKey struct {
-	Kernel  string
-	Variant string
+	Kernel  string // kernel family, the shaders/ file name without .wgsl
+	Variant string // the preprocessor defines joined by commas; empty for the plain kernel
 }
 
 // String names the pipeline as logs and errors show it: the kernel, then its variant.
@@ -39,7 +39,7 @@ func (k PipelineKey) String() string {
 type PipelineSpec struct {
 	// Source returns the WGSL; called only on a cache miss.
 	Source func() (string, error)
-	Entry  string
+	Entry  string // entry point function name in the WGSL
 	// Bindings lists storage bindings 1..n; binding 0 is always the uniform parameter block.
 	Bindings []Access
 	// WorkgroupSize is recorded with the pipeline so the host sizes dispatches to match.
@@ -48,8 +48,8 @@ type PipelineSpec struct {
 
 // Pipeline is a compiled compute kernel with its explicit bind-group layout.
 type Pipeline struct {
-	Key           PipelineKey
-	WorkgroupSize uint32
+	Key           PipelineKey // cache key, also the pipeline's label
+	WorkgroupSize uint32      // from PipelineSpec, invocations per workgroup
 	pipeline      *wgpu.ComputePipeline
 	layout        *layout
 	nbind         int

@@ -119,19 +119,19 @@ func Pack(t WeightType, data []byte) ([]byte, error) {
 
 // WeightChunk is a run of whole rows of a weight that fits in one storage binding.
 type WeightChunk struct {
-	Buf  *Buffer
-	Row0 int
-	Rows int
+	Buf  *Buffer // the chunk's rows, packed for the kernels (see Pack)
+	Row0 int     // index of the chunk's first row in the whole weight
+	Rows int     // number of rows in the chunk
 }
 
 // Weight is a row-major matrix (ggml layout: Rows rows of Cols elements) on the device, split
 // into chunks when it exceeds the adapter's maxStorageBufferBindingSize (an 8B model's
 // embedding table does on lavapipe), so kernels never see the split except as extra dispatches.
 type Weight struct {
-	Type   WeightType
-	Rows   int
-	Cols   int
-	Chunks []WeightChunk
+	Type   WeightType    // ggml block type of the data; selects the kernel variant
+	Rows   int           // output features (ggml ne1)
+	Cols   int           // row length, input features (ggml ne0); a multiple of the block size
+	Chunks []WeightChunk // in row order, covering all Rows
 }
 
 // Bytes is the weight's size on the device.

@@ -13,11 +13,11 @@ type Candidates struct {
 	// IDs and Logits are the K largest logits and their tokens (the whole row if it is
 	// shorter), by descending logit and then ascending id, as a stable sort would order them.
 	IDs    []int32
-	Logits []float32
+	Logits []float32 // Logits[i] is token IDs[i]'s raw logit
 	// Max is the row's largest logit; LogSumExp is log sum_j exp(logit_j) over the whole row,
 	// so a candidate's full-softmax probability is exp(logit - LogSumExp).
 	Max       float32
-	LogSumExp float64
+	LogSumExp float64 // Max plus the log of the GPU's sum of exp(logit - Max)
 }
 
 // Prob is the full-softmax probability of the i-th candidate.

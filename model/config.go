@@ -13,17 +13,17 @@ import (
 
 // Config holds the hyperparameters of a llama-family model, read from "<arch>.*" keys.
 type Config struct {
-	Arch      string
-	Name      string
-	NEmbd     int // embedding length
-	NLayer    int
-	NHead     int
-	NKVHead   int
-	HeadDim   int
-	NFF       int
-	NVocab    int
-	NRot      int // rotary dimensions per head
-	RopeBase  float32
+	Arch      string   // general.architecture, one of Supported; the prefix of the other keys
+	Name      string   // general.name, "" when the file has none
+	NEmbd     int      // embedding length
+	NLayer    int      // block_count: transformer blocks
+	NHead     int      // attention.head_count: query heads
+	NKVHead   int      // attention.head_count_kv (default NHead); divides NHead for GQA
+	HeadDim   int      // attention.key_length (default NEmbd/NHead); even, at most 256
+	NFF       int      // feed_forward_length: FFN hidden size
+	NVocab    int      // tokenizer.ggml.tokens count, else vocab_size
+	NRot      int      // rotary dimensions per head
+	RopeBase  float32  // rope.freq_base (default 10000)
 	RopeNeoX  bool     // GPT-NeoX rotary pairing (i, i + NRot/2) rather than adjacent pairs
 	RopeScale float32  // linear RoPE scaling of positions (1: none); Gemma 3: global layers only
 	YaRN      gpu.YaRN // YaRN scaling, when the file asks for it
@@ -45,13 +45,14 @@ type Config struct {
 	// default, which --pooling overrides).
 	Pooling   Pooling
 	NormEps   float32 // LayerNorm epsilon
-	RMSEps    float32
-	NCtxTrain int
-	FileType  string
-	ChatTmpl  string
+	RMSEps    float32 // attention.layer_norm_rms_epsilon (default 1e-5)
+	NCtxTrain int     // context_length the model was trained with (default 2048); BERT's position limit
+	FileType  string  // general.file_type as llama.cpp names it ("mostly Q4_K - Medium"), else guessed
+	ChatTmpl  string  // tokenizer.chat_template (Jinja), "" when the file has none
 	// RerankTmpl is tokenizer.chat_template.rerank: a reranker's prompt with {query} and
 	// {document} placeholders, or "" when the file has none.
 	RerankTmpl string
+	// TensorSize is the bytes of all tensor data in the file, for load progress.
 	TensorSize uint64
 }
 

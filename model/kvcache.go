@@ -14,7 +14,7 @@ const splitAttentionFrom = 512
 // rows belong to sequences is the caller's business, told per batch: contiguous regions
 // (Batch.Base) or pages listed in page tables (Batch.PageBits, Batch.Pages).
 type KVCache struct {
-	NCtx int
+	NCtx int // cache rows (token slots) per layer, shared by all sequences
 	k, v []*gpu.Buffer
 	part *gpu.Buffer // split-K attention partials, on GPUs with contexts long enough to split
 	row  uint64      // bytes of one cache row of one layer
@@ -72,18 +72,20 @@ func (kv *KVCache) Release() {
 // its positions 0, 2^PageBits, ... in order. Copies, run first, let a sequence take a private
 // copy of rows it shares with another (copy-on-write) in the same submit.
 type Batch struct {
-	Tokens []int32
-	Pos    []int32
-	Base   []int32
-	Logits []int
+	Tokens []int32 // token ids, each below Config.NVocab
+	Pos    []int32 // each token's position in its sequence
+	Base   []int32 // each token's sequence: first cache row, or page-table index in Pages
+	Logits []int   // batch rows whose logits are returned, in return order
 
-	PageBits int
-	Pages    []int32
-	Copies   []RowCopy
+	PageBits int       // log2 of the page size in rows; 0: contiguous regions, no paging
+	Pages    []int32   // the page tables, concatenated; unused with PageBits 0
+	Copies   []RowCopy // copy-on-write row copies, run before the pass
 }
 
 // RowCopy copies N cache rows, in every layer, from row Src to row Dst.
-type RowCopy struct{ Src, Dst, N int }
+type RowCopy struct {
+	Src, Dst, N int // cache row indices and a row count, not sequence positions
+}
 
 // maxPageBits bounds the page size (2^maxPageBits rows).
 const maxPageBits = 16
@@ -178,7 +180,9 @@ func (b Batch) recordCopies(r *gpu.Recorder, kv *KVCache) {
 }
 
 // Shift is a move of N cached positions of one sequence from Src to Dst < Src (see ShiftKV).
-type Shift struct{ Src, Dst, N int }
+type Shift struct {
+	Src, Dst, N int // sequence positions and a count, not cache rows
+}
 
 // ShiftKV moves positions of one sequence to earlier positions in every layer, keys turned to
 // their new positions (the context shift and cache reuse of llama.cpp's seq_rm + seq_add). The

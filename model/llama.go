@@ -23,8 +23,8 @@ type layer struct {
 // Model is a loaded model of a llama-like architecture (llama, qwen2, qwen3, phi3, gemma2,
 // gemma3): weights on the GPU plus the tokenizer.
 type Model struct {
-	Config    Config
-	Tokenizer *tokenizer.Tokenizer
+	Config    Config               // hyperparameters read from the file's metadata
+	Tokenizer *tokenizer.Tokenizer // built from the file's tokenizer.ggml.* vocabulary
 
 	dev        *gpu.Device
 	tokEmbd    gpu.Weight

@@ -18,7 +18,8 @@ const QuantizationVersion = 2
 type Progress struct {
 	// Index counts from 1 to Count in file order.
 	Index, Count int
-	Plan         TensorPlan
+	// Plan is the tensor's name, shape and type change, for the per-tensor line.
+	Plan TensorPlan
 	// OldSize and NewSize are the tensor's bytes before and after.
 	OldSize, NewSize uint64
 }

@@ -53,21 +53,25 @@ func (m Model) is70B() bool { return m.Arch == "llama" && m.Layers == 80 && m.He
 
 // Tensor is what planning needs to know of a tensor.
 type Tensor struct {
-	Name  string
+	// Name is the GGUF tensor name; the mix rules match on it (blk.N.attn_v.weight, ...).
+	Name string
+	// Shape is ggml-ordered: Shape[0] is the row length that decides block-size fallbacks.
 	Shape []uint64
-	Type  gguf.GGMLType
+	// Type is the input type, kept when the tensor is not quantized.
+	Type gguf.GGMLType
 }
 
 // TensorPlan says what becomes of one tensor.
 type TensorPlan struct {
+	// Name and Shape are the input tensor's, unchanged by conversion.
 	Name  string
-	Shape []uint64
+	Shape []uint64 // ggml order: Shape[0] is the row length
 	// From is the input type, To the output type.
 	From, To gguf.GGMLType
 	// Wanted is the type the mix's rules chose; To differs when the row length forced a
 	// fallback, and Note then says why in llama-quantize's words.
 	Wanted gguf.GGMLType
-	Note   string
+	Note   string // empty unless To != Wanted
 }
 
 // Fallback reports whether the row length forced a type other than the one the mix wanted.

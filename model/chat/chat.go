@@ -14,8 +14,8 @@ import (
 
 // Message is one turn of a conversation, with its content already flattened to text.
 type Message struct {
-	Role    string
-	Content string
+	Role    string // "system", "user", "assistant" or "tool"; "developer" renders as "system"
+	Content string // the text, already flattened from any content parts
 	// ReasoningContent is an assistant's reasoning ("thinking") text, if any.
 	ReasoningContent string
 	// Name is the optional author name.
@@ -28,8 +28,8 @@ type Message struct {
 
 // ToolCall is one function call of an assistant message.
 type ToolCall struct {
-	ID   string
-	Name string
+	ID   string // the call's id, which a later tool message's ToolCallID answers; may be ""
+	Name string // the function called
 	// Arguments is the JSON text of the arguments, as OpenAI's API carries it.
 	Arguments string
 }

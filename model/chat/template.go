@@ -35,6 +35,7 @@ type caps struct {
 
 // Input is everything a template renders: the conversation and request options.
 type Input struct {
+	// Messages is the conversation in order, before llama-server's normalisation.
 	Messages []Message
 	// Tools is the request's "tools" JSON array, or nil.
 	Tools json.RawMessage
@@ -49,7 +50,9 @@ type Input struct {
 
 // RenderError is a template's refusal to render a conversation (raise_exception) or a failure
 // while rendering; the server answers it with HTTP 400.
-type RenderError struct{ Err error }
+type RenderError struct {
+	Err error // the Jinja error or *jinja.Exception, or the bad tools/kwargs JSON
+}
 
 // Error is the underlying error's message.
 func (e *RenderError) Error() string { return e.Err.Error() }

@@ -42,8 +42,10 @@ type Vocab struct {
 	// Pre is tokenizer.ggml.pre, the BPE pre-tokenizer ("" is llama.cpp's "default"); Merges
 	// is tokenizer.ggml.merges ("left right", highest priority first). Both are for "gpt2" only.
 	Pre    string
-	Merges []string
+	Merges []string // ignored unless Model is "gpt2"
 
+	// BOS, EOS, EOT (end of turn), UNK and PAD are the special ids tokenizer.ggml.*_token_id
+	// name, or the tokenizer model's defaults; -1 when none.
 	BOS, EOS, EOT, UNK, PAD int32
 	// SEP is the separator WordPiece appends after the text (BERT's [SEP]); -1 when none. Note
 	// that the zero value is a real id.
@@ -53,6 +55,8 @@ type Vocab struct {
 	// recognised by their text (<|eot_id|>, <|im_end|>, <|end|>, ...) are added regardless.
 	EOG []int32
 
+	// AddBOS and AddEOS wrap tokenized text in BOS/EOS when special tokens are added;
+	// AddSpacePrefix (SentencePiece) puts a space before the text and after each special token.
 	AddBOS, AddEOS, AddSpacePrefix bool
 	// AddSEP is tokenizer.ggml.add_sep_token; llama.cpp reports it but WordPiece appends SEP
 	// whenever special tokens are added.

@@ -13,7 +13,9 @@ type Template struct {
 }
 
 // Exception is the error raise_exception produces: the template rejected its input.
-type Exception struct{ Msg string }
+type Exception struct {
+	Msg string // raise_exception's argument as a string; "" when called without one
+}
 
 // Error is the message as llama.cpp's minja words it.
 func (e *Exception) Error() string { return "Jinja Exception: " + e.Msg }

@@ -8,8 +8,8 @@ import (
 
 // Tool is one function the model may call.
 type Tool struct {
-	Name        string
-	Description string
+	Name        string // the function name a call must use
+	Description string // the request's description, "" when none; constraints ignore it
 	// Parameters is the JSON schema of the arguments; empty means any object.
 	Parameters json.RawMessage
 }
@@ -31,8 +31,8 @@ type Constraint struct {
 // Trigger is a text that starts a lazy grammar: anywhere in the output, or with AtStart only
 // at its beginning (after whitespace).
 type Trigger struct {
-	Word    string
-	AtStart bool
+	Word    string // literal text, e.g. "<tool_call>"; the grammar's output starts with it
+	AtStart bool   // trigger only at the start of the output (after whitespace)
 }
 
 // NewConstraint returns the constraint for a request, and false when the format generates

@@ -85,8 +85,8 @@ func (r ReasoningFormat) String() string {
 
 // Syntax is everything Parse needs to know about the output (llama.cpp's common_chat_syntax).
 type Syntax struct {
-	Format    Format
-	Reasoning ReasoningFormat
+	Format    Format          // how the model writes tool calls, from its chat template
+	Reasoning ReasoningFormat // what becomes of <think> blocks (--reasoning-format)
 	// ReasoningInContent keeps reasoning, with its tags, in the content (deepseek-legacy while
 	// streaming).
 	ReasoningInContent bool

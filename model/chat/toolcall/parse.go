@@ -9,7 +9,7 @@ import (
 type Call struct {
 	// ID is the id the model wrote, or (after a Stream assigns one) a generated one.
 	ID   string
-	Name string
+	Name string // the function called
 	// Arguments is the arguments' JSON text, re-serialised compactly; while the call is still
 	// being written, a prefix of its final value.
 	Arguments string
@@ -17,9 +17,9 @@ type Call struct {
 
 // Message is the assistant message parsed from generated text.
 type Message struct {
-	Content   string
-	Reasoning string
-	Calls     []Call
+	Content   string // the text outside reasoning and tool calls
+	Reasoning string // the <think> text without its tags, unless Syntax keeps it in Content
+	Calls     []Call // tool calls in the order written
 }
 
 // empty reports whether m holds nothing.

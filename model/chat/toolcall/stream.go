@@ -6,13 +6,13 @@ import "strings"
 // or a change to tool call ToolIndex. The first delta of a tool call carries its ID and Name
 // (and no arguments); later ones carry pieces of its arguments text.
 type Delta struct {
-	Reasoning string
-	Content   string
+	Reasoning string // a piece of reasoning text to append
+	Content   string // a piece of content text to append
 	// ToolIndex is the tool call the delta is about, -1 for reasoning and content deltas.
 	ToolIndex int
-	ToolID    string
-	ToolName  string
-	ToolArgs  string
+	ToolID    string // set only on a call's first delta
+	ToolName  string // set only on a call's first delta
+	ToolArgs  string // a piece of the call's arguments JSON text to append
 }
 
 // IsTool reports whether d is about a tool call.
