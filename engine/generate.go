@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"cmp"
 	"strings"
 	"time"
@@ -28,6 +29,7 @@ type generation struct {
 	promptStart, genStart time.Time
 	promptDone            bool
 	newline               bool // a newline has been generated (t_max_predict_ms)
+	lineStart             int  // where the newest line of text starts, 0 before any newline (n_indent)
 
 	smp          *sampler
 	gram         *constraint
@@ -141,6 +143,9 @@ func (e *Engine) step(s *slot, logits logitsRow) (Result, bool) {
 		g.res.StoppingWord = word
 		return e.finish(s, StopWord), true
 	}
+	if p.NIndent > 0 && g.indentEnds() {
+		return e.finish(s, StopLimit), true
+	}
 	if p.NPredict >= 0 && g.res.TokensPredicted >= p.NPredict {
 		return e.finish(s, StopLimit), true
 	}
@@ -164,4 +169,37 @@ func (e *Engine) step(s *slot, logits logitsRow) (Result, bool) {
 	}
 	g.next = id
 	return Result{}, false
+}
+
+// indentEnds is llama-server's n_indent check after a token: once the newest line has a
+// character past its indentation, an indentation shorter than NIndent ends the generation and
+// the line is cut after its indentation (text already delivered stays). It then moves
+// lineStart past the next newline.
+func (g *generation) indentEnds() bool {
+	if g.lineStart > 0 {
+		pos := g.lineStart
+		for pos < len(g.text) && (g.text[pos] == ' ' || g.text[pos] == '\t') {
+			pos++
+		}
+		if pos < len(g.text) && pos-g.lineStart < g.p.NIndent {
+			g.text = g.text[:max(pos, g.sent)]
+			return true
+		}
+	}
+	if i := bytes.IndexByte(g.text[g.lineStart:], '\n'); i >= 0 {
+		g.lineStart += i + 1
+	}
+	return false
+}
+
+// progress sends a prompt progress result when the request asked for them; it reports false
+// when the client has gone.
+func (e *Engine) progress(s *slot) bool {
+	g := s.gen
+	if !g.p.ReturnProgress {
+		return true
+	}
+	return g.r.send(Result{Slot: s.id, TokensEvaluated: len(g.prompt), Progress: &PromptProgress{
+		Total: len(g.prompt), Cache: g.res.Timings.CacheN, Processed: len(s.cached), Elapsed: time.Since(g.promptStart),
+	}})
 }

@@ -108,6 +108,10 @@ func (e *Engine) startIn(s *slot, r *request) {
 	if err := e.start(s, r); err != nil {
 		r.fail(err)
 		s.gen = nil
+		return
+	}
+	if s.gen != nil {
+		e.progress(s) // llama-server's 0% update: the request has started
 	}
 }
 
@@ -244,6 +248,9 @@ func (e *Engine) turn() {
 			continue
 		}
 		r.s.cached = append(r.s.cached, r.tokens...)
+		if !r.s.gen.promptDone {
+			e.progress(r.s) // a client that left is noticed at the next turn
+		}
 		if r.logits == 0 {
 			continue
 		}

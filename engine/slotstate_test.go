@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
@@ -132,5 +133,56 @@ func TestPinnedSlot(t *testing.T) {
 	}
 	if st := e.Stats(); st.Deferred != 0 {
 		t.Errorf("deferred %d after the wait, want 0", st.Deferred)
+	}
+}
+
+// TestPromptProgress: with return_progress a request reports its prompt's evaluation, once
+// when it starts (only the cached part done) and after each prompt chunk, before its first
+// token; a request sharing a prefix reports the reused tokens as cache.
+func TestPromptProgress(t *testing.T) {
+	e := enginetest.LoadConfig(t, engine.Config{ModelPath: shareddata.Path(t, "models", stories), CtxSize: 512, BatchSize: 64})
+	prompt := cat([]int32{1}, seqTokens(300, 149))
+	for _, c := range []struct {
+		prompt []int32
+		cache  int
+		want   []int // Processed of each progress result
+	}{
+		{prompt, 0, []int{0, 64, 128, 150}},
+		{cat(prompt[:140], seqTokens(200, 30)), 140, []int{140, 170}},
+	} {
+		p := greedy(2)
+		p.ReturnProgress = true
+		ch, err := e.Submit(context.Background(), engine.Task{Prompt: c.prompt, Params: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int
+		tokens := 0
+		for r := range ch {
+			if r.Progress == nil {
+				tokens += len(r.Tokens)
+				continue
+			}
+			if tokens > 0 || r.Text != "" || len(r.Tokens) > 0 || r.Stop {
+				t.Errorf("progress after a token or with text: %+v", r)
+			}
+			if r.Progress.Total != len(c.prompt) || r.Progress.Cache != c.cache || r.TokensEvaluated != len(c.prompt) {
+				t.Errorf("progress %+v, want total %d cache %d", *r.Progress, len(c.prompt), c.cache)
+			}
+			got = append(got, r.Progress.Processed)
+		}
+		if !slices.Equal(got, c.want) || tokens != 2 {
+			t.Errorf("processed %v, want %v (%d tokens)", got, c.want, tokens)
+		}
+	}
+	// Without the flag nothing but text comes.
+	ch, err := e.Submit(context.Background(), engine.Task{Prompt: prompt, Params: greedy(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := range ch {
+		if r.Progress != nil {
+			t.Fatalf("progress without return_progress: %+v", r)
+		}
 	}
 }

@@ -106,6 +106,13 @@ type Params struct {
 	// TMaxPredictMs stops generation once this many milliseconds have passed since the first
 	// generated token and a newline has been generated; 0 is off.
 	TMaxPredictMs int
+	// NIndent, when positive, ends generation (stop type limit) at the first line that starts
+	// with fewer than NIndent spaces or tabs, cutting that line after its indentation
+	// (llama-server's n_indent, for code completion).
+	NIndent int
+	// ReturnProgress asks for prompt progress results while the prompt is evaluated (one when
+	// the request starts, then one per prompt chunk): llama-server's return_progress.
+	ReturnProgress bool
 
 	// Samplers is the chain's order, in llama-server's names (see DefaultSamplers); nil means
 	// the default order. Logit bias always runs first and the seeded draw last.
@@ -222,6 +229,10 @@ type Result struct {
 	// Slot is the slot the request ran in (llama-server's id_slot).
 	Slot int
 
+	// Progress, on a partial result that carries no text, reports how far the prompt's
+	// evaluation has got (Params.ReturnProgress).
+	Progress *PromptProgress
+
 	// Probs, when Params.NProbs > 0, holds one entry per token in Tokens: the sampled token's
 	// probability and the NProbs most likely candidates at that step.
 	Probs []StepProbs
@@ -234,6 +245,14 @@ type Result struct {
 
 	// Err, when set on a final result, is why the request failed.
 	Err error
+}
+
+// PromptProgress is llama-server's prompt_progress: of Total prompt tokens, Cache were reused
+// from the KV cache and Processed (cached ones included) are in the cache now, Elapsed after
+// the prompt's evaluation started.
+type PromptProgress struct {
+	Total, Cache, Processed int
+	Elapsed                 time.Duration
 }
 
 // StepProbs are one generation step's probabilities (llama-server's completion_probabilities).

@@ -2617,9 +2617,15 @@ func (s *ChatCompletionChunk) encodeFields(e *jx.Encoder) {
 			s.Timings.Encode(e)
 		}
 	}
+	{
+		if s.PromptProgress.Set {
+			e.FieldStart("prompt_progress")
+			s.PromptProgress.Encode(e)
+		}
+	}
 }
 
-var jsonFieldsNameOfChatCompletionChunk = [8]string{
+var jsonFieldsNameOfChatCompletionChunk = [9]string{
 	0: "choices",
 	1: "created",
 	2: "id",
@@ -2628,6 +2634,7 @@ var jsonFieldsNameOfChatCompletionChunk = [8]string{
 	5: "object",
 	6: "usage",
 	7: "timings",
+	8: "prompt_progress",
 }
 
 // Decode decodes ChatCompletionChunk from json.
@@ -2635,7 +2642,7 @@ func (s *ChatCompletionChunk) Decode(d *jx.Decoder) error {
 	if s == nil {
 		return errors.New("invalid: unable to decode ChatCompletionChunk to nil")
 	}
-	var requiredBitSet [1]uint8
+	var requiredBitSet [2]uint8
 
 	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
 		switch string(k) {
@@ -2737,6 +2744,16 @@ func (s *ChatCompletionChunk) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"timings\"")
 			}
+		case "prompt_progress":
+			if err := func() error {
+				s.PromptProgress.Reset()
+				if err := s.PromptProgress.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"prompt_progress\"")
+			}
 		default:
 			return d.Skip()
 		}
@@ -2746,8 +2763,9 @@ func (s *ChatCompletionChunk) Decode(d *jx.Decoder) error {
 	}
 	// Validate required fields.
 	var failures []validate.FieldError
-	for i, mask := range [1]uint8{
+	for i, mask := range [2]uint8{
 		0b00111111,
+		0b00000000,
 	} {
 		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
 			// Mask only required fields and check equality to mask using XOR.
@@ -3105,6 +3123,18 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.NIndent.Set {
+			e.FieldStart("n_indent")
+			s.NIndent.Encode(e)
+		}
+	}
+	{
+		if s.ReturnProgress.Set {
+			e.FieldStart("return_progress")
+			s.ReturnProgress.Encode(e)
+		}
+	}
+	{
 		if s.CachePrompt.Set {
 			e.FieldStart("cache_prompt")
 			s.CachePrompt.Encode(e)
@@ -3154,7 +3184,7 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfChatCompletionRequest = [58]string{
+var jsonFieldsNameOfChatCompletionRequest = [60]string{
 	0:  "model",
 	1:  "messages",
 	2:  "tools",
@@ -3205,14 +3235,16 @@ var jsonFieldsNameOfChatCompletionRequest = [58]string{
 	47: "n_discard",
 	48: "n_cache_reuse",
 	49: "t_max_predict_ms",
-	50: "cache_prompt",
-	51: "samplers",
-	52: "grammar",
-	53: "json_schema",
-	54: "response_format",
-	55: "speculative.n_max",
-	56: "speculative.n_min",
-	57: "speculative.p_min",
+	50: "n_indent",
+	51: "return_progress",
+	52: "cache_prompt",
+	53: "samplers",
+	54: "grammar",
+	55: "json_schema",
+	56: "response_format",
+	57: "speculative.n_max",
+	58: "speculative.n_min",
+	59: "speculative.p_min",
 }
 
 // Decode decodes ChatCompletionRequest from json.
@@ -3733,6 +3765,26 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"t_max_predict_ms\"")
+			}
+		case "n_indent":
+			if err := func() error {
+				s.NIndent.Reset()
+				if err := s.NIndent.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_indent\"")
+			}
+		case "return_progress":
+			if err := func() error {
+				s.ReturnProgress.Reset()
+				if err := s.ReturnProgress.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"return_progress\"")
 			}
 		case "cache_prompt":
 			if err := func() error {
@@ -6235,9 +6287,15 @@ func (s *CompletionChunk) encodeFields(e *jx.Encoder) {
 			e.ArrEnd()
 		}
 	}
+	{
+		if s.PromptProgress.Set {
+			e.FieldStart("prompt_progress")
+			s.PromptProgress.Encode(e)
+		}
+	}
 }
 
-var jsonFieldsNameOfCompletionChunk = [8]string{
+var jsonFieldsNameOfCompletionChunk = [9]string{
 	0: "index",
 	1: "content",
 	2: "tokens",
@@ -6246,6 +6304,7 @@ var jsonFieldsNameOfCompletionChunk = [8]string{
 	5: "tokens_predicted",
 	6: "tokens_evaluated",
 	7: "completion_probabilities",
+	8: "prompt_progress",
 }
 
 // Decode decodes CompletionChunk from json.
@@ -6253,7 +6312,7 @@ func (s *CompletionChunk) Decode(d *jx.Decoder) error {
 	if s == nil {
 		return errors.New("invalid: unable to decode CompletionChunk to nil")
 	}
-	var requiredBitSet [1]uint8
+	var requiredBitSet [2]uint8
 
 	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
 		switch string(k) {
@@ -6366,6 +6425,16 @@ func (s *CompletionChunk) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"completion_probabilities\"")
 			}
+		case "prompt_progress":
+			if err := func() error {
+				s.PromptProgress.Reset()
+				if err := s.PromptProgress.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"prompt_progress\"")
+			}
 		default:
 			return d.Skip()
 		}
@@ -6375,8 +6444,9 @@ func (s *CompletionChunk) Decode(d *jx.Decoder) error {
 	}
 	// Validate required fields.
 	var failures []validate.FieldError
-	for i, mask := range [1]uint8{
+	for i, mask := range [2]uint8{
 		0b01111111,
+		0b00000000,
 	} {
 		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
 			// Mask only required fields and check equality to mask using XOR.
@@ -6724,6 +6794,18 @@ func (s *CompletionRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.NIndent.Set {
+			e.FieldStart("n_indent")
+			s.NIndent.Encode(e)
+		}
+	}
+	{
+		if s.ReturnProgress.Set {
+			e.FieldStart("return_progress")
+			s.ReturnProgress.Encode(e)
+		}
+	}
+	{
 		if len(s.Samplers) != 0 {
 			e.FieldStart("samplers")
 			e.Raw(s.Samplers)
@@ -6767,7 +6849,7 @@ func (s *CompletionRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfCompletionRequest = [56]string{
+var jsonFieldsNameOfCompletionRequest = [58]string{
 	0:  "prompt",
 	1:  "model",
 	2:  "n",
@@ -6817,13 +6899,15 @@ var jsonFieldsNameOfCompletionRequest = [56]string{
 	46: "n_discard",
 	47: "n_cache_reuse",
 	48: "t_max_predict_ms",
-	49: "samplers",
-	50: "grammar",
-	51: "json_schema",
-	52: "response_format",
-	53: "speculative.n_max",
-	54: "speculative.n_min",
-	55: "speculative.p_min",
+	49: "n_indent",
+	50: "return_progress",
+	51: "samplers",
+	52: "grammar",
+	53: "json_schema",
+	54: "response_format",
+	55: "speculative.n_max",
+	56: "speculative.n_min",
+	57: "speculative.p_min",
 }
 
 // Decode decodes CompletionRequest from json.
@@ -6831,7 +6915,7 @@ func (s *CompletionRequest) Decode(d *jx.Decoder) error {
 	if s == nil {
 		return errors.New("invalid: unable to decode CompletionRequest to nil")
 	}
-	var requiredBitSet [7]uint8
+	var requiredBitSet [8]uint8
 
 	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
 		switch string(k) {
@@ -7326,6 +7410,26 @@ func (s *CompletionRequest) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"t_max_predict_ms\"")
 			}
+		case "n_indent":
+			if err := func() error {
+				s.NIndent.Reset()
+				if err := s.NIndent.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_indent\"")
+			}
+		case "return_progress":
+			if err := func() error {
+				s.ReturnProgress.Reset()
+				if err := s.ReturnProgress.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"return_progress\"")
+			}
 		case "samplers":
 			if err := func() error {
 				v, err := d.RawAppend(nil)
@@ -7408,8 +7512,9 @@ func (s *CompletionRequest) Decode(d *jx.Decoder) error {
 	}
 	// Validate required fields.
 	var failures []validate.FieldError
-	for i, mask := range [7]uint8{
+	for i, mask := range [8]uint8{
 		0b00000001,
+		0b00000000,
 		0b00000000,
 		0b00000000,
 		0b00000000,
@@ -10869,6 +10974,18 @@ func (s *InfillRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.NIndent.Set {
+			e.FieldStart("n_indent")
+			s.NIndent.Encode(e)
+		}
+	}
+	{
+		if s.ReturnProgress.Set {
+			e.FieldStart("return_progress")
+			s.ReturnProgress.Encode(e)
+		}
+	}
+	{
 		if len(s.Samplers) != 0 {
 			e.FieldStart("samplers")
 			e.Raw(s.Samplers)
@@ -10932,7 +11049,7 @@ func (s *InfillRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfInfillRequest = [59]string{
+var jsonFieldsNameOfInfillRequest = [61]string{
 	0:  "model",
 	1:  "n",
 	2:  "n_cmpl",
@@ -10981,17 +11098,19 @@ var jsonFieldsNameOfInfillRequest = [59]string{
 	45: "n_discard",
 	46: "n_cache_reuse",
 	47: "t_max_predict_ms",
-	48: "samplers",
-	49: "grammar",
-	50: "json_schema",
-	51: "response_format",
-	52: "speculative.n_max",
-	53: "speculative.n_min",
-	54: "speculative.p_min",
-	55: "prompt",
-	56: "input_prefix",
-	57: "input_suffix",
-	58: "input_extra",
+	48: "n_indent",
+	49: "return_progress",
+	50: "samplers",
+	51: "grammar",
+	52: "json_schema",
+	53: "response_format",
+	54: "speculative.n_max",
+	55: "speculative.n_min",
+	56: "speculative.p_min",
+	57: "prompt",
+	58: "input_prefix",
+	59: "input_suffix",
+	60: "input_extra",
 }
 
 // Decode decodes InfillRequest from json.
@@ -11484,6 +11603,26 @@ func (s *InfillRequest) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"t_max_predict_ms\"")
 			}
+		case "n_indent":
+			if err := func() error {
+				s.NIndent.Reset()
+				if err := s.NIndent.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_indent\"")
+			}
+		case "return_progress":
+			if err := func() error {
+				s.ReturnProgress.Reset()
+				if err := s.ReturnProgress.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"return_progress\"")
+			}
 		case "samplers":
 			if err := func() error {
 				v, err := d.RawAppend(nil)
@@ -11568,7 +11707,7 @@ func (s *InfillRequest) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"prompt\"")
 			}
 		case "input_prefix":
-			requiredBitSet[7] |= 1 << 0
+			requiredBitSet[7] |= 1 << 2
 			if err := func() error {
 				if err := s.InputPrefix.Decode(d); err != nil {
 					return err
@@ -11578,7 +11717,7 @@ func (s *InfillRequest) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"input_prefix\"")
 			}
 		case "input_suffix":
-			requiredBitSet[7] |= 1 << 1
+			requiredBitSet[7] |= 1 << 3
 			if err := func() error {
 				if err := s.InputSuffix.Decode(d); err != nil {
 					return err
@@ -11614,7 +11753,7 @@ func (s *InfillRequest) Decode(d *jx.Decoder) error {
 		0b00000000,
 		0b00000000,
 		0b00000000,
-		0b00000011,
+		0b00001100,
 	} {
 		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
 			// Mask only required fields and check equality to mask using XOR.
@@ -15103,6 +15242,39 @@ func (s *OptNilStringArray) UnmarshalJSON(data []byte) error {
 	return s.Decode(d)
 }
 
+// Encode encodes PromptProgress as json.
+func (o OptPromptProgress) Encode(e *jx.Encoder) {
+	if !o.Set {
+		return
+	}
+	o.Value.Encode(e)
+}
+
+// Decode decodes PromptProgress from json.
+func (o *OptPromptProgress) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode OptPromptProgress to nil")
+	}
+	o.Set = true
+	if err := o.Value.Decode(d); err != nil {
+		return err
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s OptPromptProgress) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *OptPromptProgress) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
 // Encode encodes PropsUpdateRequest as json.
 func (o OptPropsUpdateRequest) Encode(e *jx.Encoder) {
 	if !o.Set {
@@ -15607,6 +15779,153 @@ func (s PromptPiece) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *PromptPiece) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *PromptProgress) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *PromptProgress) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("total")
+		e.Int(s.Total)
+	}
+	{
+		e.FieldStart("cache")
+		e.Int(s.Cache)
+	}
+	{
+		e.FieldStart("processed")
+		e.Int(s.Processed)
+	}
+	{
+		e.FieldStart("time_ms")
+		e.Int64(s.TimeMs)
+	}
+}
+
+var jsonFieldsNameOfPromptProgress = [4]string{
+	0: "total",
+	1: "cache",
+	2: "processed",
+	3: "time_ms",
+}
+
+// Decode decodes PromptProgress from json.
+func (s *PromptProgress) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode PromptProgress to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "total":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				v, err := d.Int()
+				s.Total = int(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"total\"")
+			}
+		case "cache":
+			requiredBitSet[0] |= 1 << 1
+			if err := func() error {
+				v, err := d.Int()
+				s.Cache = int(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"cache\"")
+			}
+		case "processed":
+			requiredBitSet[0] |= 1 << 2
+			if err := func() error {
+				v, err := d.Int()
+				s.Processed = int(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"processed\"")
+			}
+		case "time_ms":
+			requiredBitSet[0] |= 1 << 3
+			if err := func() error {
+				v, err := d.Int64()
+				s.TimeMs = int64(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"time_ms\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode PromptProgress")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00001111,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfPromptProgress) {
+					name = jsonFieldsNameOfPromptProgress[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *PromptProgress) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *PromptProgress) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }

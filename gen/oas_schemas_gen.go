@@ -1052,6 +1052,7 @@ type ChatCompletionChunk struct {
 	Object            string            `json:"object"`
 	Usage             OptUsage          `json:"usage"`
 	Timings           OptTimings        `json:"timings"`
+	PromptProgress    OptPromptProgress `json:"prompt_progress"`
 }
 
 // GetChoices returns the value of Choices.
@@ -1094,6 +1095,11 @@ func (s *ChatCompletionChunk) GetTimings() OptTimings {
 	return s.Timings
 }
 
+// GetPromptProgress returns the value of PromptProgress.
+func (s *ChatCompletionChunk) GetPromptProgress() OptPromptProgress {
+	return s.PromptProgress
+}
+
 // SetChoices sets the value of Choices.
 func (s *ChatCompletionChunk) SetChoices(val []ChatChunkChoice) {
 	s.Choices = val
@@ -1132,6 +1138,11 @@ func (s *ChatCompletionChunk) SetUsage(val OptUsage) {
 // SetTimings sets the value of Timings.
 func (s *ChatCompletionChunk) SetTimings(val OptTimings) {
 	s.Timings = val
+}
+
+// SetPromptProgress sets the value of PromptProgress.
+func (s *ChatCompletionChunk) SetPromptProgress(val OptPromptProgress) {
+	s.PromptProgress = val
 }
 
 // Ref: #/components/schemas/ChatCompletionRequest
@@ -1227,6 +1238,12 @@ type ChatCompletionRequest struct {
 	// Stop generating once this many milliseconds have passed since the first generated
 	// token and a newline has been generated; 0 is off.
 	TMaxPredictMs OptNilInt `json:"t_max_predict_ms"`
+	// Stop (stop_type "limit") at the first generated line indented by fewer than this many
+	// spaces or tabs, cutting that line after its indentation; 0 is off. For code completion.
+	NIndent OptNilInt `json:"n_indent"`
+	// In a stream, send prompt_progress events while the prompt is evaluated: one when the
+	// request starts, then one per prompt chunk.
+	ReturnProgress OptNilBool `json:"return_progress"`
 	// Reuse the longest cached prefix of the prompt (default true).
 	CachePrompt OptNilBool `json:"cache_prompt"`
 	// The sampler chain's order: an array of names ("top_k", "top-k", "temperature", ...)
@@ -1496,6 +1513,16 @@ func (s *ChatCompletionRequest) GetNCacheReuse() OptNilInt {
 // GetTMaxPredictMs returns the value of TMaxPredictMs.
 func (s *ChatCompletionRequest) GetTMaxPredictMs() OptNilInt {
 	return s.TMaxPredictMs
+}
+
+// GetNIndent returns the value of NIndent.
+func (s *ChatCompletionRequest) GetNIndent() OptNilInt {
+	return s.NIndent
+}
+
+// GetReturnProgress returns the value of ReturnProgress.
+func (s *ChatCompletionRequest) GetReturnProgress() OptNilBool {
+	return s.ReturnProgress
 }
 
 // GetCachePrompt returns the value of CachePrompt.
@@ -1786,6 +1813,16 @@ func (s *ChatCompletionRequest) SetNCacheReuse(val OptNilInt) {
 // SetTMaxPredictMs sets the value of TMaxPredictMs.
 func (s *ChatCompletionRequest) SetTMaxPredictMs(val OptNilInt) {
 	s.TMaxPredictMs = val
+}
+
+// SetNIndent sets the value of NIndent.
+func (s *ChatCompletionRequest) SetNIndent(val OptNilInt) {
+	s.NIndent = val
+}
+
+// SetReturnProgress sets the value of ReturnProgress.
+func (s *ChatCompletionRequest) SetReturnProgress(val OptNilBool) {
+	s.ReturnProgress = val
 }
 
 // SetCachePrompt sets the value of CachePrompt.
@@ -2617,6 +2654,7 @@ type CompletionChunk struct {
 	TokensPredicted         int                `json:"tokens_predicted"`
 	TokensEvaluated         int                `json:"tokens_evaluated"`
 	CompletionProbabilities []TokenProbability `json:"completion_probabilities"`
+	PromptProgress          OptPromptProgress  `json:"prompt_progress"`
 }
 
 // GetIndex returns the value of Index.
@@ -2659,6 +2697,11 @@ func (s *CompletionChunk) GetCompletionProbabilities() []TokenProbability {
 	return s.CompletionProbabilities
 }
 
+// GetPromptProgress returns the value of PromptProgress.
+func (s *CompletionChunk) GetPromptProgress() OptPromptProgress {
+	return s.PromptProgress
+}
+
 // SetIndex sets the value of Index.
 func (s *CompletionChunk) SetIndex(val int) {
 	s.Index = val
@@ -2697,6 +2740,11 @@ func (s *CompletionChunk) SetTokensEvaluated(val int) {
 // SetCompletionProbabilities sets the value of CompletionProbabilities.
 func (s *CompletionChunk) SetCompletionProbabilities(val []TokenProbability) {
 	s.CompletionProbabilities = val
+}
+
+// SetPromptProgress sets the value of PromptProgress.
+func (s *CompletionChunk) SetPromptProgress(val OptPromptProgress) {
+	s.PromptProgress = val
 }
 
 // Merged schema.
@@ -2792,6 +2840,12 @@ type CompletionRequest struct {
 	// Stop generating once this many milliseconds have passed since the first generated
 	// token and a newline has been generated; 0 is off.
 	TMaxPredictMs OptNilInt `json:"t_max_predict_ms"`
+	// Stop (stop_type "limit") at the first generated line indented by fewer than this many
+	// spaces or tabs, cutting that line after its indentation; 0 is off. For code completion.
+	NIndent OptNilInt `json:"n_indent"`
+	// In a stream, send prompt_progress events while the prompt is evaluated: one when the
+	// request starts, then one per prompt chunk.
+	ReturnProgress OptNilBool `json:"return_progress"`
 	// The sampler chain's order: an array of names ("top_k", "top-k", "temperature", ...)
 	// or a string of letters ("edskypmxt").
 	Samplers jx.Raw `json:"samplers"`
@@ -3054,6 +3108,16 @@ func (s *CompletionRequest) GetNCacheReuse() OptNilInt {
 // GetTMaxPredictMs returns the value of TMaxPredictMs.
 func (s *CompletionRequest) GetTMaxPredictMs() OptNilInt {
 	return s.TMaxPredictMs
+}
+
+// GetNIndent returns the value of NIndent.
+func (s *CompletionRequest) GetNIndent() OptNilInt {
+	return s.NIndent
+}
+
+// GetReturnProgress returns the value of ReturnProgress.
+func (s *CompletionRequest) GetReturnProgress() OptNilBool {
+	return s.ReturnProgress
 }
 
 // GetSamplers returns the value of Samplers.
@@ -3334,6 +3398,16 @@ func (s *CompletionRequest) SetNCacheReuse(val OptNilInt) {
 // SetTMaxPredictMs sets the value of TMaxPredictMs.
 func (s *CompletionRequest) SetTMaxPredictMs(val OptNilInt) {
 	s.TMaxPredictMs = val
+}
+
+// SetNIndent sets the value of NIndent.
+func (s *CompletionRequest) SetNIndent(val OptNilInt) {
+	s.NIndent = val
+}
+
+// SetReturnProgress sets the value of ReturnProgress.
+func (s *CompletionRequest) SetReturnProgress(val OptNilBool) {
+	s.ReturnProgress = val
 }
 
 // SetSamplers sets the value of Samplers.
@@ -5295,6 +5369,12 @@ type InfillRequest struct {
 	// Stop generating once this many milliseconds have passed since the first generated
 	// token and a newline has been generated; 0 is off.
 	TMaxPredictMs OptNilInt `json:"t_max_predict_ms"`
+	// Stop (stop_type "limit") at the first generated line indented by fewer than this many
+	// spaces or tabs, cutting that line after its indentation; 0 is off. For code completion.
+	NIndent OptNilInt `json:"n_indent"`
+	// In a stream, send prompt_progress events while the prompt is evaluated: one when the
+	// request starts, then one per prompt chunk.
+	ReturnProgress OptNilBool `json:"return_progress"`
 	// The sampler chain's order: an array of names ("top_k", "top-k", "temperature", ...)
 	// or a string of letters ("edskypmxt").
 	Samplers jx.Raw `json:"samplers"`
@@ -5558,6 +5638,16 @@ func (s *InfillRequest) GetNCacheReuse() OptNilInt {
 // GetTMaxPredictMs returns the value of TMaxPredictMs.
 func (s *InfillRequest) GetTMaxPredictMs() OptNilInt {
 	return s.TMaxPredictMs
+}
+
+// GetNIndent returns the value of NIndent.
+func (s *InfillRequest) GetNIndent() OptNilInt {
+	return s.NIndent
+}
+
+// GetReturnProgress returns the value of ReturnProgress.
+func (s *InfillRequest) GetReturnProgress() OptNilBool {
+	return s.ReturnProgress
 }
 
 // GetSamplers returns the value of Samplers.
@@ -5853,6 +5943,16 @@ func (s *InfillRequest) SetNCacheReuse(val OptNilInt) {
 // SetTMaxPredictMs sets the value of TMaxPredictMs.
 func (s *InfillRequest) SetTMaxPredictMs(val OptNilInt) {
 	s.TMaxPredictMs = val
+}
+
+// SetNIndent sets the value of NIndent.
+func (s *InfillRequest) SetNIndent(val OptNilInt) {
+	s.NIndent = val
+}
+
+// SetReturnProgress sets the value of ReturnProgress.
+func (s *InfillRequest) SetReturnProgress(val OptNilBool) {
+	s.ReturnProgress = val
 }
 
 // SetSamplers sets the value of Samplers.
@@ -8334,6 +8434,52 @@ func (o OptNilStringArray) Or(d []string) []string {
 	return d
 }
 
+// NewOptPromptProgress returns new OptPromptProgress with value set to v.
+func NewOptPromptProgress(v PromptProgress) OptPromptProgress {
+	return OptPromptProgress{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptPromptProgress is optional PromptProgress.
+type OptPromptProgress struct {
+	Value PromptProgress
+	Set   bool
+}
+
+// IsSet returns true if OptPromptProgress was set.
+func (o OptPromptProgress) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptPromptProgress) Reset() {
+	var v PromptProgress
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptPromptProgress) SetTo(v PromptProgress) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptPromptProgress) Get() (v PromptProgress, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptPromptProgress) Or(d PromptProgress) PromptProgress {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
 // NewOptPropsUpdateRequest returns new OptPropsUpdateRequest with value set to v.
 func NewOptPropsUpdateRequest(v PropsUpdateRequest) OptPropsUpdateRequest {
 	return OptPropsUpdateRequest{
@@ -9037,6 +9183,56 @@ func NewStringPromptPiece(v string) PromptPiece {
 	var s PromptPiece
 	s.SetString(v)
 	return s
+}
+
+// How far a prompt's evaluation has got (return_progress): of total prompt tokens, cache
+// were reused and processed (cached ones included) are evaluated, time_ms after it began.
+// Ref: #/components/schemas/PromptProgress
+type PromptProgress struct {
+	Total     int   `json:"total"`
+	Cache     int   `json:"cache"`
+	Processed int   `json:"processed"`
+	TimeMs    int64 `json:"time_ms"`
+}
+
+// GetTotal returns the value of Total.
+func (s *PromptProgress) GetTotal() int {
+	return s.Total
+}
+
+// GetCache returns the value of Cache.
+func (s *PromptProgress) GetCache() int {
+	return s.Cache
+}
+
+// GetProcessed returns the value of Processed.
+func (s *PromptProgress) GetProcessed() int {
+	return s.Processed
+}
+
+// GetTimeMs returns the value of TimeMs.
+func (s *PromptProgress) GetTimeMs() int64 {
+	return s.TimeMs
+}
+
+// SetTotal sets the value of Total.
+func (s *PromptProgress) SetTotal(val int) {
+	s.Total = val
+}
+
+// SetCache sets the value of Cache.
+func (s *PromptProgress) SetCache(val int) {
+	s.Cache = val
+}
+
+// SetProcessed sets the value of Processed.
+func (s *PromptProgress) SetProcessed(val int) {
+	s.Processed = val
+}
+
+// SetTimeMs sets the value of TimeMs.
+func (s *PromptProgress) SetTimeMs(val int64) {
+	s.TimeMs = val
 }
 
 // Ref: #/components/schemas/PromptTokensDetails

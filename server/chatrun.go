@@ -123,6 +123,16 @@ func (r *chatRun) stream(ctx context.Context, set *taskSet, sse *sseWriter) erro
 			return ae
 		}
 		i, res, c := tr.task, tr.res, &cs[tr.task]
+		if res.Progress != nil {
+			// llama-server's progress chunk: the role delta, with prompt_progress.
+			c.announced = true
+			pc := r.head.chunk(i, gen.ChatDelta{Role: gen.NewOptString("assistant"), Content: gen.OptNilString{Set: true, Null: true}})
+			pc.PromptProgress = gen.NewOptPromptProgress(promptProgress(res.Progress))
+			if sse.data(&pc) != nil {
+				return nil
+			}
+			continue
+		}
 		if !c.announced {
 			// A choice's first chunk announces the role, with null content.
 			c.announced = true

@@ -157,6 +157,9 @@ func (s *Server) completeTokens(ctx context.Context, m *loaded, prompt []int32, 
 			if params.NProbs > 0 {
 				chunk.CompletionProbabilities = probabilities(m.tok, res.Probs, params.PostSamplingProbs, params.NProbs)
 			}
+			if res.Progress != nil {
+				chunk.PromptProgress = gen.NewOptPromptProgress(promptProgress(res.Progress))
+			}
 			if sse.data(&chunk) != nil {
 				return nil // the client is gone
 			}
@@ -270,4 +273,9 @@ func writeJSON(w http.ResponseWriter, v encoder) error {
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(enc.Bytes())
 	return nil
+}
+
+// promptProgress is the engine's progress report as llama-server's prompt_progress.
+func promptProgress(p *engine.PromptProgress) gen.PromptProgress {
+	return gen.PromptProgress{Total: p.Total, Cache: p.Cache, Processed: p.Processed, TimeMs: p.Elapsed.Milliseconds()}
 }

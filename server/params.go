@@ -51,6 +51,8 @@ type samplingFields struct {
 	nDiscard            gen.OptNilInt
 	nCacheReuse         gen.OptNilInt
 	tMaxPredictMs       gen.OptNilInt
+	nIndent             gen.OptNilInt
+	returnProgress      gen.OptNilBool
 	cachePrompt         gen.OptNilBool
 	specNMax            gen.OptNilInt
 	specNMin            gen.OptNilInt
@@ -104,6 +106,8 @@ type samplingRequest interface {
 	GetNDiscard() gen.OptNilInt
 	GetNCacheReuse() gen.OptNilInt
 	GetTMaxPredictMs() gen.OptNilInt
+	GetNIndent() gen.OptNilInt
+	GetReturnProgress() gen.OptNilBool
 	GetCachePrompt() gen.OptNilBool
 	GetSpeculativeDotNMax() gen.OptNilInt
 	GetSpeculativeDotNMin() gen.OptNilInt
@@ -151,6 +155,8 @@ func (m *loaded) samplingFields(req samplingRequest, nPredict gen.OptNilInt) sam
 		nDiscard:            req.GetNDiscard(),
 		nCacheReuse:         req.GetNCacheReuse(),
 		tMaxPredictMs:       req.GetTMaxPredictMs(),
+		nIndent:             req.GetNIndent(),
+		returnProgress:      req.GetReturnProgress(),
 		cachePrompt:         req.GetCachePrompt(),
 		specNMax:            req.GetSpeculativeDotNMax(),
 		specNMin:            req.GetSpeculativeDotNMin(),
@@ -261,11 +267,13 @@ func (f samplingFields) cacheParams(p *engine.Params) error {
 		optInt(f.nDiscard, &p.NDiscard, "n_discard", "0 or more", nonNeg),
 		optInt(f.nCacheReuse, &p.NCacheReuse, "n_cache_reuse", "0 or more", nonNeg),
 		optInt(f.tMaxPredictMs, &p.TMaxPredictMs, "t_max_predict_ms", "0 or more", nonNeg),
+		optInt(f.nIndent, &p.NIndent, "n_indent", "0 or more", nonNeg),
 	} {
 		if err != nil {
 			return err
 		}
 	}
+	p.ReturnProgress = f.returnProgress.Or(false) // streams only: see generationTasks
 	p.SkipPromptCache = !f.cachePrompt.Or(true)
 	return nil
 }

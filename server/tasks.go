@@ -115,6 +115,7 @@ func slotOf(o gen.OptNilInt) *int {
 // generationTasks is n generations of one prompt. Only the first is bound to slot: as in
 // llama-server, where id_slot names the parent task's slot, the others take free slots.
 func generationTasks(prompt []int32, params engine.Params, stream bool, slot *int, n int) []engine.Task {
+	params.ReturnProgress = params.ReturnProgress && stream // as llama-server: progress is streamed
 	tasks := make([]engine.Task, n)
 	for i := range tasks {
 		tasks[i] = engine.Task{Prompt: prompt, Params: params, Stream: stream}

@@ -834,6 +834,16 @@ export interface components {
              *     token and a newline has been generated; 0 is off.
              */
             t_max_predict_ms?: number | null;
+            /**
+             * @description Stop (stop_type "limit") at the first generated line indented by fewer than this many
+             *     spaces or tabs, cutting that line after its indentation; 0 is off. For code completion.
+             */
+            n_indent?: number | null;
+            /**
+             * @description In a stream, send prompt_progress events while the prompt is evaluated: one when the
+             *     request starts, then one per prompt chunk.
+             */
+            return_progress?: boolean | null;
             /** @description Reuse the longest cached prefix of the prompt (default true). */
             cache_prompt?: boolean | null;
             /**
@@ -937,6 +947,7 @@ export interface components {
             object: string;
             usage?: components["schemas"]["Usage"];
             timings?: components["schemas"]["Timings"];
+            prompt_progress?: components["schemas"]["PromptProgress"];
         };
         ChatChunkChoice: {
             finish_reason: string | null;
@@ -1086,6 +1097,16 @@ export interface components {
              */
             t_max_predict_ms?: number | null;
             /**
+             * @description Stop (stop_type "limit") at the first generated line indented by fewer than this many
+             *     spaces or tabs, cutting that line after its indentation; 0 is off. For code completion.
+             */
+            n_indent?: number | null;
+            /**
+             * @description In a stream, send prompt_progress events while the prompt is evaluated: one when the
+             *     request starts, then one per prompt chunk.
+             */
+            return_progress?: boolean | null;
+            /**
              * @description The sampler chain's order: an array of names ("top_k", "top-k", "temperature", ...)
              *     or a string of letters ("edskypmxt").
              */
@@ -1127,6 +1148,18 @@ export interface components {
             tokens_predicted: number;
             tokens_evaluated: number;
             completion_probabilities?: components["schemas"]["TokenProbability"][];
+            prompt_progress?: components["schemas"]["PromptProgress"];
+        };
+        /**
+         * @description How far a prompt's evaluation has got (return_progress): of total prompt tokens, cache
+         *     were reused and processed (cached ones included) are evaluated, time_ms after it began.
+         */
+        PromptProgress: {
+            total: number;
+            cache: number;
+            processed: number;
+            /** Format: int64 */
+            time_ms: number;
         };
         /** @description A native completion, and the last event of a native stream. */
         CompletionResponse: {
