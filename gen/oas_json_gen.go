@@ -2949,6 +2949,12 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.NProbs.Set {
+			e.FieldStart("n_probs")
+			s.NProbs.Encode(e)
+		}
+	}
+	{
 		if s.N.Set {
 			e.FieldStart("n")
 			s.N.Encode(e)
@@ -3184,7 +3190,7 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfChatCompletionRequest = [60]string{
+var jsonFieldsNameOfChatCompletionRequest = [61]string{
 	0:  "model",
 	1:  "messages",
 	2:  "tools",
@@ -3206,45 +3212,46 @@ var jsonFieldsNameOfChatCompletionRequest = [60]string{
 	18: "stream_options",
 	19: "logprobs",
 	20: "top_logprobs",
-	21: "n",
-	22: "n_cmpl",
-	23: "id_slot",
-	24: "ignore_eos",
-	25: "repeat_penalty",
-	26: "repeat_last_n",
-	27: "presence_penalty",
-	28: "frequency_penalty",
-	29: "dry_multiplier",
-	30: "dry_base",
-	31: "dry_allowed_length",
-	32: "dry_penalty_last_n",
-	33: "dry_sequence_breakers",
-	34: "top_n_sigma",
-	35: "typical_p",
-	36: "xtc_probability",
-	37: "xtc_threshold",
-	38: "dynatemp_range",
-	39: "dynatemp_exponent",
-	40: "mirostat",
-	41: "mirostat_tau",
-	42: "mirostat_eta",
-	43: "logit_bias",
-	44: "post_sampling_probs",
-	45: "min_keep",
-	46: "n_keep",
-	47: "n_discard",
-	48: "n_cache_reuse",
-	49: "t_max_predict_ms",
-	50: "n_indent",
-	51: "return_progress",
-	52: "cache_prompt",
-	53: "samplers",
-	54: "grammar",
-	55: "json_schema",
-	56: "response_format",
-	57: "speculative.n_max",
-	58: "speculative.n_min",
-	59: "speculative.p_min",
+	21: "n_probs",
+	22: "n",
+	23: "n_cmpl",
+	24: "id_slot",
+	25: "ignore_eos",
+	26: "repeat_penalty",
+	27: "repeat_last_n",
+	28: "presence_penalty",
+	29: "frequency_penalty",
+	30: "dry_multiplier",
+	31: "dry_base",
+	32: "dry_allowed_length",
+	33: "dry_penalty_last_n",
+	34: "dry_sequence_breakers",
+	35: "top_n_sigma",
+	36: "typical_p",
+	37: "xtc_probability",
+	38: "xtc_threshold",
+	39: "dynatemp_range",
+	40: "dynatemp_exponent",
+	41: "mirostat",
+	42: "mirostat_tau",
+	43: "mirostat_eta",
+	44: "logit_bias",
+	45: "post_sampling_probs",
+	46: "min_keep",
+	47: "n_keep",
+	48: "n_discard",
+	49: "n_cache_reuse",
+	50: "t_max_predict_ms",
+	51: "n_indent",
+	52: "return_progress",
+	53: "cache_prompt",
+	54: "samplers",
+	55: "grammar",
+	56: "json_schema",
+	57: "response_format",
+	58: "speculative.n_max",
+	59: "speculative.n_min",
+	60: "speculative.p_min",
 }
 
 // Decode decodes ChatCompletionRequest from json.
@@ -3474,6 +3481,16 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"top_logprobs\"")
+			}
+		case "n_probs":
+			if err := func() error {
+				s.NProbs.Reset()
+				if err := s.NProbs.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"n_probs\"")
 			}
 		case "n":
 			if err := func() error {

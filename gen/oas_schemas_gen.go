@@ -1185,6 +1185,9 @@ type ChatCompletionRequest struct {
 	// How many of the most likely tokens to list at each step; requires "logprobs": true
 	// (llama-server answers 400 otherwise). 0 returns no logprobs, as llama-server.
 	TopLogprobs OptNilInt `json:"top_logprobs"`
+	// Llama-server's native field, honoured on chat as it is: without "logprobs", list the
+	// n_probs most likely tokens at each step in choices[].logprobs.
+	NProbs OptNilInt `json:"n_probs"`
 	// Choices to generate, each a separate generation (its own slot); at most the number
 	// of slots. Streams tell the choices apart by choices[].index.
 	N OptNilInt `json:"n"`
@@ -1368,6 +1371,11 @@ func (s *ChatCompletionRequest) GetLogprobs() OptNilBool {
 // GetTopLogprobs returns the value of TopLogprobs.
 func (s *ChatCompletionRequest) GetTopLogprobs() OptNilInt {
 	return s.TopLogprobs
+}
+
+// GetNProbs returns the value of NProbs.
+func (s *ChatCompletionRequest) GetNProbs() OptNilInt {
+	return s.NProbs
 }
 
 // GetN returns the value of N.
@@ -1668,6 +1676,11 @@ func (s *ChatCompletionRequest) SetLogprobs(val OptNilBool) {
 // SetTopLogprobs sets the value of TopLogprobs.
 func (s *ChatCompletionRequest) SetTopLogprobs(val OptNilInt) {
 	s.TopLogprobs = val
+}
+
+// SetNProbs sets the value of NProbs.
+func (s *ChatCompletionRequest) SetNProbs(val OptNilInt) {
+	s.NProbs = val
 }
 
 // SetN sets the value of N.

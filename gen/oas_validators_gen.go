@@ -769,6 +769,34 @@ func (s *ChatCompletionRequest) Validate() error {
 		})
 	}
 	if err := func() error {
+		if value, ok := s.NProbs.Get(); ok {
+			if err := func() error {
+				if err := (validate.Int{
+					MinSet:        true,
+					Min:           0,
+					MaxSet:        false,
+					Max:           0,
+					MinExclusive:  false,
+					MaxExclusive:  false,
+					MultipleOfSet: false,
+					MultipleOf:    0,
+					Pattern:       nil,
+				}).Validate(int64(value)); err != nil {
+					return errors.Wrap(err, "int")
+				}
+				return nil
+			}(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		failures = append(failures, validate.FieldError{
+			Name:  "n_probs",
+			Error: err,
+		})
+	}
+	if err := func() error {
 		if value, ok := s.N.Get(); ok {
 			if err := func() error {
 				if err := (validate.Int{

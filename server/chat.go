@@ -40,6 +40,8 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 		nProbs = req.TopLogprobs.Or(20)
 	} else if _, ok := req.TopLogprobs.Get(); ok {
 		return invalidRequest("top_logprobs requires logprobs to be set to true")
+	} else {
+		nProbs = req.NProbs.Or(0) // llama-server copies native fields of the body into the task
 	}
 	n, err := choiceCount(req.NCmpl, req.N, m.info.NSlots)
 	if err != nil {

@@ -26,6 +26,8 @@ func TestChatLogprobsFields(t *testing.T) {
 		{`,"logprobs":true,"top_logprobs":0`, 0},
 		{`,"logprobs":false`, 0},
 		{`,"top_logprobs":null`, 0},
+		{`,"n_probs":5`, 5}, // llama-server's native field, copied into the task
+		{`,"logprobs":true,"top_logprobs":2,"n_probs":5`, 2},
 	} {
 		h := newHarness(t)
 		rec := h.do(t, http.MethodPost, "/v1/chat/completions", chatHi+c.fields+`}`)

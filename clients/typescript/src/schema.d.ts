@@ -772,6 +772,11 @@ export interface components {
              */
             top_logprobs?: number | null;
             /**
+             * @description llama-server's native field, honoured on chat as it is: without "logprobs", list the
+             *     n_probs most likely tokens at each step in choices[].logprobs.
+             */
+            n_probs?: number | null;
+            /**
              * @description Choices to generate, each a separate generation (its own slot); at most the number
              *     of slots. Streams tell the choices apart by choices[].index.
              */
