@@ -145,7 +145,7 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 			return nil, err
 		}
 		if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: "); ok {
-			return nil, fmt.Errorf("unknown flag %s (run \"wgpu-llama serve -h\" to list the flags)", name)
+			return nil, fmt.Errorf("unknown flag %s (run \"wgpu-llama serve -h\" to list the flags)", asTyped(name, args))
 		}
 		return nil, fmt.Errorf("%w (run \"wgpu-llama serve -h\" to list the flags)", err)
 	}
@@ -334,4 +334,17 @@ func (b *pairFlag) Set(v string) error {
 	}
 	*b.p = x == b.on
 	return nil
+}
+
+// asTyped returns the flag name as the command line spelled it (package flag reports "--bogus"
+// as "-bogus").
+func asTyped(name string, args []string) string {
+	bare := strings.TrimLeft(name, "-")
+	for _, a := range args {
+		typed, _, _ := strings.Cut(a, "=")
+		if strings.HasPrefix(typed, "-") && strings.TrimLeft(typed, "-") == bare {
+			return typed
+		}
+	}
+	return name
 }

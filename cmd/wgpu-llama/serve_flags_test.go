@@ -121,8 +121,9 @@ func TestServeFlagErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--bogus"}, "unknown flag -bogus"},
-		{[]string{"--draft-maximum", "4"}, "unknown flag -draft-maximum"},
+		{[]string{"--bogus"}, "unknown flag --bogus"},
+		{[]string{"-bogus=1"}, "unknown flag -bogus"},
+		{[]string{"--draft-maximum", "4"}, "unknown flag --draft-maximum"},
 		{[]string{"--port", "x"}, `invalid value "x" for flag -port`},
 		{[]string{"--seed", "-2"}, "--seed must be between -1 and 4294967295"},
 		{[]string{"-n", "-3"}, "-n must be -1"},
