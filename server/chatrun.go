@@ -108,19 +108,16 @@ func (r *chatRun) stream(ctx context.Context, set *taskSet, sse *sseWriter) erro
 	finals := make([]engine.Result, r.n)
 	for done := 0; done < r.n; {
 		tr, err := set.next(ctx)
-		if err == nil && tr.res.Err != nil {
-			err = tr.res.Err
-		}
-		switch {
-		case ctx.Err() != nil:
-			return nil // the client is gone
-		case err != nil && !sse.started:
-			return r.fail(err)
-		case err != nil:
-			ae := r.fail(err)
-			r.server.noteError(ctx, ae)
+		var failed *apiError // a failure sent mid-stream, reported to a resumable session
+		over, err := r.server.streamEnds(ctx, tr.res, err, sse, r.fail, func(ae *apiError) {
 			_ = sse.fail(ae)
-			return ae
+			failed = ae
+		})
+		if failed != nil {
+			return failed
+		}
+		if over {
+			return err
 		}
 		i, res, c := tr.task, tr.res, &cs[tr.task]
 		if res.Progress != nil {

@@ -126,19 +126,8 @@ func (s *Server) completeTokens(ctx context.Context, m *loaded, prompt []int32, 
 	sse := newSSE(w)
 	for done := 0; done < opts.n; {
 		tr, err := set.next(ctx)
-		if err == nil && tr.res.Err != nil {
-			err = tr.res.Err
-		}
-		switch {
-		case ctx.Err() != nil:
-			return nil // the client is gone; nobody reads an answer
-		case err != nil && !sse.started:
-			return fail(err)
-		case err != nil:
-			ae := fail(err)
-			s.noteError(ctx, ae)
-			_ = sse.fail(ae)
-			return nil
+		if over, err := s.streamEnds(ctx, tr.res, err, sse, fail, func(ae *apiError) { _ = sse.fail(ae) }); over {
+			return err
 		}
 		c, res := cs[tr.task], tr.res
 		c.add(res)

@@ -77,19 +77,9 @@ func (s *Server) CreateOAICompletion(ctx context.Context, req *gen.CompletionReq
 	sse := newSSE(w)
 	for done := 0; done < len(tasks); {
 		tr, err := set.next(ctx)
-		if err == nil && tr.res.Err != nil {
-			err = tr.res.Err
-		}
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case err != nil && !sse.started:
-			return fail(tr.task, err)
-		case err != nil:
-			ae := fail(tr.task, err)
-			s.noteError(ctx, ae)
-			_ = sse.fail(ae)
-			return nil
+		failTask := func(err error) *apiError { return fail(tr.task, err) }
+		if over, err := s.streamEnds(ctx, tr.res, err, sse, failTask, func(ae *apiError) { _ = sse.fail(ae) }); over {
+			return err
 		}
 		res := tr.res
 		if !stream {

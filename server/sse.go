@@ -120,28 +120,34 @@ func nextResult(ctx context.Context, ch <-chan engine.Result) (engine.Result, er
 	}
 }
 
-// nextStreamed waits for the next result of a stream being written to sse. over reports that
-// the caller should stop, returning err: the client left (err nil); the engine failed before
-// anything was sent (err is the failure, to be answered as an ordinary JSON error); or it
-// failed mid-stream, when the failure is noted and sent with sendErr (the endpoint's error
-// event) and err is nil.
+// nextStreamed waits for the next result of a stream being written to sse; see streamEnds.
 func (s *Server) nextStreamed(ctx context.Context, ch <-chan engine.Result, sse *sseWriter, fail func(error) *apiError, sendErr func(*apiError)) (res engine.Result, over bool, err error) {
 	res, err = nextResult(ctx, ch)
+	over, err = s.streamEnds(ctx, res, err, sse, fail, sendErr)
+	return res, over, err
+}
+
+// streamEnds decides, for a result (or the error of waiting for one) of a stream being written
+// to sse, whether the stream is over. over reports that the caller should stop, returning err:
+// the client left (err nil); the engine failed before anything was sent (err is the failure,
+// to be answered as an ordinary JSON error); or it failed mid-stream, when the failure is
+// noted and sent with sendErr (the endpoint's error event) and err is nil.
+func (s *Server) streamEnds(ctx context.Context, res engine.Result, err error, sse *sseWriter, fail func(error) *apiError, sendErr func(*apiError)) (over bool, _ error) {
 	if err == nil && res.Err != nil {
 		err = res.Err
 	}
 	switch {
 	case ctx.Err() != nil:
-		return res, true, nil
+		return true, nil
 	case err != nil && !sse.started:
-		return res, true, fail(err)
+		return true, fail(err)
 	case err != nil:
 		ae := fail(err)
 		s.noteError(ctx, ae)
 		sendErr(ae)
-		return res, true, nil
+		return true, nil
 	}
-	return res, false, nil
+	return false, nil
 }
 
 // drain consumes whatever the engine still sends after the handler stopped listening (client
