@@ -192,14 +192,14 @@ func (g *generation) indentEnds() bool {
 	return false
 }
 
-// progress sends a prompt progress result when the request asked for them; it reports false
-// when the client has gone.
-func (e *Engine) progress(s *slot) bool {
+// progress sends a prompt progress result when the request asked for them. A client that has
+// gone is noticed at the next turn, as for any request.
+func (e *Engine) progress(s *slot) {
 	g := s.gen
 	if !g.p.ReturnProgress {
-		return true
+		return
 	}
-	return g.r.send(Result{Slot: s.id, TokensEvaluated: len(g.prompt), Progress: &PromptProgress{
+	g.r.send(Result{Slot: s.id, TokensEvaluated: len(g.prompt), Progress: &PromptProgress{
 		Total: len(g.prompt), Cache: g.res.Timings.CacheN, Processed: len(s.cached), Elapsed: time.Since(g.promptStart),
 	}})
 }

@@ -71,15 +71,14 @@ func (e *Engine) admit() bool {
 			r.fail(r.ctx.Err())
 			continue
 		}
-		s := e.pickSlot(idle, r.task.Prompt)
-		if r.task.Slot != nil {
-			if s = e.slots[*r.task.Slot]; s.gen != nil || s.job != nil {
-				e.waiting = append(e.waiting, r)
-				e.nWait.Store(int64(len(e.waiting)))
-				continue
-			}
+		if r.task.Slot == nil {
+			e.startIn(e.pickSlot(idle, r.task.Prompt), r)
+		} else if s := e.slots[*r.task.Slot]; s.idle() {
+			e.startIn(s, r)
+		} else {
+			e.waiting = append(e.waiting, r)
+			e.nWait.Store(int64(len(e.waiting)))
 		}
-		e.startIn(s, r)
 	}
 }
 
@@ -92,7 +91,7 @@ func (e *Engine) admitWaiting() {
 		switch {
 		case r.ctx.Err() != nil:
 			r.fail(r.ctx.Err())
-		case s.gen == nil && s.job == nil:
+		case s.idle():
 			e.startIn(s, r)
 		default:
 			kept = append(kept, r)
@@ -124,10 +123,13 @@ func (e *Engine) closing() bool {
 	}
 }
 
+// idle reports that no request runs in the slot.
+func (s *slot) idle() bool { return s.gen == nil && s.job == nil }
+
 func (e *Engine) idleSlots() []*slot {
 	var idle []*slot
 	for _, s := range e.slots {
-		if s.gen == nil && s.job == nil {
+		if s.idle() {
 			idle = append(idle, s)
 		}
 	}
@@ -249,7 +251,7 @@ func (e *Engine) turn() {
 		}
 		r.s.cached = append(r.s.cached, r.tokens...)
 		if !r.s.gen.promptDone {
-			e.progress(r.s) // a client that left is noticed at the next turn
+			e.progress(r.s)
 		}
 		if r.logits == 0 {
 			continue
