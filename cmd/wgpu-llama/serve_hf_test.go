@@ -79,9 +79,18 @@ func startServer(t *testing.T, args ...string) *servedServer {
 // do sends one request and returns the status and body.
 func (s *servedServer) do(t *testing.T, method, path, body string) (int, string) {
 	t.Helper()
+	return s.doKey(t, method, path, "", body)
+}
+
+// doKey is do with the API key key as a bearer token ("" sends none).
+func (s *servedServer) doKey(t *testing.T, method, path, key, body string) (int, string) {
+	t.Helper()
 	req, err := http.NewRequest(method, s.base+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

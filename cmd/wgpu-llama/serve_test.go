@@ -2,14 +2,9 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"io"
-	"net/http"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
 )
@@ -37,44 +32,10 @@ func (s *syncBuffer) String() string {
 func TestServeEndToEnd(t *testing.T) {
 	model := shareddata.Path(t, "models", "stories260K.gguf")
 	requireGPU(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var stderr syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-m", model, "--port", "0", "-c", "256", "--api-key", "sesame", "--metrics",
-			"--seed", "42", "--slot-save-path", t.TempDir(), "-ngl", "99"}, io.Discard, &stderr)
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}()
-
-	urlRe := regexp.MustCompile(`url=(http://\S+)`)
-	var base string
-	for deadline := time.Now().Add(2 * time.Minute); base == "" || !strings.Contains(stderr.String(), "ready"); {
-		if time.Now().After(deadline) {
-			t.Fatalf("the server did not get ready:\n%s", stderr.String())
-		}
-		if m := urlRe.FindStringSubmatch(stderr.String()); m != nil {
-			base = m[1]
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	get := func(method, path, key, body string) (int, string) {
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		if key != "" {
-			req.Header.Set("Authorization", "Bearer "+key)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		data, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(data)
-	}
+	srv := startServer(t, "-m", model, "-c", "256", "--api-key", "sesame", "--metrics",
+		"--seed", "42", "--slot-save-path", t.TempDir(), "-ngl", "99")
+	srv.waitReady(t)
+	get := func(method, path, key, body string) (int, string) { return srv.doKey(t, method, path, key, body) }
 	if status, _ := get("GET", "/health", "", ""); status != 200 {
 		t.Errorf("/health without a key: %d", status)
 	}
