@@ -162,6 +162,9 @@ func (e *Engine) step(s *slot, logits logitsRow) (Result, bool) {
 	if safe := len(g.text) - heldBack(string(g.text), p.Stop); safe > g.sent {
 		part := Result{Text: string(g.text[g.sent:safe]), Tokens: g.pending, Probs: g.pendingProbs,
 			TokensEvaluated: g.res.TokensEvaluated, TokensPredicted: g.res.TokensPredicted, Slot: s.id}
+		if p.TimingsPerToken {
+			part.Timings = g.timingsNow(len(s.cached))
+		}
 		if !g.r.send(part) {
 			return e.finish(s, StopNone), true
 		}
@@ -199,7 +202,32 @@ func (e *Engine) progress(s *slot) {
 	if !g.p.ReturnProgress {
 		return
 	}
-	g.r.send(Result{Slot: s.id, TokensEvaluated: len(g.prompt), Progress: &PromptProgress{
+	res := Result{Slot: s.id, TokensEvaluated: len(g.prompt), Progress: &PromptProgress{
 		Total: len(g.prompt), Cache: g.res.Timings.CacheN, Processed: len(s.cached), Elapsed: time.Since(g.promptStart),
-	}})
+	}}
+	if g.p.TimingsPerToken {
+		res.Timings = g.timingsNow(len(s.cached))
+	}
+	g.r.send(res)
+}
+
+// timingsNow are the timings so far, with cached tokens in the slot's cache: while the prompt
+// is evaluated, the prompt tokens evaluated and the time since evaluation began (none before
+// the first batch, as llama-server's first progress update); then the prompt's totals and the
+// generation so far.
+func (g *generation) timingsNow(cached int) Timings {
+	t := g.res.Timings
+	t.PredictedN = g.res.TokensPredicted
+	if !g.promptDone {
+		t.PromptN = max(cached-t.CacheN, 0)
+		t.Prompt = 0
+		if t.PromptN > 0 {
+			t.Prompt = time.Since(g.promptStart)
+		}
+		return t
+	}
+	if !g.genStart.IsZero() {
+		t.Predicted = time.Since(g.genStart)
+	}
+	return t
 }

@@ -113,6 +113,9 @@ type Params struct {
 	// ReturnProgress asks for prompt progress results while the prompt is evaluated (one when
 	// the request starts, then one per prompt chunk): llama-server's return_progress.
 	ReturnProgress bool
+	// TimingsPerToken gives every partial result (progress ones too) the timings so far:
+	// llama-server's timings_per_token.
+	TimingsPerToken bool
 
 	// Samplers is the chain's order, in llama-server's names (see DefaultSamplers); nil means
 	// the default order. Logit bias always runs first and the seeded draw last.
@@ -211,7 +214,8 @@ type Timings struct {
 //
 // Partial results carry the text of the tokens sampled since the previous result; text is only
 // released once it is complete UTF-8 and cannot be the start of a stop string. The final result
-// (Stop true) carries any remaining text, why generation stopped, and the timings.
+// (Stop true) carries any remaining text, why generation stopped, and the timings (partial
+// results carry them too when Params.TimingsPerToken).
 type Result struct {
 	Text   string
 	Tokens []int32

@@ -3141,6 +3141,12 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.TimingsPerToken.Set {
+			e.FieldStart("timings_per_token")
+			s.TimingsPerToken.Encode(e)
+		}
+	}
+	{
 		if s.CachePrompt.Set {
 			e.FieldStart("cache_prompt")
 			s.CachePrompt.Encode(e)
@@ -3190,7 +3196,7 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfChatCompletionRequest = [61]string{
+var jsonFieldsNameOfChatCompletionRequest = [62]string{
 	0:  "model",
 	1:  "messages",
 	2:  "tools",
@@ -3244,14 +3250,15 @@ var jsonFieldsNameOfChatCompletionRequest = [61]string{
 	50: "t_max_predict_ms",
 	51: "n_indent",
 	52: "return_progress",
-	53: "cache_prompt",
-	54: "samplers",
-	55: "grammar",
-	56: "json_schema",
-	57: "response_format",
-	58: "speculative.n_max",
-	59: "speculative.n_min",
-	60: "speculative.p_min",
+	53: "timings_per_token",
+	54: "cache_prompt",
+	55: "samplers",
+	56: "grammar",
+	57: "json_schema",
+	58: "response_format",
+	59: "speculative.n_max",
+	60: "speculative.n_min",
+	61: "speculative.p_min",
 }
 
 // Decode decodes ChatCompletionRequest from json.
@@ -3802,6 +3809,16 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"return_progress\"")
+			}
+		case "timings_per_token":
+			if err := func() error {
+				s.TimingsPerToken.Reset()
+				if err := s.TimingsPerToken.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"timings_per_token\"")
 			}
 		case "cache_prompt":
 			if err := func() error {
@@ -6310,9 +6327,15 @@ func (s *CompletionChunk) encodeFields(e *jx.Encoder) {
 			s.PromptProgress.Encode(e)
 		}
 	}
+	{
+		if s.Timings.Set {
+			e.FieldStart("timings")
+			s.Timings.Encode(e)
+		}
+	}
 }
 
-var jsonFieldsNameOfCompletionChunk = [9]string{
+var jsonFieldsNameOfCompletionChunk = [10]string{
 	0: "index",
 	1: "content",
 	2: "tokens",
@@ -6322,6 +6345,7 @@ var jsonFieldsNameOfCompletionChunk = [9]string{
 	6: "tokens_evaluated",
 	7: "completion_probabilities",
 	8: "prompt_progress",
+	9: "timings",
 }
 
 // Decode decodes CompletionChunk from json.
@@ -6451,6 +6475,16 @@ func (s *CompletionChunk) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"prompt_progress\"")
+			}
+		case "timings":
+			if err := func() error {
+				s.Timings.Reset()
+				if err := s.Timings.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"timings\"")
 			}
 		default:
 			return d.Skip()
@@ -6823,6 +6857,12 @@ func (s *CompletionRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.TimingsPerToken.Set {
+			e.FieldStart("timings_per_token")
+			s.TimingsPerToken.Encode(e)
+		}
+	}
+	{
 		if len(s.Samplers) != 0 {
 			e.FieldStart("samplers")
 			e.Raw(s.Samplers)
@@ -6866,7 +6906,7 @@ func (s *CompletionRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfCompletionRequest = [58]string{
+var jsonFieldsNameOfCompletionRequest = [59]string{
 	0:  "prompt",
 	1:  "model",
 	2:  "n",
@@ -6918,13 +6958,14 @@ var jsonFieldsNameOfCompletionRequest = [58]string{
 	48: "t_max_predict_ms",
 	49: "n_indent",
 	50: "return_progress",
-	51: "samplers",
-	52: "grammar",
-	53: "json_schema",
-	54: "response_format",
-	55: "speculative.n_max",
-	56: "speculative.n_min",
-	57: "speculative.p_min",
+	51: "timings_per_token",
+	52: "samplers",
+	53: "grammar",
+	54: "json_schema",
+	55: "response_format",
+	56: "speculative.n_max",
+	57: "speculative.n_min",
+	58: "speculative.p_min",
 }
 
 // Decode decodes CompletionRequest from json.
@@ -7446,6 +7487,16 @@ func (s *CompletionRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"return_progress\"")
+			}
+		case "timings_per_token":
+			if err := func() error {
+				s.TimingsPerToken.Reset()
+				if err := s.TimingsPerToken.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"timings_per_token\"")
 			}
 		case "samplers":
 			if err := func() error {
@@ -11003,6 +11054,12 @@ func (s *InfillRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.TimingsPerToken.Set {
+			e.FieldStart("timings_per_token")
+			s.TimingsPerToken.Encode(e)
+		}
+	}
+	{
 		if len(s.Samplers) != 0 {
 			e.FieldStart("samplers")
 			e.Raw(s.Samplers)
@@ -11066,7 +11123,7 @@ func (s *InfillRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfInfillRequest = [61]string{
+var jsonFieldsNameOfInfillRequest = [62]string{
 	0:  "model",
 	1:  "n",
 	2:  "n_cmpl",
@@ -11117,17 +11174,18 @@ var jsonFieldsNameOfInfillRequest = [61]string{
 	47: "t_max_predict_ms",
 	48: "n_indent",
 	49: "return_progress",
-	50: "samplers",
-	51: "grammar",
-	52: "json_schema",
-	53: "response_format",
-	54: "speculative.n_max",
-	55: "speculative.n_min",
-	56: "speculative.p_min",
-	57: "prompt",
-	58: "input_prefix",
-	59: "input_suffix",
-	60: "input_extra",
+	50: "timings_per_token",
+	51: "samplers",
+	52: "grammar",
+	53: "json_schema",
+	54: "response_format",
+	55: "speculative.n_max",
+	56: "speculative.n_min",
+	57: "speculative.p_min",
+	58: "prompt",
+	59: "input_prefix",
+	60: "input_suffix",
+	61: "input_extra",
 }
 
 // Decode decodes InfillRequest from json.
@@ -11640,6 +11698,16 @@ func (s *InfillRequest) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"return_progress\"")
 			}
+		case "timings_per_token":
+			if err := func() error {
+				s.TimingsPerToken.Reset()
+				if err := s.TimingsPerToken.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"timings_per_token\"")
+			}
 		case "samplers":
 			if err := func() error {
 				v, err := d.RawAppend(nil)
@@ -11724,7 +11792,7 @@ func (s *InfillRequest) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"prompt\"")
 			}
 		case "input_prefix":
-			requiredBitSet[7] |= 1 << 2
+			requiredBitSet[7] |= 1 << 3
 			if err := func() error {
 				if err := s.InputPrefix.Decode(d); err != nil {
 					return err
@@ -11734,7 +11802,7 @@ func (s *InfillRequest) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"input_prefix\"")
 			}
 		case "input_suffix":
-			requiredBitSet[7] |= 1 << 3
+			requiredBitSet[7] |= 1 << 4
 			if err := func() error {
 				if err := s.InputSuffix.Decode(d); err != nil {
 					return err
@@ -11770,7 +11838,7 @@ func (s *InfillRequest) Decode(d *jx.Decoder) error {
 		0b00000000,
 		0b00000000,
 		0b00000000,
-		0b00001100,
+		0b00011000,
 	} {
 		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
 			// Mask only required fields and check equality to mask using XOR.
@@ -15626,6 +15694,8 @@ func (s Prompt) Encode(e *jx.Encoder) {
 	switch s.Type {
 	case StringPrompt:
 		e.Str(s.String)
+	case PromptObjectPrompt:
+		s.PromptObject.Encode(e)
 	case PromptElementArrayPrompt:
 		e.ArrStart()
 		for _, elem := range s.PromptElementArray {
@@ -15655,6 +15725,11 @@ func (s *Prompt) Decode(d *jx.Decoder) error {
 			return err
 		}
 		s.Type = PromptElementArrayPrompt
+	case jx.Object:
+		if err := s.PromptObject.Decode(d); err != nil {
+			return err
+		}
+		s.Type = PromptObjectPrompt
 	case jx.String:
 		v, err := d.Str()
 		s.String = string(v)
@@ -15688,6 +15763,8 @@ func (s PromptElement) Encode(e *jx.Encoder) {
 		e.Int32(s.Int32)
 	case StringPromptElement:
 		e.Str(s.String)
+	case PromptObjectPromptElement:
+		s.PromptObject.Encode(e)
 	case PromptPieceArrayPromptElement:
 		e.ArrStart()
 		for _, elem := range s.PromptPieceArray {
@@ -15724,6 +15801,11 @@ func (s *PromptElement) Decode(d *jx.Decoder) error {
 			return err
 		}
 		s.Type = Int32PromptElement
+	case jx.Object:
+		if err := s.PromptObject.Decode(d); err != nil {
+			return err
+		}
+		s.Type = PromptObjectPromptElement
 	case jx.String:
 		v, err := d.Str()
 		s.String = string(v)
@@ -15746,6 +15828,190 @@ func (s PromptElement) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *PromptElement) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *PromptObject) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *PromptObject) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("prompt_string")
+		s.PromptString.Encode(e)
+	}
+	{
+		if s.MultimodalData != nil {
+			e.FieldStart("multimodal_data")
+			e.ArrStart()
+			for _, elem := range s.MultimodalData {
+				e.Str(elem)
+			}
+			e.ArrEnd()
+		}
+	}
+}
+
+var jsonFieldsNameOfPromptObject = [2]string{
+	0: "prompt_string",
+	1: "multimodal_data",
+}
+
+// Decode decodes PromptObject from json.
+func (s *PromptObject) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode PromptObject to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "prompt_string":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				if err := s.PromptString.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"prompt_string\"")
+			}
+		case "multimodal_data":
+			if err := func() error {
+				s.MultimodalData = make([]string, 0)
+				if err := d.Arr(func(d *jx.Decoder) error {
+					var elem string
+					v, err := d.Str()
+					elem = string(v)
+					if err != nil {
+						return err
+					}
+					s.MultimodalData = append(s.MultimodalData, elem)
+					return nil
+				}); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"multimodal_data\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode PromptObject")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00000001,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfPromptObject) {
+					name = jsonFieldsNameOfPromptObject[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *PromptObject) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *PromptObject) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes PromptObjectPromptString as json.
+func (s PromptObjectPromptString) Encode(e *jx.Encoder) {
+	switch s.Type {
+	case StringPromptObjectPromptString:
+		e.Str(s.String)
+	case PromptPieceArrayPromptObjectPromptString:
+		e.ArrStart()
+		for _, elem := range s.PromptPieceArray {
+			elem.Encode(e)
+		}
+		e.ArrEnd()
+	}
+}
+
+// Decode decodes PromptObjectPromptString from json.
+func (s *PromptObjectPromptString) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode PromptObjectPromptString to nil")
+	}
+	// Sum type type_discriminator.
+	switch t := d.Next(); t {
+	case jx.Array:
+		s.PromptPieceArray = make([]PromptPiece, 0)
+		if err := d.Arr(func(d *jx.Decoder) error {
+			var elem PromptPiece
+			if err := elem.Decode(d); err != nil {
+				return err
+			}
+			s.PromptPieceArray = append(s.PromptPieceArray, elem)
+			return nil
+		}); err != nil {
+			return err
+		}
+		s.Type = PromptPieceArrayPromptObjectPromptString
+	case jx.String:
+		v, err := d.Str()
+		s.String = string(v)
+		if err != nil {
+			return err
+		}
+		s.Type = StringPromptObjectPromptString
+	default:
+		return errors.Errorf("unexpected json type %q", t)
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s PromptObjectPromptString) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *PromptObjectPromptString) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }

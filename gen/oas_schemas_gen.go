@@ -1247,6 +1247,9 @@ type ChatCompletionRequest struct {
 	// In a stream, send prompt_progress events while the prompt is evaluated: one when the
 	// request starts, then one per prompt chunk.
 	ReturnProgress OptNilBool `json:"return_progress"`
+	// In a stream, every event (prompt_progress ones too) carries the timings so far, not
+	// only the last.
+	TimingsPerToken OptNilBool `json:"timings_per_token"`
 	// Reuse the longest cached prefix of the prompt (default true).
 	CachePrompt OptNilBool `json:"cache_prompt"`
 	// The sampler chain's order: an array of names ("top_k", "top-k", "temperature", ...)
@@ -1531,6 +1534,11 @@ func (s *ChatCompletionRequest) GetNIndent() OptNilInt {
 // GetReturnProgress returns the value of ReturnProgress.
 func (s *ChatCompletionRequest) GetReturnProgress() OptNilBool {
 	return s.ReturnProgress
+}
+
+// GetTimingsPerToken returns the value of TimingsPerToken.
+func (s *ChatCompletionRequest) GetTimingsPerToken() OptNilBool {
+	return s.TimingsPerToken
 }
 
 // GetCachePrompt returns the value of CachePrompt.
@@ -1836,6 +1844,11 @@ func (s *ChatCompletionRequest) SetNIndent(val OptNilInt) {
 // SetReturnProgress sets the value of ReturnProgress.
 func (s *ChatCompletionRequest) SetReturnProgress(val OptNilBool) {
 	s.ReturnProgress = val
+}
+
+// SetTimingsPerToken sets the value of TimingsPerToken.
+func (s *ChatCompletionRequest) SetTimingsPerToken(val OptNilBool) {
+	s.TimingsPerToken = val
 }
 
 // SetCachePrompt sets the value of CachePrompt.
@@ -2668,6 +2681,7 @@ type CompletionChunk struct {
 	TokensEvaluated         int                `json:"tokens_evaluated"`
 	CompletionProbabilities []TokenProbability `json:"completion_probabilities"`
 	PromptProgress          OptPromptProgress  `json:"prompt_progress"`
+	Timings                 OptTimings         `json:"timings"`
 }
 
 // GetIndex returns the value of Index.
@@ -2715,6 +2729,11 @@ func (s *CompletionChunk) GetPromptProgress() OptPromptProgress {
 	return s.PromptProgress
 }
 
+// GetTimings returns the value of Timings.
+func (s *CompletionChunk) GetTimings() OptTimings {
+	return s.Timings
+}
+
 // SetIndex sets the value of Index.
 func (s *CompletionChunk) SetIndex(val int) {
 	s.Index = val
@@ -2758,6 +2777,11 @@ func (s *CompletionChunk) SetCompletionProbabilities(val []TokenProbability) {
 // SetPromptProgress sets the value of PromptProgress.
 func (s *CompletionChunk) SetPromptProgress(val OptPromptProgress) {
 	s.PromptProgress = val
+}
+
+// SetTimings sets the value of Timings.
+func (s *CompletionChunk) SetTimings(val OptTimings) {
+	s.Timings = val
 }
 
 // Merged schema.
@@ -2859,6 +2883,9 @@ type CompletionRequest struct {
 	// In a stream, send prompt_progress events while the prompt is evaluated: one when the
 	// request starts, then one per prompt chunk.
 	ReturnProgress OptNilBool `json:"return_progress"`
+	// In a stream, every event (prompt_progress ones too) carries the timings so far, not
+	// only the last.
+	TimingsPerToken OptNilBool `json:"timings_per_token"`
 	// The sampler chain's order: an array of names ("top_k", "top-k", "temperature", ...)
 	// or a string of letters ("edskypmxt").
 	Samplers jx.Raw `json:"samplers"`
@@ -3131,6 +3158,11 @@ func (s *CompletionRequest) GetNIndent() OptNilInt {
 // GetReturnProgress returns the value of ReturnProgress.
 func (s *CompletionRequest) GetReturnProgress() OptNilBool {
 	return s.ReturnProgress
+}
+
+// GetTimingsPerToken returns the value of TimingsPerToken.
+func (s *CompletionRequest) GetTimingsPerToken() OptNilBool {
+	return s.TimingsPerToken
 }
 
 // GetSamplers returns the value of Samplers.
@@ -3421,6 +3453,11 @@ func (s *CompletionRequest) SetNIndent(val OptNilInt) {
 // SetReturnProgress sets the value of ReturnProgress.
 func (s *CompletionRequest) SetReturnProgress(val OptNilBool) {
 	s.ReturnProgress = val
+}
+
+// SetTimingsPerToken sets the value of TimingsPerToken.
+func (s *CompletionRequest) SetTimingsPerToken(val OptNilBool) {
+	s.TimingsPerToken = val
 }
 
 // SetSamplers sets the value of Samplers.
@@ -5388,6 +5425,9 @@ type InfillRequest struct {
 	// In a stream, send prompt_progress events while the prompt is evaluated: one when the
 	// request starts, then one per prompt chunk.
 	ReturnProgress OptNilBool `json:"return_progress"`
+	// In a stream, every event (prompt_progress ones too) carries the timings so far, not
+	// only the last.
+	TimingsPerToken OptNilBool `json:"timings_per_token"`
 	// The sampler chain's order: an array of names ("top_k", "top-k", "temperature", ...)
 	// or a string of letters ("edskypmxt").
 	Samplers jx.Raw `json:"samplers"`
@@ -5661,6 +5701,11 @@ func (s *InfillRequest) GetNIndent() OptNilInt {
 // GetReturnProgress returns the value of ReturnProgress.
 func (s *InfillRequest) GetReturnProgress() OptNilBool {
 	return s.ReturnProgress
+}
+
+// GetTimingsPerToken returns the value of TimingsPerToken.
+func (s *InfillRequest) GetTimingsPerToken() OptNilBool {
+	return s.TimingsPerToken
 }
 
 // GetSamplers returns the value of Samplers.
@@ -5966,6 +6011,11 @@ func (s *InfillRequest) SetNIndent(val OptNilInt) {
 // SetReturnProgress sets the value of ReturnProgress.
 func (s *InfillRequest) SetReturnProgress(val OptNilBool) {
 	s.ReturnProgress = val
+}
+
+// SetTimingsPerToken sets the value of TimingsPerToken.
+func (s *InfillRequest) SetTimingsPerToken(val OptNilBool) {
+	s.TimingsPerToken = val
 }
 
 // SetSamplers sets the value of Samplers.
@@ -8974,14 +9024,16 @@ func NewIntArrayPieceText(v []int) PieceText {
 	return s
 }
 
-// A string, or an array of token ids and strings forming one prompt (strings are tokenized
-// in place; only a leading string gets BOS). An array of strings, or of such arrays, holds
-// several prompts: POST /v1/completions answers each, the native endpoints refuse them.
+// A string, an object {"prompt_string": ...}, or an array of token ids and strings forming
+// one prompt (strings are tokenized in place; only a leading string gets BOS). An array of
+// strings, objects or such arrays holds several prompts, each completed: POST /completion
+// answers them with an array, POST /v1/completions with the choices of one object.
 // Ref: #/components/schemas/Prompt
 // Prompt represents sum type.
 type Prompt struct {
 	Type               PromptType // switch on this field
 	String             string
+	PromptObject       PromptObject
 	PromptElementArray []PromptElement
 }
 
@@ -8991,11 +9043,15 @@ type PromptType string
 // Possible values for PromptType.
 const (
 	StringPrompt             PromptType = "string"
+	PromptObjectPrompt       PromptType = "PromptObject"
 	PromptElementArrayPrompt PromptType = "[]PromptElement"
 )
 
 // IsString reports whether Prompt is string.
 func (s Prompt) IsString() bool { return s.Type == StringPrompt }
+
+// IsPromptObject reports whether Prompt is PromptObject.
+func (s Prompt) IsPromptObject() bool { return s.Type == PromptObjectPrompt }
 
 // IsPromptElementArray reports whether Prompt is []PromptElement.
 func (s Prompt) IsPromptElementArray() bool { return s.Type == PromptElementArrayPrompt }
@@ -9018,6 +9074,27 @@ func (s Prompt) GetString() (v string, ok bool) {
 func NewStringPrompt(v string) Prompt {
 	var s Prompt
 	s.SetString(v)
+	return s
+}
+
+// SetPromptObject sets Prompt to PromptObject.
+func (s *Prompt) SetPromptObject(v PromptObject) {
+	s.Type = PromptObjectPrompt
+	s.PromptObject = v
+}
+
+// GetPromptObject returns PromptObject and true boolean if Prompt is PromptObject.
+func (s Prompt) GetPromptObject() (v PromptObject, ok bool) {
+	if !s.IsPromptObject() {
+		return v, false
+	}
+	return s.PromptObject, true
+}
+
+// NewPromptObjectPrompt returns new Prompt from PromptObject.
+func NewPromptObjectPrompt(v PromptObject) Prompt {
+	var s Prompt
+	s.SetPromptObject(v)
 	return s
 }
 
@@ -9048,6 +9125,7 @@ type PromptElement struct {
 	Type             PromptElementType // switch on this field
 	Int32            int32
 	String           string
+	PromptObject     PromptObject
 	PromptPieceArray []PromptPiece
 }
 
@@ -9058,6 +9136,7 @@ type PromptElementType string
 const (
 	Int32PromptElement            PromptElementType = "int32"
 	StringPromptElement           PromptElementType = "string"
+	PromptObjectPromptElement     PromptElementType = "PromptObject"
 	PromptPieceArrayPromptElement PromptElementType = "[]PromptPiece"
 )
 
@@ -9066,6 +9145,9 @@ func (s PromptElement) IsInt32() bool { return s.Type == Int32PromptElement }
 
 // IsString reports whether PromptElement is string.
 func (s PromptElement) IsString() bool { return s.Type == StringPromptElement }
+
+// IsPromptObject reports whether PromptElement is PromptObject.
+func (s PromptElement) IsPromptObject() bool { return s.Type == PromptObjectPromptElement }
 
 // IsPromptPieceArray reports whether PromptElement is []PromptPiece.
 func (s PromptElement) IsPromptPieceArray() bool { return s.Type == PromptPieceArrayPromptElement }
@@ -9112,6 +9194,27 @@ func NewStringPromptElement(v string) PromptElement {
 	return s
 }
 
+// SetPromptObject sets PromptElement to PromptObject.
+func (s *PromptElement) SetPromptObject(v PromptObject) {
+	s.Type = PromptObjectPromptElement
+	s.PromptObject = v
+}
+
+// GetPromptObject returns PromptObject and true boolean if PromptElement is PromptObject.
+func (s PromptElement) GetPromptObject() (v PromptObject, ok bool) {
+	if !s.IsPromptObject() {
+		return v, false
+	}
+	return s.PromptObject, true
+}
+
+// NewPromptObjectPromptElement returns new PromptElement from PromptObject.
+func NewPromptObjectPromptElement(v PromptObject) PromptElement {
+	var s PromptElement
+	s.SetPromptObject(v)
+	return s
+}
+
 // SetPromptPieceArray sets PromptElement to []PromptPiece.
 func (s *PromptElement) SetPromptPieceArray(v []PromptPiece) {
 	s.Type = PromptPieceArrayPromptElement
@@ -9129,6 +9232,101 @@ func (s PromptElement) GetPromptPieceArray() (v []PromptPiece, ok bool) {
 // NewPromptPieceArrayPromptElement returns new PromptElement from []PromptPiece.
 func NewPromptPieceArrayPromptElement(v []PromptPiece) PromptElement {
 	var s PromptElement
+	s.SetPromptPieceArray(v)
+	return s
+}
+
+// Llama-server's JSON prompt: prompt_string is the prompt (a string, or token ids and
+// strings); multimodal_data (base64 media for the prompt's media markers) needs a
+// multimodal projector, which this server does not load, so it is refused.
+// Ref: #/components/schemas/PromptObject
+type PromptObject struct {
+	PromptString   PromptObjectPromptString `json:"prompt_string"`
+	MultimodalData []string                 `json:"multimodal_data"`
+}
+
+// GetPromptString returns the value of PromptString.
+func (s *PromptObject) GetPromptString() PromptObjectPromptString {
+	return s.PromptString
+}
+
+// GetMultimodalData returns the value of MultimodalData.
+func (s *PromptObject) GetMultimodalData() []string {
+	return s.MultimodalData
+}
+
+// SetPromptString sets the value of PromptString.
+func (s *PromptObject) SetPromptString(val PromptObjectPromptString) {
+	s.PromptString = val
+}
+
+// SetMultimodalData sets the value of MultimodalData.
+func (s *PromptObject) SetMultimodalData(val []string) {
+	s.MultimodalData = val
+}
+
+// PromptObjectPromptString represents sum type.
+type PromptObjectPromptString struct {
+	Type             PromptObjectPromptStringType // switch on this field
+	String           string
+	PromptPieceArray []PromptPiece
+}
+
+// PromptObjectPromptStringType is oneOf type of PromptObjectPromptString.
+type PromptObjectPromptStringType string
+
+// Possible values for PromptObjectPromptStringType.
+const (
+	StringPromptObjectPromptString           PromptObjectPromptStringType = "string"
+	PromptPieceArrayPromptObjectPromptString PromptObjectPromptStringType = "[]PromptPiece"
+)
+
+// IsString reports whether PromptObjectPromptString is string.
+func (s PromptObjectPromptString) IsString() bool { return s.Type == StringPromptObjectPromptString }
+
+// IsPromptPieceArray reports whether PromptObjectPromptString is []PromptPiece.
+func (s PromptObjectPromptString) IsPromptPieceArray() bool {
+	return s.Type == PromptPieceArrayPromptObjectPromptString
+}
+
+// SetString sets PromptObjectPromptString to string.
+func (s *PromptObjectPromptString) SetString(v string) {
+	s.Type = StringPromptObjectPromptString
+	s.String = v
+}
+
+// GetString returns string and true boolean if PromptObjectPromptString is string.
+func (s PromptObjectPromptString) GetString() (v string, ok bool) {
+	if !s.IsString() {
+		return v, false
+	}
+	return s.String, true
+}
+
+// NewStringPromptObjectPromptString returns new PromptObjectPromptString from string.
+func NewStringPromptObjectPromptString(v string) PromptObjectPromptString {
+	var s PromptObjectPromptString
+	s.SetString(v)
+	return s
+}
+
+// SetPromptPieceArray sets PromptObjectPromptString to []PromptPiece.
+func (s *PromptObjectPromptString) SetPromptPieceArray(v []PromptPiece) {
+	s.Type = PromptPieceArrayPromptObjectPromptString
+	s.PromptPieceArray = v
+}
+
+// GetPromptPieceArray returns []PromptPiece and true boolean if PromptObjectPromptString is []PromptPiece.
+func (s PromptObjectPromptString) GetPromptPieceArray() (v []PromptPiece, ok bool) {
+	if !s.IsPromptPieceArray() {
+		return v, false
+	}
+	return s.PromptPieceArray, true
+}
+
+// NewPromptPieceArrayPromptObjectPromptString returns new PromptObjectPromptString from []PromptPiece.
+func NewPromptPieceArrayPromptObjectPromptString(v []PromptPiece) PromptObjectPromptString {
+	var s PromptObjectPromptString
 	s.SetPromptPieceArray(v)
 	return s
 }

@@ -1471,6 +1471,24 @@ func (s *CompletionChunk) Validate() error {
 			Error: err,
 		})
 	}
+	if err := func() error {
+		if value, ok := s.Timings.Get(); ok {
+			if err := func() error {
+				if err := value.Validate(); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		failures = append(failures, validate.FieldError{
+			Name:  "timings",
+			Error: err,
+		})
+	}
 	if len(failures) > 0 {
 		return &validate.Error{Fields: failures}
 	}
@@ -4139,6 +4157,11 @@ func (s Prompt) Validate() error {
 	switch s.Type {
 	case StringPrompt:
 		return nil // no validation needed
+	case PromptObjectPrompt:
+		if err := s.PromptObject.Validate(); err != nil {
+			return err
+		}
+		return nil
 	case PromptElementArrayPrompt:
 		if s.PromptElementArray == nil {
 			return errors.New("nil is invalid value")
@@ -4172,7 +4195,49 @@ func (s PromptElement) Validate() error {
 		return nil // no validation needed
 	case StringPromptElement:
 		return nil // no validation needed
+	case PromptObjectPromptElement:
+		if err := s.PromptObject.Validate(); err != nil {
+			return err
+		}
+		return nil
 	case PromptPieceArrayPromptElement:
+		if s.PromptPieceArray == nil {
+			return errors.New("nil is invalid value")
+		}
+		return nil
+	default:
+		return errors.Errorf("invalid type %q", s.Type)
+	}
+}
+
+func (s *PromptObject) Validate() error {
+	if s == nil {
+		return validate.ErrNilPointer
+	}
+
+	var failures []validate.FieldError
+	if err := func() error {
+		if err := s.PromptString.Validate(); err != nil {
+			return err
+		}
+		return nil
+	}(); err != nil {
+		failures = append(failures, validate.FieldError{
+			Name:  "prompt_string",
+			Error: err,
+		})
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+	return nil
+}
+
+func (s PromptObjectPromptString) Validate() error {
+	switch s.Type {
+	case StringPromptObjectPromptString:
+		return nil // no validation needed
+	case PromptPieceArrayPromptObjectPromptString:
 		if s.PromptPieceArray == nil {
 			return errors.New("nil is invalid value")
 		}

@@ -87,45 +87,49 @@ func (s *Server) complete(ctx context.Context, req *gen.CompletionRequest, w htt
 	if err != nil {
 		return err
 	}
-	prompt, err := promptTokens(m.tok, req.Prompt)
+	prompts, err := promptList(m.tok, req.Prompt)
 	if err != nil {
 		return err
 	}
-	return s.completeTokens(ctx, m, prompt, params, opts, w)
+	return s.completePrompts(ctx, m, prompts, params, opts, w)
 }
 
-// completeTokens runs the native completions of a tokenized prompt and writes the answer: one
-// completion as an object, several (n_cmpl) as an array of them, or a stream of the events of
-// all, told apart by their index.
-func (s *Server) completeTokens(ctx context.Context, m *loaded, prompt []int32, params engine.Params, opts nativeOptions, w http.ResponseWriter) error {
-	if len(prompt) == 0 {
-		return invalidRequest("the prompt is empty")
-	}
+// completePrompts runs the native completions of tokenized prompts, opts.n (n_cmpl) of each,
+// and writes the answer: one completion as an object, several as an array of them in the
+// order prompt*n + j (their index), or a stream of the events of all, told apart by index.
+func (s *Server) completePrompts(ctx context.Context, m *loaded, prompts [][]int32, params engine.Params, opts nativeOptions, w http.ResponseWriter) error {
 	settings := generationSettings(params, opts.stream, m.info.SpecType)
 	settings.ReasoningFormat = s.cfg.ReasoningFormat.String()
-	promptText := m.tok.Detokenize(prompt, false, true)
-	cs := make([]*completion, opts.n)
-	for i := range cs {
-		cs[i] = &completion{
-			tok:          m.tok,
-			model:        m.name,
-			promptText:   promptText,
-			settings:     settings,
-			returnTokens: opts.returnTokens,
-			index:        i,
+	var tasks []engine.Task
+	var cs []*completion
+	for _, prompt := range prompts {
+		if len(prompt) == 0 {
+			return invalidRequest("the prompt is empty")
 		}
+		promptText := m.tok.Detokenize(prompt, false, true)
+		for range opts.n {
+			cs = append(cs, &completion{
+				tok:          m.tok,
+				model:        m.name,
+				promptText:   promptText,
+				settings:     settings,
+				returnTokens: opts.returnTokens,
+				index:        len(cs),
+			})
+		}
+		tasks = append(tasks, generationTasks(prompt, params, opts.stream, opts.slot, opts.n)...)
 	}
-	fail := func(err error) *apiError { return submitError(err, len(prompt), m.info.NCtx) }
-	set, _, err := submitAll(ctx, m.backend, generationTasks(prompt, params, opts.stream, opts.slot, opts.n))
+	set, failed, err := submitAll(ctx, m.backend, tasks)
 	if err != nil {
-		return fail(err)
+		return submitError(err, len(tasks[failed].Prompt), m.info.NCtx)
 	}
 	defer set.close()
 
-	finals := make([]engine.Result, opts.n)
+	finals := make([]engine.Result, len(tasks))
 	sse := newSSE(w)
-	for done := 0; done < opts.n; {
+	for done := 0; done < len(tasks); {
 		tr, err := set.next(ctx)
+		fail := func(err error) *apiError { return submitError(err, len(tasks[tr.task].Prompt), m.info.NCtx) }
 		if over, err := s.streamEnds(ctx, tr.res, err, sse, fail, func(ae *apiError) { _ = sse.fail(ae) }); over {
 			return err
 		}
@@ -149,6 +153,9 @@ func (s *Server) completeTokens(ctx context.Context, m *loaded, prompt []int32, 
 			if res.Progress != nil {
 				chunk.PromptProgress = gen.NewOptPromptProgress(promptProgress(res.Progress))
 			}
+			if params.TimingsPerToken {
+				chunk.Timings = gen.NewOptTimings(timings(res.Timings))
+			}
 			if sse.data(&chunk) != nil {
 				return nil // the client is gone
 			}
@@ -170,7 +177,7 @@ func (s *Server) completeTokens(ctx context.Context, m *loaded, prompt []int32, 
 	if opts.stream {
 		return nil
 	}
-	answers := make([]encoder, opts.n)
+	answers := make([]encoder, len(cs))
 	for i, c := range cs {
 		resp := c.final(finals[i], c.content.String())
 		if params.NProbs > 0 {

@@ -67,7 +67,7 @@ func TestGeneratedClientServerState(t *testing.T) {
 			p.ModelPath != shareddata.Path(t, "models", "stories260K.gguf") || p.BosToken != "<s>" || p.EosToken != "</s>" {
 			t.Errorf("model: alias %q slots %d ftype %q path %q bos %q eos %q", p.ModelAlias, p.TotalSlots, p.ModelFtype, p.ModelPath, p.BosToken, p.EosToken)
 		}
-		if !p.EndpointMetrics || !p.EndpointSlots || p.EndpointProps || p.IsSleeping || p.BuildInfo != "wgpu-llama" {
+		if !p.EndpointMetrics || !p.EndpointSlots || p.EndpointProps || p.IsSleeping || p.BuildInfo != DefaultSystemFingerprint {
 			t.Errorf("endpoints: metrics %v slots %v props %v; sleeping %v build %q", p.EndpointMetrics, p.EndpointSlots, p.EndpointProps, p.IsSleeping, p.BuildInfo)
 		}
 		d := p.DefaultGenerationSettings

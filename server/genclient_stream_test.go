@@ -255,7 +255,7 @@ func TestGeneratedClientStreams(t *testing.T) {
 		if !ok || u.PromptTokens != 5 || u.CompletionTokens != 16 || u.TotalTokens != 21 {
 			t.Errorf("usage %+v, want 5 + 16 = 21", r.Usage)
 		}
-		if r.Object != "text_completion" || r.Model != "stories260K" || !strings.HasPrefix(r.ID, "chatcmpl-") || r.SystemFingerprint != "wgpu-llama" {
+		if r.Object != "text_completion" || r.Model != "stories260K" || !strings.HasPrefix(r.ID, "chatcmpl-") || r.SystemFingerprint != DefaultSystemFingerprint {
 			t.Errorf("object %q model %q id %q fingerprint %q", r.Object, r.Model, r.ID, r.SystemFingerprint)
 		}
 	})

@@ -64,7 +64,7 @@ func (s *Server) CreateInfill(ctx context.Context, req *gen.InfillRequest, w htt
 	if err != nil {
 		return err
 	}
-	return s.completeTokens(ctx, m, prompt, params, opts, w)
+	return s.completePrompts(ctx, m, [][]int32{prompt}, params, opts, w)
 }
 
 // infillText tokenizes input_prefix or input_suffix as llama-server does: no special tokens

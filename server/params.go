@@ -53,6 +53,7 @@ type samplingFields struct {
 	tMaxPredictMs       gen.OptNilInt
 	nIndent             gen.OptNilInt
 	returnProgress      gen.OptNilBool
+	timingsPerToken     gen.OptNilBool
 	cachePrompt         gen.OptNilBool
 	specNMax            gen.OptNilInt
 	specNMin            gen.OptNilInt
@@ -108,6 +109,7 @@ type samplingRequest interface {
 	GetTMaxPredictMs() gen.OptNilInt
 	GetNIndent() gen.OptNilInt
 	GetReturnProgress() gen.OptNilBool
+	GetTimingsPerToken() gen.OptNilBool
 	GetCachePrompt() gen.OptNilBool
 	GetSpeculativeDotNMax() gen.OptNilInt
 	GetSpeculativeDotNMin() gen.OptNilInt
@@ -157,6 +159,7 @@ func (m *loaded) samplingFields(req samplingRequest, nPredict gen.OptNilInt) sam
 		tMaxPredictMs:       req.GetTMaxPredictMs(),
 		nIndent:             req.GetNIndent(),
 		returnProgress:      req.GetReturnProgress(),
+		timingsPerToken:     req.GetTimingsPerToken(),
 		cachePrompt:         req.GetCachePrompt(),
 		specNMax:            req.GetSpeculativeDotNMax(),
 		specNMin:            req.GetSpeculativeDotNMin(),
@@ -274,6 +277,7 @@ func (f samplingFields) cacheParams(p *engine.Params) error {
 		}
 	}
 	p.ReturnProgress = f.returnProgress.Or(false) // streams only: see generationTasks
+	p.TimingsPerToken = f.timingsPerToken.Or(false)
 	p.SkipPromptCache = !f.cachePrompt.Or(true)
 	return nil
 }

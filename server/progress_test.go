@@ -119,3 +119,49 @@ func TestNIndentField(t *testing.T) {
 		t.Errorf("n_indent -1: %d %s, want %s", rec.Code, rec.Body, want)
 	}
 }
+
+// TestTimingsPerToken: with timings_per_token every event of a /completion stream carries the
+// timings so far, as llama-server's: the first progress event before any prompt token is
+// evaluated has none evaluated and no time; prompt_n then counts the evaluated tokens and
+// time never goes back; the text events count the tokens generated. Without it only the last
+// event has timings.
+func TestTimingsPerToken(t *testing.T) {
+	h := progressHarness(t)
+	rec := h.do(t, http.MethodPost, "/completion", `{"prompt":"Once upon a time","n_predict":3,"temperature":0,"stream":true,"return_progress":true,"timings_per_token":true,"cache_prompt":false}`)
+	events := jsonEvents(t, sseEvents(t, rec.Body.String()))
+	var promptN, predictedN []float64
+	lastMS := 0.0
+	for i, ev := range events {
+		tm, ok := ev["timings"].(map[string]any)
+		if !ok {
+			t.Fatalf("event %d has no timings: %v", i, ev)
+		}
+		if tm["prompt_ms"].(float64) < lastMS {
+			t.Errorf("event %d: prompt_ms %v after %v", i, tm["prompt_ms"], lastMS)
+		}
+		lastMS = tm["prompt_ms"].(float64)
+		promptN, predictedN = append(promptN, tm["prompt_n"].(float64)), append(predictedN, tm["predicted_n"].(float64))
+	}
+	first := events[0]["timings"].(map[string]any)
+	if first["prompt_n"] != 0.0 || first["prompt_ms"] != 0.0 || first["predicted_n"] != 0.0 || first["predicted_ms"] != 0.0 {
+		t.Errorf("first progress timings %v", first)
+	}
+	// Progress after 0, 2, 4, 5 prompt tokens, then 3 tokens generated and the final event.
+	if want := []float64{0, 2, 4, 5, 5, 5, 5, 5}; !reflect.DeepEqual(promptN, want) {
+		t.Errorf("prompt_n %v, want %v", promptN, want)
+	}
+	if want := []float64{0, 0, 0, 0, 1, 2, 3, 3}; !reflect.DeepEqual(predictedN, want) {
+		t.Errorf("predicted_n %v, want %v", predictedN, want)
+	}
+	if settings := events[len(events)-1]["generation_settings"].(map[string]any); settings["timings_per_token"] != true {
+		t.Errorf("generation_settings.timings_per_token %v", settings["timings_per_token"])
+	}
+
+	rec = h.do(t, http.MethodPost, "/completion", `{"prompt":"Once upon a time","n_predict":3,"temperature":0,"stream":true,"cache_prompt":false}`)
+	events = jsonEvents(t, sseEvents(t, rec.Body.String()))
+	for i, ev := range events[:len(events)-1] {
+		if _, ok := ev["timings"]; ok {
+			t.Errorf("event %d has timings without timings_per_token: %v", i, ev)
+		}
+	}
+}

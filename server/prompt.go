@@ -18,27 +18,19 @@ func tokenize(tok *tokenizer.Tokenizer, text string) []int32 {
 	return tok.Encode(text, true, true)
 }
 
-// promptTokens tokenizes a native /completion prompt: a string, or one prompt written as an
-// array of token ids and strings. As llama-server's tokenize_mixed, only the first element may
-// bring BOS (when it is a string); token ids are taken as they are, after a range check.
-func promptTokens(tok *tokenizer.Tokenizer, p gen.Prompt) ([]int32, error) {
-	prompts, err := promptList(tok, p)
-	if err != nil {
-		return nil, err
-	}
-	if len(prompts) > 1 {
-		// llama-server answers each of several prompts with a JSON array of completions.
-		return nil, invalidRequest("'prompt' holds %d prompts; only one prompt per request is supported", len(prompts))
-	}
-	return prompts[0], nil
-}
-
 // promptList tokenizes a prompt field as llama-server's tokenize_input_prompts: an array that
 // holds token ids is one prompt (ids and strings); any other array holds several prompts, each
-// a string or an array of ids and strings.
+// a string, a JSON prompt object or an array of ids and strings; anything else is one prompt.
 func promptList(tok *tokenizer.Tokenizer, p gen.Prompt) ([][]int32, error) {
-	if s, ok := p.GetString(); ok {
-		return [][]int32{tokenize(tok, s)}, nil
+	switch p.Type {
+	case gen.StringPrompt:
+		return [][]int32{tokenize(tok, p.String)}, nil
+	case gen.PromptObjectPrompt:
+		ids, err := objectPromptTokens(tok, "prompt", p.PromptObject)
+		if err != nil {
+			return nil, err
+		}
+		return [][]int32{ids}, nil
 	}
 	elems := p.PromptElementArray
 	single := false
@@ -54,7 +46,7 @@ func promptList(tok *tokenizer.Tokenizer, p gen.Prompt) ([][]int32, error) {
 			case e.IsString():
 				pieces[i] = gen.NewStringPromptPiece(e.String)
 			default:
-				return nil, invalidRequest("'prompt' mixes token ids with arrays: write one prompt as ids and strings, or several prompts as an array of strings or of arrays")
+				return nil, invalidRequest("'prompt[%d]': a prompt of token ids may hold only token ids and strings", i)
 			}
 		}
 		ids, err := mixedTokens(tok, "prompt", pieces, true, true)
@@ -67,18 +59,36 @@ func promptList(tok *tokenizer.Tokenizer, p gen.Prompt) ([][]int32, error) {
 		return [][]int32{nil}, nil // one empty prompt, refused with the other empty prompts
 	}
 	out := make([][]int32, 0, len(elems))
-	for _, e := range elems {
-		if s, ok := e.GetString(); ok {
-			out = append(out, tokenize(tok, s))
-			continue
+	for i, e := range elems {
+		var ids []int32
+		var err error
+		switch e.Type {
+		case gen.StringPromptElement:
+			ids = tokenize(tok, e.String)
+		case gen.PromptObjectPromptElement:
+			ids, err = objectPromptTokens(tok, fmt.Sprintf("prompt[%d]", i), e.PromptObject)
+		default:
+			ids, err = mixedTokens(tok, fmt.Sprintf("prompt[%d]", i), e.PromptPieceArray, true, true)
 		}
-		ids, err := mixedTokens(tok, "prompt", e.PromptPieceArray, true, true)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, ids)
 	}
 	return out, nil
+}
+
+// objectPromptTokens tokenizes llama-server's JSON prompt object {"prompt_string": ...}. Its
+// multimodal_data needs a multimodal projector, which this server has not got: refused with
+// llama-server's words.
+func objectPromptTokens(tok *tokenizer.Tokenizer, field string, o gen.PromptObject) ([]int32, error) {
+	if len(o.MultimodalData) > 0 {
+		return nil, invalidRequest("'%s.multimodal_data': Multimodal data provided, but model does not support multimodal requests.", field)
+	}
+	if s, ok := o.PromptString.GetString(); ok {
+		return tokenize(tok, s), nil
+	}
+	return mixedTokens(tok, field+".prompt_string", o.PromptString.PromptPieceArray, true, true)
 }
 
 // chatRequest is what the chat endpoints share: the conversation and the template options.

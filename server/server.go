@@ -55,8 +55,11 @@ type StatsBackend interface {
 const (
 	// DefaultMaxBodyBytes bounds request bodies when Config.MaxBodyBytes is 0.
 	DefaultMaxBodyBytes = 32 << 20
-	// DefaultSystemFingerprint is reported in OpenAI-style responses when Config.SystemFingerprint is empty.
-	DefaultSystemFingerprint = "wgpu-llama"
+	// DefaultSystemFingerprint is reported in OpenAI-style responses (and /props build_info) when
+	// Config.SystemFingerprint is empty. It is llama-server's "b<build>-<commit>" form naming the
+	// llama.cpp build whose wire behaviour this server follows: clients check it (the OpenAI
+	// library tests of llama.cpp's suite require a leading "b").
+	DefaultSystemFingerprint = "b10587-3f545becc"
 )
 
 // Config holds the server's settings.

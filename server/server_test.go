@@ -179,7 +179,7 @@ func TestHandlers(t *testing.T) {
 			name: "chat", method: "POST", path: "/v1/chat/completions",
 			body: `{"messages":[{"role":"system","content":"You are a storyteller."},{"role":"user","content":"Tell me a story about Lily."}],"max_tokens":16,"temperature":0}`,
 			want: map[string]any{
-				"object": "chat.completion", "model": "stories260K", "system_fingerprint": "wgpu-llama",
+				"object": "chat.completion", "model": "stories260K", "system_fingerprint": "b10587-3f545becc",
 				"choices.0.finish_reason": "stop", "choices.0.message.role": "assistant",
 				"choices.0.message.content": ", there was a little girl named Lily. She loved to play\n",
 				"usage.completion_tokens":   14.0, "timings.predicted_n": 14.0,

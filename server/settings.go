@@ -85,7 +85,7 @@ func generationSettings(p engine.Params, stream bool, spec engine.SpecType) gen.
 		GenerationPrompt:    "",
 		Samplers:            samplers,
 		SpeculativeDotTypes: specTypes,
-		TimingsPerToken:     false,
+		TimingsPerToken:     p.TimingsPerToken,
 		PostSamplingProbs:   p.PostSamplingProbs,
 		BackendSampling:     false,
 		Lora:                []gen.LoraAdapter{},
@@ -93,7 +93,9 @@ func generationSettings(p engine.Params, stream bool, spec engine.SpecType) gen.
 }
 
 // timings converts the engine's timings to llama-server's, with rates 0 where there is nothing
-// to divide (JSON has no infinity).
+// to divide (JSON has no infinity). As llama-server's, the generation rates are over decode
+// steps: the first token comes from the prompt's last batch and costs no step of its own, so
+// one generated token has no rate and n tokens are n-1 steps.
 func timings(t engine.Timings) gen.Timings {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	perToken := func(ms float64, n int) float64 {
@@ -109,6 +111,7 @@ func timings(t engine.Timings) gen.Timings {
 		return 1e3 / ms * float64(n)
 	}
 	promptMS, predictedMS := ms(t.Prompt), ms(t.Predicted)
+	steps := max(t.PredictedN-1, 0)
 	var draftN, draftAccepted gen.OptInt
 	if t.DraftN > 0 { // llama-server reports these only when something was drafted
 		draftN, draftAccepted = gen.NewOptInt(t.DraftN), gen.NewOptInt(t.DraftNAccepted)
@@ -121,8 +124,8 @@ func timings(t engine.Timings) gen.Timings {
 		PromptPerSecond:     perSecond(promptMS, t.PromptN),
 		PredictedN:          t.PredictedN,
 		PredictedMs:         predictedMS,
-		PredictedPerTokenMs: perToken(predictedMS, t.PredictedN),
-		PredictedPerSecond:  perSecond(predictedMS, t.PredictedN),
+		PredictedPerTokenMs: perToken(predictedMS, steps),
+		PredictedPerSecond:  perSecond(predictedMS, steps),
 		DraftN:              draftN,
 		DraftNAccepted:      draftAccepted,
 	}

@@ -849,6 +849,11 @@ export interface components {
              *     request starts, then one per prompt chunk.
              */
             return_progress?: boolean | null;
+            /**
+             * @description In a stream, every event (prompt_progress ones too) carries the timings so far, not
+             *     only the last.
+             */
+            timings_per_token?: boolean | null;
             /** @description Reuse the longest cached prefix of the prompt (default true). */
             cache_prompt?: boolean | null;
             /**
@@ -1112,6 +1117,11 @@ export interface components {
              */
             return_progress?: boolean | null;
             /**
+             * @description In a stream, every event (prompt_progress ones too) carries the timings so far, not
+             *     only the last.
+             */
+            timings_per_token?: boolean | null;
+            /**
              * @description The sampler chain's order: an array of names ("top_k", "top-k", "temperature", ...)
              *     or a string of letters ("edskypmxt").
              */
@@ -1136,12 +1146,22 @@ export interface components {
             "speculative.p_min"?: number | null;
         };
         /**
-         * @description A string, or an array of token ids and strings forming one prompt (strings are tokenized
-         *     in place; only a leading string gets BOS). An array of strings, or of such arrays, holds
-         *     several prompts: POST /v1/completions answers each, the native endpoints refuse them.
+         * @description A string, an object {"prompt_string": ...}, or an array of token ids and strings forming
+         *     one prompt (strings are tokenized in place; only a leading string gets BOS). An array of
+         *     strings, objects or such arrays holds several prompts, each completed: POST /completion
+         *     answers them with an array, POST /v1/completions with the choices of one object.
          */
-        Prompt: string | components["schemas"]["PromptElement"][];
-        PromptElement: number | string | components["schemas"]["PromptPiece"][];
+        Prompt: string | components["schemas"]["PromptObject"] | components["schemas"]["PromptElement"][];
+        PromptElement: number | string | components["schemas"]["PromptObject"] | components["schemas"]["PromptPiece"][];
+        /**
+         * @description llama-server's JSON prompt: prompt_string is the prompt (a string, or token ids and
+         *     strings); multimodal_data (base64 media for the prompt's media markers) needs a
+         *     multimodal projector, which this server does not load, so it is refused.
+         */
+        PromptObject: {
+            prompt_string: string | components["schemas"]["PromptPiece"][];
+            multimodal_data?: string[];
+        };
         PromptPiece: number | string;
         /** @description A partial result of a native completion stream. */
         CompletionChunk: {
@@ -1154,6 +1174,7 @@ export interface components {
             tokens_evaluated: number;
             completion_probabilities?: components["schemas"]["TokenProbability"][];
             prompt_progress?: components["schemas"]["PromptProgress"];
+            timings?: components["schemas"]["Timings"];
         };
         /**
          * @description How far a prompt's evaluation has got (return_progress): of total prompt tokens, cache
