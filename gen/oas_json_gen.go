@@ -9523,11 +9523,7 @@ func (s *GenerationSettings) encodeFields(e *jx.Encoder) {
 		e.FieldStart("logit_bias")
 		e.ArrStart()
 		for _, elem := range s.LogitBias {
-			e.ArrStart()
-			for _, elem := range elem {
-				elem.Encode(e)
-			}
-			e.ArrEnd()
+			elem.Encode(e)
 		}
 		e.ArrEnd()
 	}
@@ -10077,18 +10073,10 @@ func (s *GenerationSettings) Decode(d *jx.Decoder) error {
 		case "logit_bias":
 			requiredBitSet[4] |= 1 << 0
 			if err := func() error {
-				s.LogitBias = make([][]NilFloat64, 0)
+				s.LogitBias = make([]LogitBiasSetting, 0)
 				if err := d.Arr(func(d *jx.Decoder) error {
-					var elem []NilFloat64
-					elem = make([]NilFloat64, 0)
-					if err := d.Arr(func(d *jx.Decoder) error {
-						var elemElem NilFloat64
-						if err := elemElem.Decode(d); err != nil {
-							return err
-						}
-						elem = append(elem, elemElem)
-						return nil
-					}); err != nil {
+					var elem LogitBiasSetting
+					if err := elem.Decode(d); err != nil {
 						return err
 					}
 					s.LogitBias = append(s.LogitBias, elem)
@@ -11940,6 +11928,117 @@ func (s InfillText) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *InfillText) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *LogitBiasSetting) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *LogitBiasSetting) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("bias")
+		s.Bias.Encode(e)
+	}
+	{
+		e.FieldStart("token")
+		e.Int32(s.Token)
+	}
+}
+
+var jsonFieldsNameOfLogitBiasSetting = [2]string{
+	0: "bias",
+	1: "token",
+}
+
+// Decode decodes LogitBiasSetting from json.
+func (s *LogitBiasSetting) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode LogitBiasSetting to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "bias":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				if err := s.Bias.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"bias\"")
+			}
+		case "token":
+			requiredBitSet[0] |= 1 << 1
+			if err := func() error {
+				v, err := d.Int32()
+				s.Token = int32(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"token\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode LogitBiasSetting")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00000011,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfLogitBiasSetting) {
+					name = jsonFieldsNameOfLogitBiasSetting[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *LogitBiasSetting) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *LogitBiasSetting) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }

@@ -4699,24 +4699,25 @@ type GenerationSettings struct {
 	NDiscard            int      `json:"n_discard"`
 	IgnoreEos           bool     `json:"ignore_eos"`
 	Stream              bool     `json:"stream"`
-	// [token, bias] pairs; a banned token's bias is null (-infinity).
-	LogitBias           [][]NilFloat64   `json:"logit_bias"`
-	NProbs              int              `json:"n_probs"`
-	MinKeep             int              `json:"min_keep"`
-	Grammar             string           `json:"grammar"`
-	GrammarLazy         bool             `json:"grammar_lazy"`
-	GrammarTriggers     []GrammarTrigger `json:"grammar_triggers"`
-	PreservedTokens     []int32          `json:"preserved_tokens"`
-	ChatFormat          string           `json:"chat_format"`
-	ReasoningFormat     string           `json:"reasoning_format"`
-	ReasoningInContent  bool             `json:"reasoning_in_content"`
-	GenerationPrompt    string           `json:"generation_prompt"`
-	Samplers            []string         `json:"samplers"`
-	SpeculativeDotTypes string           `json:"speculative.types"`
-	TimingsPerToken     bool             `json:"timings_per_token"`
-	PostSamplingProbs   bool             `json:"post_sampling_probs"`
-	BackendSampling     bool             `json:"backend_sampling"`
-	Lora                []LoraAdapter    `json:"lora"`
+	// The biases applied, as llama-server writes them: {"bias", "token"}, a banned token's
+	// bias null (-infinity). ignore_eos adds every end-of-generation token, banned.
+	LogitBias           []LogitBiasSetting `json:"logit_bias"`
+	NProbs              int                `json:"n_probs"`
+	MinKeep             int                `json:"min_keep"`
+	Grammar             string             `json:"grammar"`
+	GrammarLazy         bool               `json:"grammar_lazy"`
+	GrammarTriggers     []GrammarTrigger   `json:"grammar_triggers"`
+	PreservedTokens     []int32            `json:"preserved_tokens"`
+	ChatFormat          string             `json:"chat_format"`
+	ReasoningFormat     string             `json:"reasoning_format"`
+	ReasoningInContent  bool               `json:"reasoning_in_content"`
+	GenerationPrompt    string             `json:"generation_prompt"`
+	Samplers            []string           `json:"samplers"`
+	SpeculativeDotTypes string             `json:"speculative.types"`
+	TimingsPerToken     bool               `json:"timings_per_token"`
+	PostSamplingProbs   bool               `json:"post_sampling_probs"`
+	BackendSampling     bool               `json:"backend_sampling"`
+	Lora                []LoraAdapter      `json:"lora"`
 }
 
 // GetSeed returns the value of Seed.
@@ -4880,7 +4881,7 @@ func (s *GenerationSettings) GetStream() bool {
 }
 
 // GetLogitBias returns the value of LogitBias.
-func (s *GenerationSettings) GetLogitBias() [][]NilFloat64 {
+func (s *GenerationSettings) GetLogitBias() []LogitBiasSetting {
 	return s.LogitBias
 }
 
@@ -5125,7 +5126,7 @@ func (s *GenerationSettings) SetStream(val bool) {
 }
 
 // SetLogitBias sets the value of LogitBias.
-func (s *GenerationSettings) SetLogitBias(val [][]NilFloat64) {
+func (s *GenerationSettings) SetLogitBias(val []LogitBiasSetting) {
 	s.LogitBias = val
 }
 
@@ -6137,6 +6138,32 @@ func NewPromptPieceArrayInfillText(v []PromptPiece) InfillText {
 	var s InfillText
 	s.SetPromptPieceArray(v)
 	return s
+}
+
+// Ref: #/components/schemas/LogitBiasSetting
+type LogitBiasSetting struct {
+	Bias  NilFloat64 `json:"bias"`
+	Token int32      `json:"token"`
+}
+
+// GetBias returns the value of Bias.
+func (s *LogitBiasSetting) GetBias() NilFloat64 {
+	return s.Bias
+}
+
+// GetToken returns the value of Token.
+func (s *LogitBiasSetting) GetToken() int32 {
+	return s.Token
+}
+
+// SetBias sets the value of Bias.
+func (s *LogitBiasSetting) SetBias(val NilFloat64) {
+	s.Bias = val
+}
+
+// SetToken sets the value of Token.
+func (s *LogitBiasSetting) SetToken(val int32) {
+	s.Token = val
 }
 
 // Ref: #/components/schemas/LoraAdapter

@@ -170,10 +170,11 @@ func (m *loaded) samplingFields(req samplingRequest, nPredict gen.OptNilInt) sam
 	}
 }
 
-// tokenizerLike is what logit_bias needs of the tokenizer.
+// tokenizerLike is what logit_bias and ignore_eos need of the tokenizer.
 type tokenizerLike interface {
 	Encode(text string, addSpecial, parseSpecial bool) []int32
 	NVocab() int
+	EOGs() []int32
 }
 
 // firstSet returns the first of opts that holds a value, for fields with aliases.
@@ -255,6 +256,14 @@ func (f samplingFields) params() (engine.Params, error) {
 	p.IgnoreEOS = f.ignoreEOS.Or(false)
 	if err := f.samplerParams(&p); err != nil {
 		return p, err
+	}
+	if p.IgnoreEOS && f.tok != nil {
+		// As llama-server: ignore_eos bans every end-of-generation token with a bias of
+		// -infinity after the request's own, so they are never sampled (and show in
+		// generation_settings.logit_bias).
+		for _, id := range f.tok.EOGs() {
+			p.LogitBias = append(p.LogitBias, engine.LogitBias{Token: id, Bias: float32(math.Inf(-1))})
+		}
 	}
 	if err := f.cacheParams(&p); err != nil {
 		return p, err

@@ -53,10 +53,13 @@ func TestSamplingFieldMapping(t *testing.T) {
 		{"cache_prompt default", ``, func(p engine.Params) bool { return !p.SkipPromptCache }, "", nil},
 		{"logit_bias pairs", `"logit_bias":[[5,1.5],[6,false]]`, func(p engine.Params) bool {
 			return reflect.DeepEqual(p.LogitBias, []engine.LogitBias{{Token: 5, Bias: 1.5}, {Token: 6, Bias: inf}})
-		}, "logit_bias.1.1", nil},
+		}, "logit_bias.1.bias", nil},
 		{"logit_bias object", `"logit_bias":{"7":-2,"8":false}`, func(p engine.Params) bool {
 			return reflect.DeepEqual(p.LogitBias, []engine.LogitBias{{Token: 7, Bias: -2}, {Token: 8, Bias: inf}})
-		}, "logit_bias.0.0", 7.0},
+		}, "logit_bias.0.token", 7.0},
+		{"ignore_eos bans end-of-generation tokens", `"ignore_eos":true,"logit_bias":[[5,1]]`, func(p engine.Params) bool {
+			return p.IgnoreEOS && reflect.DeepEqual(p.LogitBias, []engine.LogitBias{{Token: 5, Bias: 1}, {Token: 2, Bias: inf}})
+		}, "logit_bias.1", map[string]any{"bias": nil, "token": 2.0}},
 		{"logit_bias string", `"logit_bias":[["a",2]]`, func(p engine.Params) bool { return len(p.LogitBias) >= 1 && p.LogitBias[0].Bias == 2 }, "", nil},
 		{"samplers names", `"samplers":["top-k","temp","penalties"]`, func(p engine.Params) bool {
 			return reflect.DeepEqual(p.Samplers, []string{"top_k", "temperature", "penalties"})

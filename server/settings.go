@@ -23,13 +23,13 @@ func generationSettings(p engine.Params, stream bool, spec engine.SpecType) gen.
 	if breakers == nil {
 		breakers = []string{}
 	}
-	bias := [][]gen.NilFloat64{}
+	bias := []gen.LogitBiasSetting{}
 	for _, b := range p.LogitBias {
 		v := gen.NewNilFloat64(f32(b.Bias))
 		if math.IsInf(float64(b.Bias), 0) {
 			v = gen.NilFloat64{Null: true}
 		}
-		bias = append(bias, []gen.NilFloat64{gen.NewNilFloat64(float64(b.Token)), v})
+		bias = append(bias, gen.LogitBiasSetting{Bias: v, Token: b.Token})
 	}
 	samplers := p.Samplers
 	if samplers == nil {

@@ -1176,6 +1176,11 @@ export interface components {
             prompt_progress?: components["schemas"]["PromptProgress"];
             timings?: components["schemas"]["Timings"];
         };
+        LogitBiasSetting: {
+            bias: number | null;
+            /** Format: int32 */
+            token: number;
+        };
         /**
          * @description How far a prompt's evaluation has got (return_progress): of total prompt tokens, cache
          *     were reused and processed (cached ones included) are evaluated, time_ms after it began.
@@ -1247,8 +1252,11 @@ export interface components {
             n_discard: number;
             ignore_eos: boolean;
             stream: boolean;
-            /** @description [token, bias] pairs; a banned token's bias is null (-infinity). */
-            logit_bias: (number | null)[][];
+            /**
+             * @description The biases applied, as llama-server writes them: {"bias", "token"}, a banned token's
+             *     bias null (-infinity). ignore_eos adds every end-of-generation token, banned.
+             */
+            logit_bias: components["schemas"]["LogitBiasSetting"][];
             n_probs: number;
             min_keep: number;
             grammar: string;
