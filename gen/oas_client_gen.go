@@ -32,6 +32,19 @@ type Invoker interface {
 	//
 	// POST /v1/messages/count_tokens
 	CountAnthropicTokens(ctx context.Context, request *AnthropicMessagesRequest) (*AnthropicTokenCount, error)
+	// CountChatTokens invokes countChatTokens operation.
+	//
+	// The request is read as POST /v1/chat/completions reads it (template, tools, reasoning)
+	// and nothing is generated; llama-server's token counting route.
+	//
+	// POST /v1/chat/completions/input_tokens
+	CountChatTokens(ctx context.Context, request *ChatCompletionRequest) (*ChatTokenCount, error)
+	// CountChatTokensAlias invokes countChatTokensAlias operation.
+	//
+	// Alias of POST /v1/chat/completions/input_tokens.
+	//
+	// POST /chat/completions/input_tokens
+	CountChatTokensAlias(ctx context.Context, request *ChatCompletionRequest) (*ChatTokenCount, error)
 	// CreateAnthropicMessage invokes createAnthropicMessage operation.
 	//
 	// Anthropic's messages, converted to a chat completion as llama-server does: system text,
@@ -353,6 +366,87 @@ func (c *Client) sendCountAnthropicTokens(ctx context.Context, request *Anthropi
 	defer body.Close()
 
 	result, err := decodeCountAnthropicTokensResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// CountChatTokens invokes countChatTokens operation.
+//
+// The request is read as POST /v1/chat/completions reads it (template, tools, reasoning)
+// and nothing is generated; llama-server's token counting route.
+//
+// POST /v1/chat/completions/input_tokens
+func (c *Client) CountChatTokens(ctx context.Context, request *ChatCompletionRequest) (*ChatTokenCount, error) {
+	res, err := c.sendCountChatTokens(ctx, request)
+	return res, err
+}
+
+func (c *Client) sendCountChatTokens(ctx context.Context, request *ChatCompletionRequest) (res *ChatTokenCount, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/v1/chat/completions/input_tokens"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeCountChatTokensRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer body.Close()
+
+	result, err := decodeCountChatTokensResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// CountChatTokensAlias invokes countChatTokensAlias operation.
+//
+// Alias of POST /v1/chat/completions/input_tokens.
+//
+// POST /chat/completions/input_tokens
+func (c *Client) CountChatTokensAlias(ctx context.Context, request *ChatCompletionRequest) (*ChatTokenCount, error) {
+	res, err := c.sendCountChatTokensAlias(ctx, request)
+	return res, err
+}
+
+func (c *Client) sendCountChatTokensAlias(ctx context.Context, request *ChatCompletionRequest) (res *ChatTokenCount, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/chat/completions/input_tokens"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeCountChatTokensAliasRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer body.Close()
+
+	result, err := decodeCountChatTokensAliasResponse(resp)
 	if err != nil {
 		return res, errors.Wrap(err, "decode response")
 	}

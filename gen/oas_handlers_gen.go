@@ -218,6 +218,197 @@ func (s *Server) handleCountAnthropicTokensRequest(args [0]string, argsEscaped b
 	}
 }
 
+// handleCountChatTokensRequest handles countChatTokens operation.
+//
+// The request is read as POST /v1/chat/completions reads it (template, tools, reasoning)
+// and nothing is generated; llama-server's token counting route.
+//
+// POST /v1/chat/completions/input_tokens
+func (s *Server) handleCountChatTokensRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err          error
+		opErrContext = ogenerrors.OperationContext{
+			Name: CountChatTokensOperation,
+			ID:   "countChatTokens",
+		}
+	)
+
+	var rawBody []byte
+	request, rawBody, close, err := s.decodeCountChatTokensRequest(r)
+	if err != nil {
+		err = &ogenerrors.DecodeRequestError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeRequest", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+	defer func() {
+		if err := close(); err != nil {
+			recordError("CloseRequest", err)
+		}
+	}()
+
+	var response *ChatTokenCount
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    CountChatTokensOperation,
+			OperationSummary: "The number of prompt tokens a chat completion request would have.",
+			OperationID:      "countChatTokens",
+			Body:             request,
+			RawBody:          rawBody,
+			Params:           middleware.Parameters{},
+			Raw:              r,
+		}
+
+		type (
+			Request  = *ChatCompletionRequest
+			Params   = struct{}
+			Response = *ChatTokenCount
+		)
+		response, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			nil,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				response, err = s.h.CountChatTokens(ctx, request)
+				return response, err
+			},
+		)
+	} else {
+		response, err = s.h.CountChatTokens(ctx, request)
+	}
+	if err != nil {
+		if errRes, ok := errors.Into[*ErrorStatusCode](err); ok {
+			if err := encodeErrorResponse(errRes, w); err != nil {
+				defer recordError("Internal", err)
+			}
+			return
+		}
+		if errors.Is(err, ht.ErrNotImplemented) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+		if err := encodeErrorResponse(s.h.NewError(ctx, err), w); err != nil {
+			defer recordError("Internal", err)
+		}
+		return
+	}
+
+	if err := encodeCountChatTokensResponse(response, w); err != nil {
+		defer recordError("EncodeResponse", err)
+		if !errors.Is(err, ht.ErrInternalServerErrorResponse) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+		}
+		return
+	}
+}
+
+// handleCountChatTokensAliasRequest handles countChatTokensAlias operation.
+//
+// Alias of POST /v1/chat/completions/input_tokens.
+//
+// POST /chat/completions/input_tokens
+func (s *Server) handleCountChatTokensAliasRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err          error
+		opErrContext = ogenerrors.OperationContext{
+			Name: CountChatTokensAliasOperation,
+			ID:   "countChatTokensAlias",
+		}
+	)
+
+	var rawBody []byte
+	request, rawBody, close, err := s.decodeCountChatTokensAliasRequest(r)
+	if err != nil {
+		err = &ogenerrors.DecodeRequestError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeRequest", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+	defer func() {
+		if err := close(); err != nil {
+			recordError("CloseRequest", err)
+		}
+	}()
+
+	var response *ChatTokenCount
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    CountChatTokensAliasOperation,
+			OperationSummary: "Alias of POST /v1/chat/completions/input_tokens.",
+			OperationID:      "countChatTokensAlias",
+			Body:             request,
+			RawBody:          rawBody,
+			Params:           middleware.Parameters{},
+			Raw:              r,
+		}
+
+		type (
+			Request  = *ChatCompletionRequest
+			Params   = struct{}
+			Response = *ChatTokenCount
+		)
+		response, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			nil,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				response, err = s.h.CountChatTokensAlias(ctx, request)
+				return response, err
+			},
+		)
+	} else {
+		response, err = s.h.CountChatTokensAlias(ctx, request)
+	}
+	if err != nil {
+		if errRes, ok := errors.Into[*ErrorStatusCode](err); ok {
+			if err := encodeErrorResponse(errRes, w); err != nil {
+				defer recordError("Internal", err)
+			}
+			return
+		}
+		if errors.Is(err, ht.ErrNotImplemented) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+		if err := encodeErrorResponse(s.h.NewError(ctx, err), w); err != nil {
+			defer recordError("Internal", err)
+		}
+		return
+	}
+
+	if err := encodeCountChatTokensAliasResponse(response, w); err != nil {
+		defer recordError("EncodeResponse", err)
+		if !errors.Is(err, ht.ErrInternalServerErrorResponse) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+		}
+		return
+	}
+}
+
 // handleCreateAnthropicMessageRequest handles createAnthropicMessage operation.
 //
 // Anthropic's messages, converted to a chat completion as llama-server does: system text,

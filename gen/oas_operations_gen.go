@@ -8,6 +8,8 @@ type OperationName = string
 const (
 	ApplyTemplateOperation                   OperationName = "ApplyTemplate"
 	CountAnthropicTokensOperation            OperationName = "CountAnthropicTokens"
+	CountChatTokensOperation                 OperationName = "CountChatTokens"
+	CountChatTokensAliasOperation            OperationName = "CountChatTokensAlias"
 	CreateAnthropicMessageOperation          OperationName = "CreateAnthropicMessage"
 	CreateChatCompletionOperation            OperationName = "CreateChatCompletion"
 	CreateChatCompletionAliasOperation       OperationName = "CreateChatCompletionAlias"

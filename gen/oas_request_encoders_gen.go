@@ -38,6 +38,34 @@ func encodeCountAnthropicTokensRequest(
 	return nil
 }
 
+func encodeCountChatTokensRequest(
+	req *ChatCompletionRequest,
+	r *http.Request,
+) error {
+	const contentType = "application/json"
+	e := new(jx.Encoder)
+	{
+		req.Encode(e)
+	}
+	encoded := e.Bytes()
+	ht.SetBody(r, bytes.NewReader(encoded), contentType)
+	return nil
+}
+
+func encodeCountChatTokensAliasRequest(
+	req *ChatCompletionRequest,
+	r *http.Request,
+) error {
+	const contentType = "application/json"
+	e := new(jx.Encoder)
+	{
+		req.Encode(e)
+	}
+	encoded := e.Bytes()
+	ht.SetBody(r, bytes.NewReader(encoded), contentType)
+	return nil
+}
+
 func encodeCreateAnthropicMessageRequest(
 	req *AnthropicMessagesRequest,
 	r *http.Request,

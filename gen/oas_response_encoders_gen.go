@@ -38,6 +38,32 @@ func encodeCountAnthropicTokensResponse(response *AnthropicTokenCount, w http.Re
 	return nil
 }
 
+func encodeCountChatTokensResponse(response *ChatTokenCount, w http.ResponseWriter) error {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(200)
+
+	e := new(jx.Encoder)
+	response.Encode(e)
+	if _, err := e.WriteTo(w); err != nil {
+		return errors.Wrap(err, "write")
+	}
+
+	return nil
+}
+
+func encodeCountChatTokensAliasResponse(response *ChatTokenCount, w http.ResponseWriter) error {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(200)
+
+	e := new(jx.Encoder)
+	response.Encode(e)
+	if _, err := e.WriteTo(w); err != nil {
+		return errors.Wrap(err, "write")
+	}
+
+	return nil
+}
+
 func encodeCreateAnthropicMessageResponse(response CreateAnthropicMessageRes, w http.ResponseWriter) error {
 	switch response := response.(type) {
 	default:

@@ -2525,6 +2525,21 @@ func (s *ChatTemplateKwargs) init() ChatTemplateKwargs {
 	return m
 }
 
+// Ref: #/components/schemas/ChatTokenCount
+type ChatTokenCount struct {
+	InputTokens int `json:"input_tokens"`
+}
+
+// GetInputTokens returns the value of InputTokens.
+func (s *ChatTokenCount) GetInputTokens() int {
+	return s.InputTokens
+}
+
+// SetInputTokens sets the value of InputTokens.
+func (s *ChatTokenCount) SetInputTokens(val int) {
+	s.InputTokens = val
+}
+
 // Ref: #/components/schemas/ChatTool
 type ChatTool struct {
 	// Only "function" is supported.

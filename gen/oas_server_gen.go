@@ -21,6 +21,19 @@ type Handler interface {
 	//
 	// POST /v1/messages/count_tokens
 	CountAnthropicTokens(ctx context.Context, req *AnthropicMessagesRequest) (*AnthropicTokenCount, error)
+	// CountChatTokens implements countChatTokens operation.
+	//
+	// The request is read as POST /v1/chat/completions reads it (template, tools, reasoning)
+	// and nothing is generated; llama-server's token counting route.
+	//
+	// POST /v1/chat/completions/input_tokens
+	CountChatTokens(ctx context.Context, req *ChatCompletionRequest) (*ChatTokenCount, error)
+	// CountChatTokensAlias implements countChatTokensAlias operation.
+	//
+	// Alias of POST /v1/chat/completions/input_tokens.
+	//
+	// POST /chat/completions/input_tokens
+	CountChatTokensAlias(ctx context.Context, req *ChatCompletionRequest) (*ChatTokenCount, error)
 	// CreateEmbedding implements createEmbedding operation.
 	//
 	// As llama-server, a request with `content` instead of `input` gets the native answer.

@@ -47,19 +47,7 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 	if err != nil {
 		return err
 	}
-	pl, err := m.plan(chatGeneration{
-		chatRequest: chatRequest{
-			messages:            req.Messages,
-			tools:               req.Tools,
-			kwargs:              req.ChatTemplateKwargs,
-			addGenerationPrompt: req.AddGenerationPrompt.Or(true),
-		},
-		toolChoice:      req.ToolChoice,
-		parallel:        req.ParallelToolCalls.Or(false),
-		reasoningFormat: req.ReasoningFormat,
-		stream:          stream,
-		sampling:        m.samplingFields(req, firstSet(req.NPredict, req.MaxCompletionTokens, req.MaxTokens)),
-	}, s.cfg)
+	pl, err := m.plan(m.chatGenerationOf(req, stream), s.cfg)
 	if err != nil {
 		return err
 	}

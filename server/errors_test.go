@@ -67,6 +67,7 @@ func TestErrors(t *testing.T) {
 		{"top_logprobs too many", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":21}`, nil, 400, "invalid_request_error", "top_logprobs"},
 		{"token out of range", "POST", "/completion", `{"prompt":[1,99999]}`, nil, 400, "invalid_request_error", "token 99999 is out of range"},
 		{"empty token prompt", "POST", "/completion", `{"prompt":[]}`, nil, 400, "invalid_request_error", "the prompt is empty"},
+		{"two assistant messages at the end", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"test"},{"role":"assistant","content":"test"},{"role":"assistant","content":"test"}]}`, nil, 400, "invalid_request_error", "Cannot have 2 or more assistant messages at the end of the list."},
 		{"image part", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"image_url"}]}]}`, nil, 400, "invalid_request_error", "image input is not supported - hint: if this is unexpected, you may need to provide the mmproj"},
 		{"audio part", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"input_audio"}]}]}`, nil, 400, "invalid_request_error", "audio input is not supported - hint: if this is unexpected, you may need to provide the mmproj"},
 		{"unknown part", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"video"}]}]}`, nil, 400, "invalid_request_error", `messages[0]: content part type "video" is not supported (only "text")`},

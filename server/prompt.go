@@ -105,6 +105,11 @@ func (r chatRequest) input() (chat.Input, error) {
 	if err != nil {
 		return chat.Input{}, err
 	}
+	// A last assistant message is continued (llama-server's assistant prefill); one before it
+	// leaves nothing the template could render as the turn to continue.
+	if n := len(msgs); n >= 2 && msgs[n-1].Role == "assistant" && msgs[n-2].Role == "assistant" {
+		return chat.Input{}, invalidRequest("Cannot have 2 or more assistant messages at the end of the list.")
+	}
 	in := chat.Input{Messages: msgs, AddGenerationPrompt: r.addGenerationPrompt}
 	if tools, ok := r.tools.Get(); ok && len(tools) > 0 {
 		if in.Tools, err = toolsJSON(tools); err != nil {

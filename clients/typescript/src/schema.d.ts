@@ -323,6 +323,44 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/chat/completions/input_tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The number of prompt tokens a chat completion request would have.
+         * @description The request is read as POST /v1/chat/completions reads it (template, tools, reasoning)
+         *     and nothing is generated; llama-server's token counting route.
+         */
+        post: operations["countChatTokens"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/chat/completions/input_tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Alias of POST /v1/chat/completions/input_tokens. */
+        post: operations["countChatTokensAlias"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/apply-template": {
         parameters: {
             query?: never;
@@ -1471,6 +1509,9 @@ export interface components {
         AnthropicTokenCount: {
             input_tokens: number;
         };
+        ChatTokenCount: {
+            input_tokens: number;
+        };
         ApplyTemplateRequest: {
             messages: components["schemas"]["ChatMessage"][];
             /** @description Defaults to true. */
@@ -2219,6 +2260,56 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AnthropicTokenCount"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    countChatTokens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChatCompletionRequest"];
+            };
+        };
+        responses: {
+            /** @description The token count. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChatTokenCount"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    countChatTokensAlias: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChatCompletionRequest"];
+            };
+        };
+        responses: {
+            /** @description The token count. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChatTokenCount"];
                 };
             };
             default: components["responses"]["Error"];

@@ -1,0 +1,47 @@
+package server
+
+import (
+	"context"
+
+	"github.com/wgpu-llama/wgpu-llama/gen"
+)
+
+// chatGenerationOf reads an OpenAI chat request as the chat endpoints do.
+func (m *loaded) chatGenerationOf(req *gen.ChatCompletionRequest, stream bool) chatGeneration {
+	return chatGeneration{
+		chatRequest: chatRequest{
+			messages:            req.Messages,
+			tools:               req.Tools,
+			kwargs:              req.ChatTemplateKwargs,
+			addGenerationPrompt: req.AddGenerationPrompt.Or(true),
+		},
+		toolChoice:      req.ToolChoice,
+		parallel:        req.ParallelToolCalls.Or(false),
+		reasoningFormat: req.ReasoningFormat,
+		stream:          stream,
+		sampling:        m.samplingFields(req, firstSet(req.NPredict, req.MaxCompletionTokens, req.MaxTokens)),
+	}
+}
+
+// CountChatTokens implements POST /v1/chat/completions/input_tokens, llama-server's token
+// count of a chat request: its prompt as the chat endpoint would build it, with nothing run.
+func (s *Server) CountChatTokens(_ context.Context, req *gen.ChatCompletionRequest) (*gen.ChatTokenCount, error) {
+	m := s.model()
+	if m == nil {
+		return nil, errLoading
+	}
+	if len(req.Messages) == 0 {
+		return nil, invalidRequest("'messages' must hold at least one message")
+	}
+	pl, err := m.plan(m.chatGenerationOf(req, req.Stream.Or(false)), s.cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &gen.ChatTokenCount{InputTokens: len(pl.prompt)}, nil
+}
+
+// CountChatTokensAlias implements POST /chat/completions/input_tokens, an alias of
+// POST /v1/chat/completions/input_tokens.
+func (s *Server) CountChatTokensAlias(ctx context.Context, req *gen.ChatCompletionRequest) (*gen.ChatTokenCount, error) {
+	return s.CountChatTokens(ctx, req)
+}
