@@ -182,6 +182,10 @@ func (c *converter) visit(s *jvalue, name string) (string, error) {
 		return "", fmt.Errorf("grammar: schema %s is not an object", ruleName)
 	}
 	typ := s.get("type")
+	if typ != nil && typ.kind != 's' && typ.kind != 'a' {
+		// llama.cpp's converter refuses it ("Unrecognized schema") rather than accept anything.
+		return "", fmt.Errorf("grammar: unrecognized schema %s: \"type\" must be a string or an array of strings, not %s", ruleName, typ.encode())
+	}
 	if ref := s.get("$ref").text(); ref != "" {
 		if r, ok := c.refs[ref]; ok {
 			return c.addRule(ruleName, r), nil

@@ -84,7 +84,8 @@ func TestSchemaRefsFormats(t *testing.T) {
 
 func TestSchemaErrors(t *testing.T) {
 	for _, s := range []string{`{"$ref":"#/$defs/missing"}`, `{"type":"string","pattern":"abc"}`, `{"type":"widget"}`,
-		`{"type":"integer","minimum":5,"maximum":1}`, `not json`, `{"type":"string","pattern":"^(a$"}`} {
+		`{"type":"integer","minimum":5,"maximum":1}`, `not json`, `{"type":"string","pattern":"^(a$"}`,
+		`{"type":123}`, `{"properties":{"a":{"type":{"x":1}}}}`} {
 		if _, err := FromJSONSchema([]byte(s)); err == nil {
 			t.Errorf("%s: no error", s)
 		}
