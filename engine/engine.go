@@ -91,6 +91,7 @@ type Engine struct {
 
 	slots      []*slot
 	slotCtx    int // most tokens one slot holds
+	cellLimit  int // with a unified KV cache, the most cells (token rows) all slots hold; else 0
 	batch      int // most tokens per forward pass
 	pool       *pagePool
 	ctxShift   bool
@@ -190,8 +191,13 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		m.Close()
 		return nil, fmt.Errorf("engine: a context of %d tokens cannot be split over %d slots", nCtx, nSlots)
 	}
+	cellLimit := 0
 	if cfg.KVUnified {
-		nPages = pagesFor(nCtx)
+		// llama.cpp's unified cache counts cells (token rows), not pages: the slots together hold
+		// at most nCtx of them (cellLimit), and each slot's last page may be partly empty, so
+		// there is a page more per slot than the cells need.
+		cellLimit = nCtx
+		nPages = pagesFor(nCtx) + nSlots
 	} else {
 		nPages = nSlots * pagesFor(slotCtx) // each slot's share, in whole pages
 	}
@@ -239,6 +245,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		quit:       make(chan struct{}),
 		done:       make(chan struct{}),
 		slotCtx:    slotCtx,
+		cellLimit:  cellLimit,
 		batch:      batch,
 		pool:       newPagePool(nPages),
 		ctxShift:   cfg.ContextShift,
@@ -250,6 +257,9 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		e.slots = append(e.slots, &slot{id: i})
 	}
 	e.stats.s.Start, e.stats.s.KVCapacity = time.Now(), nPages<<pageBits
+	if cellLimit > 0 {
+		e.stats.s.KVCapacity = cellLimit
+	}
 	logger.Info("model loaded", "name", alias, "arch", c.Arch, "layers", c.NLayer, "n_embd", c.NEmbd,
 		"vocab", c.NVocab, "n_ctx", nCtx, "slots", nSlots, "type", c.FileType, "took", time.Since(start).Round(time.Millisecond))
 	go e.loop()

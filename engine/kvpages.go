@@ -65,6 +65,7 @@ func pagesFor(n int) int { return (n + pageRows - 1) >> pageBits }
 // truncate keeps the first n cached tokens of s, releasing the pages past them.
 func (e *Engine) truncate(s *slot, n int) {
 	s.cached = s.cached[:n]
+	s.reserved = min(s.reserved, n)
 	keep := pagesFor(n)
 	for _, pg := range s.pages[keep:] {
 		e.pool.release(pg)
@@ -92,6 +93,18 @@ func (e *Engine) reserve(s *slot, upto int, copies *[]model.RowCopy) int {
 	if start >= upto {
 		return 0
 	}
+	if e.cellLimit > 0 {
+		if upto = start + e.cellRoom(s, upto-start); upto == start {
+			return 0
+		}
+	}
+	got := e.reservePages(s, start, upto, copies)
+	s.reserved = max(s.reserved, start+got)
+	return got
+}
+
+// reservePages is reserve's page work for positions start .. upto-1 of s.
+func (e *Engine) reservePages(s *slot, start, upto int, copies *[]model.RowCopy) int {
 	if last := len(s.pages) - 1; start&(pageRows-1) != 0 && e.pool.refs[s.pages[last]] > 1 {
 		pg, ok := e.allocPage(s)
 		if !ok {
@@ -115,18 +128,53 @@ func (e *Engine) reserve(s *slot, upto int, copies *[]model.RowCopy) int {
 // allocPage takes a free page, first evicting the caches of idle slots other than s, least
 // recently used first.
 func (e *Engine) allocPage(s *slot) (int32, bool) {
-	if pg, ok := e.pool.alloc(); ok {
-		return pg, true
-	}
-	idle := slices.DeleteFunc(e.idleSlots(), func(o *slot) bool { return o == s || len(o.pages) == 0 })
-	slices.SortFunc(idle, func(a, b *slot) int { return a.lastUsed.Compare(b.lastUsed) })
-	for _, o := range idle {
-		e.truncate(o, 0)
+	for {
 		if pg, ok := e.pool.alloc(); ok {
 			return pg, true
 		}
+		if !e.evictIdle(s) {
+			return 0, false
+		}
 	}
-	return 0, false
+}
+
+// evictIdle drops the cache of the least recently used idle slot other than s that holds
+// pages, reporting false when there is none.
+func (e *Engine) evictIdle(s *slot) bool {
+	idle := slices.DeleteFunc(e.idleSlots(), func(o *slot) bool { return o == s || len(o.pages) == 0 })
+	if len(idle) == 0 {
+		return false
+	}
+	e.truncate(slices.MinFunc(idle, func(a, b *slot) int { return a.lastUsed.Compare(b.lastUsed) }), 0)
+	return true
+}
+
+// cellRoom is how many of n more cells slot s may take under the unified cache's cell limit,
+// evicting idle slots' caches (least recently used first) while there are too few.
+func (e *Engine) cellRoom(s *slot, n int) int {
+	for {
+		room := e.cellLimit - e.cellsHeld()
+		if room >= n || !e.evictIdle(s) {
+			return max(min(room, n), 0)
+		}
+	}
+}
+
+// cellsHeld counts the cells (token rows) the slots' caches and reservations take, a row that
+// several slots share counted once: what llama.cpp's unified cache counts.
+func (e *Engine) cellsHeld() int {
+	rows := make(map[int32]int, e.pool.used())
+	for _, s := range e.slots {
+		n := max(len(s.cached), s.reserved)
+		for i, pg := range s.pages {
+			rows[pg] = max(rows[pg], min(pageRows, n-i*pageRows))
+		}
+	}
+	held := 0
+	for _, r := range rows {
+		held += r
+	}
+	return held
 }
 
 // evictable reports whether an idle slot other than s holds pages allocPage could free.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,6 +15,7 @@ type slot struct {
 	id       int
 	cached   []int32
 	pages    []int32
+	reserved int // positions made writable for the batch being built (see reserve)
 	gen      *generation
 	job      *embedJob   // an embedding or rerank task, when one runs here instead
 	prev     *generation // the last generation that ran here, for SlotInfo
@@ -179,6 +181,12 @@ func (e *Engine) turn() {
 			toks = append(toks, drafts[s.id]...)
 		}
 		got := e.reserve(s, len(s.cached)+len(toks), &b.Copies)
+		if got == 0 && e.cellLimit > 0 {
+			// As llama-server when a decode finds no free cell even after purging idle slots:
+			// every request being processed fails, and this batch is not run.
+			e.contextExceeded()
+			return
+		}
 		if got == 0 {
 			e.cacheFull(s)
 			continue
@@ -275,7 +283,8 @@ func (e *Engine) shiftFull() {
 		if g == nil || !g.promptDone {
 			continue
 		}
-		needPage := len(s.cached)&(pageRows-1) == 0 && len(e.pool.free) == 0 && !e.evictable(s)
+		needPage := len(s.cached)&(pageRows-1) == 0 && len(e.pool.free) == 0 && !e.evictable(s) ||
+			e.cellLimit > 0 && e.cellsHeld() >= e.cellLimit && !e.evictable(s)
 		if len(s.cached)+1 < e.slotCtx && !needPage {
 			continue
 		}
@@ -297,6 +306,23 @@ func (e *Engine) cacheFull(s *slot) {
 	}
 	g.res.Truncated = true
 	e.end(s, e.finish(s, StopLimit))
+}
+
+// ErrContextExceeded ends every request being processed when the unified KV cache has no cell
+// left for a generating slot's next token (llama-server's words).
+var ErrContextExceeded = errors.New("Context size has been exceeded.")
+
+// contextExceeded fails every running generation with ErrContextExceeded, dropping their caches
+// (their pages may hold reservations and copies of the batch that will not run).
+func (e *Engine) contextExceeded() {
+	for _, s := range e.slots {
+		if s.gen == nil {
+			continue
+		}
+		e.truncate(s, 0)
+		s.gen.res.Err = ErrContextExceeded
+		e.end(s, e.finish(s, StopNone))
+	}
 }
 
 // newestPrompt is the slot reading a prompt that started last.

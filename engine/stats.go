@@ -71,7 +71,9 @@ func (e *Engine) noteDecode(b model.Batch) {
 		longest = max(longest, int(p)+1)
 	}
 	busy, held := e.slotUsage(nil)
-	held += len(b.Tokens) // the batch's tokens join the slots' caches
+	if e.cellLimit == 0 {
+		held += len(b.Tokens) // the batch's tokens join the slots' caches (cells count them already)
+	}
 	e.stats.mu.Lock()
 	defer e.stats.mu.Unlock()
 	st := &e.stats.s
@@ -118,12 +120,16 @@ func (e *Engine) noteSlots() {
 }
 
 // slotUsage counts the slots running a request (counting ending as idle) and the KV cache rows
-// in use: the rows of the pages the slots hold, shared pages counted once.
+// in use: the rows of the pages the slots hold, shared pages counted once (with a unified
+// cache, the cells: only the rows the slots fill).
 func (e *Engine) slotUsage(ending *slot) (busy, held int) {
 	for _, s := range e.slots {
 		if s.gen != nil && s != ending {
 			busy++
 		}
+	}
+	if e.cellLimit > 0 {
+		return busy, e.cellsHeld()
 	}
 	return busy, e.pool.used() << pageBits
 }
