@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,24 +83,28 @@ func TestSlotRestoreRefusals(t *testing.T) {
 		}
 		return p
 	}
-	flipped := append([]byte(nil), data...)
-	flipped[len(flipped)/2] ^= 0xff
-	otherModel := append([]byte(nil), data...)
-	copy(otherModel[16:], "arch=qwen2") // the identity text starts after magic, version and length
-	binary.LittleEndian.PutUint32(otherModel[len(otherModel)-4:], crc32.ChecksumIEEE(otherModel[:len(otherModel)-4]))
-	for name, p := range map[string]string{
-		"missing":   filepath.Join(dir, "missing.bin"),
-		"truncated": write("truncated.bin", data[:16]),
-		"damaged":   write("damaged.bin", flipped),
-		"garbage":   write("garbage.bin", []byte("not a slot file at all")),
-		"other":     write("other.bin", otherModel),
+	n := saved.Tokens
+	// The key type of layer 0 follows the header (3 words), the packed tokens (n+4 words),
+	// the stream and cell counts (2), the cells (3 words each), v_trans and n_layer (2).
+	typeAt := 4 * (3 + n + 4 + 2 + 3*n + 2)
+	otherType := append([]byte(nil), data...)
+	binary.LittleEndian.PutUint32(otherType[typeAt:], 0)
+	badPos := append([]byte(nil), data...)
+	binary.LittleEndian.PutUint32(badPos[4*(3+n+4+2+3):], 7) // cell 1 claims position 7
+	badVersion := append([]byte(nil), data...)
+	binary.LittleEndian.PutUint32(badVersion[4:], 9)
+	for name, c := range map[string]struct{ path, want string }{
+		"missing":     {filepath.Join(dir, "missing.bin"), "no such file"},
+		"truncated":   {write("truncated.bin", data[:len(data)-3]), "file ends early"},
+		"garbage":     {write("garbage.bin", []byte("not a slot file at all")), "not a llama.cpp sequence state file"},
+		"version":     {write("version.bin", badVersion), "state file version 9"},
+		"other types": {write("other.bin", otherType), "key rows of layer 0: type 0"},
+		"positions":   {write("positions.bin", badPos), "KV cell 1 holds position 7"},
+		"trailing":    {write("trailing.bin", append(append([]byte(nil), data...), 0)), "1 unexpected bytes after the rows"},
 	} {
-		_, err := e.RestoreSlot(ctx, 0, p)
-		if !errors.Is(err, engine.ErrSlotFile) {
-			t.Errorf("%s: restore error %v, want ErrSlotFile", name, err)
-		}
-		if name == "other" && (err == nil || !strings.Contains(err.Error(), "saved from another model (arch=qwen2")) {
-			t.Errorf("restore from another model: %v", err)
+		_, err := e.RestoreSlot(ctx, 0, c.path)
+		if !errors.Is(err, engine.ErrSlotFile) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: restore error %v, want ErrSlotFile saying %q", name, err, c.want)
 		}
 	}
 	slots, err := e.Slots(ctx)
@@ -191,5 +194,58 @@ func TestSlotsAndStats(t *testing.T) {
 	}
 	if st.Decodes == 0 || st.BusySlots != st.Decodes || st.TokensMax != uint64(first.TokensCached) {
 		t.Errorf("decodes %d busy %d tokens max %d (want %d)", st.Decodes, st.BusySlots, st.TokensMax, first.TokensCached)
+	}
+}
+
+// TestSlotFileFormat: a slot file is llama.cpp's sequence state file with llama-server's packed
+// token payload (-1, version 1, n_tokens, tokens, no media); the plain token list that older
+// servers wrote in its place restores too, and its cache is reused.
+func TestSlotFileFormat(t *testing.T) {
+	e := enginetest.Load(t, "models", "stories260K.gguf")
+	ctx := context.Background()
+	dir := t.TempDir()
+	prompt := e.Tokenizer().Encode("Once upon a time, there was a little dog", true, true)
+	run(t, e, prompt, greedy(8))
+	path := filepath.Join(dir, "packed.bin")
+	saved, err := e.SaveSlot(ctx, 0, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	word := func(i int) int32 { return int32(binary.LittleEndian.Uint32(data[4*i:])) }
+	n := saved.Tokens
+	if word(0) != 0x67677371 || word(1) != 2 || int(word(2)) != n+4 || word(3) != -1 || word(4) != 1 || int(word(5)) != n || word(6+n) != 0 {
+		t.Fatalf("header %v, want magic ggsq, version 2, %d payload words: -1, 1, %d, tokens, 0", []int32{word(0), word(1), word(2), word(3), word(4), word(5), word(6 + n)}, n+4, n)
+	}
+	for i, id := range prompt {
+		if word(6+i) != id {
+			t.Fatalf("token %d is %d, want %d", i, word(6+i), id)
+		}
+	}
+	if streams, cells := word(7+n), word(8+n); streams != 1 || int(cells) != n {
+		t.Errorf("%d streams, %d cells; want 1 and %d", streams, cells, n)
+	}
+
+	// The plain token list in place of the packed payload, as the suite's legacy test writes it.
+	legacy := append([]byte(nil), data[:12]...)
+	binary.LittleEndian.PutUint32(legacy[8:], uint32(n))
+	legacy = append(legacy, data[4*6:4*(6+n)]...)
+	legacy = append(legacy, data[4*(7+n):]...)
+	legacyPath := filepath.Join(dir, "legacy.bin")
+	if err := os.WriteFile(legacyPath, legacy, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.EraseSlot(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	restored, err := e.RestoreSlot(ctx, 0, legacyPath)
+	if err != nil || restored.Tokens != n {
+		t.Fatalf("legacy restore: %d tokens, %v; want %d", restored.Tokens, err, n)
+	}
+	if _, final := run(t, e, prompt, greedy(2)); final.Timings.CacheN != len(prompt)-1 {
+		t.Errorf("after the legacy restore cache_n %d, want %d", final.Timings.CacheN, len(prompt)-1)
 	}
 }
