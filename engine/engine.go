@@ -39,6 +39,13 @@ type Config struct {
 	// ContextShift, when a slot's context fills, drops older tokens and goes on
 	// (llama-server's --context-shift) instead of ending the generation.
 	ContextShift bool
+	// PromptCacheMiB bounds the prompt cache (llama-server's --cache-ram, see promptcache.go):
+	// 0 is DefaultPromptCacheMiB, -1 unbounded. NoPromptCache turns it off (--cache-ram 0).
+	PromptCacheMiB int
+	NoPromptCache  bool
+	// NoCacheIdleSlots keeps idle slots' prompts out of the prompt cache when another request
+	// starts (llama-server's --no-cache-idle-slots).
+	NoCacheIdleSlots bool
 	// CacheReuse is the default n_cache_reuse (llama-server's --cache-reuse): the shortest
 	// chunk of a slot's cache after the common prefix that is moved into place rather than
 	// recomputed; 0 is off.
@@ -90,9 +97,10 @@ type Engine struct {
 	stats   stats
 
 	slots      []*slot
-	slotCtx    int // most tokens one slot holds
-	cellLimit  int // with a unified KV cache, the most cells (token rows) all slots hold; else 0
-	batch      int // most tokens per forward pass
+	slotCtx    int          // most tokens one slot holds
+	cellLimit  int          // with a unified KV cache, the most cells (token rows) all slots hold; else 0
+	cache      *promptCache // nil when off
+	batch      int          // most tokens per forward pass
 	pool       *pagePool
 	ctxShift   bool
 	cacheReuse int
@@ -255,6 +263,13 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 	}
 	for i := 0; i < nSlots; i++ {
 		e.slots = append(e.slots, &slot{id: i})
+	}
+	e.cache = promptCacheConfig(cfg, m.KVRowBytes(), m.KVLayers())
+	switch {
+	case e.cache == nil && !cfg.NoCacheIdleSlots:
+		logger.Warn("--cache-idle-slots requires --cache-ram, disabling")
+	case e.cache != nil && e.cache.idleSlots:
+		logger.Debug("__TEST_TAG_CACHE_IDLE_SLOTS_ENABLED__")
 	}
 	e.stats.s.Start, e.stats.s.KVCapacity = time.Now(), nPages<<pageBits
 	if cellLimit > 0 {

@@ -42,13 +42,19 @@ type generation struct {
 }
 
 // start prepares a request in slot s: it reuses the longest cached prefix of the prompt held by
-// any slot (sharing its pages; always leaving one token to evaluate, whose logits are needed),
-// then, with cache reuse on, later chunks of the slot's own cache, and builds the sampler.
+// the slot, a busy slot or the prompt cache (sharing its pages; always leaving one token to
+// evaluate, whose logits are needed), then, with cache reuse on, later chunks of the slot's
+// own cache, and builds the sampler. The prompt cache is updated around it (promptcache.go).
 func (e *Engine) start(s *slot, r *request) error {
 	if r.task.Kind != TaskGenerate {
 		return e.startJob(s, r)
 	}
 	t := r.task
+	if e.updatesCache(s, t.Prompt, t.Slot != nil) {
+		e.log.Debug("updating prompt cache", "slot", s.id)
+		e.saveToCache(s)
+	}
+	defer e.saveIdleSlots(s) // once this request has its prefix
 	nPast := 0
 	if !t.Params.SkipPromptCache {
 		donor, n := e.donorFor(s, t.Prompt)

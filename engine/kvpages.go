@@ -138,9 +138,12 @@ func (e *Engine) allocPage(s *slot) (int32, bool) {
 	}
 }
 
-// evictIdle drops the cache of the least recently used idle slot other than s that holds
-// pages, reporting false when there is none.
+// evictIdle drops the prompt cache's oldest entry or, when it is empty, the cache of the least
+// recently used idle slot other than s that holds pages, reporting false when there is none.
 func (e *Engine) evictIdle(s *slot) bool {
+	if e.dropOldestEntry() {
+		return true
+	}
 	idle := slices.DeleteFunc(e.idleSlots(), func(o *slot) bool { return o == s || len(o.pages) == 0 })
 	if len(idle) == 0 {
 		return false
@@ -164,7 +167,7 @@ func (e *Engine) cellRoom(s *slot, n int) int {
 // several slots share counted once: what llama.cpp's unified cache counts.
 func (e *Engine) cellsHeld() int {
 	rows := make(map[int32]int, e.pool.used())
-	for _, s := range e.slots {
+	for _, s := range slices.Concat(e.cacheEntries(), e.slots) {
 		n := max(len(s.cached), s.reserved)
 		for i, pg := range s.pages {
 			rows[pg] = max(rows[pg], min(pageRows, n-i*pageRows))
@@ -177,9 +180,10 @@ func (e *Engine) cellsHeld() int {
 	return held
 }
 
-// evictable reports whether an idle slot other than s holds pages allocPage could free.
+// evictable reports whether a prompt cache entry or an idle slot other than s holds pages
+// allocPage could free.
 func (e *Engine) evictable(s *slot) bool {
-	for _, o := range e.idleSlots() {
+	for _, o := range slices.Concat(e.cacheEntries(), e.idleSlots()) {
 		if o != s && len(o.pages) > 0 {
 			return true
 		}
@@ -187,11 +191,15 @@ func (e *Engine) evictable(s *slot) bool {
 	return false
 }
 
-// donorFor finds the slot whose cache shares the longest prefix with prompt (s itself
-// included), and that length.
+// donorFor finds, among s itself, the slots running a request and the prompt cache's entries,
+// the holder whose cache shares the longest prefix with prompt, and that length. An idle
+// slot's prompt is shared once it is in the prompt cache (see promptcache.go).
 func (e *Engine) donorFor(s *slot, prompt []int32) (*slot, int) {
 	best, bestLen := s, commonPrefix(s.cached, prompt)
-	for _, o := range e.slots {
+	for _, o := range slices.Concat(e.cacheEntries(), e.slots) {
+		if o.idle() && o.id >= 0 {
+			continue
+		}
 		if n := commonPrefix(o.cached, prompt); n > bestLen {
 			best, bestLen = o, n
 		}

@@ -138,14 +138,24 @@ func (e *Engine) idleSlots() []*slot {
 	return idle
 }
 
-// pickSlot chooses, as llama-server does, the idle slot whose cache shares the longest prefix
-// with the prompt, else the least recently used. (Any slot's cached prefix can then be shared:
-// see start.)
+// pickSlot chooses, as llama-server does, the idle slot whose cache holds the largest part of
+// the prompt, above slotPromptSimilarity, else the least recently used. (Busy slots' and the
+// prompt cache's prefixes can then be shared: see start.)
 func (e *Engine) pickSlot(idle []*slot, prompt []int32) *slot {
-	best, bestLen := idle[0], -1
+	var best *slot
+	bestLen := 0
 	for _, s := range idle {
-		if n := commonPrefix(s.cached, prompt); n > bestLen || (n == bestLen && s.lastUsed.Before(best.lastUsed)) {
+		if n := commonPrefix(s.cached, prompt); n > bestLen && float64(n)/float64(len(prompt)) > slotPromptSimilarity {
 			best, bestLen = s, n
+		}
+	}
+	if best != nil {
+		return best
+	}
+	best = idle[0]
+	for _, s := range idle[1:] {
+		if s.lastUsed.Before(best.lastUsed) {
+			best = s
 		}
 	}
 	return best

@@ -120,6 +120,8 @@ type modelFlags struct {
 	ctxShift       bool
 	noCtxShift     bool
 	cacheReuse     int
+	cacheRAM       int
+	cacheIdleSlots bool
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
@@ -129,6 +131,8 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	intVar(fs, &m.device, -1, "GPU adapter index from `wgpu-llama devices` (-1: best)", "device")
 	intVar(fs, &m.slots, -1, "sequences served at once; -1 (auto, as llama-server): 4 slots sharing the whole context (--kv-unified), else the context is split between them", "np", "parallel")
 	fs.BoolVar(&m.verbose, "v", false, "verbose logging")
+	fs.BoolVar(&m.verbose, "verbose", false, "same as -v")
+	fs.BoolVar(&m.verbose, "log-verbose", false, "same as -v")
 	stringVar(fs, &m.cacheK, "f16", "KV cache type for keys: f16 or f32", "ctk", "cache-type-k")
 	stringVar(fs, &m.cacheV, "f16", "KV cache type for values: f16 or f32 (same as keys)", "ctv", "cache-type-v")
 	fs.BoolVar(&m.rawActivations, "raw-activations", false, "feed matmuls f32 activations instead of rounding them as llama.cpp's CPU backend does")
@@ -137,6 +141,10 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&m.ctxShift, "context-shift", false, "when a slot's context fills, drop older tokens and keep generating")
 	fs.BoolVar(&m.noCtxShift, "no-context-shift", false, "stop generating when the context fills (the default)")
 	intVar(fs, &m.cacheReuse, 0, "shortest cached chunk reused by moving it in the KV cache (n_cache_reuse; 0: off)", "cache-reuse")
+	intVar(fs, &m.cacheRAM, engine.DefaultPromptCacheMiB, "prompt cache size in MiB: prompts slots held, kept for later requests (-1: no limit, 0: off)", "cram", "cache-ram")
+	m.cacheIdleSlots = true
+	fs.Var(&pairFlag{&m.cacheIdleSlots, true}, "cache-idle-slots", "when a request starts, save idle slots' prompts to the prompt cache, clearing them with --kv-unified (the default)")
+	fs.Var(&pairFlag{&m.cacheIdleSlots, false}, "no-cache-idle-slots", "leave idle slots' prompts out of the prompt cache")
 }
 
 // engineConfig resolves the default model and returns the engine configuration.
@@ -166,9 +174,13 @@ func (m *modelFlags) engineConfig(alias string, logger *log.Logger) (engine.Conf
 	if m.cacheReuse < 0 {
 		return engine.Config{}, fmt.Errorf("--cache-reuse must be 0 or more, got %d", m.cacheReuse)
 	}
+	if m.cacheRAM < -1 {
+		return engine.Config{}, fmt.Errorf("--cache-ram must be -1 (no limit), 0 (off) or a size in MiB, got %d", m.cacheRAM)
+	}
 	return engine.Config{ModelPath: path, Alias: alias, CtxSize: m.ctxSize, BatchSize: m.batch, Slots: slots, Device: m.device,
 		KVF32: m.cacheK == "f32", RawActivations: m.rawActivations, Logger: logger,
-		KVUnified: unified, ContextShift: m.ctxShift && !m.noCtxShift, CacheReuse: m.cacheReuse}, nil
+		KVUnified: unified, ContextShift: m.ctxShift && !m.noCtxShift, CacheReuse: m.cacheReuse,
+		PromptCacheMiB: m.cacheRAM, NoPromptCache: m.cacheRAM == 0, NoCacheIdleSlots: !m.cacheIdleSlots}, nil
 }
 
 // loadModel opens the device and loads the model directly, for commands that drive the model
