@@ -98,6 +98,9 @@ type Config struct {
 	// WriteTimeout bounds each write of a response (llama-server's --timeout, a socket send
 	// timeout): a long generation or stream is never cut while it keeps writing. 0 is none.
 	WriteTimeout time.Duration
+	// CORS is the cross-origin policy (--cors-origins and friends); the zero value is
+	// llama-server's default.
+	CORS CORS
 	// SlotSavePath is the directory POST /slots/{id}?action=save|restore uses
 	// (--slot-save-path); empty disables slot actions.
 	SlotSavePath string
@@ -214,7 +217,7 @@ func specialText(tok *tokenizer.Tokenizer, id int32) string {
 func (s *Server) Handler() http.Handler {
 	return chain(s.api,
 		s.logRequests,
-		cors,
+		s.cors,
 		s.requireBackend,
 		s.requireKey,
 		s.writeDeadlines,
