@@ -64,6 +64,12 @@ type Config struct {
 	// Alias is the model name reported to clients (llama-server's --alias); empty uses the
 	// backend's ModelInfo.Name.
 	Alias string
+	// Aliases are every name of the model (llama-server's --alias list, sorted) and Tags its
+	// --tags, both listed in /v1/models. Empty Aliases lists Alias alone, or none without it.
+	Aliases, Tags []string
+	// Verbose is --verbose: OpenAI-style answers carry "__verbose", the native answer, unless
+	// a request sets "verbose": false (requests may also ask for it).
+	Verbose bool
 	// MaxBodyBytes limits request bodies; larger ones get 413. 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// SystemFingerprint is the system_fingerprint of OpenAI-style responses (llama-server reports
