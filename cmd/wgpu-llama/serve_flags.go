@@ -15,6 +15,7 @@ import (
 	"github.com/charmbracelet/log"
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
+	"github.com/wgpu-llama/wgpu-llama/hf"
 	"github.com/wgpu-llama/wgpu-llama/model/chat"
 	"github.com/wgpu-llama/wgpu-llama/server"
 )
@@ -51,10 +52,11 @@ type serveFlags struct {
 	cors   corsFlags
 	compat compatFlags
 
-	hf    hfFlags
-	spec  specFlags
-	embed embedFlags
-	chat  chatFlags
+	hf       hfFlags
+	modelURL string // --model-url: downloaded to -m, else into the llama.cpp cache
+	spec     specFlags
+	embed    embedFlags
+	chat     chatFlags
 }
 
 // envFlags maps llama.cpp's environment variables to the flag each sets (its first name);
@@ -88,6 +90,7 @@ var envFlags = []struct {
 	{"LLAMA_ARG_CHAT_TEMPLATE_FILE", []string{"chat-template-file"}},
 	{"LLAMA_OFFLINE", []string{"offline"}},
 	{"LLAMA_ARG_HF_REPO", []string{"hf", "hfr", "hf-repo"}},
+	{"LLAMA_ARG_MODEL_URL", []string{"mu", "model-url"}},
 	{"LLAMA_ARG_HF_FILE", []string{"hff", "hf-file"}},
 	{"HF_TOKEN", []string{"hft", "hf-token"}},
 	{"LLAMA_ARG_CORS_ORIGINS", []string{"cors-origins"}},
@@ -144,6 +147,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	stringVar(fs, &f.hf.file, "", "file of the --hf-repo repository to use, overriding the quant", "hff", "hf-file")
 	stringVar(fs, &f.hf.token, "", "Hugging Face access token (default: $HF_TOKEN)", "hft", "hf-token")
 	fs.BoolVar(&f.hf.offline, "offline", false, "use the Hugging Face cache only; never download")
+	stringVar(fs, &f.modelURL, "", "model GGUF URL, downloaded to -m FILE when given, else under its file name into $LLAMA_CACHE (default ~/.cache/llama.cpp); a file already there is used", "mu", "model-url")
 	f.cors.register(fs)
 	f.compat.register(fs)
 	f.spec.register(fs)
@@ -242,6 +246,14 @@ func (f *serveFlags) check() error {
 	}
 	if f.hf.repo != "" && f.model.path != "" {
 		return errors.New("give -m FILE or -hf USER/MODEL, not both")
+	}
+	if f.modelURL != "" {
+		if f.hf.repo != "" {
+			return errors.New("give --model-url or -hf USER/MODEL, not both")
+		}
+		if _, err := hf.URLFileName(f.modelURL); err != nil {
+			return fmt.Errorf("--model-url: %w", err)
+		}
 	}
 	if f.hf.file != "" && f.hf.repo == "" {
 		return errors.New("--hf-file needs --hf-repo")
