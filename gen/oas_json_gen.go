@@ -3135,6 +3135,12 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.Verbose.Set {
+			e.FieldStart("verbose")
+			s.Verbose.Encode(e)
+		}
+	}
+	{
 		if s.ReturnProgress.Set {
 			e.FieldStart("return_progress")
 			s.ReturnProgress.Encode(e)
@@ -3190,7 +3196,7 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfChatCompletionRequest = [61]string{
+var jsonFieldsNameOfChatCompletionRequest = [62]string{
 	0:  "model",
 	1:  "messages",
 	2:  "tools",
@@ -3243,15 +3249,16 @@ var jsonFieldsNameOfChatCompletionRequest = [61]string{
 	49: "n_cache_reuse",
 	50: "t_max_predict_ms",
 	51: "n_indent",
-	52: "return_progress",
-	53: "cache_prompt",
-	54: "samplers",
-	55: "grammar",
-	56: "json_schema",
-	57: "response_format",
-	58: "speculative.n_max",
-	59: "speculative.n_min",
-	60: "speculative.p_min",
+	52: "verbose",
+	53: "return_progress",
+	54: "cache_prompt",
+	55: "samplers",
+	56: "grammar",
+	57: "json_schema",
+	58: "response_format",
+	59: "speculative.n_max",
+	60: "speculative.n_min",
+	61: "speculative.p_min",
 }
 
 // Decode decodes ChatCompletionRequest from json.
@@ -3793,6 +3800,16 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"n_indent\"")
 			}
+		case "verbose":
+			if err := func() error {
+				s.Verbose.Reset()
+				if err := s.Verbose.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"verbose\"")
+			}
 		case "return_progress":
 			if err := func() error {
 				s.ReturnProgress.Reset()
@@ -3991,12 +4008,18 @@ func (s *ChatCompletionResponse) encodeFields(e *jx.Encoder) {
 		e.Str(s.ID)
 	}
 	{
+		if s.Verbose.Set {
+			e.FieldStart("__verbose")
+			s.Verbose.Encode(e)
+		}
+	}
+	{
 		e.FieldStart("timings")
 		s.Timings.Encode(e)
 	}
 }
 
-var jsonFieldsNameOfChatCompletionResponse = [8]string{
+var jsonFieldsNameOfChatCompletionResponse = [9]string{
 	0: "choices",
 	1: "created",
 	2: "model",
@@ -4004,7 +4027,8 @@ var jsonFieldsNameOfChatCompletionResponse = [8]string{
 	4: "object",
 	5: "usage",
 	6: "id",
-	7: "timings",
+	7: "__verbose",
+	8: "timings",
 }
 
 // Decode decodes ChatCompletionResponse from json.
@@ -4012,7 +4036,7 @@ func (s *ChatCompletionResponse) Decode(d *jx.Decoder) error {
 	if s == nil {
 		return errors.New("invalid: unable to decode ChatCompletionResponse to nil")
 	}
-	var requiredBitSet [1]uint8
+	var requiredBitSet [2]uint8
 
 	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
 		switch string(k) {
@@ -4104,8 +4128,18 @@ func (s *ChatCompletionResponse) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"id\"")
 			}
+		case "__verbose":
+			if err := func() error {
+				s.Verbose.Reset()
+				if err := s.Verbose.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"__verbose\"")
+			}
 		case "timings":
-			requiredBitSet[0] |= 1 << 7
+			requiredBitSet[1] |= 1 << 0
 			if err := func() error {
 				if err := s.Timings.Decode(d); err != nil {
 					return err
@@ -4123,8 +4157,9 @@ func (s *ChatCompletionResponse) Decode(d *jx.Decoder) error {
 	}
 	// Validate required fields.
 	var failures []validate.FieldError
-	for i, mask := range [1]uint8{
-		0b11111111,
+	for i, mask := range [2]uint8{
+		0b01111111,
+		0b00000001,
 	} {
 		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
 			// Mask only required fields and check equality to mask using XOR.
@@ -6817,6 +6852,12 @@ func (s *CompletionRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.Verbose.Set {
+			e.FieldStart("verbose")
+			s.Verbose.Encode(e)
+		}
+	}
+	{
 		if s.ReturnProgress.Set {
 			e.FieldStart("return_progress")
 			s.ReturnProgress.Encode(e)
@@ -6866,7 +6907,7 @@ func (s *CompletionRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfCompletionRequest = [58]string{
+var jsonFieldsNameOfCompletionRequest = [59]string{
 	0:  "prompt",
 	1:  "model",
 	2:  "n",
@@ -6917,14 +6958,15 @@ var jsonFieldsNameOfCompletionRequest = [58]string{
 	47: "n_cache_reuse",
 	48: "t_max_predict_ms",
 	49: "n_indent",
-	50: "return_progress",
-	51: "samplers",
-	52: "grammar",
-	53: "json_schema",
-	54: "response_format",
-	55: "speculative.n_max",
-	56: "speculative.n_min",
-	57: "speculative.p_min",
+	50: "verbose",
+	51: "return_progress",
+	52: "samplers",
+	53: "grammar",
+	54: "json_schema",
+	55: "response_format",
+	56: "speculative.n_max",
+	57: "speculative.n_min",
+	58: "speculative.p_min",
 }
 
 // Decode decodes CompletionRequest from json.
@@ -7436,6 +7478,16 @@ func (s *CompletionRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"n_indent\"")
+			}
+		case "verbose":
+			if err := func() error {
+				s.Verbose.Reset()
+				if err := s.Verbose.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"verbose\"")
 			}
 		case "return_progress":
 			if err := func() error {
@@ -10997,6 +11049,12 @@ func (s *InfillRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.Verbose.Set {
+			e.FieldStart("verbose")
+			s.Verbose.Encode(e)
+		}
+	}
+	{
 		if s.ReturnProgress.Set {
 			e.FieldStart("return_progress")
 			s.ReturnProgress.Encode(e)
@@ -11066,7 +11124,7 @@ func (s *InfillRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfInfillRequest = [61]string{
+var jsonFieldsNameOfInfillRequest = [62]string{
 	0:  "model",
 	1:  "n",
 	2:  "n_cmpl",
@@ -11116,18 +11174,19 @@ var jsonFieldsNameOfInfillRequest = [61]string{
 	46: "n_cache_reuse",
 	47: "t_max_predict_ms",
 	48: "n_indent",
-	49: "return_progress",
-	50: "samplers",
-	51: "grammar",
-	52: "json_schema",
-	53: "response_format",
-	54: "speculative.n_max",
-	55: "speculative.n_min",
-	56: "speculative.p_min",
-	57: "prompt",
-	58: "input_prefix",
-	59: "input_suffix",
-	60: "input_extra",
+	49: "verbose",
+	50: "return_progress",
+	51: "samplers",
+	52: "grammar",
+	53: "json_schema",
+	54: "response_format",
+	55: "speculative.n_max",
+	56: "speculative.n_min",
+	57: "speculative.p_min",
+	58: "prompt",
+	59: "input_prefix",
+	60: "input_suffix",
+	61: "input_extra",
 }
 
 // Decode decodes InfillRequest from json.
@@ -11630,6 +11689,16 @@ func (s *InfillRequest) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"n_indent\"")
 			}
+		case "verbose":
+			if err := func() error {
+				s.Verbose.Reset()
+				if err := s.Verbose.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"verbose\"")
+			}
 		case "return_progress":
 			if err := func() error {
 				s.ReturnProgress.Reset()
@@ -11724,7 +11793,7 @@ func (s *InfillRequest) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"prompt\"")
 			}
 		case "input_prefix":
-			requiredBitSet[7] |= 1 << 2
+			requiredBitSet[7] |= 1 << 3
 			if err := func() error {
 				if err := s.InputPrefix.Decode(d); err != nil {
 					return err
@@ -11734,7 +11803,7 @@ func (s *InfillRequest) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"input_prefix\"")
 			}
 		case "input_suffix":
-			requiredBitSet[7] |= 1 << 3
+			requiredBitSet[7] |= 1 << 4
 			if err := func() error {
 				if err := s.InputSuffix.Decode(d); err != nil {
 					return err
@@ -11770,7 +11839,7 @@ func (s *InfillRequest) Decode(d *jx.Decoder) error {
 		0b00000000,
 		0b00000000,
 		0b00000000,
-		0b00001100,
+		0b00011000,
 	} {
 		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
 			// Mask only required fields and check equality to mask using XOR.
@@ -13802,6 +13871,12 @@ func (s *OAICompletionResponse) encodeFields(e *jx.Encoder) {
 		e.Str(s.ID)
 	}
 	{
+		if s.Verbose.Set {
+			e.FieldStart("__verbose")
+			s.Verbose.Encode(e)
+		}
+	}
+	{
 		if s.Timings.Set {
 			e.FieldStart("timings")
 			s.Timings.Encode(e)
@@ -13809,7 +13884,7 @@ func (s *OAICompletionResponse) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfOAICompletionResponse = [8]string{
+var jsonFieldsNameOfOAICompletionResponse = [9]string{
 	0: "choices",
 	1: "created",
 	2: "model",
@@ -13817,7 +13892,8 @@ var jsonFieldsNameOfOAICompletionResponse = [8]string{
 	4: "object",
 	5: "usage",
 	6: "id",
-	7: "timings",
+	7: "__verbose",
+	8: "timings",
 }
 
 // Decode decodes OAICompletionResponse from json.
@@ -13825,7 +13901,7 @@ func (s *OAICompletionResponse) Decode(d *jx.Decoder) error {
 	if s == nil {
 		return errors.New("invalid: unable to decode OAICompletionResponse to nil")
 	}
-	var requiredBitSet [1]uint8
+	var requiredBitSet [2]uint8
 
 	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
 		switch string(k) {
@@ -13917,6 +13993,16 @@ func (s *OAICompletionResponse) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"id\"")
 			}
+		case "__verbose":
+			if err := func() error {
+				s.Verbose.Reset()
+				if err := s.Verbose.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"__verbose\"")
+			}
 		case "timings":
 			if err := func() error {
 				s.Timings.Reset()
@@ -13936,8 +14022,9 @@ func (s *OAICompletionResponse) Decode(d *jx.Decoder) error {
 	}
 	// Validate required fields.
 	var failures []validate.FieldError
-	for i, mask := range [1]uint8{
+	for i, mask := range [2]uint8{
 		0b01011111,
+		0b00000000,
 	} {
 		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
 			// Mask only required fields and check equality to mask using XOR.
@@ -14144,6 +14231,39 @@ func (s OptChatLogprobs) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *OptChatLogprobs) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes CompletionResponse as json.
+func (o OptCompletionResponse) Encode(e *jx.Encoder) {
+	if !o.Set {
+		return
+	}
+	o.Value.Encode(e)
+}
+
+// Decode decodes CompletionResponse from json.
+func (o *OptCompletionResponse) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode OptCompletionResponse to nil")
+	}
+	o.Set = true
+	if err := o.Value.Decode(d); err != nil {
+		return err
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s OptCompletionResponse) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *OptCompletionResponse) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }

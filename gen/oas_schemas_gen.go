@@ -1244,6 +1244,10 @@ type ChatCompletionRequest struct {
 	// Stop (stop_type "limit") at the first generated line indented by fewer than this many
 	// spaces or tabs, cutting that line after its indentation; 0 is off. For code completion.
 	NIndent OptNilInt `json:"n_indent"`
+	// Add "__verbose" to the OpenAI-style answer: the native /completion answer of the same
+	// generation (prompt, generation_settings, ...), for debugging. Default: the server's
+	// --verbose.
+	Verbose OptNilBool `json:"verbose"`
 	// In a stream, send prompt_progress events while the prompt is evaluated: one when the
 	// request starts, then one per prompt chunk.
 	ReturnProgress OptNilBool `json:"return_progress"`
@@ -1526,6 +1530,11 @@ func (s *ChatCompletionRequest) GetTMaxPredictMs() OptNilInt {
 // GetNIndent returns the value of NIndent.
 func (s *ChatCompletionRequest) GetNIndent() OptNilInt {
 	return s.NIndent
+}
+
+// GetVerbose returns the value of Verbose.
+func (s *ChatCompletionRequest) GetVerbose() OptNilBool {
+	return s.Verbose
 }
 
 // GetReturnProgress returns the value of ReturnProgress.
@@ -1833,6 +1842,11 @@ func (s *ChatCompletionRequest) SetNIndent(val OptNilInt) {
 	s.NIndent = val
 }
 
+// SetVerbose sets the value of Verbose.
+func (s *ChatCompletionRequest) SetVerbose(val OptNilBool) {
+	s.Verbose = val
+}
+
 // SetReturnProgress sets the value of ReturnProgress.
 func (s *ChatCompletionRequest) SetReturnProgress(val OptNilBool) {
 	s.ReturnProgress = val
@@ -1887,8 +1901,9 @@ type ChatCompletionResponse struct {
 	Object            string       `json:"object"`
 	Usage             Usage        `json:"usage"`
 	// "chatcmpl-" and 32 random alphanumerics.
-	ID      string  `json:"id"`
-	Timings Timings `json:"timings"`
+	ID      string                `json:"id"`
+	Verbose OptCompletionResponse `json:"__verbose"`
+	Timings Timings               `json:"timings"`
 }
 
 // GetChoices returns the value of Choices.
@@ -1924,6 +1939,11 @@ func (s *ChatCompletionResponse) GetUsage() Usage {
 // GetID returns the value of ID.
 func (s *ChatCompletionResponse) GetID() string {
 	return s.ID
+}
+
+// GetVerbose returns the value of Verbose.
+func (s *ChatCompletionResponse) GetVerbose() OptCompletionResponse {
+	return s.Verbose
 }
 
 // GetTimings returns the value of Timings.
@@ -1964,6 +1984,11 @@ func (s *ChatCompletionResponse) SetUsage(val Usage) {
 // SetID sets the value of ID.
 func (s *ChatCompletionResponse) SetID(val string) {
 	s.ID = val
+}
+
+// SetVerbose sets the value of Verbose.
+func (s *ChatCompletionResponse) SetVerbose(val OptCompletionResponse) {
+	s.Verbose = val
 }
 
 // SetTimings sets the value of Timings.
@@ -2856,6 +2881,10 @@ type CompletionRequest struct {
 	// Stop (stop_type "limit") at the first generated line indented by fewer than this many
 	// spaces or tabs, cutting that line after its indentation; 0 is off. For code completion.
 	NIndent OptNilInt `json:"n_indent"`
+	// Add "__verbose" to the OpenAI-style answer: the native /completion answer of the same
+	// generation (prompt, generation_settings, ...), for debugging. Default: the server's
+	// --verbose.
+	Verbose OptNilBool `json:"verbose"`
 	// In a stream, send prompt_progress events while the prompt is evaluated: one when the
 	// request starts, then one per prompt chunk.
 	ReturnProgress OptNilBool `json:"return_progress"`
@@ -3126,6 +3155,11 @@ func (s *CompletionRequest) GetTMaxPredictMs() OptNilInt {
 // GetNIndent returns the value of NIndent.
 func (s *CompletionRequest) GetNIndent() OptNilInt {
 	return s.NIndent
+}
+
+// GetVerbose returns the value of Verbose.
+func (s *CompletionRequest) GetVerbose() OptNilBool {
+	return s.Verbose
 }
 
 // GetReturnProgress returns the value of ReturnProgress.
@@ -3416,6 +3450,11 @@ func (s *CompletionRequest) SetTMaxPredictMs(val OptNilInt) {
 // SetNIndent sets the value of NIndent.
 func (s *CompletionRequest) SetNIndent(val OptNilInt) {
 	s.NIndent = val
+}
+
+// SetVerbose sets the value of Verbose.
+func (s *CompletionRequest) SetVerbose(val OptNilBool) {
+	s.Verbose = val
 }
 
 // SetReturnProgress sets the value of ReturnProgress.
@@ -5385,6 +5424,10 @@ type InfillRequest struct {
 	// Stop (stop_type "limit") at the first generated line indented by fewer than this many
 	// spaces or tabs, cutting that line after its indentation; 0 is off. For code completion.
 	NIndent OptNilInt `json:"n_indent"`
+	// Add "__verbose" to the OpenAI-style answer: the native /completion answer of the same
+	// generation (prompt, generation_settings, ...), for debugging. Default: the server's
+	// --verbose.
+	Verbose OptNilBool `json:"verbose"`
 	// In a stream, send prompt_progress events while the prompt is evaluated: one when the
 	// request starts, then one per prompt chunk.
 	ReturnProgress OptNilBool `json:"return_progress"`
@@ -5656,6 +5699,11 @@ func (s *InfillRequest) GetTMaxPredictMs() OptNilInt {
 // GetNIndent returns the value of NIndent.
 func (s *InfillRequest) GetNIndent() OptNilInt {
 	return s.NIndent
+}
+
+// GetVerbose returns the value of Verbose.
+func (s *InfillRequest) GetVerbose() OptNilBool {
+	return s.Verbose
 }
 
 // GetReturnProgress returns the value of ReturnProgress.
@@ -5961,6 +6009,11 @@ func (s *InfillRequest) SetTMaxPredictMs(val OptNilInt) {
 // SetNIndent sets the value of NIndent.
 func (s *InfillRequest) SetNIndent(val OptNilInt) {
 	s.NIndent = val
+}
+
+// SetVerbose sets the value of Verbose.
+func (s *InfillRequest) SetVerbose(val OptNilBool) {
+	s.Verbose = val
 }
 
 // SetReturnProgress sets the value of ReturnProgress.
@@ -6799,6 +6852,7 @@ type OAICompletionResponse struct {
 	Object            string                `json:"object"`
 	Usage             OptUsage              `json:"usage"`
 	ID                string                `json:"id"`
+	Verbose           OptCompletionResponse `json:"__verbose"`
 	Timings           OptTimings            `json:"timings"`
 }
 
@@ -6835,6 +6889,11 @@ func (s *OAICompletionResponse) GetUsage() OptUsage {
 // GetID returns the value of ID.
 func (s *OAICompletionResponse) GetID() string {
 	return s.ID
+}
+
+// GetVerbose returns the value of Verbose.
+func (s *OAICompletionResponse) GetVerbose() OptCompletionResponse {
+	return s.Verbose
 }
 
 // GetTimings returns the value of Timings.
@@ -6875,6 +6934,11 @@ func (s *OAICompletionResponse) SetUsage(val OptUsage) {
 // SetID sets the value of ID.
 func (s *OAICompletionResponse) SetID(val string) {
 	s.ID = val
+}
+
+// SetVerbose sets the value of Verbose.
+func (s *OAICompletionResponse) SetVerbose(val OptCompletionResponse) {
+	s.Verbose = val
 }
 
 // SetTimings sets the value of Timings.
@@ -7106,6 +7170,52 @@ func (o OptChatLogprobs) Get() (v ChatLogprobs, ok bool) {
 
 // Or returns value if set, or given parameter if does not.
 func (o OptChatLogprobs) Or(d ChatLogprobs) ChatLogprobs {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptCompletionResponse returns new OptCompletionResponse with value set to v.
+func NewOptCompletionResponse(v CompletionResponse) OptCompletionResponse {
+	return OptCompletionResponse{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptCompletionResponse is optional CompletionResponse.
+type OptCompletionResponse struct {
+	Value CompletionResponse
+	Set   bool
+}
+
+// IsSet returns true if OptCompletionResponse was set.
+func (o OptCompletionResponse) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptCompletionResponse) Reset() {
+	var v CompletionResponse
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptCompletionResponse) SetTo(v CompletionResponse) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptCompletionResponse) Get() (v CompletionResponse, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptCompletionResponse) Or(d CompletionResponse) CompletionResponse {
 	if v, ok := o.Get(); ok {
 		return v
 	}

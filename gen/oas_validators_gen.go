@@ -1303,6 +1303,24 @@ func (s *ChatCompletionResponse) Validate() error {
 		})
 	}
 	if err := func() error {
+		if value, ok := s.Verbose.Get(); ok {
+			if err := func() error {
+				if err := value.Validate(); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		failures = append(failures, validate.FieldError{
+			Name:  "__verbose",
+			Error: err,
+		})
+	}
+	if err := func() error {
 		if err := s.Timings.Validate(); err != nil {
 			return err
 		}
@@ -4094,6 +4112,24 @@ func (s *OAICompletionResponse) Validate() error {
 	}(); err != nil {
 		failures = append(failures, validate.FieldError{
 			Name:  "choices",
+			Error: err,
+		})
+	}
+	if err := func() error {
+		if value, ok := s.Verbose.Get(); ok {
+			if err := func() error {
+				if err := value.Validate(); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		failures = append(failures, validate.FieldError{
+			Name:  "__verbose",
 			Error: err,
 		})
 	}

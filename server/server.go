@@ -64,6 +64,12 @@ type Config struct {
 	// Alias is the model name reported to clients (llama-server's --alias); empty uses the
 	// backend's ModelInfo.Name.
 	Alias string
+	// Aliases are every name of the model (llama-server's --alias list, sorted) and Tags its
+	// --tags, both listed in /v1/models. Empty Aliases lists Alias alone, or none without it.
+	Aliases, Tags []string
+	// Verbose is --verbose: OpenAI-style answers carry "__verbose", the native answer, unless
+	// a request sets "verbose": false (requests may also ask for it).
+	Verbose bool
 	// MaxBodyBytes limits request bodies; larger ones get 413. 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// SystemFingerprint is the system_fingerprint of OpenAI-style responses (llama-server reports
@@ -98,6 +104,9 @@ type Config struct {
 	// WriteTimeout bounds each write of a response (llama-server's --timeout, a socket send
 	// timeout): a long generation or stream is never cut while it keeps writing. 0 is none.
 	WriteTimeout time.Duration
+	// CORS is the cross-origin policy (--cors-origins and friends); the zero value is
+	// llama-server's default.
+	CORS CORS
 	// SlotSavePath is the directory POST /slots/{id}?action=save|restore uses
 	// (--slot-save-path); empty disables slot actions.
 	SlotSavePath string
@@ -214,7 +223,7 @@ func specialText(tok *tokenizer.Tokenizer, id int32) string {
 func (s *Server) Handler() http.Handler {
 	return chain(s.api,
 		s.logRequests,
-		cors,
+		s.cors,
 		s.requireBackend,
 		s.requireKey,
 		s.writeDeadlines,

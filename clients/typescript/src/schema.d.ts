@@ -845,6 +845,12 @@ export interface components {
              */
             n_indent?: number | null;
             /**
+             * @description Add "__verbose" to the OpenAI-style answer: the native /completion answer of the same
+             *     generation (prompt, generation_settings, ...), for debugging. Default: the server's
+             *     --verbose.
+             */
+            verbose?: boolean | null;
+            /**
              * @description In a stream, send prompt_progress events while the prompt is evaluated: one when the
              *     request starts, then one per prompt chunk.
              */
@@ -886,6 +892,7 @@ export interface components {
             usage: components["schemas"]["Usage"];
             /** @description "chatcmpl-" and 32 random alphanumerics. */
             id: string;
+            __verbose?: components["schemas"]["CompletionResponse"];
             timings: components["schemas"]["Timings"];
         };
         ChatChoice: {
@@ -1107,6 +1114,12 @@ export interface components {
              */
             n_indent?: number | null;
             /**
+             * @description Add "__verbose" to the OpenAI-style answer: the native /completion answer of the same
+             *     generation (prompt, generation_settings, ...), for debugging. Default: the server's
+             *     --verbose.
+             */
+            verbose?: boolean | null;
+            /**
              * @description In a stream, send prompt_progress events while the prompt is evaluated: one when the
              *     request starts, then one per prompt chunk.
              */
@@ -1309,6 +1322,7 @@ export interface components {
             object: string;
             usage?: components["schemas"]["Usage"];
             id: string;
+            __verbose?: components["schemas"]["CompletionResponse"];
             timings?: components["schemas"]["Timings"];
         };
         OAICompletionChoice: {
