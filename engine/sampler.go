@@ -102,6 +102,17 @@ func (s *sampler) greedy() bool {
 		slices.Contains(s.chain, samplerTemperature)
 }
 
+// setMatters reports whether an active sampler of the chain computes from the probabilities
+// of the whole candidate set (typical, XTC), so that earlier filters change what it does.
+func (s *sampler) setMatters() bool {
+	for _, k := range s.chain {
+		if (k == samplerTypicalP || k == samplerXTC) && s.acts(k) {
+			return true
+		}
+	}
+	return false
+}
+
 // fastGreedy reports whether the pick is plainly the argmax of the logits: greedy, and no step
 // changes logits or could drop the top token.
 func (s *sampler) fastGreedy() bool {
@@ -149,7 +160,9 @@ func (s *sampler) runChain(nVocab int) int32 {
 		}
 		return s.picked
 	}
-	greedy := s.greedy()
+	// A greedy pick is the top logit left after the chain: filters that keep the top logit
+	// can be skipped, unless typical or XTC look at the probabilities of what they leave.
+	greedy := s.greedy() && !s.setMatters()
 	for _, k := range s.chain {
 		switch k {
 		case samplerPenalties:

@@ -85,3 +85,18 @@ func TestXTCDrawsFloat(t *testing.T) {
 		t.Errorf("second: picked %d from %+v, want 0 from ids 2, 0", got, s.cand)
 	}
 }
+
+// TestGreedyXTCAfterTopK: a greedy chain still runs top_k before XTC, whose threshold is
+// measured on what top_k leaves: over logits 3, 2.9 and eighteen 0s, top_k 2 gives .525, .475,
+// both at least .4, so XTC removes the first and temperature 0 picks id 1. Over the whole
+// vocabulary the top token would have only .357 and be kept.
+func TestGreedyXTCAfterTopK(t *testing.T) {
+	logits := make([]float32, 20)
+	logits[0], logits[1] = 3, 2.9
+	s := newSampler(testParams(func(p *Params) {
+		p.Samplers, p.TopK, p.XTCProbability, p.XTCThreshold, p.Temperature = []string{"top_k", "xtc", "temperature"}, 2, 1, .4, 0
+	}), nil, nil)
+	if got := s.sample(logits); got != 1 {
+		t.Errorf("picked %d, want 1", got)
+	}
+}
