@@ -24,6 +24,8 @@ type sampler struct {
 	rng   *mt19937.Generator // the dist sampler's generator (Mirostat's, with Mirostat)
 	xtc   *mt19937.Generator // XTC's own generator, as llama.cpp seeds each sampler separately
 	mu    float32            // Mirostat's current maximum surprise
+	// adaptive is the adaptive-p sampler's state where the chain ends in it.
+	adaptive *adaptiveState
 
 	hist   []int32 // prompt and accepted tokens
 	dry    *dryState
@@ -66,6 +68,9 @@ func newSampler(p Params, prompt []int32, piece func(id int32) string) *sampler 
 	if s.dryOn() {
 		s.dry = newDRYState(p.DRYSequenceBreakers, piece)
 	}
+	if s.adaptiveOn() {
+		s.adaptive = newAdaptiveState(p.AdaptiveTarget, p.AdaptiveDecay)
+	}
 	return s
 }
 
@@ -79,7 +84,12 @@ func rngSeed(seed uint32) uint32 {
 }
 
 // accept records a sampled token in the history.
-func (s *sampler) accept(id int32) { s.hist = append(s.hist, id) }
+func (s *sampler) accept(id int32) {
+	s.hist = append(s.hist, id)
+	if s.adaptive != nil {
+		s.adaptive.accept(id)
+	}
+}
 
 // minKeep is Params.MinKeep as llama.cpp uses it (at least 1 where it matters).
 func (s *sampler) minKeep() int { return max(s.p.MinKeep, 0) }
@@ -148,7 +158,8 @@ func (s *sampler) sample(logits []float32) int32 {
 }
 
 // runChain runs logit bias and the chain (or Mirostat) over s.cand, drawn from a vocabulary
-// of nVocab tokens, and draws a token.
+// of nVocab tokens, and draws a token: with the dist sampler, or adaptive-p where the chain
+// names it (wherever it stands, llama.cpp puts it last).
 func (s *sampler) runChain(nVocab int) int32 {
 	s.applyLogitBias()
 	if s.p.Mirostat == 1 || s.p.Mirostat == 2 {
@@ -193,7 +204,11 @@ func (s *sampler) runChain(nVocab int) int32 {
 			s.applyTempExt()
 		}
 	}
-	s.picked = s.draw()
+	if s.adaptive != nil {
+		s.picked = s.adaptiveDraw()
+	} else {
+		s.picked = s.draw()
+	}
 	return s.picked
 }
 

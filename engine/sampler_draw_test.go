@@ -100,3 +100,41 @@ func TestGreedyXTCAfterTopK(t *testing.T) {
 		t.Errorf("picked %d, want 1", got)
 	}
 }
+
+// TestAdaptiveP: adaptive-p, named anywhere in the chain, replaces the dist draw. With target
+// .3 (decay .9: average 3/10, adapted target 2*.3 - .3 = .3) the probabilities .2, .5, .3 are
+// reshaped: |p-.3|/.3 = 1/3, 2/3, 0 give logits 5 - 10d²/(1+d) = 4.1667, 2.3333, 5, whose
+// softmax is .2889, .0462, .6649; the discrete draw .1355 picks id 0. Accepting it moves the
+// average to (.2 + .9*3)/(1 + .9*10) = 2.9/10: target .31 reshapes to .2581, .0592, .6827, and
+// .8350 picks id 2.
+func TestAdaptiveP(t *testing.T) {
+	s := newSampler(testParams(func(p *Params) {
+		p.Samplers, p.Temperature, p.Seed = []string{"adaptive_p", "temperature"}, 1, 5489
+		p.AdaptiveTarget, p.AdaptiveDecay = .3, .9
+	}), nil, nil)
+	check := func(step int, wantID int32, want []float32) {
+		t.Helper()
+		got := s.sample(l253)
+		if got != wantID {
+			t.Errorf("step %d: picked %d, want %d", step, got, wantID)
+		}
+		for i, w := range want {
+			if c := s.cand[i]; c.id != int32(i) || math.Abs(float64(c.p-w)) > 1e-4 {
+				t.Errorf("step %d: candidate %d = %+v, want p %v", step, i, c, w)
+			}
+		}
+		s.accept(got)
+	}
+	check(1, 0, []float32{.2889, .0462, .6649})
+	check(2, 2, []float32{.2581, .0592, .6827})
+	if a := s.adaptive; math.Abs(float64(a.weightedSum)-2.91) > 1e-5 || math.Abs(float64(a.totalWeight)-10) > 1e-5 {
+		t.Errorf("average %v / %v, want 2.91 / 10", a.weightedSum, a.totalWeight)
+	}
+
+	// A negative target draws from the softmax unchanged, in the candidates' order (cumulative
+	// .2, .7, 1): .1355, .8350 pick ids 0, 2.
+	s = newSampler(testParams(func(p *Params) { p.Samplers, p.Temperature, p.Seed = []string{"temperature", "adaptive-p"}, 1, 5489 }), nil, nil)
+	if a, b := s.sample(l253), s.sample(l253); a != 0 || b != 2 {
+		t.Errorf("target -1 picked %d, %d; want 0, 2", a, b)
+	}
+}

@@ -1,10 +1,6 @@
 package engine
 
-import (
-	"math"
-
-	"github.com/wgpu-llama/wgpu-llama/engine/mt19937"
-)
+import "math"
 
 // mirostatV1 is Mirostat 1.0 (m = 100), in float as llama.cpp computes it: it estimates the
 // Zipf exponent from the top candidates, keeps the top k that target surprise mu, draws, and
@@ -52,11 +48,7 @@ func (s *sampler) mirostatV2() int32 {
 // mirostatDraw draws from the candidates' probabilities with std::discrete_distribution, as
 // llama.cpp's Mirostat samplers do, and applies Mirostat's mu update.
 func (s *sampler) mirostatDraw() int32 {
-	weights := make([]float32, len(s.cand))
-	for i, x := range s.cand {
-		weights[i] = x.p
-	}
-	i := mt19937.Discrete(s.rng, weights)
+	i := s.discreteDraw()
 	s.probsOK = true
 	surprise := -log2f(s.cand[i].p)
 	s.mu -= s.p.MirostatEta * (surprise - s.p.MirostatTau)
