@@ -82,6 +82,14 @@ type Params struct {
 	// MirostatEta is Mirostat's learning rate (0.1).
 	MirostatEta float32
 
+	// AdaptiveTarget is the adaptive-p sampler's target probability (0..1; negative, the
+	// default -1, draws from the distribution unchanged). The sampler runs, as the chain's
+	// final draw, only where Samplers names "adaptive_p".
+	AdaptiveTarget float32
+	// AdaptiveDecay is adaptive-p's decay of its moving average of picked probabilities (0.9,
+	// clamped to 0..0.99).
+	AdaptiveDecay float32
+
 	// LogitBias is added to the logits of the given tokens before any other sampler; a bias
 	// of -Inf bans the token.
 	LogitBias []LogitBias
@@ -149,7 +157,7 @@ func DefaultParams() Params {
 		DRYBase: 1.75, DRYAllowedLength: 2, DRYPenaltyLastN: 64,
 		DRYSequenceBreakers: []string{"\n", ":", "\"", "*"},
 		TopNSigma:           -1, TypicalP: 1, XTCThreshold: 0.1, DynatempExponent: 1,
-		MirostatTau: 5, MirostatEta: 0.1,
+		MirostatTau: 5, MirostatEta: 0.1, AdaptiveTarget: -1, AdaptiveDecay: 0.9,
 		Samplers: DefaultSamplers(),
 		SpecNMax: -1, SpecNMin: -1, SpecPMin: -1,
 	}
