@@ -1924,6 +1924,12 @@ func (s *AnthropicUsage) Encode(e *jx.Encoder) {
 // encodeFields encodes fields.
 func (s *AnthropicUsage) encodeFields(e *jx.Encoder) {
 	{
+		if s.CacheReadInputTokens.Set {
+			e.FieldStart("cache_read_input_tokens")
+			s.CacheReadInputTokens.Encode(e)
+		}
+	}
+	{
 		if s.InputTokens.Set {
 			e.FieldStart("input_tokens")
 			s.InputTokens.Encode(e)
@@ -1935,9 +1941,10 @@ func (s *AnthropicUsage) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfAnthropicUsage = [2]string{
-	0: "input_tokens",
-	1: "output_tokens",
+var jsonFieldsNameOfAnthropicUsage = [3]string{
+	0: "cache_read_input_tokens",
+	1: "input_tokens",
+	2: "output_tokens",
 }
 
 // Decode decodes AnthropicUsage from json.
@@ -1949,6 +1956,16 @@ func (s *AnthropicUsage) Decode(d *jx.Decoder) error {
 
 	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
 		switch string(k) {
+		case "cache_read_input_tokens":
+			if err := func() error {
+				s.CacheReadInputTokens.Reset()
+				if err := s.CacheReadInputTokens.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"cache_read_input_tokens\"")
+			}
 		case "input_tokens":
 			if err := func() error {
 				s.InputTokens.Reset()
@@ -1960,7 +1977,7 @@ func (s *AnthropicUsage) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"input_tokens\"")
 			}
 		case "output_tokens":
-			requiredBitSet[0] |= 1 << 1
+			requiredBitSet[0] |= 1 << 2
 			if err := func() error {
 				v, err := d.Int()
 				s.OutputTokens = int(v)
@@ -1981,7 +1998,7 @@ func (s *AnthropicUsage) Decode(d *jx.Decoder) error {
 	// Validate required fields.
 	var failures []validate.FieldError
 	for i, mask := range [1]uint8{
-		0b00000010,
+		0b00000100,
 	} {
 		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
 			// Mask only required fields and check equality to mask using XOR.

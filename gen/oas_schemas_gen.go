@@ -84,7 +84,8 @@ func NewAnthropicContentBlockArrayAnthropicContent(v []AnthropicContentBlock) An
 }
 
 // A content block: text {text}, tool_use {id, name, input}, tool_result {tool_use_id,
-// content} or image (refused: no vision). Other types are skipped, as llama-server does.
+// content} or image (a base64 or url source is refused with a 500: no vision). Other
+// types are skipped, as llama-server does.
 // Ref: #/components/schemas/AnthropicContentBlock
 type AnthropicContentBlock struct {
 	Type string       `json:"type"`
@@ -853,10 +854,18 @@ func (s *AnthropicToolChoice) SetDisableParallelToolUse(val OptNilBool) {
 	s.DisableParallelToolUse = val
 }
 
+// Token accounting, as llama-server gives it: cache_read_input_tokens are the prompt tokens
+// reused from the slot's cache, input_tokens the rest of the prompt.
 // Ref: #/components/schemas/AnthropicUsage
 type AnthropicUsage struct {
-	InputTokens  OptInt `json:"input_tokens"`
-	OutputTokens int    `json:"output_tokens"`
+	CacheReadInputTokens OptInt `json:"cache_read_input_tokens"`
+	InputTokens          OptInt `json:"input_tokens"`
+	OutputTokens         int    `json:"output_tokens"`
+}
+
+// GetCacheReadInputTokens returns the value of CacheReadInputTokens.
+func (s *AnthropicUsage) GetCacheReadInputTokens() OptInt {
+	return s.CacheReadInputTokens
 }
 
 // GetInputTokens returns the value of InputTokens.
@@ -867,6 +876,11 @@ func (s *AnthropicUsage) GetInputTokens() OptInt {
 // GetOutputTokens returns the value of OutputTokens.
 func (s *AnthropicUsage) GetOutputTokens() int {
 	return s.OutputTokens
+}
+
+// SetCacheReadInputTokens sets the value of CacheReadInputTokens.
+func (s *AnthropicUsage) SetCacheReadInputTokens(val OptInt) {
+	s.CacheReadInputTokens = val
 }
 
 // SetInputTokens sets the value of InputTokens.

@@ -1366,7 +1366,8 @@ export interface components {
         AnthropicContent: (string | components["schemas"]["AnthropicContentBlock"][]) | null;
         /**
          * @description A content block: text {text}, tool_use {id, name, input}, tool_result {tool_use_id,
-         *     content} or image (refused: no vision). Other types are skipped, as llama-server does.
+         *     content} or image (a base64 or url source is refused with a 500: no vision). Other
+         *     types are skipped, as llama-server does.
          */
         AnthropicContentBlock: {
             type: string;
@@ -1417,7 +1418,12 @@ export interface components {
             thinking?: string;
             signature?: string;
         };
+        /**
+         * @description Token accounting, as llama-server gives it: cache_read_input_tokens are the prompt tokens
+         *     reused from the slot's cache, input_tokens the rest of the prompt.
+         */
         AnthropicUsage: {
+            cache_read_input_tokens?: number;
             input_tokens?: number;
             output_tokens: number;
         };
