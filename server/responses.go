@@ -15,6 +15,13 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/model/chat/toolcall"
 )
 
+// The responses operations name the type a misfitting field expects, as the others do
+// (requestTypes, decode.go).
+func init() {
+	requestTypes[string(gen.CreateResponseOperation)] = reflect.TypeFor[gen.ResponsesRequest]()
+	requestTypes[string(gen.CreateResponseAliasOperation)] = reflect.TypeFor[gen.ResponsesRequest]()
+}
+
 // CreateResponse implements POST /v1/responses, OpenAI's Responses API, as llama-server does
 // it: the request becomes a chat completion request (responses_convert.go), which is checked,
 // planned and run as one; the answer is a response object, or its event stream

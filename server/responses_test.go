@@ -263,6 +263,7 @@ func TestResponsesErrors(t *testing.T) {
 		{`{"input":[{"type":"mystery"}]}`, "Cannot determine type of 'item'"},
 		{`{"input":[5]}`, "Cannot determine type of 'item'"},
 		{`{"input":"x","top_k":"many"}`, "'top_k' must be"},
+		{`{"input":"x","max_output_tokens":"a"}`, "'max_output_tokens' must be an integer"},
 	} {
 		rec := h.do(t, "POST", "/v1/responses", tt.body)
 		if rec.Code != http.StatusBadRequest {
