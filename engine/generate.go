@@ -90,11 +90,20 @@ func (e *Engine) finish(s *slot, st StopType) Result {
 	res.Tokens, res.Probs = g.pending, g.pendingProbs
 	res.Stop, res.StopType = true, st
 	res.TokensCached = len(s.cached)
-	if !g.genStart.IsZero() {
-		res.Timings.Predicted = time.Since(g.genStart)
-	}
-	res.Timings.PredictedN = res.TokensPredicted
+	res.Timings = g.timingsNow()
 	return res
+}
+
+// timingsNow are the generation's timings so far. Partial results carry them too, for
+// llama-server's timings_per_token and for the prompt tokens reused from the cache that
+// Anthropic's and the Responses API's usage report from the first result.
+func (g *generation) timingsNow() Timings {
+	t := g.res.Timings
+	if !g.genStart.IsZero() {
+		t.Predicted = time.Since(g.genStart)
+	}
+	t.PredictedN = g.res.TokensPredicted
+	return t
 }
 
 // step samples the next token of a slot from its logits row and delivers what it can of the
@@ -161,7 +170,7 @@ func (e *Engine) step(s *slot, logits logitsRow) (Result, bool) {
 	}
 	if safe := len(g.text) - heldBack(string(g.text), p.Stop); safe > g.sent {
 		part := Result{Text: string(g.text[g.sent:safe]), Tokens: g.pending, Probs: g.pendingProbs,
-			TokensEvaluated: g.res.TokensEvaluated, TokensPredicted: g.res.TokensPredicted, Slot: s.id}
+			TokensEvaluated: g.res.TokensEvaluated, TokensPredicted: g.res.TokensPredicted, Timings: g.timingsNow(), Slot: s.id}
 		if !g.r.send(part) {
 			return e.finish(s, StopNone), true
 		}

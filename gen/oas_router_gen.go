@@ -26,7 +26,7 @@ var (
 	rn12AllowedHeaders = map[string]string{
 		"POST": "Content-Type",
 	}
-	rn21AllowedHeaders = map[string]string{
+	rn23AllowedHeaders = map[string]string{
 		"POST": "Content-Type",
 	}
 	rn14AllowedHeaders = map[string]string{
@@ -38,19 +38,22 @@ var (
 	rn16AllowedHeaders = map[string]string{
 		"POST": "Content-Type",
 	}
-	rn25AllowedHeaders = map[string]string{
-		"POST": "Content-Type",
-	}
-	rn36AllowedHeaders = map[string]string{
-		"POST": "Content-Type",
-	}
-	rn38AllowedHeaders = map[string]string{
+	rn27AllowedHeaders = map[string]string{
 		"POST": "Content-Type",
 	}
 	rn40AllowedHeaders = map[string]string{
 		"POST": "Content-Type",
 	}
-	rn41AllowedHeaders = map[string]string{
+	rn42AllowedHeaders = map[string]string{
+		"POST": "Content-Type",
+	}
+	rn20AllowedHeaders = map[string]string{
+		"POST": "Content-Type",
+	}
+	rn44AllowedHeaders = map[string]string{
+		"POST": "Content-Type",
+	}
+	rn45AllowedHeaders = map[string]string{
 		"POST": "Content-Type",
 	}
 	rn6AllowedHeaders = map[string]string{
@@ -68,13 +71,16 @@ var (
 	rn3AllowedHeaders = map[string]string{
 		"POST": "Content-Type",
 	}
-	rn35AllowedHeaders = map[string]string{
+	rn38AllowedHeaders = map[string]string{
 		"POST": "Content-Type",
 	}
-	rn37AllowedHeaders = map[string]string{
+	rn41AllowedHeaders = map[string]string{
 		"POST": "Content-Type",
 	}
-	rn34AllowedHeaders = map[string]string{
+	rn19AllowedHeaders = map[string]string{
+		"POST": "Content-Type",
+	}
+	rn36AllowedHeaders = map[string]string{
 		"POST": "Content-Type",
 	}
 )
@@ -339,7 +345,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 					default:
 						s.notAllowed(w, r, notAllowedParams{
 							allowedMethods: "POST",
-							allowedHeaders: rn21AllowedHeaders,
+							allowedHeaders: rn23AllowedHeaders,
 							acceptPost:     "application/json",
 							acceptPatch:    "",
 						})
@@ -531,7 +537,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 					default:
 						s.notAllowed(w, r, notAllowedParams{
 							allowedMethods: "GET,POST",
-							allowedHeaders: rn25AllowedHeaders,
+							allowedHeaders: rn27AllowedHeaders,
 							acceptPost:     "application/json",
 							acceptPatch:    "",
 						})
@@ -540,33 +546,72 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 					return
 				}
 
-			case 'r': // Prefix: "rerank"
+			case 'r': // Prefix: "re"
 
-				if l := len("rerank"); len(elem) >= l && elem[0:l] == "rerank" {
+				if l := len("re"); len(elem) >= l && elem[0:l] == "re" {
 					elem = elem[l:]
 				} else {
 					break
 				}
 
 				if len(elem) == 0 {
-					switch r.Method {
-					case "POST":
-						s.handleRerankAliasRequest([0]string{}, elemIsEscaped, w, r)
-					default:
-						s.notAllowed(w, r, notAllowedParams{
-							allowedMethods: "POST",
-							allowedHeaders: rn36AllowedHeaders,
-							acceptPost:     "application/json",
-							acceptPatch:    "",
-						})
-					}
-
-					return
+					break
 				}
 				switch elem[0] {
-				case 'i': // Prefix: "ing"
+				case 'r': // Prefix: "rank"
 
-					if l := len("ing"); len(elem) >= l && elem[0:l] == "ing" {
+					if l := len("rank"); len(elem) >= l && elem[0:l] == "rank" {
+						elem = elem[l:]
+					} else {
+						break
+					}
+
+					if len(elem) == 0 {
+						switch r.Method {
+						case "POST":
+							s.handleRerankAliasRequest([0]string{}, elemIsEscaped, w, r)
+						default:
+							s.notAllowed(w, r, notAllowedParams{
+								allowedMethods: "POST",
+								allowedHeaders: rn40AllowedHeaders,
+								acceptPost:     "application/json",
+								acceptPatch:    "",
+							})
+						}
+
+						return
+					}
+					switch elem[0] {
+					case 'i': // Prefix: "ing"
+
+						if l := len("ing"); len(elem) >= l && elem[0:l] == "ing" {
+							elem = elem[l:]
+						} else {
+							break
+						}
+
+						if len(elem) == 0 {
+							// Leaf node.
+							switch r.Method {
+							case "POST":
+								s.handleRerankingAliasRequest([0]string{}, elemIsEscaped, w, r)
+							default:
+								s.notAllowed(w, r, notAllowedParams{
+									allowedMethods: "POST",
+									allowedHeaders: rn42AllowedHeaders,
+									acceptPost:     "application/json",
+									acceptPatch:    "",
+								})
+							}
+
+							return
+						}
+
+					}
+
+				case 's': // Prefix: "sponses"
+
+					if l := len("sponses"); len(elem) >= l && elem[0:l] == "sponses" {
 						elem = elem[l:]
 					} else {
 						break
@@ -576,11 +621,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 						// Leaf node.
 						switch r.Method {
 						case "POST":
-							s.handleRerankingAliasRequest([0]string{}, elemIsEscaped, w, r)
+							s.handleCreateResponseAliasRequest([0]string{}, elemIsEscaped, w, r)
 						default:
 							s.notAllowed(w, r, notAllowedParams{
 								allowedMethods: "POST",
-								allowedHeaders: rn38AllowedHeaders,
+								allowedHeaders: rn20AllowedHeaders,
 								acceptPost:     "application/json",
 								acceptPatch:    "",
 							})
@@ -642,7 +687,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 						default:
 							s.notAllowed(w, r, notAllowedParams{
 								allowedMethods: "POST",
-								allowedHeaders: rn40AllowedHeaders,
+								allowedHeaders: rn44AllowedHeaders,
 								acceptPost:     "application/json",
 								acceptPatch:    "",
 							})
@@ -669,7 +714,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 					default:
 						s.notAllowed(w, r, notAllowedParams{
 							allowedMethods: "POST",
-							allowedHeaders: rn41AllowedHeaders,
+							allowedHeaders: rn45AllowedHeaders,
 							acceptPost:     "application/json",
 							acceptPatch:    "",
 						})
@@ -894,33 +939,72 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 					}
 
-				case 'r': // Prefix: "rerank"
+				case 'r': // Prefix: "re"
 
-					if l := len("rerank"); len(elem) >= l && elem[0:l] == "rerank" {
+					if l := len("re"); len(elem) >= l && elem[0:l] == "re" {
 						elem = elem[l:]
 					} else {
 						break
 					}
 
 					if len(elem) == 0 {
-						switch r.Method {
-						case "POST":
-							s.handleRerankRequest([0]string{}, elemIsEscaped, w, r)
-						default:
-							s.notAllowed(w, r, notAllowedParams{
-								allowedMethods: "POST",
-								allowedHeaders: rn35AllowedHeaders,
-								acceptPost:     "application/json",
-								acceptPatch:    "",
-							})
-						}
-
-						return
+						break
 					}
 					switch elem[0] {
-					case 'i': // Prefix: "ing"
+					case 'r': // Prefix: "rank"
 
-						if l := len("ing"); len(elem) >= l && elem[0:l] == "ing" {
+						if l := len("rank"); len(elem) >= l && elem[0:l] == "rank" {
+							elem = elem[l:]
+						} else {
+							break
+						}
+
+						if len(elem) == 0 {
+							switch r.Method {
+							case "POST":
+								s.handleRerankRequest([0]string{}, elemIsEscaped, w, r)
+							default:
+								s.notAllowed(w, r, notAllowedParams{
+									allowedMethods: "POST",
+									allowedHeaders: rn38AllowedHeaders,
+									acceptPost:     "application/json",
+									acceptPatch:    "",
+								})
+							}
+
+							return
+						}
+						switch elem[0] {
+						case 'i': // Prefix: "ing"
+
+							if l := len("ing"); len(elem) >= l && elem[0:l] == "ing" {
+								elem = elem[l:]
+							} else {
+								break
+							}
+
+							if len(elem) == 0 {
+								// Leaf node.
+								switch r.Method {
+								case "POST":
+									s.handleRerankV1AliasRequest([0]string{}, elemIsEscaped, w, r)
+								default:
+									s.notAllowed(w, r, notAllowedParams{
+										allowedMethods: "POST",
+										allowedHeaders: rn41AllowedHeaders,
+										acceptPost:     "application/json",
+										acceptPatch:    "",
+									})
+								}
+
+								return
+							}
+
+						}
+
+					case 's': // Prefix: "sponses"
+
+						if l := len("sponses"); len(elem) >= l && elem[0:l] == "sponses" {
 							elem = elem[l:]
 						} else {
 							break
@@ -930,11 +1014,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 							// Leaf node.
 							switch r.Method {
 							case "POST":
-								s.handleRerankV1AliasRequest([0]string{}, elemIsEscaped, w, r)
+								s.handleCreateResponseRequest([0]string{}, elemIsEscaped, w, r)
 							default:
 								s.notAllowed(w, r, notAllowedParams{
 									allowedMethods: "POST",
-									allowedHeaders: rn37AllowedHeaders,
+									allowedHeaders: rn19AllowedHeaders,
 									acceptPost:     "application/json",
 									acceptPatch:    "",
 								})
@@ -1013,7 +1097,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 							default:
 								s.notAllowed(w, r, notAllowedParams{
 									allowedMethods: "POST",
-									allowedHeaders: rn34AllowedHeaders,
+									allowedHeaders: rn36AllowedHeaders,
 									acceptPost:     "application/json",
 									acceptPatch:    "",
 								})
@@ -1543,33 +1627,72 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 					}
 				}
 
-			case 'r': // Prefix: "rerank"
+			case 'r': // Prefix: "re"
 
-				if l := len("rerank"); len(elem) >= l && elem[0:l] == "rerank" {
+				if l := len("re"); len(elem) >= l && elem[0:l] == "re" {
 					elem = elem[l:]
 				} else {
 					break
 				}
 
 				if len(elem) == 0 {
-					switch method {
-					case "POST":
-						r.name = RerankAliasOperation
-						r.summary = "Alias of POST /v1/rerank."
-						r.operationID = "rerankAlias"
-						r.operationGroup = ""
-						r.pathPattern = "/rerank"
-						r.args = args
-						r.count = 0
-						return r, true
-					default:
-						return
-					}
+					break
 				}
 				switch elem[0] {
-				case 'i': // Prefix: "ing"
+				case 'r': // Prefix: "rank"
 
-					if l := len("ing"); len(elem) >= l && elem[0:l] == "ing" {
+					if l := len("rank"); len(elem) >= l && elem[0:l] == "rank" {
+						elem = elem[l:]
+					} else {
+						break
+					}
+
+					if len(elem) == 0 {
+						switch method {
+						case "POST":
+							r.name = RerankAliasOperation
+							r.summary = "Alias of POST /v1/rerank."
+							r.operationID = "rerankAlias"
+							r.operationGroup = ""
+							r.pathPattern = "/rerank"
+							r.args = args
+							r.count = 0
+							return r, true
+						default:
+							return
+						}
+					}
+					switch elem[0] {
+					case 'i': // Prefix: "ing"
+
+						if l := len("ing"); len(elem) >= l && elem[0:l] == "ing" {
+							elem = elem[l:]
+						} else {
+							break
+						}
+
+						if len(elem) == 0 {
+							// Leaf node.
+							switch method {
+							case "POST":
+								r.name = RerankingAliasOperation
+								r.summary = "Alias of POST /v1/rerank."
+								r.operationID = "rerankingAlias"
+								r.operationGroup = ""
+								r.pathPattern = "/reranking"
+								r.args = args
+								r.count = 0
+								return r, true
+							default:
+								return
+							}
+						}
+
+					}
+
+				case 's': // Prefix: "sponses"
+
+					if l := len("sponses"); len(elem) >= l && elem[0:l] == "sponses" {
 						elem = elem[l:]
 					} else {
 						break
@@ -1579,11 +1702,11 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 						// Leaf node.
 						switch method {
 						case "POST":
-							r.name = RerankingAliasOperation
-							r.summary = "Alias of POST /v1/rerank."
-							r.operationID = "rerankingAlias"
+							r.name = CreateResponseAliasOperation
+							r.summary = "Alias of POST /v1/responses."
+							r.operationID = "createResponseAlias"
 							r.operationGroup = ""
-							r.pathPattern = "/reranking"
+							r.pathPattern = "/responses"
 							r.args = args
 							r.count = 0
 							return r, true
@@ -1895,33 +2018,72 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 
 					}
 
-				case 'r': // Prefix: "rerank"
+				case 'r': // Prefix: "re"
 
-					if l := len("rerank"); len(elem) >= l && elem[0:l] == "rerank" {
+					if l := len("re"); len(elem) >= l && elem[0:l] == "re" {
 						elem = elem[l:]
 					} else {
 						break
 					}
 
 					if len(elem) == 0 {
-						switch method {
-						case "POST":
-							r.name = RerankOperation
-							r.summary = "Rank documents by relevance to a query (with --reranking)."
-							r.operationID = "rerank"
-							r.operationGroup = ""
-							r.pathPattern = "/v1/rerank"
-							r.args = args
-							r.count = 0
-							return r, true
-						default:
-							return
-						}
+						break
 					}
 					switch elem[0] {
-					case 'i': // Prefix: "ing"
+					case 'r': // Prefix: "rank"
 
-						if l := len("ing"); len(elem) >= l && elem[0:l] == "ing" {
+						if l := len("rank"); len(elem) >= l && elem[0:l] == "rank" {
+							elem = elem[l:]
+						} else {
+							break
+						}
+
+						if len(elem) == 0 {
+							switch method {
+							case "POST":
+								r.name = RerankOperation
+								r.summary = "Rank documents by relevance to a query (with --reranking)."
+								r.operationID = "rerank"
+								r.operationGroup = ""
+								r.pathPattern = "/v1/rerank"
+								r.args = args
+								r.count = 0
+								return r, true
+							default:
+								return
+							}
+						}
+						switch elem[0] {
+						case 'i': // Prefix: "ing"
+
+							if l := len("ing"); len(elem) >= l && elem[0:l] == "ing" {
+								elem = elem[l:]
+							} else {
+								break
+							}
+
+							if len(elem) == 0 {
+								// Leaf node.
+								switch method {
+								case "POST":
+									r.name = RerankV1AliasOperation
+									r.summary = "Alias of POST /v1/rerank."
+									r.operationID = "rerankV1Alias"
+									r.operationGroup = ""
+									r.pathPattern = "/v1/reranking"
+									r.args = args
+									r.count = 0
+									return r, true
+								default:
+									return
+								}
+							}
+
+						}
+
+					case 's': // Prefix: "sponses"
+
+						if l := len("sponses"); len(elem) >= l && elem[0:l] == "sponses" {
 							elem = elem[l:]
 						} else {
 							break
@@ -1931,11 +2093,11 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 							// Leaf node.
 							switch method {
 							case "POST":
-								r.name = RerankV1AliasOperation
-								r.summary = "Alias of POST /v1/rerank."
-								r.operationID = "rerankV1Alias"
+								r.name = CreateResponseOperation
+								r.summary = "OpenAI Responses API."
+								r.operationID = "createResponse"
 								r.operationGroup = ""
-								r.pathPattern = "/v1/reranking"
+								r.pathPattern = "/v1/responses"
 								r.args = args
 								r.count = 0
 								return r, true

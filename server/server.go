@@ -125,6 +125,9 @@ type Server struct {
 
 	mediaMarker string       // /props' media_marker, random per server as in llama-server
 	metrics     metricsState // see metrics.go
+
+	vertex        *Vertex                  // Google Cloud Vertex AI routes, when served (gcp.go)
+	vertexFormats map[string]predictTarget // the routes a predict instance may name
 }
 
 // loaded is what SetBackend prepares once per model.
@@ -221,7 +224,7 @@ func specialText(tok *tokenizer.Tokenizer, id int32) string {
 // Handler returns the HTTP handler: the generated router behind logging, CORS, the loading
 // gate, the API key check and the request body limit, in llama-server's order.
 func (s *Server) Handler() http.Handler {
-	return chain(s.api,
+	return chain(s.routes(),
 		s.logRequests,
 		s.cors,
 		s.requireBackend,

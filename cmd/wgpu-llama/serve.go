@@ -35,7 +35,11 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	srv := server.New(scfg, logger)
-	ln, err := net.Listen("tcp", net.JoinHostPort(sf.host, strconv.Itoa(sf.port)))
+	port, err := serveVertex(srv, sf.port, os.Getenv, logger)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(sf.host, strconv.Itoa(port)))
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
