@@ -103,10 +103,18 @@ func TestLongPrefixReuse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, final, _ := collect(t, ch)
 		wantCache, wantN := 0, len(prompt)
 		if i == 1 {
 			wantCache, wantN = 200, 3
+		}
+		// Partial results carry the timings so far (timings_per_token, and the cached prompt
+		// tokens that usage reports from the first result).
+		var final engine.Result
+		for r := range ch {
+			final = r
+			if tm := r.Timings; !r.Stop && (tm.CacheN != wantCache || tm.PromptN != wantN || tm.PredictedN != r.TokensPredicted || tm.Prompt <= 0) {
+				t.Errorf("request %d: partial result after %d tokens has timings %+v", i, r.TokensPredicted, tm)
+			}
 		}
 		if final.Timings.CacheN != wantCache || final.Timings.PromptN != wantN {
 			t.Errorf("request %d: cache_n %d prompt_n %d, want %d and %d", i, final.Timings.CacheN, final.Timings.PromptN, wantCache, wantN)

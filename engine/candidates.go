@@ -202,7 +202,7 @@ func (s *sampler) sampleTop(c *model.Candidates) int32 {
 func (s *sampler) topProbs() []candidate {
 	c := make([]candidate, len(s.top.IDs))
 	for i, id := range s.top.IDs {
-		c[i] = candidate{id: id, logit: s.top.Logits[i], p: s.top.Prob(i)}
+		c[i] = candidate{id: id, logit: s.top.Logits[i], p: float32(s.top.Prob(i))}
 	}
 	slices.SortFunc(c, byLogit) // already in this order, from the GPU
 	return c

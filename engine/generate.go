@@ -96,10 +96,7 @@ func (e *Engine) finish(s *slot, st StopType) Result {
 	res.Tokens, res.Probs = g.pending, g.pendingProbs
 	res.Stop, res.StopType = true, st
 	res.TokensCached = len(s.cached)
-	if !g.genStart.IsZero() {
-		res.Timings.Predicted = time.Since(g.genStart)
-	}
-	res.Timings.PredictedN = res.TokensPredicted
+	res.Timings = g.timingsNow(len(s.cached))
 	return res
 }
 
@@ -167,10 +164,7 @@ func (e *Engine) step(s *slot, logits logitsRow) (Result, bool) {
 	}
 	if safe := len(g.text) - heldBack(string(g.text), p.Stop); safe > g.sent {
 		part := Result{Text: string(g.text[g.sent:safe]), Tokens: g.pending, Probs: g.pendingProbs,
-			TokensEvaluated: g.res.TokensEvaluated, TokensPredicted: g.res.TokensPredicted, Slot: s.id}
-		if p.TimingsPerToken {
-			part.Timings = g.timingsNow(len(s.cached))
-		}
+			TokensEvaluated: g.res.TokensEvaluated, TokensPredicted: g.res.TokensPredicted, Timings: g.timingsNow(len(s.cached)), Slot: s.id}
 		if !g.r.send(part) {
 			return e.finish(s, StopNone), true
 		}
@@ -208,19 +202,17 @@ func (e *Engine) progress(s *slot) {
 	if !g.p.ReturnProgress {
 		return
 	}
-	res := Result{Slot: s.id, TokensEvaluated: len(g.prompt), Progress: &PromptProgress{
+	g.r.send(Result{Slot: s.id, TokensEvaluated: len(g.prompt), Timings: g.timingsNow(len(s.cached)), Progress: &PromptProgress{
 		Total: len(g.prompt), Cache: g.res.Timings.CacheN, Processed: len(s.cached), Elapsed: time.Since(g.promptStart),
-	}}
-	if g.p.TimingsPerToken {
-		res.Timings = g.timingsNow(len(s.cached))
-	}
-	g.r.send(res)
+	}})
 }
 
 // timingsNow are the timings so far, with cached tokens in the slot's cache: while the prompt
 // is evaluated, the prompt tokens evaluated and the time since evaluation began (none before
 // the first batch, as llama-server's first progress update); then the prompt's totals and the
-// generation so far.
+// generation so far. Every result carries them: for llama-server's timings_per_token, and for
+// the prompt tokens reused from the cache that Anthropic's and the Responses API's usage
+// report from the first result.
 func (g *generation) timingsNow(cached int) Timings {
 	t := g.res.Timings
 	t.PredictedN = g.res.TokensPredicted

@@ -5,21 +5,27 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"time"
 
+	"github.com/wgpu-llama/wgpu-llama/engine/mt19937"
 	"github.com/wgpu-llama/wgpu-llama/model"
 )
 
 // sampler picks the next token with llama-server's sampler chain (common_sampler_init): logit
-// bias first, then the samplers of Params.Samplers in order, then a seeded draw; or, with
-// Mirostat, logit bias, temperature and Mirostat. It keeps the token history (prompt and
+// bias first, then the samplers of Params.Samplers in order, then llama.cpp's dist draw; or,
+// with Mirostat, logit bias, temperature and Mirostat. It keeps the token history (prompt and
 // accepted tokens) for the penalties and DRY, and Mirostat's mu, across tokens.
+//
+// Each step does llama.cpp's arithmetic (float where llama.cpp computes in float, double where
+// it uses double) on the candidates in llama.cpp's order, and the draws come from std::mt19937
+// generators seeded as llama.cpp seeds them, so a seed picks the tokens llama.cpp picks.
 type sampler struct {
 	p     Params
 	chain []samplerKind
-	rng   *rand.Rand // the final draw (and Mirostat's)
-	xtc   *rand.Rand // XTC's own generator, as llama.cpp seeds each sampler separately
-	mu    float64    // Mirostat's current maximum surprise
+	rng   *mt19937.Generator // the dist sampler's generator (Mirostat's, with Mirostat)
+	xtc   *mt19937.Generator // XTC's own generator, as llama.cpp seeds each sampler separately
+	mu    float32            // Mirostat's current maximum surprise
+	// adaptive is the adaptive-p sampler's state where the chain ends in it.
+	adaptive *adaptiveState
 
 	hist   []int32 // prompt and accepted tokens
 	dry    *dryState
@@ -27,20 +33,18 @@ type sampler struct {
 	last   []float32         // logits of the last sample call, for pre-sampling probabilities
 	top    *model.Candidates // or the candidates of the last sampleTop call
 	picked int32
-	// proposal, while a drafted token is being verified, turns the final draw into the
-	// speculative sampling rule (speculativeDraw).
-	proposal *draftProposal
 
-	sorted  bool // cand is sorted by descending logit (ties by ascending id)
+	sorted  bool // cand is sorted by descending logit (ties by ascending id): llama.cpp's cur_p->sorted
 	idOrder bool // cand[i].id == i for every token of the vocabulary
 	probsOK bool // cand[].p holds the final distribution
 }
 
-// candidate is one token under consideration, with its probability once computed.
+// candidate is one token under consideration (llama_token_data), with its probability once
+// computed.
 type candidate struct {
 	id    int32
 	logit float32
-	p     float64
+	p     float32
 }
 
 // TokenProb is a token and its probability, for n_probs.
@@ -53,26 +57,39 @@ type TokenProb struct {
 // look at (llama-server accepts the prompt into the sampler); piece gives a token's text, which
 // DRY matches against the sequence breakers (nil disables the breakers).
 func newSampler(p Params, prompt []int32, piece func(id int32) string) *sampler {
-	seed := uint64(p.Seed)
-	if p.Seed == SeedRandom {
-		seed = uint64(time.Now().UnixNano())
-	}
 	s := &sampler{
 		p:     p,
 		chain: samplerChain(p.Samplers),
-		rng:   rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)),
-		xtc:   rand.New(rand.NewPCG(seed, 0x6a09e667f3bcc909)),
-		mu:    2 * float64(p.MirostatTau),
+		rng:   mt19937.New(rngSeed(p.Seed)),
+		xtc:   mt19937.New(rngSeed(p.Seed)),
+		mu:    2 * p.MirostatTau,
 		hist:  append([]int32(nil), prompt...),
 	}
 	if s.dryOn() {
 		s.dry = newDRYState(p.DRYSequenceBreakers, piece)
 	}
+	if s.adaptiveOn() {
+		s.adaptive = newAdaptiveState(p.AdaptiveTarget, p.AdaptiveDecay)
+	}
 	return s
 }
 
+// rngSeed is llama.cpp's get_rng_seed: the seed itself, or for SeedRandom a fresh random one
+// (drawn anew for each generator, as each llama.cpp sampler draws its own).
+func rngSeed(seed uint32) uint32 {
+	if seed == SeedRandom {
+		return rand.Uint32()
+	}
+	return seed
+}
+
 // accept records a sampled token in the history.
-func (s *sampler) accept(id int32) { s.hist = append(s.hist, id) }
+func (s *sampler) accept(id int32) {
+	s.hist = append(s.hist, id)
+	if s.adaptive != nil {
+		s.adaptive.accept(id)
+	}
+}
 
 // minKeep is Params.MinKeep as llama.cpp uses it (at least 1 where it matters).
 func (s *sampler) minKeep() int { return max(s.p.MinKeep, 0) }
@@ -93,6 +110,17 @@ func argmax(logits []float32) int32 {
 func (s *sampler) greedy() bool {
 	return s.p.Mirostat == 0 && s.p.Temperature <= 0 && s.p.DynatempRange <= 0 &&
 		slices.Contains(s.chain, samplerTemperature)
+}
+
+// setMatters reports whether an active sampler of the chain computes from the probabilities
+// of the whole candidate set (typical, XTC), so that earlier filters change what it does.
+func (s *sampler) setMatters() bool {
+	for _, k := range s.chain {
+		if (k == samplerTypicalP || k == samplerXTC) && s.acts(k) {
+			return true
+		}
+	}
+	return false
 }
 
 // fastGreedy reports whether the pick is plainly the argmax of the logits: greedy, and no step
@@ -130,7 +158,8 @@ func (s *sampler) sample(logits []float32) int32 {
 }
 
 // runChain runs logit bias and the chain (or Mirostat) over s.cand, drawn from a vocabulary
-// of nVocab tokens, and draws a token.
+// of nVocab tokens, and draws a token: with the dist sampler, or adaptive-p where the chain
+// names it (wherever it stands, llama.cpp puts it last).
 func (s *sampler) runChain(nVocab int) int32 {
 	s.applyLogitBias()
 	if s.p.Mirostat == 1 || s.p.Mirostat == 2 {
@@ -142,7 +171,9 @@ func (s *sampler) runChain(nVocab int) int32 {
 		}
 		return s.picked
 	}
-	greedy := s.greedy()
+	// A greedy pick is the top logit left after the chain: filters that keep the top logit
+	// can be skipped, unless typical or XTC look at the probabilities of what they leave.
+	greedy := s.greedy() && !s.setMatters()
 	for _, k := range s.chain {
 		switch k {
 		case samplerPenalties:
@@ -173,29 +204,57 @@ func (s *sampler) runChain(nVocab int) int32 {
 			s.applyTempExt()
 		}
 	}
-	s.picked = s.draw()
+	if s.adaptive != nil {
+		s.picked = s.adaptiveDraw()
+	} else {
+		s.picked = s.draw()
+	}
 	return s.picked
 }
 
-// draw is llama.cpp's dist sampler: softmax over the candidates and a seeded draw.
+// draw is llama.cpp's dist sampler (llama_sampler_dist_apply): the softmax of the candidates
+// in their current order (exponentials in float, their sum in double), one
+// uniform_real_distribution<double> draw r, and the first candidate at which the running sum
+// reaches r times the total. A single candidate is picked without a draw.
 func (s *sampler) draw() int32 {
-	s.softmax()
 	s.probsOK = true
-	if len(s.cand) == 1 {
-		return s.cand[0].id
+	c := s.cand
+	if len(c) == 1 {
+		c[0].p = 1
+		return c[0].id
 	}
-	if s.proposal != nil {
-		return speculativeDraw(s.cand, s.proposal, s.rng)
+	maxL := s.maxLogit()
+	sum := 0.0
+	for i := range c {
+		c[i].p = expf(c[i].logit - maxL)
+		sum += float64(c[i].p)
 	}
-	r := s.rng.Float64()
-	cum := 0.0
-	for _, x := range s.cand {
-		cum += x.p
-		if r < cum {
-			return x.id
+	target := sum * mt19937.UniformFloat64(s.rng, 0, 1)
+	picked, run := -1, 0.0
+	for i := range c {
+		if picked < 0 {
+			run += float64(c[i].p)
+			if run >= target {
+				picked = i
+			}
+		}
+		c[i].p = float32(float64(c[i].p) / sum)
+	}
+	if picked < 0 {
+		picked = len(c) - 1
+	}
+	return c[picked].id
+}
+
+// maxLogit is the largest candidate logit: the first when sorted.
+func (s *sampler) maxLogit() float32 {
+	m := s.cand[0].logit
+	if !s.sorted {
+		for _, x := range s.cand[1:] {
+			m = max(m, x.logit)
 		}
 	}
-	return s.cand[len(s.cand)-1].id
+	return m
 }
 
 // dropBanned removes candidates whose logit is -Inf (banned by a bias, masked by top-n-sigma
@@ -253,14 +312,17 @@ func (s *sampler) sort() {
 	}
 }
 
-// softmax sorts the candidates and sets p from their logits (llama_sampler_softmax_impl).
-func (s *sampler) softmax() {
-	s.sort()
+// softmax is llama_sampler_softmax_impl: with doSort the candidates are sorted first; p is
+// set from the logits in float, in the candidates' current order.
+func (s *sampler) softmax(doSort bool) {
+	if doSort {
+		s.sort()
+	}
 	c := s.cand
-	maxL := float64(c[0].logit)
-	sum := 0.0
+	maxL := s.maxLogit()
+	var sum float32
 	for i := range c {
-		c[i].p = math.Exp(float64(c[i].logit) - maxL)
+		c[i].p = expf(c[i].logit - maxL)
 		sum += c[i].p
 	}
 	for i := range c {
@@ -268,10 +330,17 @@ func (s *sampler) softmax() {
 	}
 }
 
+// expf, logf, log2f and powf are C's float functions: computed in double and rounded once.
+func expf(x float32) float32    { return float32(math.Exp(float64(x))) }
+func logf(x float32) float32    { return float32(math.Log(float64(x))) }
+func log2f(x float32) float32   { return float32(math.Log2(float64(x))) }
+func powf(x, y float32) float32 { return float32(math.Pow(float64(x), float64(y))) }
+
 // probs returns up to n of the most likely tokens at the last sample call, most likely first,
 // and the probability of the token it picked. Pre-sampling (the default) they come from the
 // softmax of the model's logits over the whole vocabulary; with PostSamplingProbs, from the
-// candidates left after the chain (only survivors, so a greedy pick reports one token at 1).
+// candidates left after the chain, by descending probability and without those at 0, as
+// llama-server lists them (only survivors, so a greedy pick reports one token at 1).
 func (s *sampler) probs(n int) (top []TokenProb, picked float32) {
 	var c []candidate
 	if s.p.PostSamplingProbs {
@@ -279,7 +348,16 @@ func (s *sampler) probs(n int) (top []TokenProb, picked float32) {
 			s.cand = append(s.cand[:0], candidate{id: s.picked, p: 1})
 			s.probsOK = true
 		}
+		if !s.sorted {
+			slices.SortStableFunc(s.cand, func(a, b candidate) int { return cmp.Compare(b.p, a.p) })
+		}
 		c = s.cand
+		for i, x := range c {
+			if x.p == 0 {
+				c = c[:i]
+				break
+			}
+		}
 	} else if s.top != nil {
 		c = s.topProbs()
 	} else {
@@ -291,17 +369,17 @@ func (s *sampler) probs(n int) (top []TokenProb, picked float32) {
 		}
 		c = bestByLogit(s.last, n)
 		for i := range c {
-			c[i].p = math.Exp(float64(c[i].logit)-maxL) / sum
+			c[i].p = float32(math.Exp(float64(c[i].logit)-maxL) / sum)
 		}
 		picked = float32(math.Exp(float64(s.last[s.picked])-maxL) / sum)
 	}
 	for _, x := range c {
 		if x.id == s.picked {
-			picked = float32(x.p)
+			picked = x.p
 		}
 	}
 	for _, x := range c[:min(n, len(c))] {
-		top = append(top, TokenProb{ID: x.id, Prob: float32(x.p)})
+		top = append(top, TokenProb{ID: x.id, Prob: x.p})
 	}
 	return top, picked
 }

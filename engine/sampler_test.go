@@ -21,7 +21,7 @@ func chainDist(p Params, hist []int32, piece func(int32) string, logits []float3
 	s.sample(logits)
 	out := map[int32]float64{}
 	for _, c := range s.cand {
-		out[c.id] = c.p
+		out[c.id] = float64(c.p)
 	}
 	return out
 }
@@ -273,12 +273,12 @@ func TestMirostat(t *testing.T) {
 			id := s.sample(l532)
 			got := map[int32]float64{}
 			for _, c := range s.cand {
-				got[c.id] = c.p
+				got[c.id] = float64(c.p)
 			}
 			checkDist(t, got, tc.want)
 			// mu -= eta * (surprise of the pick - tau), from 1.5.
 			wantMu := 1.5 - 0.1*(-math.Log2(tc.want[id])-0.75)
-			if math.Abs(s.mu-wantMu) > 1e-6 {
+			if math.Abs(float64(s.mu)-wantMu) > 1e-6 {
 				t.Errorf("mu = %v after picking %d, want %v", s.mu, id, wantMu)
 			}
 		})

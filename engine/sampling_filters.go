@@ -4,6 +4,8 @@ import (
 	"container/heap"
 	"math"
 	"slices"
+
+	"github.com/wgpu-llama/wgpu-llama/engine/mt19937"
 )
 
 // applyLogitBias adds Params.LogitBias to the logits (llama_sampler_logit_bias); a -Inf bias
@@ -41,9 +43,10 @@ func (s *sampler) applyTemp(t float32) {
 
 // applyTempExt is llama.cpp's temp_ext: dynamic temperature when DynatempRange > 0, else plain.
 // The dynamic temperature is min + (max-min) * (entropy/max_entropy)^exponent over
-// [Temperature-Range (at least 0), Temperature+Range].
+// [Temperature-Range (at least 0), Temperature+Range], computed in float; the probabilities
+// after it are recomputed in double, as llama.cpp does.
 func (s *sampler) applyTempExt() {
-	delta := float64(s.p.DynatempRange)
+	delta := s.p.DynatempRange
 	if delta <= 0 {
 		s.applyTemp(s.p.Temperature)
 		return
@@ -51,19 +54,29 @@ func (s *sampler) applyTempExt() {
 	if len(s.cand) <= 1 {
 		return
 	}
-	t := float64(s.p.Temperature)
+	t := s.p.Temperature
 	minT, maxT := max(0, t-delta), t+delta
-	maxEntropy := math.Log(float64(len(s.cand)))
-	s.softmax()
-	entropy := 0.0
+	maxEntropy := -logf(1 / float32(len(s.cand)))
+	s.softmax(true)
+	var entropy float32
 	for _, x := range s.cand {
 		if x.p > 0 {
-			entropy -= x.p * math.Log(x.p)
+			entropy -= x.p * logf(x.p)
 		}
 	}
-	dyn := minT + (maxT-minT)*math.Pow(entropy/maxEntropy, float64(s.p.DynatempExponent))
-	// A temperature of 0 would divide by zero; treat it as greedy, its limit.
-	s.applyTemp(float32(dyn))
+	dyn := minT + (maxT-minT)*powf(entropy/maxEntropy, s.p.DynatempExponent)
+	s.applyTemp(dyn)
+	c := s.cand
+	maxL := float64(c[0].logit)
+	sum := 0.0
+	for i := range c {
+		p := math.Exp(float64(c[i].logit) - maxL)
+		c[i].p = float32(p)
+		sum += p
+	}
+	for i := range c {
+		c[i].p = float32(float64(c[i].p) / sum)
+	}
 }
 
 // applyTopK keeps the k most likely candidates; k <= 0 keeps all.
@@ -106,14 +119,16 @@ func (s *sampler) selectTop(k int) {
 	s.sorted, s.idOrder = false, false
 }
 
-// applyTopP keeps the smallest prefix whose probability reaches TopP (and at least MinKeep).
+// applyTopP keeps the smallest prefix, by descending logit, whose probability (the float
+// softmax of the candidates it is given) reaches TopP, and at least MinKeep.
 func (s *sampler) applyTopP() {
-	p := float64(s.p.TopP)
+	p := s.p.TopP
 	if p >= 1 {
 		return
 	}
-	s.softmax()
-	cum := 0.0
+	s.softmax(false)
+	s.sort()
+	var cum float32
 	for i, x := range s.cand {
 		cum += x.p
 		if cum >= p && i+1 >= s.minKeep() {
@@ -124,35 +139,60 @@ func (s *sampler) applyTopP() {
 }
 
 // applyMinP drops candidates whose logit is below the top logit + ln(MinP), i.e. whose
-// probability is below MinP times the top one, keeping at least MinKeep.
+// probability is below MinP times the top one, keeping at least MinKeep. Unsorted
+// candidates keep their order when that leaves at least MinKeep; otherwise they are sorted
+// and cut, as llama.cpp does.
 func (s *sampler) applyMinP() {
 	if s.p.MinP <= 0 || len(s.cand) == 0 {
 		return
 	}
+	if !s.sorted {
+		minLogit := float32(-math.MaxFloat32)
+		for _, x := range s.cand {
+			minLogit = max(minLogit, x.logit)
+		}
+		minLogit += logf(s.p.MinP)
+		n := 0
+		for _, x := range s.cand {
+			if x.logit >= minLogit {
+				n++
+			}
+		}
+		if n > 0 && n >= s.minKeep() {
+			kept := s.cand[:0]
+			for _, x := range s.cand {
+				if x.logit >= minLogit {
+					kept = append(kept, x)
+				}
+			}
+			s.idOrder = s.idOrder && len(kept) == len(s.cand)
+			s.cand = kept
+			return
+		}
+	}
 	s.sort()
-	limit := float64(s.cand[0].logit) + math.Log(float64(s.p.MinP))
+	minLogit := s.cand[0].logit + logf(s.p.MinP)
 	n := 1
-	for n < len(s.cand) && (float64(s.cand[n].logit) >= limit || n < s.minKeep()) {
+	for n < len(s.cand) && (s.cand[n].logit >= minLogit || n < s.minKeep()) {
 		n++
 	}
 	s.cand = s.cand[:n]
 }
 
 // applyTypical is locally typical sampling: candidates ordered by how far their surprise
-// (-ln p) is from the entropy, keeping the first whose mass exceeds TypicalP.
+// (-ln p) is from the entropy, keeping the first whose mass exceeds TypicalP; in float, and
+// leaving the candidates in that order.
 func (s *sampler) applyTypical() {
-	p := float64(s.p.TypicalP)
+	p := s.p.TypicalP
 	if p >= 1 {
 		return
 	}
-	s.softmax()
-	entropy := 0.0
+	s.softmax(true)
+	var entropy float32
 	for _, x := range s.cand {
-		if x.p > 0 {
-			entropy -= x.p * math.Log(x.p)
-		}
+		entropy += -x.p * logf(x.p)
 	}
-	shift := func(x candidate) float64 { return math.Abs(-math.Log(x.p) - entropy) }
+	shift := func(x candidate) float32 { return float32(math.Abs(float64(-logf(x.p) - entropy))) }
 	slices.SortStableFunc(s.cand, func(a, b candidate) int {
 		sa, sb := shift(a), shift(b)
 		switch {
@@ -164,7 +204,7 @@ func (s *sampler) applyTypical() {
 		return 0
 	})
 	s.sorted = false
-	cum := 0.0
+	var cum float32
 	for i, x := range s.cand {
 		cum += x.p
 		if cum > p && (s.minKeep() == 0 || i >= s.minKeep()-1) {
@@ -175,53 +215,65 @@ func (s *sampler) applyTypical() {
 }
 
 // applyTopNSigma keeps candidates whose logit is within TopNSigma standard deviations (of the
-// finite logits) of the largest; <= 0 is off.
+// finite logits) of the largest; <= 0 is off. The rest are masked, then dropped, and the
+// candidates left sorted, as llama.cpp's softmax leaves them.
 func (s *sampler) applyTopNSigma() {
-	n := float64(s.p.TopNSigma)
+	n := s.p.TopNSigma
 	if n <= 0 || len(s.cand) <= 1 {
 		return
 	}
-	maxL, sum, valid := math.Inf(-1), 0.0, 0
+	inf := float32(math.Inf(-1))
+	maxL := s.cand[0].logit
+	var sum float32
+	valid := 0
 	for _, x := range s.cand {
-		l := float64(x.logit)
-		if !math.IsInf(l, -1) {
-			sum += l
+		if x.logit != inf {
+			maxL = max(maxL, x.logit)
+			sum += x.logit
 			valid++
 		}
-		maxL = max(maxL, l)
 	}
-	mean := sum / float64(max(valid, 1))
-	acc := 0.0
+	var mean, std float32
+	if valid > 0 {
+		mean = sum / float32(valid)
+	}
+	var acc float32
 	for _, x := range s.cand {
-		if l := float64(x.logit); !math.IsInf(l, -1) {
-			acc += (l - mean) * (l - mean)
+		if x.logit != inf {
+			d := float64(x.logit - mean)
+			acc = float32(float64(acc) + d*d) // pow(float, 2) is a double in C++
 		}
 	}
-	std := math.Sqrt(acc / float64(max(valid, 1)))
+	if valid > 0 {
+		std = float32(math.Sqrt(float64(acc / float32(valid))))
+	}
+	limit := maxL - n*std
 	for i := range s.cand {
-		if float64(s.cand[i].logit) < maxL-n*std {
-			s.cand[i].logit = float32(math.Inf(-1))
+		if s.cand[i].logit < limit {
+			s.cand[i].logit = inf
 		}
 	}
 	s.dropBanned()
+	s.softmax(true)
 }
 
 // xtcOn reports whether XTC can act.
 func (s *sampler) xtcOn() bool { return s.p.XTCProbability > 0 && s.p.XTCThreshold <= 0.5 }
 
-// applyXTC ("exclude top choices"): with probability XTCProbability, removes every candidate
-// at or above XTCThreshold except the least likely of them.
+// applyXTC ("exclude top choices"): with probability XTCProbability (one
+// uniform_real_distribution<float> draw of its own generator), removes every candidate at or
+// above XTCThreshold except the least likely of them.
 func (s *sampler) applyXTC() {
 	if !s.xtcOn() || len(s.cand) < 2 {
 		return
 	}
-	if s.xtc.Float32() > s.p.XTCProbability {
+	if mt19937.UniformFloat32(s.xtc, 0, 1) > s.p.XTCProbability {
 		return
 	}
-	s.softmax()
+	s.softmax(true)
 	last := 0
 	for i, x := range s.cand {
-		if x.p < float64(s.p.XTCThreshold) {
+		if x.p < s.p.XTCThreshold {
 			break
 		}
 		last = i
@@ -229,52 +281,4 @@ func (s *sampler) applyXTC() {
 	if len(s.cand)-last >= s.minKeep() && last > 0 {
 		s.cand = s.cand[last:]
 	}
-}
-
-// mirostatV1 is Mirostat 1.0 (m = 100): it estimates the Zipf exponent from the top
-// candidates, keeps the top k that target surprise mu, draws, and moves mu by eta times the
-// error of the observed surprise against tau.
-func (s *sampler) mirostatV1(nVocab int) int32 {
-	s.softmax()
-	const m = 100
-	sumTB, sumTT := 0.0, 0.0
-	for i := 0; i < m-1 && i < len(s.cand)-1; i++ {
-		t := math.Log(float64(i+2) / float64(i+1))
-		b := math.Log(s.cand[i].p / s.cand[i+1].p)
-		sumTB += t * b
-		sumTT += t * t
-	}
-	sHat := sumTB / sumTT
-	eps := sHat - 1
-	k := math.Pow(eps*math.Pow(2, s.mu)/(1-math.Pow(float64(nVocab), -eps)), 1/sHat)
-	kk := len(s.cand)
-	if k < float64(kk) { // also false for NaN
-		kk = max(int(k), 1)
-	}
-	s.applyTopK(kk)
-	return s.mirostatDraw()
-}
-
-// mirostatV2 is Mirostat 2.0: it keeps the candidates whose surprise -log2 p is at most mu
-// (at least one), draws, and updates mu.
-func (s *sampler) mirostatV2() int32 {
-	s.softmax()
-	n := 0
-	for n < len(s.cand) && -math.Log2(s.cand[n].p) <= s.mu {
-		n++
-	}
-	s.cand = s.cand[:max(n, 1)]
-	return s.mirostatDraw()
-}
-
-// mirostatDraw draws from the candidates and applies Mirostat's mu update.
-func (s *sampler) mirostatDraw() int32 {
-	id := s.draw()
-	for _, x := range s.cand {
-		if x.id == id {
-			s.mu -= float64(s.p.MirostatEta) * (-math.Log2(x.p) - float64(s.p.MirostatTau))
-			break
-		}
-	}
-	return id
 }

@@ -14,6 +14,7 @@ const (
 	samplerXTC
 	samplerTemperature
 	samplerInfill
+	samplerAdaptiveP
 )
 
 // samplerNames are llama.cpp's canonical sampler names.
@@ -28,6 +29,7 @@ var samplerNames = map[string]samplerKind{
 	"xtc":         samplerXTC,
 	"temperature": samplerTemperature,
 	"infill":      samplerInfill,
+	"adaptive_p":  samplerAdaptiveP,
 }
 
 // samplerAltNames are the other spellings llama.cpp accepts (common_sampler_types_from_names
@@ -43,12 +45,13 @@ var samplerAltNames = map[string]samplerKind{
 	"typ":         samplerTypicalP,
 	"min-p":       samplerMinP,
 	"temp":        samplerTemperature,
+	"adaptive-p":  samplerAdaptiveP,
 }
 
 // samplerChars are the one-letter names of common_sampler_types_from_chars.
 var samplerChars = map[rune]string{
 	'e': "penalties", 'd': "dry", 's': "top_n_sigma", 'k': "top_k", 'y': "typ_p",
-	'p': "top_p", 'm': "min_p", 'x': "xtc", 't': "temperature", 'i': "infill",
+	'p': "top_p", 'm': "min_p", 'x': "xtc", 't': "temperature", 'i': "infill", 'a': "adaptive_p",
 }
 
 // DefaultSamplers is llama-server's default sampler order.

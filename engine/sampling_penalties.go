@@ -56,6 +56,7 @@ func (s *sampler) applyPenalties() {
 		}
 		c.logit -= float32(n)*s.p.FrequencyPenalty + s.p.PresencePenalty
 	})
+	s.sorted = false
 }
 
 // dryOn reports whether DRY can act.
@@ -204,7 +205,7 @@ func (s *sampler) applyDRY() {
 	// Step 4: penalise, with the exponent clamped so the power stays a finite float32.
 	maxExp := 0
 	if s.p.DRYBase > 1.000001 {
-		maxExp = int(88.7228391 / math.Log(float64(s.p.DRYBase)))
+		maxExp = int(float32(88.7228391) / float32(math.Log(float64(s.p.DRYBase))))
 	}
 	s.adjust(maxRepeat, func(c *candidate, rep int) {
 		if s.dry.token(c.id).single {
@@ -214,6 +215,8 @@ func (s *sampler) applyDRY() {
 		if maxExp > 0 && e > maxExp {
 			e = maxExp
 		}
-		c.logit -= s.p.DRYMultiplier * float32(math.Pow(float64(s.p.DRYBase), float64(e)))
+		// std::pow(float, int) is a double: the product is rounded to float once.
+		c.logit -= float32(float64(s.p.DRYMultiplier) * math.Pow(float64(s.p.DRYBase), float64(e)))
 	})
+	s.sorted = false
 }

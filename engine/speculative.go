@@ -197,9 +197,10 @@ func (e *Engine) propose() [][]int32 {
 // target keeps choosing the drafted tokens. Each row's token goes through step (stop
 // strings, end of generation, n_predict, grammar, probabilities, streaming); the slot's
 // cached tokens grow one row at a time, so the first rejected draft and everything after it
-// is left out (its cache rows are overwritten later). Drafted tokens are offered to the
-// sampler's draw (speculativeDraw), so with temperature the output keeps the target's
-// distribution, and greedy output is the target's own greedy output.
+// is left out (its cache rows are overwritten later). As in llama-server
+// (common_sampler_sample_and_accept_n), each row is sampled as if there were no draft and the
+// draft is kept while it agrees: the sampler's draws and so the output are exactly those of
+// plain decoding with the same seed, greedy or not.
 func (e *Engine) verify(s *slot, toks []int32, logits []logitsRow) (Result, bool) {
 	g, sp := s.gen, e.spec
 	drafted := toks[1:]
@@ -213,11 +214,7 @@ func (e *Engine) verify(s *slot, toks []int32, logits []logitsRow) (Result, bool
 	}()
 	for i, row := range logits {
 		s.cached = append(s.cached, toks[i])
-		if i < len(drafted) {
-			g.smp.proposal = greedyProposal(drafted[i])
-		}
 		final, done := e.step(s, row)
-		g.smp.proposal = nil
 		if done {
 			return final, true
 		}

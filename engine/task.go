@@ -82,6 +82,14 @@ type Params struct {
 	// MirostatEta is Mirostat's learning rate (0.1).
 	MirostatEta float32
 
+	// AdaptiveTarget is the adaptive-p sampler's target probability (0..1; negative, the
+	// default -1, draws from the distribution unchanged). The sampler runs, as the chain's
+	// final draw, only where Samplers names "adaptive_p".
+	AdaptiveTarget float32
+	// AdaptiveDecay is adaptive-p's decay of its moving average of picked probabilities (0.9,
+	// clamped to 0..0.99).
+	AdaptiveDecay float32
+
 	// LogitBias is added to the logits of the given tokens before any other sampler; a bias
 	// of -Inf bans the token.
 	LogitBias []LogitBias
@@ -113,8 +121,8 @@ type Params struct {
 	// ReturnProgress asks for prompt progress results while the prompt is evaluated (one when
 	// the request starts, then one per prompt chunk): llama-server's return_progress.
 	ReturnProgress bool
-	// TimingsPerToken gives every partial result (progress ones too) the timings so far:
-	// llama-server's timings_per_token.
+	// TimingsPerToken is llama-server's timings_per_token, for generation_settings: the
+	// endpoints then send the timings every result carries (see Result) on every event.
 	TimingsPerToken bool
 
 	// Samplers is the chain's order, in llama-server's names (see DefaultSamplers); nil means
@@ -152,7 +160,7 @@ func DefaultParams() Params {
 		DRYBase: 1.75, DRYAllowedLength: 2, DRYPenaltyLastN: 64,
 		DRYSequenceBreakers: []string{"\n", ":", "\"", "*"},
 		TopNSigma:           -1, TypicalP: 1, XTCThreshold: 0.1, DynatempExponent: 1,
-		MirostatTau: 5, MirostatEta: 0.1,
+		MirostatTau: 5, MirostatEta: 0.1, AdaptiveTarget: -1, AdaptiveDecay: 0.9,
 		Samplers: DefaultSamplers(),
 		SpecNMax: -1, SpecNMin: -1, SpecPMin: -1,
 	}
@@ -215,7 +223,7 @@ type Timings struct {
 // Partial results carry the text of the tokens sampled since the previous result; text is only
 // released once it is complete UTF-8 and cannot be the start of a stop string. The final result
 // (Stop true) carries any remaining text, why generation stopped, and the timings (partial
-// results carry them too when Params.TimingsPerToken).
+// results carry the timings so far).
 type Result struct {
 	Text   string
 	Tokens []int32

@@ -122,6 +122,27 @@ type Invoker interface {
 	//
 	// POST /v1/completions
 	CreateOAICompletion(ctx context.Context, request *CompletionRequest) (CreateOAICompletionRes, error)
+	// CreateResponse invokes createResponse operation.
+	//
+	// OpenAI's Responses API, converted to a chat completion as llama-server does (see
+	// ResponsesRequest). The answer is a response object, or with `"stream": true` the events
+	// response.created, response.in_progress, response.output_item.added,
+	// response.content_part.added, response.output_text.delta (response.reasoning_text.delta,
+	// response.function_call_arguments.delta), then response.output_text.done,
+	// response.content_part.done, response.output_item.done and response.completed, each as
+	// `event: NAME` and `data: {...}`, with no `[DONE]`. llama.cpp's telemetry rides along:
+	// `timings` on the last event of each step with timings_per_token and on
+	// response.completed, and `prompt_progress` on response.in_progress events with
+	// return_progress.
+	//
+	// POST /v1/responses
+	CreateResponse(ctx context.Context, request *ResponsesRequest) (CreateResponseRes, error)
+	// CreateResponseAlias invokes createResponseAlias operation.
+	//
+	// Alias of POST /v1/responses.
+	//
+	// POST /responses
+	CreateResponseAlias(ctx context.Context, request *ResponsesRequest) (CreateResponseAliasRes, error)
 	// DeleteStream invokes deleteStream operation.
 	//
 	// Cancels the generation; followers receive the bytes produced so far and their responses
@@ -939,6 +960,91 @@ func (c *Client) sendCreateOAICompletion(ctx context.Context, request *Completio
 	}
 
 	result, err := decodeCreateOAICompletionResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// CreateResponse invokes createResponse operation.
+//
+// OpenAI's Responses API, converted to a chat completion as llama-server does (see
+// ResponsesRequest). The answer is a response object, or with `"stream": true` the events
+// response.created, response.in_progress, response.output_item.added,
+// response.content_part.added, response.output_text.delta (response.reasoning_text.delta,
+// response.function_call_arguments.delta), then response.output_text.done,
+// response.content_part.done, response.output_item.done and response.completed, each as
+// `event: NAME` and `data: {...}`, with no `[DONE]`. llama.cpp's telemetry rides along:
+// `timings` on the last event of each step with timings_per_token and on
+// response.completed, and `prompt_progress` on response.in_progress events with
+// return_progress.
+//
+// POST /v1/responses
+func (c *Client) CreateResponse(ctx context.Context, request *ResponsesRequest) (CreateResponseRes, error) {
+	res, err := c.sendCreateResponse(ctx, request)
+	return res, err
+}
+
+func (c *Client) sendCreateResponse(ctx context.Context, request *ResponsesRequest) (res CreateResponseRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/v1/responses"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeCreateResponseRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+
+	result, err := decodeCreateResponseResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// CreateResponseAlias invokes createResponseAlias operation.
+//
+// Alias of POST /v1/responses.
+//
+// POST /responses
+func (c *Client) CreateResponseAlias(ctx context.Context, request *ResponsesRequest) (CreateResponseAliasRes, error) {
+	res, err := c.sendCreateResponseAlias(ctx, request)
+	return res, err
+}
+
+func (c *Client) sendCreateResponseAlias(ctx context.Context, request *ResponsesRequest) (res CreateResponseAliasRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/responses"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeCreateResponseAliasRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+
+	result, err := decodeCreateResponseAliasResponse(resp)
 	if err != nil {
 		return res, errors.Wrap(err, "decode response")
 	}

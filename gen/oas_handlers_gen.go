@@ -1430,6 +1430,185 @@ func (s *Server) handleCreateOAICompletionRequest(args [0]string, argsEscaped bo
 	}
 }
 
+// handleCreateResponseRequest handles createResponse operation.
+//
+// OpenAI's Responses API, converted to a chat completion as llama-server does (see
+// ResponsesRequest). The answer is a response object, or with `"stream": true` the events
+// response.created, response.in_progress, response.output_item.added,
+// response.content_part.added, response.output_text.delta (response.reasoning_text.delta,
+// response.function_call_arguments.delta), then response.output_text.done,
+// response.content_part.done, response.output_item.done and response.completed, each as
+// `event: NAME` and `data: {...}`, with no `[DONE]`. llama.cpp's telemetry rides along:
+// `timings` on the last event of each step with timings_per_token and on
+// response.completed, and `prompt_progress` on response.in_progress events with
+// return_progress.
+//
+// POST /v1/responses
+func (s *Server) handleCreateResponseRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err          error
+		opErrContext = ogenerrors.OperationContext{
+			Name: CreateResponseOperation,
+			ID:   "createResponse",
+		}
+	)
+
+	var rawBody []byte
+	request, rawBody, close, err := s.decodeCreateResponseRequest(r)
+	if err != nil {
+		err = &ogenerrors.DecodeRequestError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeRequest", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+	defer func() {
+		if err := close(); err != nil {
+			recordError("CloseRequest", err)
+		}
+	}()
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    CreateResponseOperation,
+			OperationSummary: "OpenAI Responses API.",
+			OperationID:      "createResponse",
+			Body:             request,
+			RawBody:          rawBody,
+			Params:           middleware.Parameters{},
+			Raw:              r,
+		}
+
+		type (
+			Request  = *ResponsesRequest
+			Params   = struct{}
+			Response = struct{}
+		)
+		_, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			nil,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				err = s.rh.CreateResponse(ctx, request, w)
+				return response, err
+			},
+		)
+	} else {
+		err = s.rh.CreateResponse(ctx, request, w)
+	}
+	if err != nil {
+		if errRes, ok := errors.Into[*ErrorStatusCode](err); ok {
+			if err := encodeErrorResponse(errRes, w); err != nil {
+				defer recordError("Internal", err)
+			}
+			return
+		}
+		if errors.Is(err, ht.ErrNotImplemented) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+		if err := encodeErrorResponse(s.h.NewError(ctx, err), w); err != nil {
+			defer recordError("Internal", err)
+		}
+		return
+	}
+}
+
+// handleCreateResponseAliasRequest handles createResponseAlias operation.
+//
+// Alias of POST /v1/responses.
+//
+// POST /responses
+func (s *Server) handleCreateResponseAliasRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err          error
+		opErrContext = ogenerrors.OperationContext{
+			Name: CreateResponseAliasOperation,
+			ID:   "createResponseAlias",
+		}
+	)
+
+	var rawBody []byte
+	request, rawBody, close, err := s.decodeCreateResponseAliasRequest(r)
+	if err != nil {
+		err = &ogenerrors.DecodeRequestError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeRequest", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+	defer func() {
+		if err := close(); err != nil {
+			recordError("CloseRequest", err)
+		}
+	}()
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    CreateResponseAliasOperation,
+			OperationSummary: "Alias of POST /v1/responses.",
+			OperationID:      "createResponseAlias",
+			Body:             request,
+			RawBody:          rawBody,
+			Params:           middleware.Parameters{},
+			Raw:              r,
+		}
+
+		type (
+			Request  = *ResponsesRequest
+			Params   = struct{}
+			Response = struct{}
+		)
+		_, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			nil,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				err = s.rh.CreateResponseAlias(ctx, request, w)
+				return response, err
+			},
+		)
+	} else {
+		err = s.rh.CreateResponseAlias(ctx, request, w)
+	}
+	if err != nil {
+		if errRes, ok := errors.Into[*ErrorStatusCode](err); ok {
+			if err := encodeErrorResponse(errRes, w); err != nil {
+				defer recordError("Internal", err)
+			}
+			return
+		}
+		if errors.Is(err, ht.ErrNotImplemented) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+		if err := encodeErrorResponse(s.h.NewError(ctx, err), w); err != nil {
+			defer recordError("Internal", err)
+		}
+		return
+	}
+}
+
 // handleDeleteStreamRequest handles deleteStream operation.
 //
 // Cancels the generation; followers receive the bytes produced so far and their responses

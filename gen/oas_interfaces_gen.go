@@ -33,6 +33,14 @@ type CreateOAICompletionRes interface {
 	createOAICompletionRes()
 }
 
+type CreateResponseAliasRes interface {
+	createResponseAliasRes()
+}
+
+type CreateResponseRes interface {
+	createResponseRes()
+}
+
 type GetMetricsRes interface {
 	getMetricsRes()
 }

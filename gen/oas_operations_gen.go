@@ -21,6 +21,8 @@ const (
 	CreateEmbeddingNativeAliasOperation      OperationName = "CreateEmbeddingNativeAlias"
 	CreateInfillOperation                    OperationName = "CreateInfill"
 	CreateOAICompletionOperation             OperationName = "CreateOAICompletion"
+	CreateResponseOperation                  OperationName = "CreateResponse"
+	CreateResponseAliasOperation             OperationName = "CreateResponseAlias"
 	DeleteStreamOperation                    OperationName = "DeleteStream"
 	DetokenizeOperation                      OperationName = "Detokenize"
 	GetHealthOperation                       OperationName = "GetHealth"

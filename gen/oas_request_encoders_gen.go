@@ -220,6 +220,34 @@ func encodeCreateOAICompletionRequest(
 	return nil
 }
 
+func encodeCreateResponseRequest(
+	req *ResponsesRequest,
+	r *http.Request,
+) error {
+	const contentType = "application/json"
+	e := new(jx.Encoder)
+	{
+		req.Encode(e)
+	}
+	encoded := e.Bytes()
+	ht.SetBody(r, bytes.NewReader(encoded), contentType)
+	return nil
+}
+
+func encodeCreateResponseAliasRequest(
+	req *ResponsesRequest,
+	r *http.Request,
+) error {
+	const contentType = "application/json"
+	e := new(jx.Encoder)
+	{
+		req.Encode(e)
+	}
+	encoded := e.Bytes()
+	ht.SetBody(r, bytes.NewReader(encoded), contentType)
+	return nil
+}
+
 func encodeDetokenizeRequest(
 	req *DetokenizeRequest,
 	r *http.Request,

@@ -183,6 +183,20 @@ func encodeCreateOAICompletionResponse(response CreateOAICompletionRes, w http.R
 	}
 }
 
+func encodeCreateResponseResponse(response CreateResponseRes, w http.ResponseWriter) error {
+	switch response := response.(type) {
+	default:
+		return errors.Errorf("unexpected response type: %T", response)
+	}
+}
+
+func encodeCreateResponseAliasResponse(response CreateResponseAliasRes, w http.ResponseWriter) error {
+	switch response := response.(type) {
+	default:
+		return errors.Errorf("unexpected response type: %T", response)
+	}
+}
+
 func encodeDeleteStreamResponse(response *StreamStatus, w http.ResponseWriter) error {
 	if err := func() error {
 		if err := response.Validate(); err != nil {

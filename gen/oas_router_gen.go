@@ -29,7 +29,7 @@ var (
 	rn14AllowedHeaders = map[string]string{
 		"POST": "Content-Type",
 	}
-	rn23AllowedHeaders = map[string]string{
+	rn25AllowedHeaders = map[string]string{
 		"POST": "Content-Type",
 	}
 	rn16AllowedHeaders = map[string]string{
@@ -41,19 +41,22 @@ var (
 	rn18AllowedHeaders = map[string]string{
 		"POST": "Content-Type",
 	}
-	rn27AllowedHeaders = map[string]string{
-		"POST": "Content-Type",
-	}
-	rn38AllowedHeaders = map[string]string{
-		"POST": "Content-Type",
-	}
-	rn40AllowedHeaders = map[string]string{
+	rn29AllowedHeaders = map[string]string{
 		"POST": "Content-Type",
 	}
 	rn42AllowedHeaders = map[string]string{
 		"POST": "Content-Type",
 	}
-	rn43AllowedHeaders = map[string]string{
+	rn44AllowedHeaders = map[string]string{
+		"POST": "Content-Type",
+	}
+	rn22AllowedHeaders = map[string]string{
+		"POST": "Content-Type",
+	}
+	rn46AllowedHeaders = map[string]string{
+		"POST": "Content-Type",
+	}
+	rn47AllowedHeaders = map[string]string{
 		"POST": "Content-Type",
 	}
 	rn8AllowedHeaders = map[string]string{
@@ -74,13 +77,16 @@ var (
 	rn3AllowedHeaders = map[string]string{
 		"POST": "Content-Type",
 	}
-	rn37AllowedHeaders = map[string]string{
+	rn40AllowedHeaders = map[string]string{
 		"POST": "Content-Type",
 	}
-	rn39AllowedHeaders = map[string]string{
+	rn43AllowedHeaders = map[string]string{
 		"POST": "Content-Type",
 	}
-	rn36AllowedHeaders = map[string]string{
+	rn21AllowedHeaders = map[string]string{
+		"POST": "Content-Type",
+	}
+	rn38AllowedHeaders = map[string]string{
 		"POST": "Content-Type",
 	}
 )
@@ -371,7 +377,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 					default:
 						s.notAllowed(w, r, notAllowedParams{
 							allowedMethods: "POST",
-							allowedHeaders: rn23AllowedHeaders,
+							allowedHeaders: rn25AllowedHeaders,
 							acceptPost:     "application/json",
 							acceptPatch:    "",
 						})
@@ -563,7 +569,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 					default:
 						s.notAllowed(w, r, notAllowedParams{
 							allowedMethods: "GET,POST",
-							allowedHeaders: rn27AllowedHeaders,
+							allowedHeaders: rn29AllowedHeaders,
 							acceptPost:     "application/json",
 							acceptPatch:    "",
 						})
@@ -572,33 +578,72 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 					return
 				}
 
-			case 'r': // Prefix: "rerank"
+			case 'r': // Prefix: "re"
 
-				if l := len("rerank"); len(elem) >= l && elem[0:l] == "rerank" {
+				if l := len("re"); len(elem) >= l && elem[0:l] == "re" {
 					elem = elem[l:]
 				} else {
 					break
 				}
 
 				if len(elem) == 0 {
-					switch r.Method {
-					case "POST":
-						s.handleRerankAliasRequest([0]string{}, elemIsEscaped, w, r)
-					default:
-						s.notAllowed(w, r, notAllowedParams{
-							allowedMethods: "POST",
-							allowedHeaders: rn38AllowedHeaders,
-							acceptPost:     "application/json",
-							acceptPatch:    "",
-						})
-					}
-
-					return
+					break
 				}
 				switch elem[0] {
-				case 'i': // Prefix: "ing"
+				case 'r': // Prefix: "rank"
 
-					if l := len("ing"); len(elem) >= l && elem[0:l] == "ing" {
+					if l := len("rank"); len(elem) >= l && elem[0:l] == "rank" {
+						elem = elem[l:]
+					} else {
+						break
+					}
+
+					if len(elem) == 0 {
+						switch r.Method {
+						case "POST":
+							s.handleRerankAliasRequest([0]string{}, elemIsEscaped, w, r)
+						default:
+							s.notAllowed(w, r, notAllowedParams{
+								allowedMethods: "POST",
+								allowedHeaders: rn42AllowedHeaders,
+								acceptPost:     "application/json",
+								acceptPatch:    "",
+							})
+						}
+
+						return
+					}
+					switch elem[0] {
+					case 'i': // Prefix: "ing"
+
+						if l := len("ing"); len(elem) >= l && elem[0:l] == "ing" {
+							elem = elem[l:]
+						} else {
+							break
+						}
+
+						if len(elem) == 0 {
+							// Leaf node.
+							switch r.Method {
+							case "POST":
+								s.handleRerankingAliasRequest([0]string{}, elemIsEscaped, w, r)
+							default:
+								s.notAllowed(w, r, notAllowedParams{
+									allowedMethods: "POST",
+									allowedHeaders: rn44AllowedHeaders,
+									acceptPost:     "application/json",
+									acceptPatch:    "",
+								})
+							}
+
+							return
+						}
+
+					}
+
+				case 's': // Prefix: "sponses"
+
+					if l := len("sponses"); len(elem) >= l && elem[0:l] == "sponses" {
 						elem = elem[l:]
 					} else {
 						break
@@ -608,11 +653,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 						// Leaf node.
 						switch r.Method {
 						case "POST":
-							s.handleRerankingAliasRequest([0]string{}, elemIsEscaped, w, r)
+							s.handleCreateResponseAliasRequest([0]string{}, elemIsEscaped, w, r)
 						default:
 							s.notAllowed(w, r, notAllowedParams{
 								allowedMethods: "POST",
-								allowedHeaders: rn40AllowedHeaders,
+								allowedHeaders: rn22AllowedHeaders,
 								acceptPost:     "application/json",
 								acceptPatch:    "",
 							})
@@ -674,7 +719,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 						default:
 							s.notAllowed(w, r, notAllowedParams{
 								allowedMethods: "POST",
-								allowedHeaders: rn42AllowedHeaders,
+								allowedHeaders: rn46AllowedHeaders,
 								acceptPost:     "application/json",
 								acceptPatch:    "",
 							})
@@ -701,7 +746,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 					default:
 						s.notAllowed(w, r, notAllowedParams{
 							allowedMethods: "POST",
-							allowedHeaders: rn43AllowedHeaders,
+							allowedHeaders: rn47AllowedHeaders,
 							acceptPost:     "application/json",
 							acceptPatch:    "",
 						})
@@ -952,33 +997,72 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 					}
 
-				case 'r': // Prefix: "rerank"
+				case 'r': // Prefix: "re"
 
-					if l := len("rerank"); len(elem) >= l && elem[0:l] == "rerank" {
+					if l := len("re"); len(elem) >= l && elem[0:l] == "re" {
 						elem = elem[l:]
 					} else {
 						break
 					}
 
 					if len(elem) == 0 {
-						switch r.Method {
-						case "POST":
-							s.handleRerankRequest([0]string{}, elemIsEscaped, w, r)
-						default:
-							s.notAllowed(w, r, notAllowedParams{
-								allowedMethods: "POST",
-								allowedHeaders: rn37AllowedHeaders,
-								acceptPost:     "application/json",
-								acceptPatch:    "",
-							})
-						}
-
-						return
+						break
 					}
 					switch elem[0] {
-					case 'i': // Prefix: "ing"
+					case 'r': // Prefix: "rank"
 
-						if l := len("ing"); len(elem) >= l && elem[0:l] == "ing" {
+						if l := len("rank"); len(elem) >= l && elem[0:l] == "rank" {
+							elem = elem[l:]
+						} else {
+							break
+						}
+
+						if len(elem) == 0 {
+							switch r.Method {
+							case "POST":
+								s.handleRerankRequest([0]string{}, elemIsEscaped, w, r)
+							default:
+								s.notAllowed(w, r, notAllowedParams{
+									allowedMethods: "POST",
+									allowedHeaders: rn40AllowedHeaders,
+									acceptPost:     "application/json",
+									acceptPatch:    "",
+								})
+							}
+
+							return
+						}
+						switch elem[0] {
+						case 'i': // Prefix: "ing"
+
+							if l := len("ing"); len(elem) >= l && elem[0:l] == "ing" {
+								elem = elem[l:]
+							} else {
+								break
+							}
+
+							if len(elem) == 0 {
+								// Leaf node.
+								switch r.Method {
+								case "POST":
+									s.handleRerankV1AliasRequest([0]string{}, elemIsEscaped, w, r)
+								default:
+									s.notAllowed(w, r, notAllowedParams{
+										allowedMethods: "POST",
+										allowedHeaders: rn43AllowedHeaders,
+										acceptPost:     "application/json",
+										acceptPatch:    "",
+									})
+								}
+
+								return
+							}
+
+						}
+
+					case 's': // Prefix: "sponses"
+
+						if l := len("sponses"); len(elem) >= l && elem[0:l] == "sponses" {
 							elem = elem[l:]
 						} else {
 							break
@@ -988,11 +1072,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 							// Leaf node.
 							switch r.Method {
 							case "POST":
-								s.handleRerankV1AliasRequest([0]string{}, elemIsEscaped, w, r)
+								s.handleCreateResponseRequest([0]string{}, elemIsEscaped, w, r)
 							default:
 								s.notAllowed(w, r, notAllowedParams{
 									allowedMethods: "POST",
-									allowedHeaders: rn39AllowedHeaders,
+									allowedHeaders: rn21AllowedHeaders,
 									acceptPost:     "application/json",
 									acceptPatch:    "",
 								})
@@ -1071,7 +1155,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 							default:
 								s.notAllowed(w, r, notAllowedParams{
 									allowedMethods: "POST",
-									allowedHeaders: rn36AllowedHeaders,
+									allowedHeaders: rn38AllowedHeaders,
 									acceptPost:     "application/json",
 									acceptPatch:    "",
 								})
@@ -1627,33 +1711,72 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 					}
 				}
 
-			case 'r': // Prefix: "rerank"
+			case 'r': // Prefix: "re"
 
-				if l := len("rerank"); len(elem) >= l && elem[0:l] == "rerank" {
+				if l := len("re"); len(elem) >= l && elem[0:l] == "re" {
 					elem = elem[l:]
 				} else {
 					break
 				}
 
 				if len(elem) == 0 {
-					switch method {
-					case "POST":
-						r.name = RerankAliasOperation
-						r.summary = "Alias of POST /v1/rerank."
-						r.operationID = "rerankAlias"
-						r.operationGroup = ""
-						r.pathPattern = "/rerank"
-						r.args = args
-						r.count = 0
-						return r, true
-					default:
-						return
-					}
+					break
 				}
 				switch elem[0] {
-				case 'i': // Prefix: "ing"
+				case 'r': // Prefix: "rank"
 
-					if l := len("ing"); len(elem) >= l && elem[0:l] == "ing" {
+					if l := len("rank"); len(elem) >= l && elem[0:l] == "rank" {
+						elem = elem[l:]
+					} else {
+						break
+					}
+
+					if len(elem) == 0 {
+						switch method {
+						case "POST":
+							r.name = RerankAliasOperation
+							r.summary = "Alias of POST /v1/rerank."
+							r.operationID = "rerankAlias"
+							r.operationGroup = ""
+							r.pathPattern = "/rerank"
+							r.args = args
+							r.count = 0
+							return r, true
+						default:
+							return
+						}
+					}
+					switch elem[0] {
+					case 'i': // Prefix: "ing"
+
+						if l := len("ing"); len(elem) >= l && elem[0:l] == "ing" {
+							elem = elem[l:]
+						} else {
+							break
+						}
+
+						if len(elem) == 0 {
+							// Leaf node.
+							switch method {
+							case "POST":
+								r.name = RerankingAliasOperation
+								r.summary = "Alias of POST /v1/rerank."
+								r.operationID = "rerankingAlias"
+								r.operationGroup = ""
+								r.pathPattern = "/reranking"
+								r.args = args
+								r.count = 0
+								return r, true
+							default:
+								return
+							}
+						}
+
+					}
+
+				case 's': // Prefix: "sponses"
+
+					if l := len("sponses"); len(elem) >= l && elem[0:l] == "sponses" {
 						elem = elem[l:]
 					} else {
 						break
@@ -1663,11 +1786,11 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 						// Leaf node.
 						switch method {
 						case "POST":
-							r.name = RerankingAliasOperation
-							r.summary = "Alias of POST /v1/rerank."
-							r.operationID = "rerankingAlias"
+							r.name = CreateResponseAliasOperation
+							r.summary = "Alias of POST /v1/responses."
+							r.operationID = "createResponseAlias"
 							r.operationGroup = ""
-							r.pathPattern = "/reranking"
+							r.pathPattern = "/responses"
 							r.args = args
 							r.count = 0
 							return r, true
@@ -2005,33 +2128,72 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 
 					}
 
-				case 'r': // Prefix: "rerank"
+				case 'r': // Prefix: "re"
 
-					if l := len("rerank"); len(elem) >= l && elem[0:l] == "rerank" {
+					if l := len("re"); len(elem) >= l && elem[0:l] == "re" {
 						elem = elem[l:]
 					} else {
 						break
 					}
 
 					if len(elem) == 0 {
-						switch method {
-						case "POST":
-							r.name = RerankOperation
-							r.summary = "Rank documents by relevance to a query (with --reranking)."
-							r.operationID = "rerank"
-							r.operationGroup = ""
-							r.pathPattern = "/v1/rerank"
-							r.args = args
-							r.count = 0
-							return r, true
-						default:
-							return
-						}
+						break
 					}
 					switch elem[0] {
-					case 'i': // Prefix: "ing"
+					case 'r': // Prefix: "rank"
 
-						if l := len("ing"); len(elem) >= l && elem[0:l] == "ing" {
+						if l := len("rank"); len(elem) >= l && elem[0:l] == "rank" {
+							elem = elem[l:]
+						} else {
+							break
+						}
+
+						if len(elem) == 0 {
+							switch method {
+							case "POST":
+								r.name = RerankOperation
+								r.summary = "Rank documents by relevance to a query (with --reranking)."
+								r.operationID = "rerank"
+								r.operationGroup = ""
+								r.pathPattern = "/v1/rerank"
+								r.args = args
+								r.count = 0
+								return r, true
+							default:
+								return
+							}
+						}
+						switch elem[0] {
+						case 'i': // Prefix: "ing"
+
+							if l := len("ing"); len(elem) >= l && elem[0:l] == "ing" {
+								elem = elem[l:]
+							} else {
+								break
+							}
+
+							if len(elem) == 0 {
+								// Leaf node.
+								switch method {
+								case "POST":
+									r.name = RerankV1AliasOperation
+									r.summary = "Alias of POST /v1/rerank."
+									r.operationID = "rerankV1Alias"
+									r.operationGroup = ""
+									r.pathPattern = "/v1/reranking"
+									r.args = args
+									r.count = 0
+									return r, true
+								default:
+									return
+								}
+							}
+
+						}
+
+					case 's': // Prefix: "sponses"
+
+						if l := len("sponses"); len(elem) >= l && elem[0:l] == "sponses" {
 							elem = elem[l:]
 						} else {
 							break
@@ -2041,11 +2203,11 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 							// Leaf node.
 							switch method {
 							case "POST":
-								r.name = RerankV1AliasOperation
-								r.summary = "Alias of POST /v1/rerank."
-								r.operationID = "rerankV1Alias"
+								r.name = CreateResponseOperation
+								r.summary = "OpenAI Responses API."
+								r.operationID = "createResponse"
 								r.operationGroup = ""
-								r.pathPattern = "/v1/reranking"
+								r.pathPattern = "/v1/responses"
 								r.args = args
 								r.count = 0
 								return r, true

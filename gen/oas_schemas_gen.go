@@ -84,7 +84,8 @@ func NewAnthropicContentBlockArrayAnthropicContent(v []AnthropicContentBlock) An
 }
 
 // A content block: text {text}, tool_use {id, name, input}, tool_result {tool_use_id,
-// content} or image (refused: no vision). Other types are skipped, as llama-server does.
+// content} or image (a base64 or url source is refused with a 500: no vision). Other
+// types are skipped, as llama-server does.
 // Ref: #/components/schemas/AnthropicContentBlock
 type AnthropicContentBlock struct {
 	Type string       `json:"type"`
@@ -853,10 +854,18 @@ func (s *AnthropicToolChoice) SetDisableParallelToolUse(val OptNilBool) {
 	s.DisableParallelToolUse = val
 }
 
+// Token accounting, as llama-server gives it: cache_read_input_tokens are the prompt tokens
+// reused from the slot's cache, input_tokens the rest of the prompt.
 // Ref: #/components/schemas/AnthropicUsage
 type AnthropicUsage struct {
-	InputTokens  OptInt `json:"input_tokens"`
-	OutputTokens int    `json:"output_tokens"`
+	CacheReadInputTokens OptInt `json:"cache_read_input_tokens"`
+	InputTokens          OptInt `json:"input_tokens"`
+	OutputTokens         int    `json:"output_tokens"`
+}
+
+// GetCacheReadInputTokens returns the value of CacheReadInputTokens.
+func (s *AnthropicUsage) GetCacheReadInputTokens() OptInt {
+	return s.CacheReadInputTokens
 }
 
 // GetInputTokens returns the value of InputTokens.
@@ -867,6 +876,11 @@ func (s *AnthropicUsage) GetInputTokens() OptInt {
 // GetOutputTokens returns the value of OutputTokens.
 func (s *AnthropicUsage) GetOutputTokens() int {
 	return s.OutputTokens
+}
+
+// SetCacheReadInputTokens sets the value of CacheReadInputTokens.
+func (s *AnthropicUsage) SetCacheReadInputTokens(val OptInt) {
+	s.CacheReadInputTokens = val
 }
 
 // SetInputTokens sets the value of InputTokens.
@@ -1244,6 +1258,10 @@ type ChatCompletionRequest struct {
 	// Stop (stop_type "limit") at the first generated line indented by fewer than this many
 	// spaces or tabs, cutting that line after its indentation; 0 is off. For code completion.
 	NIndent OptNilInt `json:"n_indent"`
+	// Add "__verbose" to the OpenAI-style answer: the native /completion answer of the same
+	// generation (prompt, generation_settings, ...), for debugging. Default: the server's
+	// --verbose.
+	Verbose OptNilBool `json:"verbose"`
 	// In a stream, send prompt_progress events while the prompt is evaluated: one when the
 	// request starts, then one per prompt chunk.
 	ReturnProgress OptNilBool `json:"return_progress"`
@@ -1529,6 +1547,11 @@ func (s *ChatCompletionRequest) GetTMaxPredictMs() OptNilInt {
 // GetNIndent returns the value of NIndent.
 func (s *ChatCompletionRequest) GetNIndent() OptNilInt {
 	return s.NIndent
+}
+
+// GetVerbose returns the value of Verbose.
+func (s *ChatCompletionRequest) GetVerbose() OptNilBool {
+	return s.Verbose
 }
 
 // GetReturnProgress returns the value of ReturnProgress.
@@ -1841,6 +1864,11 @@ func (s *ChatCompletionRequest) SetNIndent(val OptNilInt) {
 	s.NIndent = val
 }
 
+// SetVerbose sets the value of Verbose.
+func (s *ChatCompletionRequest) SetVerbose(val OptNilBool) {
+	s.Verbose = val
+}
+
 // SetReturnProgress sets the value of ReturnProgress.
 func (s *ChatCompletionRequest) SetReturnProgress(val OptNilBool) {
 	s.ReturnProgress = val
@@ -1900,8 +1928,9 @@ type ChatCompletionResponse struct {
 	Object            string       `json:"object"`
 	Usage             Usage        `json:"usage"`
 	// "chatcmpl-" and 32 random alphanumerics.
-	ID      string  `json:"id"`
-	Timings Timings `json:"timings"`
+	ID      string                `json:"id"`
+	Verbose OptCompletionResponse `json:"__verbose"`
+	Timings Timings               `json:"timings"`
 }
 
 // GetChoices returns the value of Choices.
@@ -1937,6 +1966,11 @@ func (s *ChatCompletionResponse) GetUsage() Usage {
 // GetID returns the value of ID.
 func (s *ChatCompletionResponse) GetID() string {
 	return s.ID
+}
+
+// GetVerbose returns the value of Verbose.
+func (s *ChatCompletionResponse) GetVerbose() OptCompletionResponse {
+	return s.Verbose
 }
 
 // GetTimings returns the value of Timings.
@@ -1977,6 +2011,11 @@ func (s *ChatCompletionResponse) SetUsage(val Usage) {
 // SetID sets the value of ID.
 func (s *ChatCompletionResponse) SetID(val string) {
 	s.ID = val
+}
+
+// SetVerbose sets the value of Verbose.
+func (s *ChatCompletionResponse) SetVerbose(val OptCompletionResponse) {
+	s.Verbose = val
 }
 
 // SetTimings sets the value of Timings.
@@ -2895,6 +2934,10 @@ type CompletionRequest struct {
 	// Stop (stop_type "limit") at the first generated line indented by fewer than this many
 	// spaces or tabs, cutting that line after its indentation; 0 is off. For code completion.
 	NIndent OptNilInt `json:"n_indent"`
+	// Add "__verbose" to the OpenAI-style answer: the native /completion answer of the same
+	// generation (prompt, generation_settings, ...), for debugging. Default: the server's
+	// --verbose.
+	Verbose OptNilBool `json:"verbose"`
 	// In a stream, send prompt_progress events while the prompt is evaluated: one when the
 	// request starts, then one per prompt chunk.
 	ReturnProgress OptNilBool `json:"return_progress"`
@@ -3168,6 +3211,11 @@ func (s *CompletionRequest) GetTMaxPredictMs() OptNilInt {
 // GetNIndent returns the value of NIndent.
 func (s *CompletionRequest) GetNIndent() OptNilInt {
 	return s.NIndent
+}
+
+// GetVerbose returns the value of Verbose.
+func (s *CompletionRequest) GetVerbose() OptNilBool {
+	return s.Verbose
 }
 
 // GetReturnProgress returns the value of ReturnProgress.
@@ -3463,6 +3511,11 @@ func (s *CompletionRequest) SetTMaxPredictMs(val OptNilInt) {
 // SetNIndent sets the value of NIndent.
 func (s *CompletionRequest) SetNIndent(val OptNilInt) {
 	s.NIndent = val
+}
+
+// SetVerbose sets the value of Verbose.
+func (s *CompletionRequest) SetVerbose(val OptNilBool) {
+	s.Verbose = val
 }
 
 // SetReturnProgress sets the value of ReturnProgress.
@@ -4029,6 +4082,74 @@ func (s *CreateOAICompletionOKRawTextEventStream) SetResponse(val *http.Response
 }
 
 func (*CreateOAICompletionOKRawTextEventStream) createOAICompletionRes() {}
+
+// CreateResponseAliasOKRawApplicationJSON represents raw HTTP response for CreateResponseAlias application/json.
+type CreateResponseAliasOKRawApplicationJSON struct {
+	Response *http.Response `json:"-"`
+}
+
+// GetResponse returns the value of Response.
+func (s *CreateResponseAliasOKRawApplicationJSON) GetResponse() *http.Response {
+	return s.Response
+}
+
+// SetResponse sets the value of Response.
+func (s *CreateResponseAliasOKRawApplicationJSON) SetResponse(val *http.Response) {
+	s.Response = val
+}
+
+func (*CreateResponseAliasOKRawApplicationJSON) createResponseAliasRes() {}
+
+// CreateResponseAliasOKRawTextEventStream represents raw HTTP response for CreateResponseAlias text/event-stream.
+type CreateResponseAliasOKRawTextEventStream struct {
+	Response *http.Response `json:"-"`
+}
+
+// GetResponse returns the value of Response.
+func (s *CreateResponseAliasOKRawTextEventStream) GetResponse() *http.Response {
+	return s.Response
+}
+
+// SetResponse sets the value of Response.
+func (s *CreateResponseAliasOKRawTextEventStream) SetResponse(val *http.Response) {
+	s.Response = val
+}
+
+func (*CreateResponseAliasOKRawTextEventStream) createResponseAliasRes() {}
+
+// CreateResponseOKRawApplicationJSON represents raw HTTP response for CreateResponse application/json.
+type CreateResponseOKRawApplicationJSON struct {
+	Response *http.Response `json:"-"`
+}
+
+// GetResponse returns the value of Response.
+func (s *CreateResponseOKRawApplicationJSON) GetResponse() *http.Response {
+	return s.Response
+}
+
+// SetResponse sets the value of Response.
+func (s *CreateResponseOKRawApplicationJSON) SetResponse(val *http.Response) {
+	s.Response = val
+}
+
+func (*CreateResponseOKRawApplicationJSON) createResponseRes() {}
+
+// CreateResponseOKRawTextEventStream represents raw HTTP response for CreateResponse text/event-stream.
+type CreateResponseOKRawTextEventStream struct {
+	Response *http.Response `json:"-"`
+}
+
+// GetResponse returns the value of Response.
+func (s *CreateResponseOKRawTextEventStream) GetResponse() *http.Response {
+	return s.Response
+}
+
+// SetResponse sets the value of Response.
+func (s *CreateResponseOKRawTextEventStream) SetResponse(val *http.Response) {
+	s.Response = val
+}
+
+func (*CreateResponseOKRawTextEventStream) createResponseRes() {}
 
 // Ref: #/components/schemas/DefaultGenerationSettings
 type DefaultGenerationSettings struct {
@@ -5438,6 +5559,10 @@ type InfillRequest struct {
 	// Stop (stop_type "limit") at the first generated line indented by fewer than this many
 	// spaces or tabs, cutting that line after its indentation; 0 is off. For code completion.
 	NIndent OptNilInt `json:"n_indent"`
+	// Add "__verbose" to the OpenAI-style answer: the native /completion answer of the same
+	// generation (prompt, generation_settings, ...), for debugging. Default: the server's
+	// --verbose.
+	Verbose OptNilBool `json:"verbose"`
 	// In a stream, send prompt_progress events while the prompt is evaluated: one when the
 	// request starts, then one per prompt chunk.
 	ReturnProgress OptNilBool `json:"return_progress"`
@@ -5712,6 +5837,11 @@ func (s *InfillRequest) GetTMaxPredictMs() OptNilInt {
 // GetNIndent returns the value of NIndent.
 func (s *InfillRequest) GetNIndent() OptNilInt {
 	return s.NIndent
+}
+
+// GetVerbose returns the value of Verbose.
+func (s *InfillRequest) GetVerbose() OptNilBool {
+	return s.Verbose
 }
 
 // GetReturnProgress returns the value of ReturnProgress.
@@ -6022,6 +6152,11 @@ func (s *InfillRequest) SetTMaxPredictMs(val OptNilInt) {
 // SetNIndent sets the value of NIndent.
 func (s *InfillRequest) SetNIndent(val OptNilInt) {
 	s.NIndent = val
+}
+
+// SetVerbose sets the value of Verbose.
+func (s *InfillRequest) SetVerbose(val OptNilBool) {
+	s.Verbose = val
 }
 
 // SetReturnProgress sets the value of ReturnProgress.
@@ -6891,6 +7026,7 @@ type OAICompletionResponse struct {
 	Object            string                `json:"object"`
 	Usage             OptUsage              `json:"usage"`
 	ID                string                `json:"id"`
+	Verbose           OptCompletionResponse `json:"__verbose"`
 	Timings           OptTimings            `json:"timings"`
 }
 
@@ -6927,6 +7063,11 @@ func (s *OAICompletionResponse) GetUsage() OptUsage {
 // GetID returns the value of ID.
 func (s *OAICompletionResponse) GetID() string {
 	return s.ID
+}
+
+// GetVerbose returns the value of Verbose.
+func (s *OAICompletionResponse) GetVerbose() OptCompletionResponse {
+	return s.Verbose
 }
 
 // GetTimings returns the value of Timings.
@@ -6967,6 +7108,11 @@ func (s *OAICompletionResponse) SetUsage(val OptUsage) {
 // SetID sets the value of ID.
 func (s *OAICompletionResponse) SetID(val string) {
 	s.ID = val
+}
+
+// SetVerbose sets the value of Verbose.
+func (s *OAICompletionResponse) SetVerbose(val OptCompletionResponse) {
+	s.Verbose = val
 }
 
 // SetTimings sets the value of Timings.
@@ -7198,6 +7344,52 @@ func (o OptChatLogprobs) Get() (v ChatLogprobs, ok bool) {
 
 // Or returns value if set, or given parameter if does not.
 func (o OptChatLogprobs) Or(d ChatLogprobs) ChatLogprobs {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptCompletionResponse returns new OptCompletionResponse with value set to v.
+func NewOptCompletionResponse(v CompletionResponse) OptCompletionResponse {
+	return OptCompletionResponse{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptCompletionResponse is optional CompletionResponse.
+type OptCompletionResponse struct {
+	Value CompletionResponse
+	Set   bool
+}
+
+// IsSet returns true if OptCompletionResponse was set.
+func (o OptCompletionResponse) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptCompletionResponse) Reset() {
+	var v CompletionResponse
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptCompletionResponse) SetTo(v CompletionResponse) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptCompletionResponse) Get() (v CompletionResponse, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptCompletionResponse) Or(d CompletionResponse) CompletionResponse {
 	if v, ok := o.Get(); ok {
 		return v
 	}
@@ -7588,6 +7780,69 @@ func (o OptNilAnthropicToolChoice) Get() (v AnthropicToolChoice, ok bool) {
 
 // Or returns value if set, or given parameter if does not.
 func (o OptNilAnthropicToolChoice) Or(d AnthropicToolChoice) AnthropicToolChoice {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptNilAnyArray returns new OptNilAnyArray with value set to v.
+func NewOptNilAnyArray(v []jx.Raw) OptNilAnyArray {
+	return OptNilAnyArray{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptNilAnyArray is optional nullable []jx.Raw.
+type OptNilAnyArray struct {
+	Value []jx.Raw
+	Set   bool
+	Null  bool
+}
+
+// IsSet returns true if OptNilAnyArray was set.
+func (o OptNilAnyArray) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptNilAnyArray) Reset() {
+	var v []jx.Raw
+	o.Value = v
+	o.Set = false
+	o.Null = false
+}
+
+// SetTo sets value to v.
+func (o *OptNilAnyArray) SetTo(v []jx.Raw) {
+	o.Set = true
+	o.Null = false
+	o.Value = v
+}
+
+// IsNull returns true if value is Null.
+func (o OptNilAnyArray) IsNull() bool { return o.Null }
+
+// SetToNull sets value to null.
+func (o *OptNilAnyArray) SetToNull() {
+	o.Set = true
+	o.Null = true
+	var v []jx.Raw
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptNilAnyArray) Get() (v []jx.Raw, ok bool) {
+	if o.Null {
+		return v, false
+	}
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptNilAnyArray) Or(d []jx.Raw) []jx.Raw {
 	if v, ok := o.Get(); ok {
 		return v
 	}
@@ -8287,6 +8542,69 @@ func (o OptNilInt64) Or(d int64) int64 {
 	return d
 }
 
+// NewOptNilResponsesRequestReasoning returns new OptNilResponsesRequestReasoning with value set to v.
+func NewOptNilResponsesRequestReasoning(v ResponsesRequestReasoning) OptNilResponsesRequestReasoning {
+	return OptNilResponsesRequestReasoning{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptNilResponsesRequestReasoning is optional nullable ResponsesRequestReasoning.
+type OptNilResponsesRequestReasoning struct {
+	Value ResponsesRequestReasoning
+	Set   bool
+	Null  bool
+}
+
+// IsSet returns true if OptNilResponsesRequestReasoning was set.
+func (o OptNilResponsesRequestReasoning) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptNilResponsesRequestReasoning) Reset() {
+	var v ResponsesRequestReasoning
+	o.Value = v
+	o.Set = false
+	o.Null = false
+}
+
+// SetTo sets value to v.
+func (o *OptNilResponsesRequestReasoning) SetTo(v ResponsesRequestReasoning) {
+	o.Set = true
+	o.Null = false
+	o.Value = v
+}
+
+// IsNull returns true if value is Null.
+func (o OptNilResponsesRequestReasoning) IsNull() bool { return o.Null }
+
+// SetToNull sets value to null.
+func (o *OptNilResponsesRequestReasoning) SetToNull() {
+	o.Set = true
+	o.Null = true
+	var v ResponsesRequestReasoning
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptNilResponsesRequestReasoning) Get() (v ResponsesRequestReasoning, ok bool) {
+	if o.Null {
+		return v, false
+	}
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptNilResponsesRequestReasoning) Or(d ResponsesRequestReasoning) ResponsesRequestReasoning {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
 // NewOptNilStop returns new OptNilStop with value set to v.
 func NewOptNilStop(v Stop) OptNilStop {
 	return OptNilStop{
@@ -8625,6 +8943,190 @@ func (o OptPropsUpdateRequest) Get() (v PropsUpdateRequest, ok bool) {
 
 // Or returns value if set, or given parameter if does not.
 func (o OptPropsUpdateRequest) Or(d PropsUpdateRequest) PropsUpdateRequest {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptResponse returns new OptResponse with value set to v.
+func NewOptResponse(v Response) OptResponse {
+	return OptResponse{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptResponse is optional Response.
+type OptResponse struct {
+	Value Response
+	Set   bool
+}
+
+// IsSet returns true if OptResponse was set.
+func (o OptResponse) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptResponse) Reset() {
+	var v Response
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptResponse) SetTo(v Response) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptResponse) Get() (v Response, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptResponse) Or(d Response) Response {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptResponseContentPart returns new OptResponseContentPart with value set to v.
+func NewOptResponseContentPart(v ResponseContentPart) OptResponseContentPart {
+	return OptResponseContentPart{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptResponseContentPart is optional ResponseContentPart.
+type OptResponseContentPart struct {
+	Value ResponseContentPart
+	Set   bool
+}
+
+// IsSet returns true if OptResponseContentPart was set.
+func (o OptResponseContentPart) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptResponseContentPart) Reset() {
+	var v ResponseContentPart
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptResponseContentPart) SetTo(v ResponseContentPart) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptResponseContentPart) Get() (v ResponseContentPart, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptResponseContentPart) Or(d ResponseContentPart) ResponseContentPart {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptResponseOutputItem returns new OptResponseOutputItem with value set to v.
+func NewOptResponseOutputItem(v ResponseOutputItem) OptResponseOutputItem {
+	return OptResponseOutputItem{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptResponseOutputItem is optional ResponseOutputItem.
+type OptResponseOutputItem struct {
+	Value ResponseOutputItem
+	Set   bool
+}
+
+// IsSet returns true if OptResponseOutputItem was set.
+func (o OptResponseOutputItem) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptResponseOutputItem) Reset() {
+	var v ResponseOutputItem
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptResponseOutputItem) SetTo(v ResponseOutputItem) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptResponseOutputItem) Get() (v ResponseOutputItem, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptResponseOutputItem) Or(d ResponseOutputItem) ResponseOutputItem {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptResponsesUsage returns new OptResponsesUsage with value set to v.
+func NewOptResponsesUsage(v ResponsesUsage) OptResponsesUsage {
+	return OptResponsesUsage{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptResponsesUsage is optional ResponsesUsage.
+type OptResponsesUsage struct {
+	Value ResponsesUsage
+	Set   bool
+}
+
+// IsSet returns true if OptResponsesUsage was set.
+func (o OptResponsesUsage) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptResponsesUsage) Reset() {
+	var v ResponsesUsage
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptResponsesUsage) SetTo(v ResponsesUsage) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptResponsesUsage) Get() (v ResponsesUsage, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptResponsesUsage) Or(d ResponsesUsage) ResponsesUsage {
 	if v, ok := o.Get(); ok {
 		return v
 	}
@@ -9968,6 +10470,628 @@ func (s *RerankScore) SetIndex(val int) {
 // SetRelevanceScore sets the value of RelevanceScore.
 func (s *RerankScore) SetRelevanceScore(val float64) {
 	s.RelevanceScore = val
+}
+
+// A response; response.created and response.in_progress carry only id, object and status.
+// Ref: #/components/schemas/Response
+type Response struct {
+	CompletedAt OptInt               `json:"completed_at"`
+	CreatedAt   OptInt               `json:"created_at"`
+	ID          string               `json:"id"`
+	Model       OptString            `json:"model"`
+	Object      string               `json:"object"`
+	Output      []ResponseOutputItem `json:"output"`
+	Status      string               `json:"status"`
+	Usage       OptResponsesUsage    `json:"usage"`
+}
+
+// GetCompletedAt returns the value of CompletedAt.
+func (s *Response) GetCompletedAt() OptInt {
+	return s.CompletedAt
+}
+
+// GetCreatedAt returns the value of CreatedAt.
+func (s *Response) GetCreatedAt() OptInt {
+	return s.CreatedAt
+}
+
+// GetID returns the value of ID.
+func (s *Response) GetID() string {
+	return s.ID
+}
+
+// GetModel returns the value of Model.
+func (s *Response) GetModel() OptString {
+	return s.Model
+}
+
+// GetObject returns the value of Object.
+func (s *Response) GetObject() string {
+	return s.Object
+}
+
+// GetOutput returns the value of Output.
+func (s *Response) GetOutput() []ResponseOutputItem {
+	return s.Output
+}
+
+// GetStatus returns the value of Status.
+func (s *Response) GetStatus() string {
+	return s.Status
+}
+
+// GetUsage returns the value of Usage.
+func (s *Response) GetUsage() OptResponsesUsage {
+	return s.Usage
+}
+
+// SetCompletedAt sets the value of CompletedAt.
+func (s *Response) SetCompletedAt(val OptInt) {
+	s.CompletedAt = val
+}
+
+// SetCreatedAt sets the value of CreatedAt.
+func (s *Response) SetCreatedAt(val OptInt) {
+	s.CreatedAt = val
+}
+
+// SetID sets the value of ID.
+func (s *Response) SetID(val string) {
+	s.ID = val
+}
+
+// SetModel sets the value of Model.
+func (s *Response) SetModel(val OptString) {
+	s.Model = val
+}
+
+// SetObject sets the value of Object.
+func (s *Response) SetObject(val string) {
+	s.Object = val
+}
+
+// SetOutput sets the value of Output.
+func (s *Response) SetOutput(val []ResponseOutputItem) {
+	s.Output = val
+}
+
+// SetStatus sets the value of Status.
+func (s *Response) SetStatus(val string) {
+	s.Status = val
+}
+
+// SetUsage sets the value of Usage.
+func (s *Response) SetUsage(val OptResponsesUsage) {
+	s.Usage = val
+}
+
+// Output_text {text, annotations, logprobs} or reasoning_text {text}.
+// Ref: #/components/schemas/ResponseContentPart
+type ResponseContentPart struct {
+	Type        string    `json:"type"`
+	Text        OptString `json:"text"`
+	Annotations []jx.Raw  `json:"annotations"`
+	Logprobs    []jx.Raw  `json:"logprobs"`
+}
+
+// GetType returns the value of Type.
+func (s *ResponseContentPart) GetType() string {
+	return s.Type
+}
+
+// GetText returns the value of Text.
+func (s *ResponseContentPart) GetText() OptString {
+	return s.Text
+}
+
+// GetAnnotations returns the value of Annotations.
+func (s *ResponseContentPart) GetAnnotations() []jx.Raw {
+	return s.Annotations
+}
+
+// GetLogprobs returns the value of Logprobs.
+func (s *ResponseContentPart) GetLogprobs() []jx.Raw {
+	return s.Logprobs
+}
+
+// SetType sets the value of Type.
+func (s *ResponseContentPart) SetType(val string) {
+	s.Type = val
+}
+
+// SetText sets the value of Text.
+func (s *ResponseContentPart) SetText(val OptString) {
+	s.Text = val
+}
+
+// SetAnnotations sets the value of Annotations.
+func (s *ResponseContentPart) SetAnnotations(val []jx.Raw) {
+	s.Annotations = val
+}
+
+// SetLogprobs sets the value of Logprobs.
+func (s *ResponseContentPart) SetLogprobs(val []jx.Raw) {
+	s.Logprobs = val
+}
+
+// An output item: a message {id, role, status, content}, reasoning {id, summary, content,
+// encrypted_content, status} or function_call {id, call_id, name, arguments, status}.
+// Ref: #/components/schemas/ResponseOutputItem
+type ResponseOutputItem struct {
+	ID               OptString             `json:"id"`
+	Type             string                `json:"type"`
+	Status           OptString             `json:"status"`
+	Role             OptString             `json:"role"`
+	Content          []ResponseContentPart `json:"content"`
+	Summary          []jx.Raw              `json:"summary"`
+	EncryptedContent OptString             `json:"encrypted_content"`
+	Arguments        OptString             `json:"arguments"`
+	CallID           OptString             `json:"call_id"`
+	Name             OptString             `json:"name"`
+}
+
+// GetID returns the value of ID.
+func (s *ResponseOutputItem) GetID() OptString {
+	return s.ID
+}
+
+// GetType returns the value of Type.
+func (s *ResponseOutputItem) GetType() string {
+	return s.Type
+}
+
+// GetStatus returns the value of Status.
+func (s *ResponseOutputItem) GetStatus() OptString {
+	return s.Status
+}
+
+// GetRole returns the value of Role.
+func (s *ResponseOutputItem) GetRole() OptString {
+	return s.Role
+}
+
+// GetContent returns the value of Content.
+func (s *ResponseOutputItem) GetContent() []ResponseContentPart {
+	return s.Content
+}
+
+// GetSummary returns the value of Summary.
+func (s *ResponseOutputItem) GetSummary() []jx.Raw {
+	return s.Summary
+}
+
+// GetEncryptedContent returns the value of EncryptedContent.
+func (s *ResponseOutputItem) GetEncryptedContent() OptString {
+	return s.EncryptedContent
+}
+
+// GetArguments returns the value of Arguments.
+func (s *ResponseOutputItem) GetArguments() OptString {
+	return s.Arguments
+}
+
+// GetCallID returns the value of CallID.
+func (s *ResponseOutputItem) GetCallID() OptString {
+	return s.CallID
+}
+
+// GetName returns the value of Name.
+func (s *ResponseOutputItem) GetName() OptString {
+	return s.Name
+}
+
+// SetID sets the value of ID.
+func (s *ResponseOutputItem) SetID(val OptString) {
+	s.ID = val
+}
+
+// SetType sets the value of Type.
+func (s *ResponseOutputItem) SetType(val string) {
+	s.Type = val
+}
+
+// SetStatus sets the value of Status.
+func (s *ResponseOutputItem) SetStatus(val OptString) {
+	s.Status = val
+}
+
+// SetRole sets the value of Role.
+func (s *ResponseOutputItem) SetRole(val OptString) {
+	s.Role = val
+}
+
+// SetContent sets the value of Content.
+func (s *ResponseOutputItem) SetContent(val []ResponseContentPart) {
+	s.Content = val
+}
+
+// SetSummary sets the value of Summary.
+func (s *ResponseOutputItem) SetSummary(val []jx.Raw) {
+	s.Summary = val
+}
+
+// SetEncryptedContent sets the value of EncryptedContent.
+func (s *ResponseOutputItem) SetEncryptedContent(val OptString) {
+	s.EncryptedContent = val
+}
+
+// SetArguments sets the value of Arguments.
+func (s *ResponseOutputItem) SetArguments(val OptString) {
+	s.Arguments = val
+}
+
+// SetCallID sets the value of CallID.
+func (s *ResponseOutputItem) SetCallID(val OptString) {
+	s.CallID = val
+}
+
+// SetName sets the value of Name.
+func (s *ResponseOutputItem) SetName(val OptString) {
+	s.Name = val
+}
+
+// An OpenAI Responses API request, converted to a chat completion request as llama-server
+// converts it: `instructions` become a system message first; `input` is the user's message
+// (a string) or a list of items: messages (role user, system or developer with input_text
+// and input_image parts, or a string; assistant messages of type "message" with
+// output_text and refusal parts), function_call, function_call_output and reasoning items,
+// where an assistant item after an assistant message joins it; function tools become chat
+// tools (strict unless said otherwise; other tool types are skipped);
+// max_output_tokens is max_tokens and reasoning.effort reasoning_effort. Every other field
+// is passed on as a chat completion field (top_k, seed, n_predict, ...).
+// Ref: #/components/schemas/ResponsesRequest
+type ResponsesRequest struct {
+	Model OptNilString `json:"model"`
+	// A string, or an array of input items.
+	Input           jx.Raw         `json:"input"`
+	Instructions    OptNilString   `json:"instructions"`
+	MaxOutputTokens OptNilInt      `json:"max_output_tokens"`
+	Temperature     OptNilFloat64  `json:"temperature"`
+	TopP            OptNilFloat64  `json:"top_p"`
+	Stream          OptNilBool     `json:"stream"`
+	Tools           OptNilAnyArray `json:"tools"`
+	// As chat's tool_choice.
+	ToolChoice jx.Raw                          `json:"tool_choice"`
+	Reasoning  OptNilResponsesRequestReasoning `json:"reasoning"`
+	// Refused; llama.cpp keeps no responses.
+	PreviousResponseID OptNilString `json:"previous_response_id"`
+	// Llama.cpp's timings on the streamed events of every step.
+	TimingsPerToken OptNilBool `json:"timings_per_token"`
+	// Stream llama.cpp's prompt_progress in response.in_progress events.
+	ReturnProgress  OptNilBool `json:"return_progress"`
+	AdditionalProps ResponsesRequestAdditional
+}
+
+// GetModel returns the value of Model.
+func (s *ResponsesRequest) GetModel() OptNilString {
+	return s.Model
+}
+
+// GetInput returns the value of Input.
+func (s *ResponsesRequest) GetInput() jx.Raw {
+	return s.Input
+}
+
+// GetInstructions returns the value of Instructions.
+func (s *ResponsesRequest) GetInstructions() OptNilString {
+	return s.Instructions
+}
+
+// GetMaxOutputTokens returns the value of MaxOutputTokens.
+func (s *ResponsesRequest) GetMaxOutputTokens() OptNilInt {
+	return s.MaxOutputTokens
+}
+
+// GetTemperature returns the value of Temperature.
+func (s *ResponsesRequest) GetTemperature() OptNilFloat64 {
+	return s.Temperature
+}
+
+// GetTopP returns the value of TopP.
+func (s *ResponsesRequest) GetTopP() OptNilFloat64 {
+	return s.TopP
+}
+
+// GetStream returns the value of Stream.
+func (s *ResponsesRequest) GetStream() OptNilBool {
+	return s.Stream
+}
+
+// GetTools returns the value of Tools.
+func (s *ResponsesRequest) GetTools() OptNilAnyArray {
+	return s.Tools
+}
+
+// GetToolChoice returns the value of ToolChoice.
+func (s *ResponsesRequest) GetToolChoice() jx.Raw {
+	return s.ToolChoice
+}
+
+// GetReasoning returns the value of Reasoning.
+func (s *ResponsesRequest) GetReasoning() OptNilResponsesRequestReasoning {
+	return s.Reasoning
+}
+
+// GetPreviousResponseID returns the value of PreviousResponseID.
+func (s *ResponsesRequest) GetPreviousResponseID() OptNilString {
+	return s.PreviousResponseID
+}
+
+// GetTimingsPerToken returns the value of TimingsPerToken.
+func (s *ResponsesRequest) GetTimingsPerToken() OptNilBool {
+	return s.TimingsPerToken
+}
+
+// GetReturnProgress returns the value of ReturnProgress.
+func (s *ResponsesRequest) GetReturnProgress() OptNilBool {
+	return s.ReturnProgress
+}
+
+// GetAdditionalProps returns the value of AdditionalProps.
+func (s *ResponsesRequest) GetAdditionalProps() ResponsesRequestAdditional {
+	return s.AdditionalProps
+}
+
+// SetModel sets the value of Model.
+func (s *ResponsesRequest) SetModel(val OptNilString) {
+	s.Model = val
+}
+
+// SetInput sets the value of Input.
+func (s *ResponsesRequest) SetInput(val jx.Raw) {
+	s.Input = val
+}
+
+// SetInstructions sets the value of Instructions.
+func (s *ResponsesRequest) SetInstructions(val OptNilString) {
+	s.Instructions = val
+}
+
+// SetMaxOutputTokens sets the value of MaxOutputTokens.
+func (s *ResponsesRequest) SetMaxOutputTokens(val OptNilInt) {
+	s.MaxOutputTokens = val
+}
+
+// SetTemperature sets the value of Temperature.
+func (s *ResponsesRequest) SetTemperature(val OptNilFloat64) {
+	s.Temperature = val
+}
+
+// SetTopP sets the value of TopP.
+func (s *ResponsesRequest) SetTopP(val OptNilFloat64) {
+	s.TopP = val
+}
+
+// SetStream sets the value of Stream.
+func (s *ResponsesRequest) SetStream(val OptNilBool) {
+	s.Stream = val
+}
+
+// SetTools sets the value of Tools.
+func (s *ResponsesRequest) SetTools(val OptNilAnyArray) {
+	s.Tools = val
+}
+
+// SetToolChoice sets the value of ToolChoice.
+func (s *ResponsesRequest) SetToolChoice(val jx.Raw) {
+	s.ToolChoice = val
+}
+
+// SetReasoning sets the value of Reasoning.
+func (s *ResponsesRequest) SetReasoning(val OptNilResponsesRequestReasoning) {
+	s.Reasoning = val
+}
+
+// SetPreviousResponseID sets the value of PreviousResponseID.
+func (s *ResponsesRequest) SetPreviousResponseID(val OptNilString) {
+	s.PreviousResponseID = val
+}
+
+// SetTimingsPerToken sets the value of TimingsPerToken.
+func (s *ResponsesRequest) SetTimingsPerToken(val OptNilBool) {
+	s.TimingsPerToken = val
+}
+
+// SetReturnProgress sets the value of ReturnProgress.
+func (s *ResponsesRequest) SetReturnProgress(val OptNilBool) {
+	s.ReturnProgress = val
+}
+
+// SetAdditionalProps sets the value of AdditionalProps.
+func (s *ResponsesRequest) SetAdditionalProps(val ResponsesRequestAdditional) {
+	s.AdditionalProps = val
+}
+
+type ResponsesRequestAdditional map[string]jx.Raw
+
+func (s *ResponsesRequestAdditional) init() ResponsesRequestAdditional {
+	m := *s
+	if m == nil {
+		m = map[string]jx.Raw{}
+		*s = m
+	}
+	return m
+}
+
+type ResponsesRequestReasoning struct {
+	Effort OptNilString `json:"effort"`
+}
+
+// GetEffort returns the value of Effort.
+func (s *ResponsesRequestReasoning) GetEffort() OptNilString {
+	return s.Effort
+}
+
+// SetEffort sets the value of Effort.
+func (s *ResponsesRequestReasoning) SetEffort(val OptNilString) {
+	s.Effort = val
+}
+
+// The data of one event of a responses stream; the event name is its type.
+// Ref: #/components/schemas/ResponsesStreamEvent
+type ResponsesStreamEvent struct {
+	Type           string                 `json:"type"`
+	Response       OptResponse            `json:"response"`
+	Item           OptResponseOutputItem  `json:"item"`
+	ItemID         OptString              `json:"item_id"`
+	Part           OptResponseContentPart `json:"part"`
+	Delta          OptString              `json:"delta"`
+	Text           OptString              `json:"text"`
+	Timings        OptTimings             `json:"timings"`
+	PromptProgress OptPromptProgress      `json:"prompt_progress"`
+}
+
+// GetType returns the value of Type.
+func (s *ResponsesStreamEvent) GetType() string {
+	return s.Type
+}
+
+// GetResponse returns the value of Response.
+func (s *ResponsesStreamEvent) GetResponse() OptResponse {
+	return s.Response
+}
+
+// GetItem returns the value of Item.
+func (s *ResponsesStreamEvent) GetItem() OptResponseOutputItem {
+	return s.Item
+}
+
+// GetItemID returns the value of ItemID.
+func (s *ResponsesStreamEvent) GetItemID() OptString {
+	return s.ItemID
+}
+
+// GetPart returns the value of Part.
+func (s *ResponsesStreamEvent) GetPart() OptResponseContentPart {
+	return s.Part
+}
+
+// GetDelta returns the value of Delta.
+func (s *ResponsesStreamEvent) GetDelta() OptString {
+	return s.Delta
+}
+
+// GetText returns the value of Text.
+func (s *ResponsesStreamEvent) GetText() OptString {
+	return s.Text
+}
+
+// GetTimings returns the value of Timings.
+func (s *ResponsesStreamEvent) GetTimings() OptTimings {
+	return s.Timings
+}
+
+// GetPromptProgress returns the value of PromptProgress.
+func (s *ResponsesStreamEvent) GetPromptProgress() OptPromptProgress {
+	return s.PromptProgress
+}
+
+// SetType sets the value of Type.
+func (s *ResponsesStreamEvent) SetType(val string) {
+	s.Type = val
+}
+
+// SetResponse sets the value of Response.
+func (s *ResponsesStreamEvent) SetResponse(val OptResponse) {
+	s.Response = val
+}
+
+// SetItem sets the value of Item.
+func (s *ResponsesStreamEvent) SetItem(val OptResponseOutputItem) {
+	s.Item = val
+}
+
+// SetItemID sets the value of ItemID.
+func (s *ResponsesStreamEvent) SetItemID(val OptString) {
+	s.ItemID = val
+}
+
+// SetPart sets the value of Part.
+func (s *ResponsesStreamEvent) SetPart(val OptResponseContentPart) {
+	s.Part = val
+}
+
+// SetDelta sets the value of Delta.
+func (s *ResponsesStreamEvent) SetDelta(val OptString) {
+	s.Delta = val
+}
+
+// SetText sets the value of Text.
+func (s *ResponsesStreamEvent) SetText(val OptString) {
+	s.Text = val
+}
+
+// SetTimings sets the value of Timings.
+func (s *ResponsesStreamEvent) SetTimings(val OptTimings) {
+	s.Timings = val
+}
+
+// SetPromptProgress sets the value of PromptProgress.
+func (s *ResponsesStreamEvent) SetPromptProgress(val OptPromptProgress) {
+	s.PromptProgress = val
+}
+
+// Ref: #/components/schemas/ResponsesUsage
+type ResponsesUsage struct {
+	InputTokens        int                              `json:"input_tokens"`
+	OutputTokens       int                              `json:"output_tokens"`
+	TotalTokens        int                              `json:"total_tokens"`
+	InputTokensDetails ResponsesUsageInputTokensDetails `json:"input_tokens_details"`
+}
+
+// GetInputTokens returns the value of InputTokens.
+func (s *ResponsesUsage) GetInputTokens() int {
+	return s.InputTokens
+}
+
+// GetOutputTokens returns the value of OutputTokens.
+func (s *ResponsesUsage) GetOutputTokens() int {
+	return s.OutputTokens
+}
+
+// GetTotalTokens returns the value of TotalTokens.
+func (s *ResponsesUsage) GetTotalTokens() int {
+	return s.TotalTokens
+}
+
+// GetInputTokensDetails returns the value of InputTokensDetails.
+func (s *ResponsesUsage) GetInputTokensDetails() ResponsesUsageInputTokensDetails {
+	return s.InputTokensDetails
+}
+
+// SetInputTokens sets the value of InputTokens.
+func (s *ResponsesUsage) SetInputTokens(val int) {
+	s.InputTokens = val
+}
+
+// SetOutputTokens sets the value of OutputTokens.
+func (s *ResponsesUsage) SetOutputTokens(val int) {
+	s.OutputTokens = val
+}
+
+// SetTotalTokens sets the value of TotalTokens.
+func (s *ResponsesUsage) SetTotalTokens(val int) {
+	s.TotalTokens = val
+}
+
+// SetInputTokensDetails sets the value of InputTokensDetails.
+func (s *ResponsesUsage) SetInputTokensDetails(val ResponsesUsageInputTokensDetails) {
+	s.InputTokensDetails = val
+}
+
+type ResponsesUsageInputTokensDetails struct {
+	// Prompt tokens reused from the slot's cache.
+	CachedTokens int `json:"cached_tokens"`
+}
+
+// GetCachedTokens returns the value of CachedTokens.
+func (s *ResponsesUsageInputTokensDetails) GetCachedTokens() int {
+	return s.CachedTokens
+}
+
+// SetCachedTokens sets the value of CachedTokens.
+func (s *ResponsesUsageInputTokensDetails) SetCachedTokens(val int) {
+	s.CachedTokens = val
 }
 
 // Ref: #/components/schemas/SlotActionRequest

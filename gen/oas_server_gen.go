@@ -228,6 +228,27 @@ type RawHandler interface {
 	//
 	// POST /v1/completions
 	CreateOAICompletion(ctx context.Context, req *CompletionRequest, w http.ResponseWriter) error
+	// CreateResponse implements createResponse operation.
+	//
+	// OpenAI's Responses API, converted to a chat completion as llama-server does (see
+	// ResponsesRequest). The answer is a response object, or with `"stream": true` the events
+	// response.created, response.in_progress, response.output_item.added,
+	// response.content_part.added, response.output_text.delta (response.reasoning_text.delta,
+	// response.function_call_arguments.delta), then response.output_text.done,
+	// response.content_part.done, response.output_item.done and response.completed, each as
+	// `event: NAME` and `data: {...}`, with no `[DONE]`. llama.cpp's telemetry rides along:
+	// `timings` on the last event of each step with timings_per_token and on
+	// response.completed, and `prompt_progress` on response.in_progress events with
+	// return_progress.
+	//
+	// POST /v1/responses
+	CreateResponse(ctx context.Context, req *ResponsesRequest, w http.ResponseWriter) error
+	// CreateResponseAlias implements createResponseAlias operation.
+	//
+	// Alias of POST /v1/responses.
+	//
+	// POST /responses
+	CreateResponseAlias(ctx context.Context, req *ResponsesRequest, w http.ResponseWriter) error
 	// GetMetrics implements getMetrics operation.
 	//
 	// Prometheus metrics (text format 0.0.4): llama-server's llamacpp:* series and wgpu-llama's

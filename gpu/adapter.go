@@ -28,6 +28,8 @@ type AdapterInfo struct {
 	Driver  string // driver description, e.g. "Mesa 22.3.6 (LLVM 15.0.6)"
 	Backend string // "vulkan", "metal", "d3d12"
 	Type    string // "discrete", "integrated", "cpu", "unknown"
+	// Features are the optional features the adapter offers that kernel variants use.
+	Features Features
 
 	rank int // selection preference: lower is better
 }
@@ -48,6 +50,10 @@ func describe(i int, a *wgpu.Adapter) AdapterInfo {
 		Name:   info.Device,
 		Vendor: info.Vendor,
 		Driver: info.Description,
+		Features: Features{
+			ShaderF16: a.HasFeature(wgpu.FeatureNameShaderF16),
+			Subgroups: a.HasFeature(wgpu.FeatureNameSubgroups),
+		},
 	}
 	switch info.BackendType {
 	case wgpu.BackendTypeVulkan:

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -28,6 +29,21 @@ type Features struct {
 	// Subgroups is WebGPU's subgroups feature, enabled on the device when the adapter has it;
 	// no kernel depends on it yet.
 	Subgroups bool
+}
+
+// String lists the features present ("shader-f16, subgroups"), or "-" for none.
+func (f Features) String() string {
+	var names []string
+	if f.ShaderF16 {
+		names = append(names, "shader-f16")
+	}
+	if f.Subgroups {
+		names = append(names, "subgroups")
+	}
+	if len(names) == 0 {
+		return "-"
+	}
+	return strings.Join(names, ", ")
 }
 
 // Device is an opened adapter: the device, its queue, and the caches that make repeated
@@ -92,10 +108,7 @@ func Open(index int) (*Device, error) {
 
 	limits := adapter.GetLimits()
 	var feats []wgpu.FeatureName
-	f := Features{
-		ShaderF16: adapter.HasFeature(wgpu.FeatureNameShaderF16),
-		Subgroups: adapter.HasFeature(wgpu.FeatureNameSubgroups),
-	}
+	f := infos[chosen].Features
 	if f.ShaderF16 {
 		feats = append(feats, wgpu.FeatureNameShaderF16)
 	}

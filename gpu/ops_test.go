@@ -2,6 +2,7 @@ package gpu_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -557,6 +558,34 @@ func TestQuantizeActivations(t *testing.T) {
 				t.Fatal(err)
 			}
 			check(t, "act Q8_1 sums", gpu.Float32s(got), cpuref.ActQ8_1Sums(src), 1e-6)
+		}
+	}
+}
+
+// TestF16RoundingEdges checks the kernels' own f32 -> f16 rounding bit for bit against ggml's
+// (nearest, ties to even) where drivers differ: exact ties, carries into the exponent,
+// subnormals, overflow to infinity and negative values. Mesa 25's pack2x16float rounds
+// toward zero and fails this.
+func TestF16RoundingEdges(t *testing.T) {
+	d := gputest.Device(t)
+	ulp := float32(1.0 / 1024)
+	x := []float32{
+		1 + ulp/2, 1 + 3*ulp/2, 1 + ulp/2 + 1e-7, -(1 + 3*ulp/2), // ties to even, just past a tie
+		2 - ulp/4, 65504, 65519.99, 65520, -70000, // carry into the exponent, the largest half, overflow
+		0x1p-25, 3 * 0x1p-25, 0x1p-24 * 1.5, 0x1p-14 - 0x1p-26, -0x1p-20 * 1.3, // subnormal halves
+		0, float32(math.Copysign(0, -1)), 0.1, -0.3, 3.14159, 1e-5, 1234.567,
+	}
+	for len(x)%4 != 0 {
+		x = append(x, float32(len(x))*0.377)
+	}
+	out := empty(t, d, len(x))
+	got := run(t, d, out, len(x), func(r *gpu.Recorder) {
+		r.QuantizeActivations(gpu.ActF16, upload(t, d, x), 0, 1, len(x), out, nil)
+	})
+	want := cpuref.ActF16(x)
+	for i := range x {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Errorf("f16(%g) = %g (%#08x), want %g (%#08x)", x[i], got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/go-faster/jx"
 
@@ -17,8 +18,9 @@ import (
 // requires the field; llama-server is lenient).
 const anthropicMaxTokens = 4096
 
-// errNoVision is llama-server's answer to an image it cannot see (no multimodal projector).
-var errNoVision = invalidRequest("image input is not supported - hint: if this is unexpected, you may need to provide the mmproj")
+// errNoVision is llama-server's answer to an image it cannot see (no multimodal projector): a
+// 500 server_error, as llama-server throws it as a runtime error from its chat parsing.
+var errNoVision = &apiError{typ: errServer, message: "image input is not supported - hint: if this is unexpected, you may need to provide the mmproj"}
 
 // CreateAnthropicMessage implements POST /v1/messages, Anthropic's Messages API, as a message or
 // as Anthropic's event stream.
@@ -140,9 +142,6 @@ func anthropicGeneration(m *loaded, req *gen.AnthropicMessagesRequest) (chatGene
 		}
 		msgs = append(msgs, gen.ChatMessage{Role: "system", Content: gen.NewOptNilChatMessageContent(gen.NewStringChatMessageContent(text))})
 	}
-	if len(req.Messages) == 0 {
-		return chatGeneration{}, invalidRequest("'messages' must hold at least one message")
-	}
 	for i, am := range req.Messages {
 		content, ok := am.Content.Get()
 		switch {
@@ -163,7 +162,11 @@ func anthropicGeneration(m *loaded, req *gen.AnthropicMessagesRequest) (chatGene
 			case "text":
 				parts = append(parts, gen.ChatContentPart{Type: "text", Text: gen.NewOptString(b.Text.Or(""))})
 			case "image":
-				return chatGeneration{}, errNoVision
+				// llama-server turns a base64 or url source into an image_url part, which a
+				// model without a projector refuses; other sources are dropped.
+				if imageSource(b.Source) {
+					return chatGeneration{}, errNoVision
+				}
 			case "tool_use":
 				args := jx.Raw("{}")
 				if !isNull(b.Input) {
@@ -179,7 +182,9 @@ func anthropicGeneration(m *loaded, req *gen.AnthropicMessagesRequest) (chatGene
 				})
 			case "tool_result":
 				text, err := toolResultText(b.Content)
-				if err != nil {
+				if err == errNoVision {
+					return chatGeneration{}, err
+				} else if err != nil {
 					return chatGeneration{}, invalidRequest("messages[%d].content[%d].content: %v", i, j, err)
 				}
 				results = append(results, gen.ChatMessage{
@@ -244,7 +249,10 @@ func anthropicGeneration(m *loaded, req *gen.AnthropicMessagesRequest) (chatGene
 	return g, nil
 }
 
-// toolResultText is a tool_result's content: a string, or its text blocks joined.
+// toolResultText is a tool_result's content: a string, or its text blocks joined. An image
+// block with a base64 or url source is errNoVision, as llama-server passes it on as an
+// image_url part; a result that had images of other sources keeps its text blocks as parts,
+// which join with newlines.
 func toolResultText(raw jx.Raw) (string, error) {
 	switch {
 	case isNull(raw):
@@ -253,24 +261,44 @@ func toolResultText(raw jx.Raw) (string, error) {
 		return jx.DecodeBytes(raw).Str()
 	case raw.Type() == jx.Array:
 		var blocks []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
+			Type   string          `json:"type"`
+			Text   string          `json:"text"`
+			Source json.RawMessage `json:"source"`
 		}
 		if err := json.Unmarshal(raw, &blocks); err != nil {
 			return "", err
 		}
-		text := ""
+		var texts []string
+		images := false
 		for _, b := range blocks {
-			if b.Type == "image" {
-				return "", errNoVision
-			}
-			if b.Type == "text" {
-				text += b.Text
+			switch b.Type {
+			case "image":
+				if imageSource(jx.Raw(b.Source)) {
+					return "", errNoVision
+				}
+				images = true
+			case "text":
+				texts = append(texts, b.Text)
 			}
 		}
-		return text, nil
+		if images {
+			return strings.Join(texts, "\n"), nil
+		}
+		return strings.Join(texts, ""), nil
 	}
 	return "", errString("must be a string or an array of content blocks")
+}
+
+// imageSource reports whether an image block's source is one llama-server converts to an
+// image_url part: {"type":"base64",...} or {"type":"url",...}.
+func imageSource(raw jx.Raw) bool {
+	var src struct {
+		Type string `json:"type"`
+	}
+	if raw.Type() != jx.Object || json.Unmarshal(raw, &src) != nil {
+		return false
+	}
+	return src.Type == "base64" || src.Type == "url"
 }
 
 // errString is an error with a fixed message.
@@ -313,7 +341,17 @@ func anthropicMessage(id, model string, res engine.Result) gen.AnthropicMessage 
 		Content:      []gen.AnthropicOutputBlock{},
 		Model:        model,
 		StopSequence: stopSequence(res),
-		Usage:        gen.AnthropicUsage{InputTokens: gen.NewOptInt(res.TokensEvaluated), OutputTokens: res.TokensPredicted},
+		Usage:        anthropicUsage(res),
+	}
+}
+
+// anthropicUsage is a message's token accounting as llama-server gives it: the prompt tokens
+// reused from the slot's cache as cache_read_input_tokens, the rest as input_tokens.
+func anthropicUsage(res engine.Result) gen.AnthropicUsage {
+	return gen.AnthropicUsage{
+		CacheReadInputTokens: gen.NewOptInt(res.Timings.CacheN),
+		InputTokens:          gen.NewOptInt(res.TokensEvaluated - res.Timings.CacheN),
+		OutputTokens:         res.TokensPredicted,
 	}
 }
 

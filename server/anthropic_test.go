@@ -110,7 +110,7 @@ func testAnthropicMessages(t *testing.T, url string, real bool) {
 	}
 	text := lookup(t, msg, "content.0.text").(string)
 	usage := msg["usage"].(map[string]any)
-	if keys(usage) != "input_tokens,output_tokens" {
+	if keys(usage) != "cache_read_input_tokens,input_tokens,output_tokens" || usage["cache_read_input_tokens"] != 0.0 {
 		t.Errorf("usage %v", usage)
 	}
 	inputTokens := usage["input_tokens"].(float64)
@@ -143,7 +143,7 @@ func testAnthropicMessages(t *testing.T, url string, real bool) {
 	}
 	start := events[0].data["message"].(map[string]any)
 	if start["id"] != msg["id"] && !strings.HasPrefix(start["id"].(string), "chatcmpl-") || start["stop_reason"] != nil ||
-		len(start["content"].([]any)) != 0 || lookup(t, start, "usage.input_tokens") != inputTokens || lookup(t, start, "usage.output_tokens") != 0.0 {
+		len(start["content"].([]any)) != 0 || lookup(t, start, "usage.output_tokens") != 0.0 {
 		t.Errorf("message_start %v", start)
 	}
 	if got := keys(events[1].data["content_block"].(map[string]any)); got != "text,type" || lookup(t, events[1].data, "content_block.text") != "" {
@@ -157,6 +157,15 @@ func testAnthropicMessages(t *testing.T, url string, real bool) {
 	}
 	if streamed.String() != text {
 		t.Errorf("streamed %q, non-streamed %q", streamed.String(), text)
+	}
+	// The same prompt again: the engine's slot holds all of it but the last token, which is
+	// always evaluated anew; input_tokens counts the tokens not read from the cache.
+	wantCached := 0.0
+	if real {
+		wantCached = inputTokens - 1
+	}
+	if lookup(t, start, "usage.cache_read_input_tokens") != wantCached || lookup(t, start, "usage.input_tokens") != inputTokens-wantCached {
+		t.Errorf("message_start usage %v, want %v of the %v prompt tokens read from the cache", start["usage"], wantCached, inputTokens)
 	}
 	md := events[len(events)-2].data
 	if keys(md) != "delta,type,usage" || lookup(t, md, "delta.stop_reason") != wantReason || lookup(t, md, "delta.stop_sequence") != nil ||
@@ -301,15 +310,10 @@ func TestAnthropicErrors(t *testing.T) {
 	for _, tt := range []struct {
 		path, body, want string
 	}{
-		{"/v1/messages", `{"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA=="}}]}]}`,
-			"image input is not supported - hint: if this is unexpected, you may need to provide the mmproj"},
-		{"/v1/messages", `{"messages":[]}`, "'messages' must hold at least one message"},
 		{"/v1/messages", `{"messages":[{"role":"user","content":"x"}],"tool_choice":{"type":"tool"}}`, `'tool_choice' of type "tool" needs a 'name'`},
 		{"/v1/messages", `{"messages":[{"role":"user","content":"x"}],"tool_choice":{"type":"often"}}`, `'tool_choice' type must be`},
 		{"/v1/messages", `{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f","input":[1]}]}]}`, "messages[0].content[0].input must be an object"},
 		{"/v1/messages", `{"messages":[{"role":"user","content":7}]}`, "'messages.content' must be a string or an array of content blocks"},
-		{"/v1/messages/count_tokens", `{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":[{"type":"image"}]}]}]}`,
-			"image input is not supported"},
 		{"/v1/messages/count_tokens", `{}`, "'messages' is required"},
 	} {
 		rec := h.do(t, "POST", tt.path, tt.body)
@@ -320,5 +324,58 @@ func TestAnthropicErrors(t *testing.T) {
 		if msg := lookup(t, decodeJSON(t, rec.Body.Bytes()), "error.message").(string); !strings.Contains(msg, tt.want) {
 			t.Errorf("%s: message %q, want it to contain %q", tt.body, msg, tt.want)
 		}
+	}
+}
+
+// TestAnthropicImages checks llama-server's answers to images without a multimodal projector:
+// an image block, or one inside a tool_result, with a base64 or url source becomes an
+// image_url part that the chat parsing refuses with a 500; an image of another source is
+// dropped, and the tool result keeps its text.
+func TestAnthropicImages(t *testing.T) {
+	h := newHarness(t)
+	const noVision = "image input is not supported - hint: if this is unexpected, you may need to provide the mmproj"
+	for _, path := range []string{"/v1/messages", "/v1/messages/count_tokens"} {
+		for _, body := range []string{
+			`{"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA=="}},{"type":"text","text":"What is this?"}]}]}`,
+			`{"messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"http://example.com/a.png"}}]}]}`,
+			`{"messages":[{"role":"user","content":"Look"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"read","input":{"file":"a.png"}}]},` +
+				`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"File: a.png"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA=="}}]}]}]}`,
+		} {
+			rec := h.do(t, "POST", path, body)
+			v := decodeJSON(t, rec.Body.Bytes())
+			if rec.Code != http.StatusInternalServerError || lookup(t, v, "error.type") != "server_error" || lookup(t, v, "error.message") != noVision {
+				t.Errorf("%s %s: %d %s", path, body, rec.Code, rec.Body)
+			}
+		}
+	}
+
+	h = newTemplateHarness(t, "", mustTemplate(t, fieldsTemplate))
+	rec := h.do(t, "POST", "/v1/messages", `{"messages":[{"role":"user","content":[{"type":"image","source":{"type":"file","file_id":"f"}},{"type":"text","text":"Hi"}]},`+
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"a"},{"type":"image","source":{"type":"file"}},{"type":"text","text":"b"}]},`+
+		`{"type":"tool_result","tool_use_id":"t2","content":[{"type":"text","text":"c"},{"type":"text","text":"d"}]}]}]}`)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	want := "<s> [user]Hi[tool answers=t1]a\nb[tool answers=t2]cd<gen></s>"
+	if got := h.fake.tok.Detokenize(h.fake.lastTask(t).Prompt, false, true); got != want {
+		t.Errorf("prompt\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestAnthropicEmptyMessages checks that an empty messages array is accepted, as llama-server
+// does: the prompt is the template's generation prompt alone.
+func TestAnthropicEmptyMessages(t *testing.T) {
+	h := newTemplateHarness(t, "", mustTemplate(t, fieldsTemplate))
+	rec := h.do(t, "POST", "/v1/messages", `{"model":"test","max_tokens":5,"messages":[]}`)
+	v := decodeJSON(t, rec.Body.Bytes())
+	if rec.Code != http.StatusOK || v["type"] != "message" || v["role"] != "assistant" {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	if got := h.fake.tok.Detokenize(h.fake.lastTask(t).Prompt, false, true); got != "<s> <gen></s>" {
+		t.Errorf("prompt %q", got)
+	}
+	rec = h.do(t, "POST", "/v1/messages/count_tokens", `{"messages":[]}`)
+	if rec.Code != http.StatusOK || lookup(t, decodeJSON(t, rec.Body.Bytes()), "input_tokens").(float64) <= 0 {
+		t.Errorf("count_tokens: %d %s", rec.Code, rec.Body)
 	}
 }

@@ -132,7 +132,7 @@ func TestCORSPreflightNeedsNoKey(t *testing.T) {
 	want := map[string]string{
 		"Access-Control-Allow-Origin":      "http://example.com",
 		"Access-Control-Allow-Credentials": "true",
-		"Access-Control-Allow-Methods":     "GET, POST, DELETE", // DELETE /v1/stream/{id}; llama-server sends "GET, POST"
+		"Access-Control-Allow-Methods":     "GET, POST, DELETE, OPTIONS",
 		"Access-Control-Allow-Headers":     "*",
 	}
 	for k, v := range want {

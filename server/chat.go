@@ -75,6 +75,11 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 	if so, ok := req.StreamOptions.Get(); ok {
 		run.includeUsage = so.IncludeUsage.Or(false)
 	}
+	if s.verboseOf(req.Verbose) {
+		run.verbose = func(text string, final engine.Result) gen.CompletionResponse {
+			return s.verboseAnswer(m, pl.prompt, pl.params, stream, text, final)
+		}
+	}
 	tasks := generationTasks(pl.prompt, pl.params, stream, slotOf(req.IDSlot), n)
 	if resumable {
 		return s.startResumable(ctx, string(conversation), m.backend, tasks, run, w)

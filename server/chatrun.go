@@ -23,6 +23,9 @@ type chatRun struct {
 	n            int
 	// nPrompt and nCtx explain a prompt that does not fit.
 	nPrompt, nCtx int
+	// verbose, when set, makes the JSON answer carry "__verbose": the native answer of the
+	// first choice's generation, built from its text and final result.
+	verbose func(text string, final engine.Result) gen.CompletionResponse
 }
 
 // chatChoice is one choice's state while its results arrive.
@@ -94,6 +97,9 @@ func (r *chatRun) collect(ctx context.Context, set *taskSet) (*gen.ChatCompletio
 			Message:      responseMessage(msg),
 			Logprobs:     r.chatLogprobs(cs[i].probs),
 		})
+	}
+	if r.verbose != nil {
+		resp.Verbose = gen.NewOptCompletionResponse(r.verbose(cs[0].text.String(), finals[0]))
 	}
 	return resp, nil
 }

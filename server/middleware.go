@@ -138,27 +138,6 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 	})
 }
 
-// cors sets the headers llama-server sends on every response (Access-Control-Allow-Origin
-// echoing the request's Origin, empty when it has none) and answers CORS preflight (OPTIONS)
-// requests for any path itself, before the loading check, as llama-server does.
-func cors(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Server", "wgpu-llama")
-		h.Set("Access-Control-Allow-Origin", r.Header.Get("Origin"))
-		if r.Method == http.MethodOptions {
-			h.Set("Access-Control-Allow-Credentials", "true")
-			// llama-server allows GET and POST; DELETE stops a resumable stream (streams.go).
-			h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
-			h.Set("Access-Control-Allow-Headers", "*")
-			h.Set("Content-Type", "text/html")
-			w.WriteHeader(http.StatusOK)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
 // requireBackend answers 503 "Loading model" on every route (health included) until SetBackend.
 func (s *Server) requireBackend(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

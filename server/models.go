@@ -52,8 +52,8 @@ func (s *Server) ListModels(context.Context) (*gen.ModelsResponse, error) {
 		Object: "list",
 		Data: []gen.ModelEntry{{
 			ID:      m.name,
-			Aliases: []string{m.name},
-			Tags:    []string{},
+			Aliases: s.aliases(),
+			Tags:    nonNilStrings(s.cfg.Tags),
 			Object:  "model",
 			Created: m.created,
 			OwnedBy: "llamacpp", // as llama-server, which some clients key on
@@ -79,4 +79,23 @@ func (s *Server) ListModelsAlias(ctx context.Context) (*gen.ModelsResponse, erro
 // ListModelsOllamaAlias implements GET /api/tags (ollama's path), an alias of GET /v1/models.
 func (s *Server) ListModelsOllamaAlias(ctx context.Context) (*gen.ModelsResponse, error) {
 	return s.ListModels(ctx)
+}
+
+// aliases are the names /v1/models lists for the model: the --alias list, else Alias alone.
+func (s *Server) aliases() []string {
+	if len(s.cfg.Aliases) > 0 {
+		return s.cfg.Aliases
+	}
+	if s.cfg.Alias != "" {
+		return []string{s.cfg.Alias}
+	}
+	return []string{}
+}
+
+// nonNilStrings makes a nil list encode as [].
+func nonNilStrings(v []string) []string {
+	if v == nil {
+		return []string{}
+	}
+	return v
 }

@@ -123,6 +123,9 @@ func (s *Server) CreateOAICompletion(ctx context.Context, req *gen.CompletionReq
 		})
 	}
 	resp.Usage = gen.NewOptUsage(usage(total))
+	if s.verboseOf(req.Verbose) {
+		resp.Verbose = gen.NewOptCompletionResponse(s.verboseAnswer(m, tasks[0].Prompt, params, false, texts[0].String(), finals[0]))
+	}
 	resp.Timings = gen.NewOptTimings(timings(total.Timings))
 	return writeJSON(w, &resp)
 }

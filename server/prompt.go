@@ -124,9 +124,9 @@ func (r chatRequest) input() (chat.Input, error) {
 	return in, nil
 }
 
-// errNoAudio is llama-server's answer to audio it cannot hear (no multimodal projector);
-// errNoVision (anthropic.go) is its answer to an image.
-var errNoAudio = invalidRequest("audio input is not supported - hint: if this is unexpected, you may need to provide the mmproj")
+// errNoAudio is llama-server's answer to audio it cannot hear (no multimodal projector), a 500
+// as errNoVision (anthropic.go), its answer to an image.
+var errNoAudio = &apiError{typ: errServer, message: "audio input is not supported - hint: if this is unexpected, you may need to provide the mmproj"}
 
 // chatMessages converts request messages as llama-server does: a message needs content (null
 // counts, and becomes ""), an assistant message content or tool_calls; text

@@ -67,6 +67,12 @@ type Config struct {
 	// Alias is the model name reported to clients (llama-server's --alias); empty uses the
 	// backend's ModelInfo.Name.
 	Alias string
+	// Aliases are every name of the model (llama-server's --alias list, sorted) and Tags its
+	// --tags, both listed in /v1/models. Empty Aliases lists Alias alone, or none without it.
+	Aliases, Tags []string
+	// Verbose is --verbose: OpenAI-style answers carry "__verbose", the native answer, unless
+	// a request sets "verbose": false (requests may also ask for it).
+	Verbose bool
 	// MaxBodyBytes limits request bodies; larger ones get 413. 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// SystemFingerprint is the system_fingerprint of OpenAI-style responses (llama-server reports
@@ -101,6 +107,9 @@ type Config struct {
 	// WriteTimeout bounds each write of a response (llama-server's --timeout, a socket send
 	// timeout): a long generation or stream is never cut while it keeps writing. 0 is none.
 	WriteTimeout time.Duration
+	// CORS is the cross-origin policy (--cors-origins and friends); the zero value is
+	// llama-server's default.
+	CORS CORS
 	// SlotSavePath is the directory POST /slots/{id}?action=save|restore uses
 	// (--slot-save-path); empty disables slot actions.
 	SlotSavePath string
@@ -119,6 +128,9 @@ type Server struct {
 
 	mediaMarker string       // /props' media_marker, random per server as in llama-server
 	metrics     metricsState // see metrics.go
+
+	vertex        *Vertex                  // Google Cloud Vertex AI routes, when served (gcp.go)
+	vertexFormats map[string]predictTarget // the routes a predict instance may name
 }
 
 // loaded is what SetBackend prepares once per model.
@@ -215,9 +227,9 @@ func specialText(tok *tokenizer.Tokenizer, id int32) string {
 // Handler returns the HTTP handler: the generated router behind logging, CORS, the loading
 // gate, the API key check and the request body limit, in llama-server's order.
 func (s *Server) Handler() http.Handler {
-	return chain(s.api,
+	return chain(s.routes(),
 		s.logRequests,
-		cors,
+		s.cors,
 		s.requireBackend,
 		s.requireKey,
 		s.writeDeadlines,

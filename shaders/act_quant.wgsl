@@ -21,9 +21,7 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> sums: array<f32>; // (n_rows, k / 32)
 #endif
 
-fn f16_round(v: f32) -> f32 {
-    return unpack2x16float(pack2x16float(vec2<f32>(v, 0.0))).x;
-}
+//#include f16_round.inc
 
 #ifdef Q8_K
 const BLOCK: u32 = 256u;

@@ -45,6 +45,7 @@ const WG: u32 = 64u;
 const MAXD: u32 = 256u;
 const NEG: f32 = -3.0e38;
 //#include attention.inc
+//#include f16_round.inc
 
 #ifdef ROW_PER_THREAD
 // One invocation per (token, head, group of 4 dimensions), no barriers: each recomputes the
@@ -66,7 +67,7 @@ fn k_dot(q_off: u32, k_off: u32) -> f32 {
 
 fn q16(v: f32) -> f32 {
 #ifdef KV_F16
-    return unpack2x16float(pack2x16float(vec2<f32>(v, 0.0))).x;
+    return f16_round(v);
 #else
     return v;
 #endif
@@ -74,7 +75,7 @@ fn q16(v: f32) -> f32 {
 
 fn acc16(v: vec4<f32>) -> vec4<f32> {
 #ifdef KV_F16
-    return vec4<f32>(unpack2x16float(pack2x16float(v.xy)), unpack2x16float(pack2x16float(v.zw)));
+    return vec4<f32>(unpack2x16float(pack_f16(v.xy)), unpack2x16float(pack_f16(v.zw)));
 #else
     return v;
 #endif

@@ -40,6 +40,7 @@ struct Params {
 
 //#include kv_row.inc
 //#include rope.inc
+//#include f16_round.inc
 
 fn k_get(off: u32) -> vec2<f32> {
 #ifdef KV_F16
@@ -51,7 +52,7 @@ fn k_get(off: u32) -> vec2<f32> {
 
 fn k_put(off: u32, v: vec2<f32>) {
 #ifdef KV_F16
-    kc[off / 2u] = pack2x16float(v);
+    kc[off / 2u] = pack_f16(v);
 #else
     kc[off] = v.x;
     kc[off + 1u] = v.y;

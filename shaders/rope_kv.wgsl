@@ -45,9 +45,9 @@ struct Params {
 fn store_pair(is_k: bool, off: u32, v: vec2<f32>) {
 #ifdef KV_F16
     if (is_k) {
-        kc[off / 2u] = pack2x16float(v);
+        kc[off / 2u] = pack_f16(v);
     } else {
-        vc[off / 2u] = pack2x16float(v);
+        vc[off / 2u] = pack_f16(v);
     }
 #else
     if (is_k) {
@@ -61,6 +61,7 @@ fn store_pair(is_k: bool, off: u32, v: vec2<f32>) {
 }
 
 //#include rope.inc
+//#include f16_round.inc
 
 // rotate turns v by the angle of frequency i at token t's position.
 fn rotate(v: vec2<f32>, t: u32, i: u32) -> vec2<f32> {

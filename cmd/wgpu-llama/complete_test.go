@@ -76,7 +76,7 @@ func TestDevices(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := stdout.String()
-	if !strings.HasPrefix(out, "INDEX") || !strings.Contains(out, "vulkan") && !strings.Contains(out, "metal") && !strings.Contains(out, "d3d12") {
+	if !strings.HasPrefix(out, "INDEX") || !strings.Contains(out, "FEATURES") || !strings.Contains(out, "vulkan") && !strings.Contains(out, "metal") && !strings.Contains(out, "d3d12") {
 		t.Errorf("devices output:\n%s", out)
 	}
 }

@@ -19,9 +19,9 @@ func runDevices(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "INDEX\tNAME\tBACKEND\tTYPE\tDRIVER")
+	fmt.Fprintln(tw, "INDEX\tNAME\tBACKEND\tTYPE\tDRIVER\tFEATURES")
 	for _, a := range list {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", a.Index, a.Name, a.Backend, a.Type, a.Driver)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", a.Index, a.Name, a.Backend, a.Type, a.Driver, a.Features)
 	}
 	return tw.Flush()
 }

@@ -78,13 +78,18 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // defaultModel is the model used when -m is not given: stories260K from the shared test data
-// ($WGPU_LLAMA_SHARED, else ../shared beside the repository), so a fresh checkout runs at once.
+// ($WGPU_LLAMA_SHARED, else ../shared from the working directory, else ../shared beside the
+// directory of the executable, which a checkout builds in its root), so a fresh checkout runs
+// at once, wherever it is started from (llama.cpp's suite starts it in a temporary directory).
 func defaultModel() (string, error) {
 	dirs := []string{}
 	if d := shareddata.Dir(); d != "" {
 		dirs = append(dirs, d)
 	}
 	dirs = append(dirs, filepath.Join("..", "shared"))
+	if exe, err := os.Executable(); err == nil {
+		dirs = append(dirs, filepath.Join(filepath.Dir(exe), "..", "shared"))
+	}
 	for _, d := range dirs {
 		p := filepath.Join(d, "models", "stories260K.gguf")
 		if _, err := os.Stat(p); err == nil {
@@ -130,9 +135,9 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	intVar(fs, &m.batch, 512, "prompt tokens per forward pass", "ub", "ubatch-size")
 	intVar(fs, &m.device, -1, "GPU adapter index from `wgpu-llama devices` (-1: best)", "device")
 	intVar(fs, &m.slots, -1, "sequences served at once; -1 (auto, as llama-server): 4 slots sharing the whole context (--kv-unified), else the context is split between them", "np", "parallel")
-	fs.BoolVar(&m.verbose, "v", false, "verbose logging")
-	fs.BoolVar(&m.verbose, "verbose", false, "same as -v")
-	fs.BoolVar(&m.verbose, "log-verbose", false, "same as -v")
+	for _, n := range []string{"v", "verbose", "log-verbose"} {
+		fs.BoolVar(&m.verbose, n, false, "verbose logging; serve also adds __verbose (the native answer) to OpenAI-style answers unless a request sets \"verbose\": false")
+	}
 	stringVar(fs, &m.cacheK, "f16", "KV cache type for keys: f16 or f32", "ctk", "cache-type-k")
 	stringVar(fs, &m.cacheV, "f16", "KV cache type for values: f16 or f32 (same as keys)", "ctv", "cache-type-v")
 	fs.BoolVar(&m.rawActivations, "raw-activations", false, "feed matmuls f32 activations instead of rounding them as llama.cpp's CPU backend does")

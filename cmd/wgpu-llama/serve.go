@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
+	"github.com/wgpu-llama/wgpu-llama/hf"
 	"github.com/wgpu-llama/wgpu-llama/model"
 	"github.com/wgpu-llama/wgpu-llama/model/chat"
 	"github.com/wgpu-llama/wgpu-llama/server"
@@ -34,7 +35,11 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	srv := server.New(scfg, logger)
-	ln, err := net.Listen("tcp", net.JoinHostPort(sf.host, strconv.Itoa(sf.port)))
+	port, err := serveVertex(srv, sf.port, os.Getenv, logger)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(sf.host, strconv.Itoa(port)))
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
@@ -51,6 +56,13 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		if sf.model.path, err = sf.hf.resolve(ctx, stderr, logger); err != nil {
 			httpSrv.Close()
 			return err
+		}
+	}
+	if sf.modelURL != "" {
+		logger.Info("fetching model", "url", sf.modelURL, "offline", sf.hf.offline)
+		if sf.model.path, err = hf.FetchURL(ctx, sf.modelURL, hf.URLOptions{Dest: sf.model.path, Offline: sf.hf.offline, Progress: stderr}); err != nil {
+			httpSrv.Close()
+			return fmt.Errorf("--model-url: %w", err)
 		}
 	}
 	cfg, err := sf.model.engineConfig(scfg.Alias, logger)

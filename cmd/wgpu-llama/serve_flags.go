@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/charmbracelet/log"
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
+	"github.com/wgpu-llama/wgpu-llama/hf"
 	"github.com/wgpu-llama/wgpu-llama/model/chat"
 	"github.com/wgpu-llama/wgpu-llama/server"
 )
@@ -25,6 +27,7 @@ type serveFlags struct {
 	host  string
 	port  int
 	alias string
+	tags  string
 	batch int // -b: llama.cpp's logical batch; the forward pass takes min(-b, -ub) tokens
 
 	nPredict         int
@@ -46,10 +49,14 @@ type serveFlags struct {
 	jinja              bool
 	tmplName, tmplFile string
 
-	hf    hfFlags
-	spec  specFlags
-	embed embedFlags
-	chat  chatFlags
+	cors   corsFlags
+	compat compatFlags
+
+	hf       hfFlags
+	modelURL string // --model-url: downloaded to -m, else into the llama.cpp cache
+	spec     specFlags
+	embed    embedFlags
+	chat     chatFlags
 }
 
 // envFlags maps llama.cpp's environment variables to the flag each sets (its first name);
@@ -60,6 +67,7 @@ var envFlags = []struct {
 }{
 	{"LLAMA_ARG_MODEL", []string{"m", "model"}},
 	{"LLAMA_ARG_ALIAS", []string{"a", "alias"}},
+	{"LLAMA_ARG_TAGS", []string{"tags"}},
 	{"LLAMA_ARG_HOST", []string{"host"}},
 	{"LLAMA_ARG_PORT", []string{"port"}},
 	{"LLAMA_ARG_CTX_SIZE", []string{"c", "ctx-size"}},
@@ -84,8 +92,23 @@ var envFlags = []struct {
 	{"LLAMA_ARG_CHAT_TEMPLATE_FILE", []string{"chat-template-file"}},
 	{"LLAMA_OFFLINE", []string{"offline"}},
 	{"LLAMA_ARG_HF_REPO", []string{"hf", "hfr", "hf-repo"}},
+	{"LLAMA_ARG_MODEL_URL", []string{"mu", "model-url"}},
 	{"LLAMA_ARG_HF_FILE", []string{"hff", "hf-file"}},
 	{"HF_TOKEN", []string{"hft", "hf-token"}},
+	{"LLAMA_ARG_CORS_ORIGINS", []string{"cors-origins"}},
+	{"LLAMA_ARG_CORS_METHODS", []string{"cors-methods"}},
+	{"LLAMA_ARG_CORS_HEADERS", []string{"cors-headers"}},
+	{"LLAMA_ARG_CORS_CREDENTIALS", []string{"cors-credentials", "no-cors-credentials"}},
+	{"LLAMA_ARG_FLASH_ATTN", []string{"fa", "flash-attn"}},
+	{"LLAMA_ARG_SWA_FULL", []string{"swa-full"}},
+	{"LLAMA_ARG_GRP_ATTN_N", []string{"gan", "grp-attn-n"}},
+	{"LLAMA_ARG_GRP_ATTN_W", []string{"gaw", "grp-attn-w"}},
+	{"LLAMA_ARG_CACHE_RAM", []string{"cram", "cache-ram"}},
+	{"LLAMA_ARG_CACHE_IDLE_SLOTS", []string{"cache-idle-slots", "no-cache-idle-slots"}},
+	{"LLAMA_ARG_CONT_BATCHING", []string{"cb", "cont-batching", "nocb", "no-cont-batching"}},
+	{"LLAMA_ARG_MMPROJ_URL", []string{"mmu", "mmproj-url"}},
+	{"LLAMA_ARG_NO_MMPROJ", []string{"no-mmproj"}},
+	{"LLAMA_ARG_BACKEND_SAMPLING", []string{"bs", "backend-sampling"}},
 }
 
 // register adds the flags to fs, with llama-server's names and defaults.
@@ -93,7 +116,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.model.register(fs)
 	stringVar(fs, &f.host, "127.0.0.1", "address to listen on", "host")
 	intVar(fs, &f.port, 8080, "port to listen on", "port")
-	stringVar(fs, &f.alias, "", "model name reported to clients, or a comma-separated list whose first is used (default: the file name)", "a", "alias")
+	stringVar(fs, &f.alias, "", "model names clients may use, comma-separated; the first in sort order is the name reported (default: the file name)", "a", "alias")
+	stringVar(fs, &f.tags, "", "comma-separated tags listed with the model in /v1/models", "tags")
 	intVar(fs, &f.batch, 2048, "logical batch size; a forward pass takes at most min(-b, -ub) tokens", "b", "batch-size")
 
 	intVar(fs, &f.nPredict, -1, "tokens a request generates unless it says (-1: until end of generation)", "n", "predict", "n-predict")
@@ -125,6 +149,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	stringVar(fs, &f.hf.file, "", "file of the --hf-repo repository to use, overriding the quant", "hff", "hf-file")
 	stringVar(fs, &f.hf.token, "", "Hugging Face access token (default: $HF_TOKEN)", "hft", "hf-token")
 	fs.BoolVar(&f.hf.offline, "offline", false, "use the Hugging Face cache only; never download")
+	stringVar(fs, &f.modelURL, "", "model GGUF URL, downloaded to -m FILE when given, else under its file name into $LLAMA_CACHE (default ~/.cache/llama.cpp); a file already there is used", "mu", "model-url")
+	f.cors.register(fs)
+	f.compat.register(fs)
 	f.spec.register(fs)
 	f.embed.register(fs)
 	f.chat.register(fs)
@@ -140,7 +167,7 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.SetOutput(io.Discard)
 	usage := fs.Usage
 	fs.Usage = func() {}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, dashFlagNames(fs, args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stderr)
 			usage()
@@ -222,8 +249,27 @@ func (f *serveFlags) check() error {
 	if f.hf.repo != "" && f.model.path != "" {
 		return errors.New("give -m FILE or -hf USER/MODEL, not both")
 	}
+	if f.modelURL != "" {
+		if f.hf.repo != "" {
+			return errors.New("give --model-url or -hf USER/MODEL, not both")
+		}
+		if _, err := hf.URLFileName(f.modelURL); err != nil {
+			return fmt.Errorf("--model-url: %w", err)
+		}
+	}
 	if f.hf.file != "" && f.hf.repo == "" {
 		return errors.New("--hf-file needs --hf-repo")
+	}
+	if err := f.compat.check(); err != nil {
+		return err
+	}
+	if f.gpuLayers != "auto" && f.gpuLayers != "all" {
+		if _, err := strconv.Atoi(f.gpuLayers); err != nil {
+			return fmt.Errorf("-ngl/--n-gpu-layers: %q is not a number of layers, auto or all", f.gpuLayers)
+		}
+	}
+	if _, err := f.cors.policy(); err != nil {
+		return err
 	}
 	if f.apiKeyFile != "" {
 		keys, err := readKeyFile(f.apiKeyFile)
@@ -255,14 +301,57 @@ func readKeyFile(path string) ([]string, error) {
 	return keys, nil
 }
 
-// name is the model name clients see: the first of the --alias list, "" for the file name.
+// name is the model name clients see: as llama-server, which keeps --alias in a sorted set,
+// the first alias in sort order; "" for the file name.
 func (f *serveFlags) name() string {
-	for _, a := range strings.Split(f.alias, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			return a
-		}
+	if a := commaSet(f.alias); len(a) > 0 {
+		return a[0]
 	}
 	return ""
+}
+
+// commaSet splits a comma-separated flag value into its distinct non-empty items, sorted, as
+// llama-server's std::set of --alias and --tags.
+func commaSet(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// dashFlagNames spells "--a_b" flags as "--a-b", as llama.cpp's argument parser does (the
+// suite passes --backend_sampling), when the dashed name is a flag of fs. Values are left as
+// they are: the word after a flag that takes one is skipped.
+func dashFlagNames(fs *flag.FlagSet, args []string) []string {
+	out := slices.Clone(args)
+	for i := 0; i < len(out); i++ {
+		a := out[i]
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "--") && strings.Contains(name, "_") {
+			if dashed := strings.ReplaceAll(name, "_", "-"); fs.Lookup(dashed) != nil {
+				name = dashed
+				out[i] = "--" + dashed
+				if hasValue {
+					out[i] += "=" + value
+				}
+			}
+		}
+		fl := fs.Lookup(name)
+		if fl == nil || hasValue {
+			continue
+		}
+		if b, ok := fl.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
+			i++ // the flag's value
+		}
+	}
+	return out
 }
 
 // serverConfig is the HTTP server's configuration.
@@ -277,8 +366,16 @@ func (f *serveFlags) serverConfig() (server.Config, error) {
 	if f.seed >= 0 {
 		d.Seed = uint32(f.seed)
 	}
+	cors, err := f.cors.policy()
+	if err != nil {
+		return server.Config{}, err
+	}
 	cfg := server.Config{
 		Alias:        f.name(),
+		Aliases:      commaSet(f.alias),
+		Tags:         commaSet(f.tags),
+		CORS:         cors,
+		Verbose:      f.model.verbose,
 		ChatTemplate: tmpl,
 		APIKeys:      f.apiKeys,
 		Metrics:      f.metrics,
@@ -294,6 +391,7 @@ func (f *serveFlags) serverConfig() (server.Config, error) {
 // logAccepted notes the flags that are accepted for compatibility but change nothing.
 func (f *serveFlags) logAccepted(logger *log.Logger) {
 	logger.Debug("ignored for llama-server compatibility", "n_gpu_layers", f.gpuLayers, "threads", f.threads, "jinja", f.jinja)
+	f.compat.log(logger)
 	if len(f.apiKeys) > 0 {
 		logger.Info("API keys required", "keys", len(f.apiKeys))
 	}

@@ -284,6 +284,52 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/responses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * OpenAI Responses API.
+         * @description OpenAI's Responses API, converted to a chat completion as llama-server does (see
+         *     ResponsesRequest). The answer is a response object, or with `"stream": true` the events
+         *     response.created, response.in_progress, response.output_item.added,
+         *     response.content_part.added, response.output_text.delta (response.reasoning_text.delta,
+         *     response.function_call_arguments.delta), then response.output_text.done,
+         *     response.content_part.done, response.output_item.done and response.completed, each as
+         *     `event: NAME` and `data: {...}`, with no `[DONE]`. llama.cpp's telemetry rides along:
+         *     `timings` on the last event of each step with timings_per_token and on
+         *     response.completed, and `prompt_progress` on response.in_progress events with
+         *     return_progress.
+         */
+        post: operations["createResponse"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/responses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Alias of POST /v1/responses. */
+        post: operations["createResponseAlias"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/messages": {
         parameters: {
             query?: never;
@@ -883,6 +929,12 @@ export interface components {
              */
             n_indent?: number | null;
             /**
+             * @description Add "__verbose" to the OpenAI-style answer: the native /completion answer of the same
+             *     generation (prompt, generation_settings, ...), for debugging. Default: the server's
+             *     --verbose.
+             */
+            verbose?: boolean | null;
+            /**
              * @description In a stream, send prompt_progress events while the prompt is evaluated: one when the
              *     request starts, then one per prompt chunk.
              */
@@ -929,6 +981,7 @@ export interface components {
             usage: components["schemas"]["Usage"];
             /** @description "chatcmpl-" and 32 random alphanumerics. */
             id: string;
+            __verbose?: components["schemas"]["CompletionResponse"];
             timings: components["schemas"]["Timings"];
         };
         ChatChoice: {
@@ -1149,6 +1202,12 @@ export interface components {
              *     spaces or tabs, cutting that line after its indentation; 0 is off. For code completion.
              */
             n_indent?: number | null;
+            /**
+             * @description Add "__verbose" to the OpenAI-style answer: the native /completion answer of the same
+             *     generation (prompt, generation_settings, ...), for debugging. Default: the server's
+             *     --verbose.
+             */
+            verbose?: boolean | null;
             /**
              * @description In a stream, send prompt_progress events while the prompt is evaluated: one when the
              *     request starts, then one per prompt chunk.
@@ -1376,6 +1435,7 @@ export interface components {
             object: string;
             usage?: components["schemas"]["Usage"];
             id: string;
+            __verbose?: components["schemas"]["CompletionResponse"];
             timings?: components["schemas"]["Timings"];
         };
         OAICompletionChoice: {
@@ -1433,7 +1493,8 @@ export interface components {
         AnthropicContent: (string | components["schemas"]["AnthropicContentBlock"][]) | null;
         /**
          * @description A content block: text {text}, tool_use {id, name, input}, tool_result {tool_use_id,
-         *     content} or image (refused: no vision). Other types are skipped, as llama-server does.
+         *     content} or image (a base64 or url source is refused with a 500: no vision). Other
+         *     types are skipped, as llama-server does.
          */
         AnthropicContentBlock: {
             type: string;
@@ -1484,7 +1545,102 @@ export interface components {
             thinking?: string;
             signature?: string;
         };
+        /**
+         * @description An OpenAI Responses API request, converted to a chat completion request as llama-server
+         *     converts it: `instructions` become a system message first; `input` is the user's message
+         *     (a string) or a list of items: messages (role user, system or developer with input_text
+         *     and input_image parts, or a string; assistant messages of type "message" with
+         *     output_text and refusal parts), function_call, function_call_output and reasoning items,
+         *     where an assistant item after an assistant message joins it; function tools become chat
+         *     tools (strict unless said otherwise; other tool types are skipped);
+         *     max_output_tokens is max_tokens and reasoning.effort reasoning_effort. Every other field
+         *     is passed on as a chat completion field (top_k, seed, n_predict, ...).
+         */
+        ResponsesRequest: {
+            model?: string | null;
+            /** @description A string, or an array of input items. */
+            input: unknown;
+            instructions?: string | null;
+            max_output_tokens?: number | null;
+            temperature?: number | null;
+            top_p?: number | null;
+            stream?: boolean | null;
+            tools?: unknown[] | null;
+            /** @description As chat's tool_choice. */
+            tool_choice?: unknown;
+            reasoning?: {
+                effort?: string | null;
+            } | null;
+            /** @description Refused; llama.cpp keeps no responses. */
+            previous_response_id?: string | null;
+            /** @description llama.cpp's timings on the streamed events of every step. */
+            timings_per_token?: boolean | null;
+            /** @description Stream llama.cpp's prompt_progress in response.in_progress events. */
+            return_progress?: boolean | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description A response; response.created and response.in_progress carry only id, object and status. */
+        Response: {
+            completed_at?: number;
+            created_at?: number;
+            id: string;
+            model?: string;
+            object: string;
+            output?: components["schemas"]["ResponseOutputItem"][];
+            status: string;
+            usage?: components["schemas"]["ResponsesUsage"];
+        };
+        /**
+         * @description An output item: a message {id, role, status, content}, reasoning {id, summary, content,
+         *     encrypted_content, status} or function_call {id, call_id, name, arguments, status}.
+         */
+        ResponseOutputItem: {
+            id?: string;
+            type: string;
+            status?: string;
+            role?: string;
+            content?: components["schemas"]["ResponseContentPart"][];
+            summary?: unknown[];
+            encrypted_content?: string;
+            arguments?: string;
+            call_id?: string;
+            name?: string;
+        };
+        /** @description output_text {text, annotations, logprobs} or reasoning_text {text}. */
+        ResponseContentPart: {
+            type: string;
+            text?: string;
+            annotations?: unknown[];
+            logprobs?: unknown[];
+        };
+        ResponsesUsage: {
+            input_tokens: number;
+            output_tokens: number;
+            total_tokens: number;
+            input_tokens_details: {
+                /** @description Prompt tokens reused from the slot's cache. */
+                cached_tokens: number;
+            };
+        };
+        /** @description The data of one event of a responses stream; the event name is its type. */
+        ResponsesStreamEvent: {
+            type: string;
+            response?: components["schemas"]["Response"];
+            item?: components["schemas"]["ResponseOutputItem"];
+            item_id?: string;
+            part?: components["schemas"]["ResponseContentPart"];
+            delta?: string;
+            text?: string;
+            timings?: components["schemas"]["Timings"];
+            prompt_progress?: components["schemas"]["PromptProgress"];
+        };
+        /**
+         * @description Token accounting, as llama-server gives it: cache_read_input_tokens are the prompt tokens
+         *     reused from the slot's cache, input_tokens the rest of the prompt.
+         */
         AnthropicUsage: {
+            cache_read_input_tokens?: number;
             input_tokens?: number;
             output_tokens: number;
         };
@@ -2205,6 +2361,58 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["CompletionResponse"];
                     "text/event-stream": components["schemas"]["CompletionChunk"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    createResponse: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResponsesRequest"];
+            };
+        };
+        responses: {
+            /** @description A response, or its event stream. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Response"];
+                    "text/event-stream": components["schemas"]["ResponsesStreamEvent"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    createResponseAlias: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResponsesRequest"];
+            };
+        };
+        responses: {
+            /** @description A response, or its event stream. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Response"];
+                    "text/event-stream": components["schemas"]["ResponsesStreamEvent"];
                 };
             };
             default: components["responses"]["Error"];
