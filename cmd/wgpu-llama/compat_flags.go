@@ -18,8 +18,6 @@ type compatFlags struct {
 	flashAttn          string // -fa on|off|auto: attention is one fused shader either way
 	swaFull            bool   // the KV cache always holds every layer's whole context
 	grpAttnN, grpAttnW int    // self-extend; only 1 (off) is supported
-	cacheRAM           int    // MiB of host RAM for llama-server's prompt cache
-	cacheIdleSlots     bool
 	contBatching       bool // the engine always batches the slots' steps together
 	mmprojURL          string
 	noMmproj           bool
@@ -32,10 +30,6 @@ func (c *compatFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.swaFull, "swa-full", false, "full-size sliding-window-attention cache; accepted for llama-server compatibility (the KV cache always holds the whole context)")
 	intVar(fs, &c.grpAttnN, 1, "group-attention (self-extend) factor; only 1 (off) is supported", "gan", "grp-attn-n")
 	intVar(fs, &c.grpAttnW, 512, "group-attention (self-extend) width", "gaw", "grp-attn-w")
-	intVar(fs, &c.cacheRAM, 8192, "MiB of host RAM for llama-server's prompt cache (-1: no limit, 0: off); accepted for compatibility, there is no host-RAM prompt cache here", "cram", "cache-ram")
-	c.cacheIdleSlots = true
-	fs.Var(&pairFlag{&c.cacheIdleSlots, true}, "cache-idle-slots", "save idle slots to the prompt cache (llama-server's default); accepted for compatibility")
-	fs.Var(&pairFlag{&c.cacheIdleSlots, false}, "no-cache-idle-slots", "do not save idle slots to the prompt cache; accepted for compatibility")
 	c.contBatching = true
 	for _, n := range []string{"cb", "cont-batching"} {
 		fs.Var(&pairFlag{&c.contBatching, true}, n, "continuous batching (always on here)")
@@ -67,9 +61,6 @@ func (c *compatFlags) check() error {
 		}
 		return fmt.Errorf("--grp-attn-n %d: group attention (self-extend) is not supported; use --context-shift or a larger -c", c.grpAttnN)
 	}
-	if c.cacheRAM < -1 {
-		return fmt.Errorf("--cache-ram must be -1 (no limit), 0 (off) or a size in MiB, got %d", c.cacheRAM)
-	}
 	if c.mmprojURL != "" {
 		return errors.New("--mmproj-url: multimodal projectors are not supported (image and audio input are not implemented); remove the flag or use --no-mmproj")
 	}
@@ -84,6 +75,6 @@ func (c *compatFlags) check() error {
 // log notes at debug level the settings that change nothing here.
 func (c *compatFlags) log(logger *log.Logger) {
 	logger.Debug("accepted for llama-server compatibility", "flash_attn", c.flashAttn, "swa_full", c.swaFull,
-		"cache_ram_mib", c.cacheRAM, "cache_idle_slots", c.cacheIdleSlots, "cont_batching", c.contBatching,
+		"cont_batching", c.contBatching,
 		"no_mmproj", c.noMmproj, "backend_sampling", c.backendSampling, "media_path", c.mediaPath)
 }

@@ -16,7 +16,7 @@ import (
 func TestCompatFlags(t *testing.T) {
 	d := parseServe(t, nil)
 	if d.compat.flashAttn != "auto" || d.compat.swaFull || d.compat.grpAttnN != 1 || d.compat.grpAttnW != 512 ||
-		d.compat.cacheRAM != 8192 || !d.compat.cacheIdleSlots || !d.compat.contBatching || d.compat.noMmproj ||
+		d.model.cacheRAM != 8192 || !d.model.cacheIdleSlots || !d.compat.contBatching || d.compat.noMmproj ||
 		d.compat.backendSampling || d.compat.mediaPath != "" || d.model.verbose || d.threads != -1 || d.gpuLayers != "auto" {
 		t.Errorf("defaults: %+v verbose %v", d.compat, d.model.verbose)
 	}
@@ -32,7 +32,7 @@ func TestCompatFlags(t *testing.T) {
 	} {
 		f := parseServe(t, nil, args...)
 		c := f.compat
-		if c.flashAttn != "on" || !c.swaFull || c.grpAttnW != 256 || c.cacheRAM != 100 || c.cacheIdleSlots ||
+		if c.flashAttn != "on" || !c.swaFull || c.grpAttnW != 256 || f.model.cacheRAM != 100 || f.model.cacheIdleSlots ||
 			c.contBatching || !c.noMmproj || !c.backendSampling || c.mediaPath != media || !f.model.verbose || f.threads != 4 || f.gpuLayers != "99" {
 			t.Errorf("%q: %+v verbose %v threads %d ngl %q", args, c, f.model.verbose, f.threads, f.gpuLayers)
 		}
@@ -44,12 +44,12 @@ func TestCompatFlags(t *testing.T) {
 	}
 	f := parseServe(t, env)
 	c := f.compat
-	if c.flashAttn != "off" || !c.swaFull || c.grpAttnW != 1024 || c.cacheRAM != 0 || c.cacheIdleSlots || c.contBatching ||
+	if c.flashAttn != "off" || !c.swaFull || c.grpAttnW != 1024 || f.model.cacheRAM != 0 || f.model.cacheIdleSlots || c.contBatching ||
 		!c.noMmproj || !c.backendSampling || f.threads != 3 || f.gpuLayers != "all" {
 		t.Errorf("from the environment: %+v threads %d ngl %q", c, f.threads, f.gpuLayers)
 	}
 	// The command line wins over the environment, whichever of a pair it names.
-	if f := parseServe(t, env, "--cache-idle-slots", "-fa", "auto"); !f.compat.cacheIdleSlots || f.compat.flashAttn != "auto" {
+	if f := parseServe(t, env, "--cache-idle-slots", "-fa", "auto"); !f.model.cacheIdleSlots || f.compat.flashAttn != "auto" {
 		t.Errorf("command line over environment: %+v", f.compat)
 	}
 }

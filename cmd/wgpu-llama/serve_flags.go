@@ -79,8 +79,6 @@ var envFlags = []struct {
 	{"LLAMA_ARG_THREADS", []string{"t", "threads"}},
 	{"LLAMA_ARG_CACHE_TYPE_K", []string{"ctk", "cache-type-k"}},
 	{"LLAMA_ARG_CACHE_TYPE_V", []string{"ctv", "cache-type-v"}},
-	{"LLAMA_ARG_CACHE_RAM", []string{"cram", "cache-ram"}},
-	{"LLAMA_ARG_CACHE_IDLE_SLOTS", []string{"cache-idle-slots", "no-cache-idle-slots"}},
 	{"LLAMA_API_KEY", []string{"api-key"}},
 	{"LLAMA_ARG_API_KEY_FILE", []string{"api-key-file"}},
 	{"LLAMA_ARG_ENDPOINT_METRICS", []string{"metrics"}},
