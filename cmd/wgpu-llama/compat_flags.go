@@ -18,7 +18,7 @@ type compatFlags struct {
 	flashAttn          string // -fa on|off|auto: attention is one fused shader either way
 	swaFull            bool   // the KV cache always holds every layer's whole context
 	grpAttnN, grpAttnW int    // self-extend; only 1 (off) is supported
-	contBatching       bool // the engine always batches the slots' steps together
+	contBatching       bool   // the engine always batches the slots' steps together
 	mmprojURL          string
 	noMmproj           bool
 	backendSampling    bool
