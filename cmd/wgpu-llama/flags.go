@@ -179,9 +179,6 @@ func (m *modelFlags) engineConfig(alias string, logger *log.Logger) (engine.Conf
 	if m.cacheReuse < 0 {
 		return engine.Config{}, fmt.Errorf("--cache-reuse must be 0 or more, got %d", m.cacheReuse)
 	}
-	if m.cacheRAM < -1 {
-		return engine.Config{}, fmt.Errorf("--cache-ram must be -1 (no limit), 0 (off) or a size in MiB, got %d", m.cacheRAM)
-	}
 	return engine.Config{ModelPath: path, Alias: alias, CtxSize: m.ctxSize, BatchSize: m.batch, Slots: slots, Device: m.device,
 		KVF32: m.cacheK == "f32", RawActivations: m.rawActivations, Logger: logger,
 		KVUnified: unified, ContextShift: m.ctxShift && !m.noCtxShift, CacheReuse: m.cacheReuse,

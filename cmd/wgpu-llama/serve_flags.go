@@ -261,6 +261,9 @@ func (f *serveFlags) check() error {
 	if err := f.compat.check(); err != nil {
 		return err
 	}
+	if f.model.cacheRAM < -1 {
+		return fmt.Errorf("--cache-ram must be -1 (no limit), 0 (off) or a size in MiB, got %d", f.model.cacheRAM)
+	}
 	if f.gpuLayers != "auto" && f.gpuLayers != "all" {
 		if _, err := strconv.Atoi(f.gpuLayers); err != nil {
 			return fmt.Errorf("-ngl/--n-gpu-layers: %q is not a number of layers, auto or all", f.gpuLayers)
