@@ -86,7 +86,7 @@ func (e *Engine) adopt(s, donor *slot, n int) {
 
 // reserve makes positions len(s.cached) .. upto-1 of s writable: it copies a shared, partly
 // filled last page (adding the row copy to *copies, to run before the batch writes) and
-// allocates the pages after it, evicting idle slots' caches when the pool runs dry. It
+// allocates the pages after it, evicting cached prompts when the pool runs dry (allocPage). It
 // returns how many positions it made writable, upto - len(s.cached) unless the cache is full.
 func (e *Engine) reserve(s *slot, upto int, copies *[]model.RowCopy) int {
 	start := len(s.cached)
@@ -125,8 +125,8 @@ func (e *Engine) reservePages(s *slot, start, upto int, copies *[]model.RowCopy)
 	return upto - start
 }
 
-// allocPage takes a free page, first evicting the caches of idle slots other than s, least
-// recently used first.
+// allocPage takes a free page, first giving up prompt cache entries, oldest first, then the
+// caches of idle slots other than s, least recently used first.
 func (e *Engine) allocPage(s *slot) (int32, bool) {
 	for {
 		if pg, ok := e.pool.alloc(); ok {
