@@ -16,6 +16,12 @@ test:
     go vet ./...
     go test -race ./gguf/... ./model/tokenizer/... ./model/chat/... ./model/reference/... ./engine/grammar/... ./shaders/... ./server/...
     go test -count=1 ./...
+    just llama-server-tests
+
+# llama.cpp's own llama-server test suite (../shared/llama-server-tests) against a fresh build;
+# fails when a test of .ci/llama-server-tests.txt (the ones we pass so far) fails.
+llama-server-tests *ARGS: build
+    LLAMA_SERVER_TESTS_EXPECT={{justfile_directory()}}/.ci/llama-server-tests.txt "$WGPU_LLAMA_SHARED/llama-server-tests/run" ./wgpu-llama {{ARGS}}
 
 # Regenerate gen/ from openapi/openapi.yaml with the ogen version pinned in go.mod.
 gen:
