@@ -186,17 +186,20 @@ func (s *Server) ApplyTemplate(_ context.Context, req *gen.ApplyTemplateRequest)
 		tools:               req.Tools,
 		kwargs:              req.ChatTemplateKwargs,
 		addGenerationPrompt: req.AddGenerationPrompt.Or(true),
-	})
+	}, s.cfg)
 	if err != nil {
 		return nil, err
 	}
 	return &gen.ApplyTemplateResponse{Prompt: text}, nil
 }
 
-// chatPrompt renders a chat request into prompt text.
-func (l *loaded) chatPrompt(r chatRequest) (string, error) {
+// chatPrompt renders a chat request into prompt text, with the server's reasoning settings.
+func (l *loaded) chatPrompt(r chatRequest, cfg Config) (string, error) {
 	in, err := r.input()
 	if err != nil {
+		return "", err
+	}
+	if _, err := thinking(&in, cfg); err != nil {
 		return "", err
 	}
 	return l.renderChat(in)

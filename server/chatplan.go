@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/go-faster/jx"
@@ -75,8 +76,8 @@ func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 			return pl, invalidRequest("'reasoning_format': %v", err)
 		}
 	}
-	thinking := !cfg.DisableThinking
-	if in.Kwargs, thinking, err = thinkingKwargs(in.Kwargs, thinking, cfg.DisableThinking); err != nil {
+	thinks, err := thinking(&in, cfg)
+	if err != nil {
 		return pl, err
 	}
 	if format == toolcall.Generic {
@@ -88,7 +89,7 @@ func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 	}
 	forcedOpen := false
 	if strings.HasSuffix(text, "<think>\n") || strings.HasSuffix(text, "<think>") {
-		if thinking {
+		if thinks {
 			forcedOpen = true
 		} else {
 			text += "</think>"
@@ -180,35 +181,42 @@ func parseToolChoice(raw jx.Raw, tools []toolcall.Tool) (toolChoice, []toolcall.
 	return 0, nil, invalidRequest(`'tool_choice' must be "auto", "none", "required" or {"type": "function", "function": {"name": ...}}`)
 }
 
-// thinkingKwargs applies --reasoning-budget 0 (thinking off) to the template variables as
-// llama-server does, unless the request sets enable_thinking itself, and reports whether
-// thinking is on.
-func thinkingKwargs(kwargs json.RawMessage, thinking, disable bool) (json.RawMessage, bool, error) {
+// thinking applies llama-server's --reasoning (and --reasoning-budget 0) to in: with off (or
+// budget 0) the template sees enable_thinking false; with on or off enable_thinking is also a
+// default chat_template_kwargs entry, which a request's own entry overrides. It reports whether
+// the answer may think: the kwarg's value when there is one, else whether thinking is not off.
+func thinking(in *chat.Input, cfg Config) (bool, error) {
+	in.NoThinking = cfg.Reasoning == chat.ReasoningOff || cfg.DisableThinking
+	def, set := cfg.Reasoning.DefaultThinking()
+	if cfg.DisableThinking && !set {
+		def, set = false, true
+	}
 	var kw map[string]json.RawMessage
-	if len(kwargs) > 0 {
-		if err := json.Unmarshal(kwargs, &kw); err != nil {
-			return nil, false, invalidRequest("'chat_template_kwargs' must be an object")
+	if len(in.Kwargs) > 0 {
+		if err := json.Unmarshal(in.Kwargs, &kw); err != nil {
+			return false, invalidRequest("'chat_template_kwargs' must be an object")
 		}
 	}
 	if v, ok := kw["enable_thinking"]; ok {
 		var b bool
 		if json.Unmarshal(v, &b) == nil {
-			return kwargs, b, nil
+			return b, nil
 		}
-		return kwargs, thinking, nil
+		return !in.NoThinking, nil
 	}
-	if !disable {
-		return kwargs, thinking, nil
+	if !set {
+		return !in.NoThinking, nil
 	}
 	if kw == nil {
 		kw = map[string]json.RawMessage{}
 	}
-	kw["enable_thinking"] = json.RawMessage("false")
+	kw["enable_thinking"] = json.RawMessage(strconv.FormatBool(def))
 	out, err := json.Marshal(kw) // keys sorted, as kwargsJSON writes them
 	if err != nil {
-		return nil, false, err
+		return false, err
 	}
-	return out, false, nil
+	in.Kwargs = out
+	return def, nil
 }
 
 // withSystem adds text to the system message, or starts the conversation with one (minja's

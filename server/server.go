@@ -80,6 +80,9 @@ type Config struct {
 	// blocks (requests may override it with reasoning_format). The zero value is auto, which
 	// extracts them into reasoning_content as deepseek does.
 	ReasoningFormat toolcall.ReasoningFormat
+	// Reasoning is llama-server's --reasoning: auto renders enable_thinking true for templates
+	// that support thinking; on and off also make it a default chat_template_kwargs entry.
+	Reasoning chat.Reasoning
 	// DisableThinking is --reasoning-budget 0: templates see enable_thinking false unless a
 	// request's chat_template_kwargs say otherwise.
 	DisableThinking bool

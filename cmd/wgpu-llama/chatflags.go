@@ -4,18 +4,21 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/wgpu-llama/wgpu-llama/model/chat"
 	"github.com/wgpu-llama/wgpu-llama/model/chat/toolcall"
 	"github.com/wgpu-llama/wgpu-llama/server"
 )
 
 // chatFlags are serve's flags for what the model writes: reasoning and infill prompts.
 type chatFlags struct {
+	reasoning       string
 	reasoningFormat string
 	reasoningBudget int
 	spmInfill       bool
 }
 
 func (c *chatFlags) register(fs *flag.FlagSet) {
+	stringVar(fs, &c.reasoning, "auto", "use reasoning (thinking) in chats: on, off or auto (templates that support thinking think)", "rea", "reasoning")
 	stringVar(fs, &c.reasoningFormat, "auto", "what chat answers do with <think> blocks: none (leave them in the content), deepseek or auto (move them to reasoning_content), deepseek-legacy", "reasoning-format")
 	intVar(fs, &c.reasoningBudget, -1, "thinking budget: -1 unrestricted, 0 disables thinking (templates see enable_thinking false)", "reasoning-budget")
 	fs.BoolVar(&c.spmInfill, "spm-infill", false, "put the suffix before the prefix in /infill prompts (suffix/prefix/middle order)")
@@ -23,6 +26,10 @@ func (c *chatFlags) register(fs *flag.FlagSet) {
 
 // apply checks the flags and sets them in cfg.
 func (c chatFlags) apply(cfg *server.Config) error {
+	reasoning, err := chat.ParseReasoning(c.reasoning)
+	if err != nil {
+		return fmt.Errorf("--reasoning: %w", err)
+	}
 	rf, err := toolcall.ParseReasoningFormat(c.reasoningFormat)
 	if err != nil {
 		return fmt.Errorf("--reasoning-format: %w", err)
@@ -30,6 +37,6 @@ func (c chatFlags) apply(cfg *server.Config) error {
 	if c.reasoningBudget != -1 && c.reasoningBudget != 0 {
 		return fmt.Errorf("--reasoning-budget: only -1 (unrestricted) and 0 (no thinking) are supported, got %d", c.reasoningBudget)
 	}
-	cfg.ReasoningFormat, cfg.DisableThinking, cfg.SPMInfill = rf, c.reasoningBudget == 0, c.spmInfill
+	cfg.Reasoning, cfg.ReasoningFormat, cfg.DisableThinking, cfg.SPMInfill = reasoning, rf, c.reasoningBudget == 0, c.spmInfill
 	return nil
 }

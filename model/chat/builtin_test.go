@@ -76,3 +76,26 @@ func asRenderError(err error, target **RenderError) bool {
 	*target = re
 	return ok
 }
+
+func TestParseReasoning(t *testing.T) {
+	for in, want := range map[string]Reasoning{
+		"on": ReasoningOn, "enabled": ReasoningOn, "true": ReasoningOn, "1": ReasoningOn,
+		"off": ReasoningOff, "disabled": ReasoningOff, "false": ReasoningOff, "0": ReasoningOff,
+		"auto": ReasoningAuto, "-1": ReasoningAuto,
+	} {
+		if got, err := ParseReasoning(in); err != nil || got != want {
+			t.Errorf("ParseReasoning(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"Off", "yes", ""} {
+		if _, err := ParseReasoning(in); err == nil {
+			t.Errorf("ParseReasoning(%q) succeeded", in)
+		}
+	}
+	if v, set := ReasoningOff.DefaultThinking(); v || !set {
+		t.Errorf("off: default enable_thinking %v, %v", v, set)
+	}
+	if _, set := ReasoningAuto.DefaultThinking(); set {
+		t.Error("auto sets a default enable_thinking")
+	}
+}

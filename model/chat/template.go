@@ -46,6 +46,9 @@ type Input struct {
 	Kwargs json.RawMessage
 	// Now is the time strftime_now and date_string read; zero means the current time.
 	Now time.Time
+	// NoThinking makes enable_thinking false even for a template that supports thinking
+	// (llama-server's --reasoning off); Kwargs may still set it.
+	NoThinking bool
 }
 
 // RenderError is a template's refusal to render a conversation (raise_exception) or a failure
@@ -110,8 +113,12 @@ func (t Template) Apply(in Input) (string, error) {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	return t.render(t.messages(in.Messages), tools, in.AddGenerationPrompt, t.caps.thinking, kwargs, now)
+	return t.render(t.messages(in.Messages), tools, in.AddGenerationPrompt, t.caps.thinking && !in.NoThinking, kwargs, now)
 }
+
+// SupportsThinking reports whether the template reacts to enable_thinking, which llama-server
+// probes at load: only then does --reasoning auto render it true.
+func (t Template) SupportsThinking() bool { return t.caps.thinking }
 
 // render runs the template with llama-server's context variables.
 func (t Template) render(msgs []any, tools []any, addGen, thinking bool, kwargs *jinja.Dict, now time.Time) (string, error) {
