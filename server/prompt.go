@@ -235,13 +235,16 @@ func kwargsJSON(kw gen.ChatTemplateKwargs) ([]byte, error) {
 	return append([]byte(nil), e.Bytes()...), nil
 }
 
-// renderChat renders in with the model's template. As llama-server, a BOS (EOS) that the
+// renderChat renders in with the model's template. As llama-server, a BOS (EOS) that a Jinja
 // template writes at the very start (end) is removed when tokenizing adds it anyway, so the
-// prompt does not get it twice.
+// prompt does not get it twice; llama.cpp's built-in formatters are taken as they are.
 func (l *loaded) renderChat(in chat.Input) (string, error) {
 	text, err := l.template.Apply(in)
 	if err != nil {
 		return "", invalidRequest("rendering the chat template: %v", err)
+	}
+	if l.template.Builtin() {
+		return text, nil
 	}
 	if l.tok.AddBOS() && l.tok.BOS() >= 0 {
 		text = strings.TrimPrefix(text, string(l.tok.Piece(l.tok.BOS(), true)))

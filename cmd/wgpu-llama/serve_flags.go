@@ -119,7 +119,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.jinja = true
 	fs.Var(&pairFlag{&f.jinja, true}, "jinja", "accepted for llama-server compatibility; chat templates always run as Jinja")
 	fs.Var(&pairFlag{&f.jinja, false}, "no-jinja", "accepted and ignored: chat templates always run as Jinja")
-	stringVar(fs, &f.tmplName, "", "chat template instead of the model's: a built-in name ("+strings.Join(chat.BuiltinNames(), ", ")+") or a Jinja file", "chat-template")
+	stringVar(fs, &f.tmplName, "", "chat template instead of the model's: a built-in name ("+strings.Join(chat.BuiltinNames(), ", ")+") or a Jinja source", "chat-template")
 	stringVar(fs, &f.tmplFile, "", "chat template instead of the model's, read from a Jinja file", "chat-template-file")
 
 	stringVar(fs, &f.hf.repo, "", "Hugging Face model <user>/<model>[:quant] (quant default Q4_K_M, then the first GGUF), from the cache or downloaded into it", "hf", "hfr", "hf-repo")
