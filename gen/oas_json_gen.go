@@ -2051,6 +2051,12 @@ func (s *ApplyTemplateRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.ContinueFinalMessage.Set {
+			e.FieldStart("continue_final_message")
+			s.ContinueFinalMessage.Encode(e)
+		}
+	}
+	{
 		if s.Tools.Set {
 			e.FieldStart("tools")
 			s.Tools.Encode(e)
@@ -2064,11 +2070,12 @@ func (s *ApplyTemplateRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfApplyTemplateRequest = [4]string{
+var jsonFieldsNameOfApplyTemplateRequest = [5]string{
 	0: "messages",
 	1: "add_generation_prompt",
-	2: "tools",
-	3: "chat_template_kwargs",
+	2: "continue_final_message",
+	3: "tools",
+	4: "chat_template_kwargs",
 }
 
 // Decode decodes ApplyTemplateRequest from json.
@@ -2107,6 +2114,16 @@ func (s *ApplyTemplateRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"add_generation_prompt\"")
+			}
+		case "continue_final_message":
+			if err := func() error {
+				s.ContinueFinalMessage.Reset()
+				if err := s.ContinueFinalMessage.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"continue_final_message\"")
 			}
 		case "tools":
 			if err := func() error {
@@ -2871,6 +2888,12 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.ContinueFinalMessage.Set {
+			e.FieldStart("continue_final_message")
+			s.ContinueFinalMessage.Encode(e)
+		}
+	}
+	{
 		if s.MaxTokens.Set {
 			e.FieldStart("max_tokens")
 			s.MaxTokens.Encode(e)
@@ -3190,7 +3213,7 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfChatCompletionRequest = [61]string{
+var jsonFieldsNameOfChatCompletionRequest = [62]string{
 	0:  "model",
 	1:  "messages",
 	2:  "tools",
@@ -3199,59 +3222,60 @@ var jsonFieldsNameOfChatCompletionRequest = [61]string{
 	5:  "parallel_tool_calls",
 	6:  "reasoning_format",
 	7:  "add_generation_prompt",
-	8:  "max_tokens",
-	9:  "max_completion_tokens",
-	10: "n_predict",
-	11: "temperature",
-	12: "top_p",
-	13: "top_k",
-	14: "min_p",
-	15: "seed",
-	16: "stop",
-	17: "stream",
-	18: "stream_options",
-	19: "logprobs",
-	20: "top_logprobs",
-	21: "n_probs",
-	22: "n",
-	23: "n_cmpl",
-	24: "id_slot",
-	25: "ignore_eos",
-	26: "repeat_penalty",
-	27: "repeat_last_n",
-	28: "presence_penalty",
-	29: "frequency_penalty",
-	30: "dry_multiplier",
-	31: "dry_base",
-	32: "dry_allowed_length",
-	33: "dry_penalty_last_n",
-	34: "dry_sequence_breakers",
-	35: "top_n_sigma",
-	36: "typical_p",
-	37: "xtc_probability",
-	38: "xtc_threshold",
-	39: "dynatemp_range",
-	40: "dynatemp_exponent",
-	41: "mirostat",
-	42: "mirostat_tau",
-	43: "mirostat_eta",
-	44: "logit_bias",
-	45: "post_sampling_probs",
-	46: "min_keep",
-	47: "n_keep",
-	48: "n_discard",
-	49: "n_cache_reuse",
-	50: "t_max_predict_ms",
-	51: "n_indent",
-	52: "return_progress",
-	53: "cache_prompt",
-	54: "samplers",
-	55: "grammar",
-	56: "json_schema",
-	57: "response_format",
-	58: "speculative.n_max",
-	59: "speculative.n_min",
-	60: "speculative.p_min",
+	8:  "continue_final_message",
+	9:  "max_tokens",
+	10: "max_completion_tokens",
+	11: "n_predict",
+	12: "temperature",
+	13: "top_p",
+	14: "top_k",
+	15: "min_p",
+	16: "seed",
+	17: "stop",
+	18: "stream",
+	19: "stream_options",
+	20: "logprobs",
+	21: "top_logprobs",
+	22: "n_probs",
+	23: "n",
+	24: "n_cmpl",
+	25: "id_slot",
+	26: "ignore_eos",
+	27: "repeat_penalty",
+	28: "repeat_last_n",
+	29: "presence_penalty",
+	30: "frequency_penalty",
+	31: "dry_multiplier",
+	32: "dry_base",
+	33: "dry_allowed_length",
+	34: "dry_penalty_last_n",
+	35: "dry_sequence_breakers",
+	36: "top_n_sigma",
+	37: "typical_p",
+	38: "xtc_probability",
+	39: "xtc_threshold",
+	40: "dynatemp_range",
+	41: "dynatemp_exponent",
+	42: "mirostat",
+	43: "mirostat_tau",
+	44: "mirostat_eta",
+	45: "logit_bias",
+	46: "post_sampling_probs",
+	47: "min_keep",
+	48: "n_keep",
+	49: "n_discard",
+	50: "n_cache_reuse",
+	51: "t_max_predict_ms",
+	52: "n_indent",
+	53: "return_progress",
+	54: "cache_prompt",
+	55: "samplers",
+	56: "grammar",
+	57: "json_schema",
+	58: "response_format",
+	59: "speculative.n_max",
+	60: "speculative.n_min",
+	61: "speculative.p_min",
 }
 
 // Decode decodes ChatCompletionRequest from json.
@@ -3351,6 +3375,16 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"add_generation_prompt\"")
+			}
+		case "continue_final_message":
+			if err := func() error {
+				s.ContinueFinalMessage.Reset()
+				if err := s.ContinueFinalMessage.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"continue_final_message\"")
 			}
 		case "max_tokens":
 			if err := func() error {

@@ -883,9 +883,11 @@ func (s *AnthropicUsage) SetOutputTokens(val int) {
 type ApplyTemplateRequest struct {
 	Messages []ChatMessage `json:"messages"`
 	// Defaults to true.
-	AddGenerationPrompt OptNilBool               `json:"add_generation_prompt"`
-	Tools               OptNilChatTools          `json:"tools"`
-	ChatTemplateKwargs  OptNilChatTemplateKwargs `json:"chat_template_kwargs"`
+	AddGenerationPrompt OptNilBool `json:"add_generation_prompt"`
+	// As in chat completions; requires add_generation_prompt false.
+	ContinueFinalMessage OptNilBool               `json:"continue_final_message"`
+	Tools                OptNilChatTools          `json:"tools"`
+	ChatTemplateKwargs   OptNilChatTemplateKwargs `json:"chat_template_kwargs"`
 }
 
 // GetMessages returns the value of Messages.
@@ -896,6 +898,11 @@ func (s *ApplyTemplateRequest) GetMessages() []ChatMessage {
 // GetAddGenerationPrompt returns the value of AddGenerationPrompt.
 func (s *ApplyTemplateRequest) GetAddGenerationPrompt() OptNilBool {
 	return s.AddGenerationPrompt
+}
+
+// GetContinueFinalMessage returns the value of ContinueFinalMessage.
+func (s *ApplyTemplateRequest) GetContinueFinalMessage() OptNilBool {
+	return s.ContinueFinalMessage
 }
 
 // GetTools returns the value of Tools.
@@ -916,6 +923,11 @@ func (s *ApplyTemplateRequest) SetMessages(val []ChatMessage) {
 // SetAddGenerationPrompt sets the value of AddGenerationPrompt.
 func (s *ApplyTemplateRequest) SetAddGenerationPrompt(val OptNilBool) {
 	s.AddGenerationPrompt = val
+}
+
+// SetContinueFinalMessage sets the value of ContinueFinalMessage.
+func (s *ApplyTemplateRequest) SetContinueFinalMessage(val OptNilBool) {
+	s.ContinueFinalMessage = val
 }
 
 // SetTools sets the value of Tools.
@@ -1164,7 +1176,10 @@ type ChatCompletionRequest struct {
 	ReasoningFormat OptNilString `json:"reasoning_format"`
 	// End the prompt with the assistant's turn opener; defaults to true.
 	AddGenerationPrompt OptNilBool `json:"add_generation_prompt"`
-	MaxTokens           OptNilInt  `json:"max_tokens"`
+	// VLLM's name for the assistant prefill: the prompt ends with the final assistant
+	// message, which the model continues. Requires "add_generation_prompt": false.
+	ContinueFinalMessage OptNilBool `json:"continue_final_message"`
+	MaxTokens            OptNilInt  `json:"max_tokens"`
 	// OpenAI's newer name for max_tokens; wins over it.
 	MaxCompletionTokens OptNilInt `json:"max_completion_tokens"`
 	// Llama.cpp's name for max_tokens; wins over both. -1 means no limit.
@@ -1306,6 +1321,11 @@ func (s *ChatCompletionRequest) GetReasoningFormat() OptNilString {
 // GetAddGenerationPrompt returns the value of AddGenerationPrompt.
 func (s *ChatCompletionRequest) GetAddGenerationPrompt() OptNilBool {
 	return s.AddGenerationPrompt
+}
+
+// GetContinueFinalMessage returns the value of ContinueFinalMessage.
+func (s *ChatCompletionRequest) GetContinueFinalMessage() OptNilBool {
+	return s.ContinueFinalMessage
 }
 
 // GetMaxTokens returns the value of MaxTokens.
@@ -1611,6 +1631,11 @@ func (s *ChatCompletionRequest) SetReasoningFormat(val OptNilString) {
 // SetAddGenerationPrompt sets the value of AddGenerationPrompt.
 func (s *ChatCompletionRequest) SetAddGenerationPrompt(val OptNilBool) {
 	s.AddGenerationPrompt = val
+}
+
+// SetContinueFinalMessage sets the value of ContinueFinalMessage.
+func (s *ChatCompletionRequest) SetContinueFinalMessage(val OptNilBool) {
+	s.ContinueFinalMessage = val
 }
 
 // SetMaxTokens sets the value of MaxTokens.

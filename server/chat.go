@@ -53,6 +53,7 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 			tools:               req.Tools,
 			kwargs:              req.ChatTemplateKwargs,
 			addGenerationPrompt: req.AddGenerationPrompt.Or(true),
+			continueFinal:       req.ContinueFinalMessage.Or(false),
 		},
 		toolChoice:      req.ToolChoice,
 		parallel:        req.ParallelToolCalls.Or(false),
@@ -186,6 +187,7 @@ func (s *Server) ApplyTemplate(_ context.Context, req *gen.ApplyTemplateRequest)
 		tools:               req.Tools,
 		kwargs:              req.ChatTemplateKwargs,
 		addGenerationPrompt: req.AddGenerationPrompt.Or(true),
+		continueFinal:       req.ContinueFinalMessage.Or(false),
 	}, s.cfg)
 	if err != nil {
 		return nil, err
@@ -195,14 +197,12 @@ func (s *Server) ApplyTemplate(_ context.Context, req *gen.ApplyTemplateRequest)
 
 // chatPrompt renders a chat request into prompt text, with the server's reasoning settings.
 func (l *loaded) chatPrompt(r chatRequest, cfg Config) (string, error) {
-	in, err := r.input()
+	in, prefillText, _, _, err := l.chatInput(r, cfg)
 	if err != nil {
 		return "", err
 	}
-	if _, err := thinking(&in, cfg); err != nil {
-		return "", err
-	}
-	return l.renderChat(in)
+	text, err := l.renderChat(in)
+	return text + prefillText, err
 }
 
 // chatHead is what every response and chunk of one chat completion repeats.

@@ -48,7 +48,7 @@ const (
 // <think> block starts the output in reasoning, or is closed when thinking is off.
 func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 	var pl chatPlan
-	in, err := g.input()
+	in, prefillText, prefilled, thinks, err := l.chatInput(g.chatRequest, cfg)
 	if err != nil {
 		return pl, err
 	}
@@ -76,9 +76,8 @@ func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 			return pl, invalidRequest("'reasoning_format': %v", err)
 		}
 	}
-	thinks, err := thinking(&in, cfg)
-	if err != nil {
-		return pl, err
+	if prefilled {
+		reasoning = toolcall.ReasoningNone // as llama-server, which leaves a continued answer whole
 	}
 	if format == toolcall.Generic {
 		in.Messages = withSystem(in.Messages, toolcall.GenericInstruction)
@@ -95,6 +94,7 @@ func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 			text += "</think>"
 		}
 	}
+	text += prefillText
 
 	if pl.params, err = g.sampling.params(); err != nil {
 		return pl, err
@@ -183,9 +183,9 @@ func parseToolChoice(raw jx.Raw, tools []toolcall.Tool) (toolChoice, []toolcall.
 
 // thinking applies llama-server's --reasoning (and --reasoning-budget 0) to in: with off (or
 // budget 0) the template sees enable_thinking false; with on or off enable_thinking is also a
-// default chat_template_kwargs entry, which a request's own entry overrides. It reports whether
-// the answer may think: the kwarg's value when there is one, else whether thinking is not off.
-func thinking(in *chat.Input, cfg Config) (bool, error) {
+// default chat_template_kwargs entry, which a request's own entry overrides. It returns the
+// enable_thinking kwarg the template will see, nil when there is none.
+func thinking(in *chat.Input, cfg Config) (*bool, error) {
 	in.NoThinking = cfg.Reasoning == chat.ReasoningOff || cfg.DisableThinking
 	def, set := cfg.Reasoning.DefaultThinking()
 	if cfg.DisableThinking && !set {
@@ -194,18 +194,18 @@ func thinking(in *chat.Input, cfg Config) (bool, error) {
 	var kw map[string]json.RawMessage
 	if len(in.Kwargs) > 0 {
 		if err := json.Unmarshal(in.Kwargs, &kw); err != nil {
-			return false, invalidRequest("'chat_template_kwargs' must be an object")
+			return nil, invalidRequest("'chat_template_kwargs' must be an object")
 		}
 	}
 	if v, ok := kw["enable_thinking"]; ok {
 		var b bool
 		if json.Unmarshal(v, &b) == nil {
-			return b, nil
+			return &b, nil
 		}
-		return !in.NoThinking, nil
+		return nil, nil
 	}
 	if !set {
-		return !in.NoThinking, nil
+		return nil, nil
 	}
 	if kw == nil {
 		kw = map[string]json.RawMessage{}
@@ -213,10 +213,33 @@ func thinking(in *chat.Input, cfg Config) (bool, error) {
 	kw["enable_thinking"] = json.RawMessage(strconv.FormatBool(def))
 	out, err := json.Marshal(kw) // keys sorted, as kwargsJSON writes them
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	in.Kwargs = out
-	return def, nil
+	return &def, nil
+}
+
+// chatInput is a chat request's template input with llama-server's reasoning settings and
+// assistant prefill applied: the input, the prefill text to append to the rendered prompt
+// (prefilled tells whether there is one), and whether an answer may start inside an open
+// <think> block.
+func (l *loaded) chatInput(r chatRequest, cfg Config) (in chat.Input, prefillText string, prefilled, mayThink bool, err error) {
+	if in, err = r.input(); err != nil {
+		return
+	}
+	kwarg, err := thinking(&in, cfg)
+	if err != nil {
+		return
+	}
+	// The template sees enable_thinking as llama-server's does: the kwarg, else thinking on
+	// for a template that supports it; an open <think> block at the end of the prompt is left
+	// open unless thinking is off.
+	templateThinks, mayThink := l.template.SupportsThinking() && !in.NoThinking, !in.NoThinking
+	if kwarg != nil {
+		templateThinks, mayThink = *kwarg, *kwarg
+	}
+	prefillText, prefilled, err = prefill(r, &in, templateThinks, cfg)
+	return
 }
 
 // withSystem adds text to the system message, or starts the conversation with one (minja's

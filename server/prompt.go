@@ -87,6 +87,7 @@ type chatRequest struct {
 	tools               gen.OptNilChatTools
 	kwargs              gen.OptNilChatTemplateKwargs
 	addGenerationPrompt bool
+	continueFinal       bool // vLLM's continue_final_message: continue the final assistant message
 }
 
 // input converts r to the chat template's input, checking what llama-server checks.

@@ -86,6 +86,10 @@ type Config struct {
 	// DisableThinking is --reasoning-budget 0: templates see enable_thinking false unless a
 	// request's chat_template_kwargs say otherwise.
 	DisableThinking bool
+	// NoPrefillAssistant is --no-prefill-assistant: a conversation that ends with an assistant
+	// message gets a new assistant turn instead of continuing that message (a request's
+	// continue_final_message still continues it).
+	NoPrefillAssistant bool
 	// SPMInfill is --spm-infill: infill prompts put the suffix before the prefix.
 	SPMInfill bool
 

@@ -14,6 +14,7 @@ type chatFlags struct {
 	reasoning       string
 	reasoningFormat string
 	reasoningBudget int
+	prefill         bool
 	spmInfill       bool
 }
 
@@ -21,6 +22,9 @@ func (c *chatFlags) register(fs *flag.FlagSet) {
 	stringVar(fs, &c.reasoning, "auto", "use reasoning (thinking) in chats: on, off or auto (templates that support thinking think)", "rea", "reasoning")
 	stringVar(fs, &c.reasoningFormat, "auto", "what chat answers do with <think> blocks: none (leave them in the content), deepseek or auto (move them to reasoning_content), deepseek-legacy", "reasoning-format")
 	intVar(fs, &c.reasoningBudget, -1, "thinking budget: -1 unrestricted, 0 disables thinking (templates see enable_thinking false)", "reasoning-budget")
+	c.prefill = true
+	fs.Var(&pairFlag{&c.prefill, true}, "prefill-assistant", "continue a conversation's final assistant message rather than start a new turn (the default)")
+	fs.Var(&pairFlag{&c.prefill, false}, "no-prefill-assistant", "start a new assistant turn after a final assistant message (a request's continue_final_message still continues it)")
 	fs.BoolVar(&c.spmInfill, "spm-infill", false, "put the suffix before the prefix in /infill prompts (suffix/prefix/middle order)")
 }
 
@@ -38,5 +42,6 @@ func (c chatFlags) apply(cfg *server.Config) error {
 		return fmt.Errorf("--reasoning-budget: only -1 (unrestricted) and 0 (no thinking) are supported, got %d", c.reasoningBudget)
 	}
 	cfg.Reasoning, cfg.ReasoningFormat, cfg.DisableThinking, cfg.SPMInfill = reasoning, rf, c.reasoningBudget == 0, c.spmInfill
+	cfg.NoPrefillAssistant = !c.prefill
 	return nil
 }

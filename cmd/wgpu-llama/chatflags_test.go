@@ -40,3 +40,23 @@ func TestReasoningFlags(t *testing.T) {
 		t.Errorf("--reasoning maybe: %v", err)
 	}
 }
+
+// TestPrefillAssistantFlags checks --prefill-assistant (the default), --no-prefill-assistant and
+// LLAMA_ARG_PREFILL_ASSISTANT.
+func TestPrefillAssistantFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		env  map[string]string
+		want bool // NoPrefillAssistant
+	}{
+		{nil, nil, false},
+		{[]string{"--no-prefill-assistant"}, nil, true},
+		{[]string{"--no-prefill-assistant", "--prefill-assistant"}, nil, false},
+		{nil, map[string]string{"LLAMA_ARG_PREFILL_ASSISTANT": "false"}, true},
+	} {
+		cfg, err := parseServe(t, tt.env, tt.args...).serverConfig()
+		if err != nil || cfg.NoPrefillAssistant != tt.want {
+			t.Errorf("%q %v: NoPrefillAssistant %v (%v), want %v", tt.args, tt.env, cfg.NoPrefillAssistant, err, tt.want)
+		}
+	}
+}

@@ -743,6 +743,11 @@ export interface components {
             reasoning_format?: string | null;
             /** @description End the prompt with the assistant's turn opener; defaults to true. */
             add_generation_prompt?: boolean | null;
+            /**
+             * @description vLLM's name for the assistant prefill: the prompt ends with the final assistant
+             *     message, which the model continues. Requires "add_generation_prompt": false.
+             */
+            continue_final_message?: boolean | null;
             max_tokens?: number | null;
             /** @description OpenAI's newer name for max_tokens; wins over it. */
             max_completion_tokens?: number | null;
@@ -1446,6 +1451,8 @@ export interface components {
             messages: components["schemas"]["ChatMessage"][];
             /** @description Defaults to true. */
             add_generation_prompt?: boolean | null;
+            /** @description As in chat completions; requires add_generation_prompt false. */
+            continue_final_message?: boolean | null;
             tools?: components["schemas"]["ChatTools"];
             chat_template_kwargs?: components["schemas"]["ChatTemplateKwargs"];
         };
