@@ -132,18 +132,32 @@ func (s *AnthropicContentBlock) encodeFields(e *jx.Encoder) {
 			s.IsError.Encode(e)
 		}
 	}
+	{
+		if s.Thinking.Set {
+			e.FieldStart("thinking")
+			s.Thinking.Encode(e)
+		}
+	}
+	{
+		if s.Signature.Set {
+			e.FieldStart("signature")
+			s.Signature.Encode(e)
+		}
+	}
 }
 
-var jsonFieldsNameOfAnthropicContentBlock = [9]string{
-	0: "type",
-	1: "text",
-	2: "id",
-	3: "name",
-	4: "input",
-	5: "tool_use_id",
-	6: "content",
-	7: "source",
-	8: "is_error",
+var jsonFieldsNameOfAnthropicContentBlock = [11]string{
+	0:  "type",
+	1:  "text",
+	2:  "id",
+	3:  "name",
+	4:  "input",
+	5:  "tool_use_id",
+	6:  "content",
+	7:  "source",
+	8:  "is_error",
+	9:  "thinking",
+	10: "signature",
 }
 
 // Decode decodes AnthropicContentBlock from json.
@@ -249,6 +263,26 @@ func (s *AnthropicContentBlock) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"is_error\"")
+			}
+		case "thinking":
+			if err := func() error {
+				s.Thinking.Reset()
+				if err := s.Thinking.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"thinking\"")
+			}
+		case "signature":
+			if err := func() error {
+				s.Signature.Reset()
+				if err := s.Signature.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"signature\"")
 			}
 		default:
 			return d.Skip()

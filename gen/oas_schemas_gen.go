@@ -83,8 +83,10 @@ func NewAnthropicContentBlockArrayAnthropicContent(v []AnthropicContentBlock) An
 	return s
 }
 
-// A content block: text {text}, tool_use {id, name, input}, tool_result {tool_use_id,
-// content} or image (refused: no vision). Other types are skipped, as llama-server does.
+// A content block: text {text}, thinking {thinking, signature} (an earlier answer's
+// reasoning, given to the template as reasoning_content), tool_use {id, name, input},
+// tool_result {tool_use_id, content} or image (refused: no vision). Other types are
+// skipped, as llama-server does.
 // Ref: #/components/schemas/AnthropicContentBlock
 type AnthropicContentBlock struct {
 	Type string       `json:"type"`
@@ -99,6 +101,10 @@ type AnthropicContentBlock struct {
 	// An image block's source.
 	Source  jx.Raw     `json:"source"`
 	IsError OptNilBool `json:"is_error"`
+	// A thinking block's text.
+	Thinking OptNilString `json:"thinking"`
+	// A thinking block's signature (ignored).
+	Signature OptNilString `json:"signature"`
 }
 
 // GetType returns the value of Type.
@@ -146,6 +152,16 @@ func (s *AnthropicContentBlock) GetIsError() OptNilBool {
 	return s.IsError
 }
 
+// GetThinking returns the value of Thinking.
+func (s *AnthropicContentBlock) GetThinking() OptNilString {
+	return s.Thinking
+}
+
+// GetSignature returns the value of Signature.
+func (s *AnthropicContentBlock) GetSignature() OptNilString {
+	return s.Signature
+}
+
 // SetType sets the value of Type.
 func (s *AnthropicContentBlock) SetType(val string) {
 	s.Type = val
@@ -189,6 +205,16 @@ func (s *AnthropicContentBlock) SetSource(val jx.Raw) {
 // SetIsError sets the value of IsError.
 func (s *AnthropicContentBlock) SetIsError(val OptNilBool) {
 	s.IsError = val
+}
+
+// SetThinking sets the value of Thinking.
+func (s *AnthropicContentBlock) SetThinking(val OptNilString) {
+	s.Thinking = val
+}
+
+// SetSignature sets the value of Signature.
+func (s *AnthropicContentBlock) SetSignature(val OptNilString) {
+	s.Signature = val
 }
 
 // Ref: #/components/schemas/AnthropicInputMessage

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/go-faster/jx"
 
@@ -158,10 +159,15 @@ func anthropicGeneration(m *loaded, req *gen.AnthropicMessagesRequest) (chatGene
 		var parts []gen.ChatContentPart
 		var calls []gen.ChatToolCall
 		var results []gen.ChatMessage
+		var reasoning strings.Builder
+		thinks := false
 		for j, b := range content.AnthropicContentBlockArray {
 			switch b.Type {
 			case "text":
 				parts = append(parts, gen.ChatContentPart{Type: "text", Text: gen.NewOptString(b.Text.Or(""))})
+			case "thinking": // an earlier answer's reasoning, which templates such as Qwen3's render
+				reasoning.WriteString(b.Thinking.Or(""))
+				thinks = true
 			case "image":
 				return chatGeneration{}, errNoVision
 			case "tool_use":
@@ -189,8 +195,11 @@ func anthropicGeneration(m *loaded, req *gen.AnthropicMessagesRequest) (chatGene
 				})
 			}
 		}
-		if len(parts) > 0 || len(calls) > 0 {
+		if len(parts) > 0 || len(calls) > 0 || thinks {
 			msg := gen.ChatMessage{Role: am.Role, Content: gen.NewOptNilChatMessageContent(gen.NewStringChatMessageContent(""))}
+			if thinks {
+				msg.ReasoningContent = gen.NewOptNilString(reasoning.String())
+			}
 			if len(parts) > 0 {
 				msg.Content = gen.NewOptNilChatMessageContent(gen.NewChatContentPartArrayChatMessageContent(parts))
 			}

@@ -1370,8 +1370,10 @@ export interface components {
         /** @description A string or content blocks. */
         AnthropicContent: (string | components["schemas"]["AnthropicContentBlock"][]) | null;
         /**
-         * @description A content block: text {text}, tool_use {id, name, input}, tool_result {tool_use_id,
-         *     content} or image (refused: no vision). Other types are skipped, as llama-server does.
+         * @description A content block: text {text}, thinking {thinking, signature} (an earlier answer's
+         *     reasoning, given to the template as reasoning_content), tool_use {id, name, input},
+         *     tool_result {tool_use_id, content} or image (refused: no vision). Other types are
+         *     skipped, as llama-server does.
          */
         AnthropicContentBlock: {
             type: string;
@@ -1386,6 +1388,10 @@ export interface components {
             /** @description An image block's source. */
             source?: unknown;
             is_error?: boolean | null;
+            /** @description A thinking block's text. */
+            thinking?: string | null;
+            /** @description A thinking block's signature (ignored). */
+            signature?: string | null;
         };
         AnthropicTool: {
             name: string;
