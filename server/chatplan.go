@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"strconv"
 	"strings"
 
 	"github.com/go-faster/jx"
@@ -179,67 +178,6 @@ func parseToolChoice(raw jx.Raw, tools []toolcall.Tool) (toolChoice, []toolcall.
 		return 0, nil, invalidRequest("'tool_choice' names the function %q, which is not in 'tools'", obj.Function.Name)
 	}
 	return 0, nil, invalidRequest(`'tool_choice' must be "auto", "none", "required" or {"type": "function", "function": {"name": ...}}`)
-}
-
-// thinking applies llama-server's --reasoning (and --reasoning-budget 0) to in: with off (or
-// budget 0) the template sees enable_thinking false; with on or off enable_thinking is also a
-// default chat_template_kwargs entry, which a request's own entry overrides. It returns the
-// enable_thinking kwarg the template will see, nil when there is none.
-func thinking(in *chat.Input, cfg Config) (*bool, error) {
-	in.NoThinking = cfg.Reasoning == chat.ReasoningOff || cfg.DisableThinking
-	def, set := cfg.Reasoning.DefaultThinking()
-	if cfg.DisableThinking && !set {
-		def, set = false, true
-	}
-	var kw map[string]json.RawMessage
-	if len(in.Kwargs) > 0 {
-		if err := json.Unmarshal(in.Kwargs, &kw); err != nil {
-			return nil, invalidRequest("'chat_template_kwargs' must be an object")
-		}
-	}
-	if v, ok := kw["enable_thinking"]; ok {
-		var b bool
-		if json.Unmarshal(v, &b) == nil {
-			return &b, nil
-		}
-		return nil, nil
-	}
-	if !set {
-		return nil, nil
-	}
-	if kw == nil {
-		kw = map[string]json.RawMessage{}
-	}
-	kw["enable_thinking"] = json.RawMessage(strconv.FormatBool(def))
-	out, err := json.Marshal(kw) // keys sorted, as kwargsJSON writes them
-	if err != nil {
-		return nil, err
-	}
-	in.Kwargs = out
-	return &def, nil
-}
-
-// chatInput is a chat request's template input with llama-server's reasoning settings and
-// assistant prefill applied: the input, the prefill text to append to the rendered prompt
-// (prefilled tells whether there is one), and whether an answer may start inside an open
-// <think> block.
-func (l *loaded) chatInput(r chatRequest, cfg Config) (in chat.Input, prefillText string, prefilled, mayThink bool, err error) {
-	if in, err = r.input(); err != nil {
-		return
-	}
-	kwarg, err := thinking(&in, cfg)
-	if err != nil {
-		return
-	}
-	// The template sees enable_thinking as llama-server's does: the kwarg, else thinking on
-	// for a template that supports it; an open <think> block at the end of the prompt is left
-	// open unless thinking is off.
-	templateThinks, mayThink := l.template.SupportsThinking() && !in.NoThinking, !in.NoThinking
-	if kwarg != nil {
-		templateThinks, mayThink = *kwarg, *kwarg
-	}
-	prefillText, prefilled, err = prefill(r, &in, templateThinks, cfg)
-	return
 }
 
 // withSystem adds text to the system message, or starts the conversation with one (minja's

@@ -61,3 +61,31 @@ func tail(s string, n int) string {
 	}
 	return s[len(s)-n:]
 }
+
+// TestServerTemplateKwargs: --chat-template-kwargs are template variables of every request,
+// --reasoning on/off sets enable_thinking over them, and a request's own kwargs win.
+func TestServerTemplateKwargs(t *testing.T) {
+	const src = `[{{ greeting }}|{{ enable_thinking }}]{% for m in messages %}{{ m.content }}{% endfor %}`
+	tests := []struct {
+		reasoning chat.Reasoning
+		body      string
+		want      string
+	}{
+		{chat.ReasoningAuto, `{"messages":[{"role":"user","content":"Hi"}]}`, "[hello|False]Hi"},
+		{chat.ReasoningOn, `{"messages":[{"role":"user","content":"Hi"}]}`, "[hello|True]Hi"},
+		{chat.ReasoningOn, `{"messages":[{"role":"user","content":"Hi"}],"chat_template_kwargs":{"greeting":"hey","enable_thinking":false}}`, "[hey|False]Hi"},
+	}
+	for _, tt := range tests {
+		tmpl := mustTemplate(t, src)
+		fake := newFakeBackend(t)
+		fake.info.NCtx = 2048
+		srv := New(Config{Alias: "stories260K", ChatTemplate: tmpl, Reasoning: tt.reasoning,
+			ChatTemplateKwargs: []byte(`{"greeting":"hello","enable_thinking":false}`)}, testLogger())
+		srv.SetBackend(fake)
+		h := &harness{srv: srv, fake: fake, h: srv.Handler()}
+		rec := h.do(t, "POST", "/apply-template", tt.body)
+		if got, _ := decodeJSON(t, rec.Body.Bytes())["prompt"].(string); got != tt.want {
+			t.Errorf("%v %s: prompt %q, want %q", tt.reasoning, tt.body, got, tt.want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -83,6 +84,9 @@ type Config struct {
 	// Reasoning is llama-server's --reasoning: auto renders enable_thinking true for templates
 	// that support thinking; on and off also make it a default chat_template_kwargs entry.
 	Reasoning chat.Reasoning
+	// ChatTemplateKwargs is --chat-template-kwargs: a JSON object of template variables every
+	// request gets, under its own chat_template_kwargs. Nil for none.
+	ChatTemplateKwargs json.RawMessage
 	// DisableThinking is --reasoning-budget 0: templates see enable_thinking false unless a
 	// request's chat_template_kwargs say otherwise.
 	DisableThinking bool

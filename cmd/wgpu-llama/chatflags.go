@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 
@@ -11,6 +14,7 @@ import (
 
 // chatFlags are serve's flags for what the model writes: reasoning and infill prompts.
 type chatFlags struct {
+	kwargs          string
 	reasoning       string
 	reasoningFormat string
 	reasoningBudget int
@@ -19,6 +23,7 @@ type chatFlags struct {
 }
 
 func (c *chatFlags) register(fs *flag.FlagSet) {
+	stringVar(fs, &c.kwargs, "", `chat template variables for every request, a JSON object such as '{"enable_thinking":false}' (a request's chat_template_kwargs override them)`, "chat-template-kwargs")
 	stringVar(fs, &c.reasoning, "auto", "use reasoning (thinking) in chats: on, off or auto (templates that support thinking think)", "rea", "reasoning")
 	stringVar(fs, &c.reasoningFormat, "auto", "what chat answers do with <think> blocks: none (leave them in the content), deepseek or auto (move them to reasoning_content), deepseek-legacy", "reasoning-format")
 	intVar(fs, &c.reasoningBudget, -1, "thinking budget: -1 unrestricted, 0 disables thinking (templates see enable_thinking false)", "reasoning-budget")
@@ -43,5 +48,15 @@ func (c chatFlags) apply(cfg *server.Config) error {
 	}
 	cfg.Reasoning, cfg.ReasoningFormat, cfg.DisableThinking, cfg.SPMInfill = reasoning, rf, c.reasoningBudget == 0, c.spmInfill
 	cfg.NoPrefillAssistant = !c.prefill
+	if c.kwargs != "" {
+		var kw map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(c.kwargs), &kw); err != nil || kw == nil {
+			return fmt.Errorf("--chat-template-kwargs: want a JSON object, got %q", c.kwargs)
+		}
+		if v, ok := kw["enable_thinking"]; ok && bytes.HasPrefix(bytes.TrimSpace(v), []byte(`"`)) {
+			return errors.New(`--chat-template-kwargs: invalid type for "enable_thinking" (expected boolean, got string)`)
+		}
+		cfg.ChatTemplateKwargs = json.RawMessage(c.kwargs)
+	}
 	return nil
 }

@@ -60,3 +60,23 @@ func TestPrefillAssistantFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestChatTemplateKwargsFlag checks --chat-template-kwargs and LLAMA_CHAT_TEMPLATE_KWARGS.
+func TestChatTemplateKwargsFlag(t *testing.T) {
+	cfg, err := parseServe(t, nil, "--chat-template-kwargs", `{"enable_thinking":false,"x":1}`).serverConfig()
+	if err != nil || string(cfg.ChatTemplateKwargs) != `{"enable_thinking":false,"x":1}` {
+		t.Errorf("kwargs %s (%v)", cfg.ChatTemplateKwargs, err)
+	}
+	cfg, err = parseServe(t, map[string]string{"LLAMA_CHAT_TEMPLATE_KWARGS": `{"y":"z"}`}).serverConfig()
+	if err != nil || string(cfg.ChatTemplateKwargs) != `{"y":"z"}` {
+		t.Errorf("kwargs from the environment %s (%v)", cfg.ChatTemplateKwargs, err)
+	}
+	for arg, want := range map[string]string{
+		`[1]`:                         "--chat-template-kwargs: want a JSON object",
+		`{"enable_thinking":"false"}`: `invalid type for "enable_thinking"`,
+	} {
+		if _, err := parseServe(t, nil, "--chat-template-kwargs", arg).serverConfig(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", arg, err, want)
+		}
+	}
+}

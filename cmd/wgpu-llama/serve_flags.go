@@ -84,6 +84,7 @@ var envFlags = []struct {
 	{"LLAMA_ARG_THINK", []string{"reasoning-format"}},
 	{"LLAMA_ARG_THINK_BUDGET", []string{"reasoning-budget"}},
 	{"LLAMA_ARG_PREFILL_ASSISTANT", []string{"prefill-assistant", "no-prefill-assistant"}},
+	{"LLAMA_CHAT_TEMPLATE_KWARGS", []string{"chat-template-kwargs"}},
 	{"LLAMA_OFFLINE", []string{"offline"}},
 	{"LLAMA_ARG_HF_REPO", []string{"hf", "hfr", "hf-repo"}},
 	{"LLAMA_ARG_HF_FILE", []string{"hff", "hf-file"}},

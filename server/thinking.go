@@ -1,0 +1,75 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/wgpu-llama/wgpu-llama/model/chat"
+)
+
+// thinking applies llama-server's template defaults to in: the server's chat_template_kwargs
+// (--chat-template-kwargs), then --reasoning on or off as an enable_thinking entry (and
+// --reasoning-budget 0 as enable_thinking false), each overridden by the request's own
+// entries; with off (or budget 0) the template's enable_thinking is false even without one. It
+// returns the enable_thinking kwarg the template will see, nil when there is none.
+func thinking(in *chat.Input, cfg Config) (*bool, error) {
+	in.NoThinking = cfg.Reasoning == chat.ReasoningOff || cfg.DisableThinking
+	kw := map[string]json.RawMessage{}
+	if len(cfg.ChatTemplateKwargs) > 0 {
+		if err := json.Unmarshal(cfg.ChatTemplateKwargs, &kw); err != nil {
+			return nil, fmt.Errorf("the server's chat_template_kwargs: %w", err)
+		}
+	}
+	def, set := cfg.Reasoning.DefaultThinking()
+	if cfg.DisableThinking && !set {
+		def, set = false, true
+	}
+	if set {
+		kw["enable_thinking"] = json.RawMessage(strconv.FormatBool(def))
+	}
+	if len(in.Kwargs) > 0 {
+		var req map[string]json.RawMessage
+		if err := json.Unmarshal(in.Kwargs, &req); err != nil {
+			return nil, invalidRequest("'chat_template_kwargs' must be an object")
+		}
+		for k, v := range req {
+			kw[k] = v
+		}
+	}
+	if len(kw) > 0 {
+		out, err := json.Marshal(kw) // keys sorted, as kwargsJSON writes them
+		if err != nil {
+			return nil, err
+		}
+		in.Kwargs = out
+	}
+	var b bool
+	if v, ok := kw["enable_thinking"]; ok && json.Unmarshal(v, &b) == nil {
+		return &b, nil
+	}
+	return nil, nil
+}
+
+// chatInput is a chat request's template input with llama-server's reasoning settings and
+// assistant prefill applied: the input, the prefill text to append to the rendered prompt
+// (prefilled tells whether there is one), and whether an answer may start inside an open
+// <think> block.
+func (l *loaded) chatInput(r chatRequest, cfg Config) (in chat.Input, prefillText string, prefilled, mayThink bool, err error) {
+	if in, err = r.input(); err != nil {
+		return
+	}
+	kwarg, err := thinking(&in, cfg)
+	if err != nil {
+		return
+	}
+	// The template sees enable_thinking as llama-server's does: the kwarg, else thinking on
+	// for a template that supports it; an open <think> block at the end of the prompt is left
+	// open unless thinking is off.
+	templateThinks, mayThink := l.template.SupportsThinking() && !in.NoThinking, !in.NoThinking
+	if kwarg != nil {
+		templateThinks, mayThink = *kwarg, *kwarg
+	}
+	prefillText, prefilled, err = prefill(r, &in, templateThinks, cfg)
+	return
+}
