@@ -59,6 +59,9 @@ func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 	if err != nil {
 		return pl, err
 	}
+	if cfg.NoJinja && !isNull(g.toolChoice) && !(g.toolChoice.Type() == jx.String && choice == choiceAuto) {
+		return pl, invalidRequest("tool_choice param requires --jinja flag")
+	}
 	callable := len(tools) > 0 && choice != choiceNone
 	if callable && strings.TrimSpace(g.sampling.grammar.Or("")) != "" {
 		return pl, invalidRequest("Cannot use custom grammar constraints with tools.")

@@ -84,6 +84,10 @@ type Config struct {
 	// Reasoning is llama-server's --reasoning: auto renders enable_thinking true for templates
 	// that support thinking; on and off also make it a default chat_template_kwargs entry.
 	Reasoning chat.Reasoning
+	// NoJinja is --no-jinja: chat templates render with llama.cpp's built-in formats (picked by
+	// name, or by the markers a template source contains) rather than as Jinja, and requests may
+	// not use tools.
+	NoJinja bool
 	// ChatTemplateKwargs is --chat-template-kwargs: a JSON object of template variables every
 	// request gets, under its own chat_template_kwargs. Nil for none.
 	ChatTemplateKwargs json.RawMessage
@@ -208,6 +212,16 @@ func (s *Server) chatTemplate(info engine.ModelInfo, tok *tokenizer.Tokenizer) c
 		t = *s.cfg.ChatTemplate
 	} else {
 		t = chat.ForModel(info.ChatTemplate, s.logger)
+	}
+	if s.cfg.NoJinja && !t.Builtin() {
+		// As llama-server without Jinja: the template's markers pick a built-in format, and a
+		// template none matches falls back to ChatML.
+		legacy, ok := chat.NoJinja(t.Source)
+		if !ok {
+			s.logger.Warn("the chat template is not one of the built-in formats --no-jinja supports; falling back to chatml")
+			legacy, _ = chat.NoJinja("chatml")
+		}
+		t = legacy
 	}
 	return t.WithSpecialTokens(specialText(tok, tok.BOS()), specialText(tok, tok.EOS()))
 }

@@ -56,6 +56,10 @@ func thinking(in *chat.Input, cfg Config) (*bool, error) {
 // (prefilled tells whether there is one), and whether an answer may start inside an open
 // <think> block.
 func (l *loaded) chatInput(r chatRequest, cfg Config) (in chat.Input, prefillText string, prefilled, mayThink bool, err error) {
+	if tools, ok := r.tools.Get(); ok && len(tools) > 0 && cfg.NoJinja {
+		err = invalidRequest("tools param requires --jinja flag")
+		return
+	}
 	if in, err = r.input(); err != nil {
 		return
 	}

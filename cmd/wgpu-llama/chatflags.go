@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/wgpu-llama/wgpu-llama/model/chat"
 	"github.com/wgpu-llama/wgpu-llama/model/chat/toolcall"
@@ -48,6 +49,11 @@ func (c chatFlags) apply(cfg *server.Config) error {
 	}
 	cfg.Reasoning, cfg.ReasoningFormat, cfg.DisableThinking, cfg.SPMInfill = reasoning, rf, c.reasoningBudget == 0, c.spmInfill
 	cfg.NoPrefillAssistant = !c.prefill
+	if t := cfg.ChatTemplate; cfg.NoJinja && t != nil && !t.Builtin() {
+		if _, ok := chat.NoJinja(t.Source); !ok {
+			return fmt.Errorf("the supplied chat template is not supported: %.80q (without --jinja only llama.cpp's built-in formats are: %s)", t.Source, strings.Join(chat.BuiltinNames(), ", "))
+		}
+	}
 	if c.kwargs != "" {
 		var kw map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(c.kwargs), &kw); err != nil || kw == nil {

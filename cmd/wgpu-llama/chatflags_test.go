@@ -80,3 +80,24 @@ func TestChatTemplateKwargsFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestNoJinjaFlag: --no-jinja accepts a built-in name or a template whose markers name one,
+// and refuses a template it cannot render, as llama-server does at startup.
+func TestNoJinjaFlag(t *testing.T) {
+	for _, args := range [][]string{
+		{"--no-jinja"},
+		{"--no-jinja", "--chat-template", "command-r"},
+		{"--no-jinja", "--chat-template", "{% for m in messages %}<|im_start|>{{ m.role }}{% endfor %}"},
+	} {
+		if cfg, err := parseServe(t, nil, args...).serverConfig(); err != nil || !cfg.NoJinja {
+			t.Errorf("%q: no-jinja %v, %v", args, cfg.NoJinja, err)
+		}
+	}
+	if cfg, err := parseServe(t, nil).serverConfig(); err != nil || cfg.NoJinja {
+		t.Errorf("default: no-jinja %v, %v", cfg.NoJinja, err)
+	}
+	_, err := parseServe(t, nil, "--no-jinja", "--chat-template", "This is not a chat template, it is").serverConfig()
+	if err == nil || !strings.Contains(err.Error(), "the supplied chat template is not supported") {
+		t.Errorf("--no-jinja with plain text: %v", err)
+	}
+}

@@ -119,8 +119,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	intVar(fs, &f.timeout, 600, "read and write timeout in seconds (0: none)", "to", "timeout")
 
 	f.jinja = true
-	fs.Var(&pairFlag{&f.jinja, true}, "jinja", "accepted for llama-server compatibility; chat templates always run as Jinja")
-	fs.Var(&pairFlag{&f.jinja, false}, "no-jinja", "accepted and ignored: chat templates always run as Jinja")
+	fs.Var(&pairFlag{&f.jinja, true}, "jinja", "render chat templates as Jinja (the default)")
+	fs.Var(&pairFlag{&f.jinja, false}, "no-jinja", "render chats with llama.cpp's built-in formats, picked by template name or markers; no tools")
 	stringVar(fs, &f.tmplName, "", "chat template instead of the model's: a built-in name ("+strings.Join(chat.BuiltinNames(), ", ")+") or a Jinja source", "chat-template")
 	stringVar(fs, &f.tmplFile, "", "chat template instead of the model's, read from a Jinja file", "chat-template-file")
 
@@ -283,6 +283,7 @@ func (f *serveFlags) serverConfig() (server.Config, error) {
 	cfg := server.Config{
 		Alias:        f.name(),
 		ChatTemplate: tmpl,
+		NoJinja:      !f.jinja,
 		APIKeys:      f.apiKeys,
 		Metrics:      f.metrics,
 		NoSlots:      !f.slots,
@@ -296,7 +297,7 @@ func (f *serveFlags) serverConfig() (server.Config, error) {
 
 // logAccepted notes the flags that are accepted for compatibility but change nothing.
 func (f *serveFlags) logAccepted(logger *log.Logger) {
-	logger.Debug("ignored for llama-server compatibility", "n_gpu_layers", f.gpuLayers, "threads", f.threads, "jinja", f.jinja)
+	logger.Debug("ignored for llama-server compatibility", "n_gpu_layers", f.gpuLayers, "threads", f.threads)
 	if len(f.apiKeys) > 0 {
 		logger.Info("API keys required", "keys", len(f.apiKeys))
 	}
