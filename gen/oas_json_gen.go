@@ -751,6 +751,12 @@ func (s *AnthropicMessagesRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.ChatTemplateKwargs.Set {
+			e.FieldStart("chat_template_kwargs")
+			s.ChatTemplateKwargs.Encode(e)
+		}
+	}
+	{
 		if len(s.Thinking) != 0 {
 			e.FieldStart("thinking")
 			e.Raw(s.Thinking)
@@ -764,7 +770,7 @@ func (s *AnthropicMessagesRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfAnthropicMessagesRequest = [13]string{
+var jsonFieldsNameOfAnthropicMessagesRequest = [14]string{
 	0:  "model",
 	1:  "max_tokens",
 	2:  "system",
@@ -776,8 +782,9 @@ var jsonFieldsNameOfAnthropicMessagesRequest = [13]string{
 	8:  "stream",
 	9:  "tools",
 	10: "tool_choice",
-	11: "thinking",
-	12: "metadata",
+	11: "chat_template_kwargs",
+	12: "thinking",
+	13: "metadata",
 }
 
 // Decode decodes AnthropicMessagesRequest from json.
@@ -906,6 +913,16 @@ func (s *AnthropicMessagesRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"tool_choice\"")
+			}
+		case "chat_template_kwargs":
+			if err := func() error {
+				s.ChatTemplateKwargs.Reset()
+				if err := s.ChatTemplateKwargs.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"chat_template_kwargs\"")
 			}
 		case "thinking":
 			if err := func() error {

@@ -340,16 +340,17 @@ func (s *AnthropicMessage) SetUsage(val AnthropicUsage) {
 type AnthropicMessagesRequest struct {
 	Model OptNilString `json:"model"`
 	// Defaults to 4096, as llama-server.
-	MaxTokens     OptNilInt                 `json:"max_tokens"`
-	System        OptNilAnthropicSystem     `json:"system"`
-	Messages      []AnthropicInputMessage   `json:"messages"`
-	StopSequences OptNilStringArray         `json:"stop_sequences"`
-	Temperature   OptNilFloat64             `json:"temperature"`
-	TopP          OptNilFloat64             `json:"top_p"`
-	TopK          OptNilInt                 `json:"top_k"`
-	Stream        OptNilBool                `json:"stream"`
-	Tools         OptNilAnthropicToolArray  `json:"tools"`
-	ToolChoice    OptNilAnthropicToolChoice `json:"tool_choice"`
+	MaxTokens          OptNilInt                 `json:"max_tokens"`
+	System             OptNilAnthropicSystem     `json:"system"`
+	Messages           []AnthropicInputMessage   `json:"messages"`
+	StopSequences      OptNilStringArray         `json:"stop_sequences"`
+	Temperature        OptNilFloat64             `json:"temperature"`
+	TopP               OptNilFloat64             `json:"top_p"`
+	TopK               OptNilInt                 `json:"top_k"`
+	Stream             OptNilBool                `json:"stream"`
+	Tools              OptNilAnthropicToolArray  `json:"tools"`
+	ToolChoice         OptNilAnthropicToolChoice `json:"tool_choice"`
+	ChatTemplateKwargs OptNilChatTemplateKwargs  `json:"chat_template_kwargs"`
 	// Accepted; thinking follows the model and --reasoning-format.
 	Thinking jx.Raw `json:"thinking"`
 	// Accepted and ignored.
@@ -409,6 +410,11 @@ func (s *AnthropicMessagesRequest) GetTools() OptNilAnthropicToolArray {
 // GetToolChoice returns the value of ToolChoice.
 func (s *AnthropicMessagesRequest) GetToolChoice() OptNilAnthropicToolChoice {
 	return s.ToolChoice
+}
+
+// GetChatTemplateKwargs returns the value of ChatTemplateKwargs.
+func (s *AnthropicMessagesRequest) GetChatTemplateKwargs() OptNilChatTemplateKwargs {
+	return s.ChatTemplateKwargs
 }
 
 // GetThinking returns the value of Thinking.
@@ -474,6 +480,11 @@ func (s *AnthropicMessagesRequest) SetTools(val OptNilAnthropicToolArray) {
 // SetToolChoice sets the value of ToolChoice.
 func (s *AnthropicMessagesRequest) SetToolChoice(val OptNilAnthropicToolChoice) {
 	s.ToolChoice = val
+}
+
+// SetChatTemplateKwargs sets the value of ChatTemplateKwargs.
+func (s *AnthropicMessagesRequest) SetChatTemplateKwargs(val OptNilChatTemplateKwargs) {
+	s.ChatTemplateKwargs = val
 }
 
 // SetThinking sets the value of Thinking.

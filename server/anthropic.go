@@ -160,14 +160,12 @@ func anthropicGeneration(m *loaded, req *gen.AnthropicMessagesRequest) (chatGene
 		var calls []gen.ChatToolCall
 		var results []gen.ChatMessage
 		var reasoning strings.Builder
-		thinks := false
 		for j, b := range content.AnthropicContentBlockArray {
 			switch b.Type {
 			case "text":
 				parts = append(parts, gen.ChatContentPart{Type: "text", Text: gen.NewOptString(b.Text.Or(""))})
 			case "thinking": // an earlier answer's reasoning, which templates such as Qwen3's render
 				reasoning.WriteString(b.Thinking.Or(""))
-				thinks = true
 			case "image":
 				return chatGeneration{}, errNoVision
 			case "tool_use":
@@ -195,9 +193,9 @@ func anthropicGeneration(m *loaded, req *gen.AnthropicMessagesRequest) (chatGene
 				})
 			}
 		}
-		if len(parts) > 0 || len(calls) > 0 || thinks {
+		if len(parts) > 0 || len(calls) > 0 || reasoning.Len() > 0 {
 			msg := gen.ChatMessage{Role: am.Role, Content: gen.NewOptNilChatMessageContent(gen.NewStringChatMessageContent(""))}
-			if thinks {
+			if reasoning.Len() > 0 {
 				msg.ReasoningContent = gen.NewOptNilString(reasoning.String())
 			}
 			if len(parts) > 0 {
@@ -228,7 +226,7 @@ func anthropicGeneration(m *loaded, req *gen.AnthropicMessagesRequest) (chatGene
 		return chatGeneration{}, err
 	}
 	g := chatGeneration{
-		chatRequest: chatRequest{messages: msgs, addGenerationPrompt: true},
+		chatRequest: chatRequest{messages: msgs, kwargs: req.ChatTemplateKwargs, addGenerationPrompt: true},
 		toolChoice:  choice,
 		stream:      req.Stream.Or(false),
 	}

@@ -354,3 +354,16 @@ func TestAnthropicThinkingHistory(t *testing.T) {
 		t.Errorf("count_tokens with thinking %v, without %v", with, without)
 	}
 }
+
+// TestAnthropicTemplateKwargs: chat_template_kwargs pass through to the template, as
+// llama-server's convert_anthropic_to_oai passes them.
+func TestAnthropicTemplateKwargs(t *testing.T) {
+	h := newTemplateHarness(t, "", mustTemplate(t, fieldsTemplate))
+	rec := h.do(t, "POST", "/v1/messages", `{"max_tokens":1,"chat_template_kwargs":{"greeting":"hello"},"messages":[{"role":"user","content":"Hi"}]}`)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	if got, want := h.fake.tok.Detokenize(h.fake.lastTask(t).Prompt, false, true), "<s> [user]Hi<greeting hello><gen></s>"; got != want {
+		t.Errorf("prompt %q, want %q", got, want)
+	}
+}

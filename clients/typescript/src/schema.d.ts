@@ -1356,6 +1356,7 @@ export interface components {
             stream?: boolean | null;
             tools?: components["schemas"]["AnthropicTool"][] | null;
             tool_choice?: components["schemas"]["AnthropicToolChoice"];
+            chat_template_kwargs?: components["schemas"]["ChatTemplateKwargs"];
             /** @description Accepted; thinking follows the model and --reasoning-format. */
             thinking?: unknown;
             /** @description Accepted and ignored. */
