@@ -2945,6 +2945,24 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.ReasoningBudgetTokens.Set {
+			e.FieldStart("reasoning_budget_tokens")
+			s.ReasoningBudgetTokens.Encode(e)
+		}
+	}
+	{
+		if s.ThinkingBudgetTokens.Set {
+			e.FieldStart("thinking_budget_tokens")
+			s.ThinkingBudgetTokens.Encode(e)
+		}
+	}
+	{
+		if s.ReasoningBudgetMessage.Set {
+			e.FieldStart("reasoning_budget_message")
+			s.ReasoningBudgetMessage.Encode(e)
+		}
+	}
+	{
 		if s.MaxTokens.Set {
 			e.FieldStart("max_tokens")
 			s.MaxTokens.Encode(e)
@@ -3264,7 +3282,7 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfChatCompletionRequest = [62]string{
+var jsonFieldsNameOfChatCompletionRequest = [65]string{
 	0:  "model",
 	1:  "messages",
 	2:  "tools",
@@ -3274,59 +3292,62 @@ var jsonFieldsNameOfChatCompletionRequest = [62]string{
 	6:  "reasoning_format",
 	7:  "add_generation_prompt",
 	8:  "continue_final_message",
-	9:  "max_tokens",
-	10: "max_completion_tokens",
-	11: "n_predict",
-	12: "temperature",
-	13: "top_p",
-	14: "top_k",
-	15: "min_p",
-	16: "seed",
-	17: "stop",
-	18: "stream",
-	19: "stream_options",
-	20: "logprobs",
-	21: "top_logprobs",
-	22: "n_probs",
-	23: "n",
-	24: "n_cmpl",
-	25: "id_slot",
-	26: "ignore_eos",
-	27: "repeat_penalty",
-	28: "repeat_last_n",
-	29: "presence_penalty",
-	30: "frequency_penalty",
-	31: "dry_multiplier",
-	32: "dry_base",
-	33: "dry_allowed_length",
-	34: "dry_penalty_last_n",
-	35: "dry_sequence_breakers",
-	36: "top_n_sigma",
-	37: "typical_p",
-	38: "xtc_probability",
-	39: "xtc_threshold",
-	40: "dynatemp_range",
-	41: "dynatemp_exponent",
-	42: "mirostat",
-	43: "mirostat_tau",
-	44: "mirostat_eta",
-	45: "logit_bias",
-	46: "post_sampling_probs",
-	47: "min_keep",
-	48: "n_keep",
-	49: "n_discard",
-	50: "n_cache_reuse",
-	51: "t_max_predict_ms",
-	52: "n_indent",
-	53: "return_progress",
-	54: "cache_prompt",
-	55: "samplers",
-	56: "grammar",
-	57: "json_schema",
-	58: "response_format",
-	59: "speculative.n_max",
-	60: "speculative.n_min",
-	61: "speculative.p_min",
+	9:  "reasoning_budget_tokens",
+	10: "thinking_budget_tokens",
+	11: "reasoning_budget_message",
+	12: "max_tokens",
+	13: "max_completion_tokens",
+	14: "n_predict",
+	15: "temperature",
+	16: "top_p",
+	17: "top_k",
+	18: "min_p",
+	19: "seed",
+	20: "stop",
+	21: "stream",
+	22: "stream_options",
+	23: "logprobs",
+	24: "top_logprobs",
+	25: "n_probs",
+	26: "n",
+	27: "n_cmpl",
+	28: "id_slot",
+	29: "ignore_eos",
+	30: "repeat_penalty",
+	31: "repeat_last_n",
+	32: "presence_penalty",
+	33: "frequency_penalty",
+	34: "dry_multiplier",
+	35: "dry_base",
+	36: "dry_allowed_length",
+	37: "dry_penalty_last_n",
+	38: "dry_sequence_breakers",
+	39: "top_n_sigma",
+	40: "typical_p",
+	41: "xtc_probability",
+	42: "xtc_threshold",
+	43: "dynatemp_range",
+	44: "dynatemp_exponent",
+	45: "mirostat",
+	46: "mirostat_tau",
+	47: "mirostat_eta",
+	48: "logit_bias",
+	49: "post_sampling_probs",
+	50: "min_keep",
+	51: "n_keep",
+	52: "n_discard",
+	53: "n_cache_reuse",
+	54: "t_max_predict_ms",
+	55: "n_indent",
+	56: "return_progress",
+	57: "cache_prompt",
+	58: "samplers",
+	59: "grammar",
+	60: "json_schema",
+	61: "response_format",
+	62: "speculative.n_max",
+	63: "speculative.n_min",
+	64: "speculative.p_min",
 }
 
 // Decode decodes ChatCompletionRequest from json.
@@ -3334,7 +3355,7 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 	if s == nil {
 		return errors.New("invalid: unable to decode ChatCompletionRequest to nil")
 	}
-	var requiredBitSet [8]uint8
+	var requiredBitSet [9]uint8
 
 	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
 		switch string(k) {
@@ -3436,6 +3457,36 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"continue_final_message\"")
+			}
+		case "reasoning_budget_tokens":
+			if err := func() error {
+				s.ReasoningBudgetTokens.Reset()
+				if err := s.ReasoningBudgetTokens.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"reasoning_budget_tokens\"")
+			}
+		case "thinking_budget_tokens":
+			if err := func() error {
+				s.ThinkingBudgetTokens.Reset()
+				if err := s.ThinkingBudgetTokens.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"thinking_budget_tokens\"")
+			}
+		case "reasoning_budget_message":
+			if err := func() error {
+				s.ReasoningBudgetMessage.Reset()
+				if err := s.ReasoningBudgetMessage.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"reasoning_budget_message\"")
 			}
 		case "max_tokens":
 			if err := func() error {
@@ -3980,8 +4031,9 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 	}
 	// Validate required fields.
 	var failures []validate.FieldError
-	for i, mask := range [8]uint8{
+	for i, mask := range [9]uint8{
 		0b00000010,
+		0b00000000,
 		0b00000000,
 		0b00000000,
 		0b00000000,

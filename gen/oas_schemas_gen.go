@@ -351,7 +351,8 @@ type AnthropicMessagesRequest struct {
 	Tools              OptNilAnthropicToolArray  `json:"tools"`
 	ToolChoice         OptNilAnthropicToolChoice `json:"tool_choice"`
 	ChatTemplateKwargs OptNilChatTemplateKwargs  `json:"chat_template_kwargs"`
-	// Accepted; thinking follows the model and --reasoning-format.
+	// {"type": "enabled", "budget_tokens": N} caps the tokens spent thinking (10000 when
+	// budget_tokens is absent), as reasoning_budget_tokens does; other values are ignored.
 	Thinking jx.Raw `json:"thinking"`
 	// Accepted and ignored.
 	Metadata jx.Raw `json:"metadata"`
@@ -1216,7 +1217,14 @@ type ChatCompletionRequest struct {
 	// VLLM's name for the assistant prefill: the prompt ends with the final assistant
 	// message, which the model continues. Requires "add_generation_prompt": false.
 	ContinueFinalMessage OptNilBool `json:"continue_final_message"`
-	MaxTokens            OptNilInt  `json:"max_tokens"`
+	// Tokens the answer may spend thinking before the end of its thinking block is forced:
+	// -1 (the default) takes the server's --reasoning-budget, 0 closes the block at once.
+	ReasoningBudgetTokens OptNilInt `json:"reasoning_budget_tokens"`
+	// Another name for reasoning_budget_tokens, which wins over it.
+	ThinkingBudgetTokens OptNilInt `json:"thinking_budget_tokens"`
+	// Text forced before the end of a thinking block cut by the budget.
+	ReasoningBudgetMessage OptNilString `json:"reasoning_budget_message"`
+	MaxTokens              OptNilInt    `json:"max_tokens"`
 	// OpenAI's newer name for max_tokens; wins over it.
 	MaxCompletionTokens OptNilInt `json:"max_completion_tokens"`
 	// Llama.cpp's name for max_tokens; wins over both. -1 means no limit.
@@ -1363,6 +1371,21 @@ func (s *ChatCompletionRequest) GetAddGenerationPrompt() OptNilBool {
 // GetContinueFinalMessage returns the value of ContinueFinalMessage.
 func (s *ChatCompletionRequest) GetContinueFinalMessage() OptNilBool {
 	return s.ContinueFinalMessage
+}
+
+// GetReasoningBudgetTokens returns the value of ReasoningBudgetTokens.
+func (s *ChatCompletionRequest) GetReasoningBudgetTokens() OptNilInt {
+	return s.ReasoningBudgetTokens
+}
+
+// GetThinkingBudgetTokens returns the value of ThinkingBudgetTokens.
+func (s *ChatCompletionRequest) GetThinkingBudgetTokens() OptNilInt {
+	return s.ThinkingBudgetTokens
+}
+
+// GetReasoningBudgetMessage returns the value of ReasoningBudgetMessage.
+func (s *ChatCompletionRequest) GetReasoningBudgetMessage() OptNilString {
+	return s.ReasoningBudgetMessage
 }
 
 // GetMaxTokens returns the value of MaxTokens.
@@ -1673,6 +1696,21 @@ func (s *ChatCompletionRequest) SetAddGenerationPrompt(val OptNilBool) {
 // SetContinueFinalMessage sets the value of ContinueFinalMessage.
 func (s *ChatCompletionRequest) SetContinueFinalMessage(val OptNilBool) {
 	s.ContinueFinalMessage = val
+}
+
+// SetReasoningBudgetTokens sets the value of ReasoningBudgetTokens.
+func (s *ChatCompletionRequest) SetReasoningBudgetTokens(val OptNilInt) {
+	s.ReasoningBudgetTokens = val
+}
+
+// SetThinkingBudgetTokens sets the value of ThinkingBudgetTokens.
+func (s *ChatCompletionRequest) SetThinkingBudgetTokens(val OptNilInt) {
+	s.ThinkingBudgetTokens = val
+}
+
+// SetReasoningBudgetMessage sets the value of ReasoningBudgetMessage.
+func (s *ChatCompletionRequest) SetReasoningBudgetMessage(val OptNilString) {
+	s.ReasoningBudgetMessage = val
 }
 
 // SetMaxTokens sets the value of MaxTokens.

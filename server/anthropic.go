@@ -229,6 +229,7 @@ func anthropicGeneration(m *loaded, req *gen.AnthropicMessagesRequest) (chatGene
 		chatRequest: chatRequest{messages: msgs, kwargs: req.ChatTemplateKwargs, addGenerationPrompt: true},
 		toolChoice:  choice,
 		stream:      req.Stream.Or(false),
+		budget:      reasoningBudget{alias: anthropicThinkingBudget(req.Thinking)},
 	}
 	if len(tools) > 0 {
 		g.tools = gen.NewOptNilChatTools(tools)
@@ -368,4 +369,21 @@ func toolInput(args string) jx.Raw {
 		return jx.Raw("{}")
 	}
 	return jx.Raw(args)
+}
+
+// anthropicThinkingBudget is the reasoning budget of Anthropic's thinking parameter, as
+// llama-server reads it: {"type": "enabled", "budget_tokens": N} (N defaults to 10000); any
+// other value sets none.
+func anthropicThinkingBudget(raw jx.Raw) gen.OptNilInt {
+	var t struct {
+		Type         string `json:"type"`
+		BudgetTokens *int   `json:"budget_tokens"`
+	}
+	if isNull(raw) || json.Unmarshal(raw, &t) != nil || t.Type != "enabled" {
+		return gen.OptNilInt{}
+	}
+	if t.BudgetTokens == nil {
+		return gen.NewOptNilInt(10000)
+	}
+	return gen.NewOptNilInt(*t.BudgetTokens)
 }

@@ -59,6 +59,7 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 		parallel:        req.ParallelToolCalls.Or(false),
 		reasoningFormat: req.ReasoningFormat,
 		stream:          stream,
+		budget:          reasoningBudget{tokens: req.ReasoningBudgetTokens, alias: req.ThinkingBudgetTokens, message: req.ReasoningBudgetMessage},
 		sampling:        m.samplingFields(req, firstSet(req.NPredict, req.MaxCompletionTokens, req.MaxTokens)),
 	}, s.cfg)
 	if err != nil {

@@ -29,6 +29,7 @@ type chatGeneration struct {
 	reasoningFormat gen.OptNilString
 	stream          bool
 	sampling        samplingFields
+	budget          reasoningBudget
 }
 
 // toolChoice is how far the model must call tools.
@@ -116,6 +117,7 @@ func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 			pl.params.GrammarTriggers = append(pl.params.GrammarTriggers, engine.GrammarTrigger{Word: t.Word, AtStart: t.AtStart})
 		}
 	}
+	pl.params.ReasoningBudget = l.reasoningBudget(g.budget, cfg, forcedOpen)
 	pl.prompt = tokenize(l.tok, text)
 	pl.syntax = toolcall.Syntax{
 		Format:             format,

@@ -91,9 +91,13 @@ type Config struct {
 	// ChatTemplateKwargs is --chat-template-kwargs: a JSON object of template variables every
 	// request gets, under its own chat_template_kwargs. Nil for none.
 	ChatTemplateKwargs json.RawMessage
-	// DisableThinking is --reasoning-budget 0: templates see enable_thinking false unless a
-	// request's chat_template_kwargs say otherwise.
-	DisableThinking bool
+	// ReasoningBudget is --reasoning-budget: the tokens an answer may spend thinking before
+	// the end of its thinking block is forced (0 closes the block at once); nil or negative is
+	// unbounded. A request's reasoning_budget_tokens overrides it.
+	ReasoningBudget *int
+	// ReasoningBudgetMessage is --reasoning-budget-message: text forced before the end of a
+	// thinking block the budget cuts.
+	ReasoningBudgetMessage string
 	// NoPrefillAssistant is --no-prefill-assistant: a conversation that ends with an assistant
 	// message gets a new assistant turn instead of continuing that message (a request's
 	// continue_final_message still continues it).

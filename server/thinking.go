@@ -4,28 +4,27 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
+	"github.com/wgpu-llama/wgpu-llama/engine"
+	"github.com/wgpu-llama/wgpu-llama/gen"
 	"github.com/wgpu-llama/wgpu-llama/model/chat"
 )
 
 // thinking applies llama-server's template defaults to in: the server's chat_template_kwargs
-// (--chat-template-kwargs), then --reasoning on or off as an enable_thinking entry (and
-// --reasoning-budget 0 as enable_thinking false), each overridden by the request's own
-// entries; with off (or budget 0) the template's enable_thinking is false even without one. It
-// returns the enable_thinking kwarg the template will see, nil when there is none.
+// (--chat-template-kwargs), then --reasoning on or off as an enable_thinking entry, each
+// overridden by the request's own entries; with off the template's enable_thinking is false
+// even without one. It returns the enable_thinking kwarg the template will see, nil when
+// there is none.
 func thinking(in *chat.Input, cfg Config) (*bool, error) {
-	in.NoThinking = cfg.Reasoning == chat.ReasoningOff || cfg.DisableThinking
+	in.NoThinking = cfg.Reasoning == chat.ReasoningOff
 	kw := map[string]json.RawMessage{}
 	if len(cfg.ChatTemplateKwargs) > 0 {
 		if err := json.Unmarshal(cfg.ChatTemplateKwargs, &kw); err != nil {
 			return nil, fmt.Errorf("the server's chat_template_kwargs: %w", err)
 		}
 	}
-	def, set := cfg.Reasoning.DefaultThinking()
-	if cfg.DisableThinking && !set {
-		def, set = false, true
-	}
-	if set {
+	if def, set := cfg.Reasoning.DefaultThinking(); set {
 		kw["enable_thinking"] = json.RawMessage(strconv.FormatBool(def))
 	}
 	if len(in.Kwargs) > 0 {
@@ -76,4 +75,39 @@ func (l *loaded) chatInput(r chatRequest, cfg Config) (in chat.Input, prefillTex
 	}
 	prefillText, prefilled, err = prefill(r, &in, templateThinks, cfg)
 	return
+}
+
+// reasoningBudget is a chat request's reasoning budget fields: reasoning_budget_tokens (or
+// thinking_budget_tokens) and reasoning_budget_message.
+type reasoningBudget struct {
+	tokens  gen.OptNilInt
+	alias   gen.OptNilInt // thinking_budget_tokens
+	message gen.OptNilString
+}
+
+// The thinking block markers a budget watches; llama-server takes them from the template's
+// reasoning format, which for the templates this server reads reasoning from is <think>.
+const thinkStart, thinkEnd = "<think>", "</think>"
+
+// reasoningBudget is the engine's reasoning budget for a chat request, as llama-server sets
+// it: the request's reasoning_budget_tokens (else thinking_budget_tokens), where -1 or absent
+// takes --reasoning-budget; nil when that is unbounded or the template does not think in
+// <think> blocks. open says the prompt ends inside a block, so counting starts at once.
+func (l *loaded) reasoningBudget(b reasoningBudget, cfg Config, open bool) *engine.ReasoningBudget {
+	tokens := b.tokens.Or(b.alias.Or(-1))
+	if tokens == -1 && cfg.ReasoningBudget != nil {
+		tokens = *cfg.ReasoningBudget
+	}
+	thinks := open || l.template.SupportsThinking() && strings.Contains(l.template.Source, thinkStart)
+	if tokens < 0 || !thinks {
+		return nil
+	}
+	encode := func(s string) []int32 { return l.tok.Encode(s, false, true) }
+	return &engine.ReasoningBudget{
+		Tokens: tokens,
+		Start:  encode(thinkStart),
+		End:    encode(thinkEnd),
+		Forced: encode(b.message.Or(cfg.ReasoningBudgetMessage) + thinkEnd),
+		Open:   open,
+	}
 }

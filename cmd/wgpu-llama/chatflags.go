@@ -19,6 +19,7 @@ type chatFlags struct {
 	reasoning       string
 	reasoningFormat string
 	reasoningBudget int
+	budgetMessage   string
 	prefill         bool
 	spmInfill       bool
 }
@@ -27,7 +28,8 @@ func (c *chatFlags) register(fs *flag.FlagSet) {
 	stringVar(fs, &c.kwargs, "", `chat template variables for every request, a JSON object such as '{"enable_thinking":false}' (a request's chat_template_kwargs override them)`, "chat-template-kwargs")
 	stringVar(fs, &c.reasoning, "auto", "use reasoning (thinking) in chats: on, off or auto (templates that support thinking think)", "rea", "reasoning")
 	stringVar(fs, &c.reasoningFormat, "auto", "what chat answers do with <think> blocks: none (leave them in the content), deepseek or auto (move them to reasoning_content), deepseek-legacy", "reasoning-format")
-	intVar(fs, &c.reasoningBudget, -1, "thinking budget: -1 unrestricted, 0 disables thinking (templates see enable_thinking false)", "reasoning-budget")
+	intVar(fs, &c.reasoningBudget, -1, "tokens an answer may spend thinking before the end of its thinking block is forced: -1 unrestricted, 0 closes the block at once", "reasoning-budget")
+	stringVar(fs, &c.budgetMessage, "", "text forced before the end of a thinking block the reasoning budget cuts", "reasoning-budget-message")
 	c.prefill = true
 	fs.Var(&pairFlag{&c.prefill, true}, "prefill-assistant", "continue a conversation's final assistant message rather than start a new turn (the default)")
 	fs.Var(&pairFlag{&c.prefill, false}, "no-prefill-assistant", "start a new assistant turn after a final assistant message (a request's continue_final_message still continues it)")
@@ -44,10 +46,14 @@ func (c chatFlags) apply(cfg *server.Config) error {
 	if err != nil {
 		return fmt.Errorf("--reasoning-format: %w", err)
 	}
-	if c.reasoningBudget != -1 && c.reasoningBudget != 0 {
-		return fmt.Errorf("--reasoning-budget: only -1 (unrestricted) and 0 (no thinking) are supported, got %d", c.reasoningBudget)
+	if c.reasoningBudget < -1 {
+		return fmt.Errorf("--reasoning-budget: want -1 (unrestricted), 0 (close thinking at once) or a number of tokens, got %d", c.reasoningBudget)
 	}
-	cfg.Reasoning, cfg.ReasoningFormat, cfg.DisableThinking, cfg.SPMInfill = reasoning, rf, c.reasoningBudget == 0, c.spmInfill
+	if c.reasoningBudget >= 0 {
+		n := c.reasoningBudget
+		cfg.ReasoningBudget = &n
+	}
+	cfg.Reasoning, cfg.ReasoningFormat, cfg.ReasoningBudgetMessage, cfg.SPMInfill = reasoning, rf, c.budgetMessage, c.spmInfill
 	cfg.NoPrefillAssistant = !c.prefill
 	if t := cfg.ChatTemplate; cfg.NoJinja && t != nil && !t.Builtin() {
 		if _, ok := chat.NoJinja(t.Source); !ok {

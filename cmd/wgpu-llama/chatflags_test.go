@@ -28,9 +28,18 @@ func TestReasoningFlags(t *testing.T) {
 			t.Errorf("%q %v: reasoning %v (%v), want %v", tt.args, tt.env, cfg.Reasoning, err, tt.want)
 		}
 	}
-	cfg, err := parseServe(t, map[string]string{"LLAMA_ARG_THINK": "none", "LLAMA_ARG_THINK_BUDGET": "0"}).serverConfig()
-	if err != nil || cfg.ReasoningFormat != toolcall.ReasoningNone || !cfg.DisableThinking {
-		t.Errorf("from the environment: format %v, thinking disabled %v (%v)", cfg.ReasoningFormat, cfg.DisableThinking, err)
+	cfg, err := parseServe(t, map[string]string{"LLAMA_ARG_THINK": "none", "LLAMA_ARG_THINK_BUDGET": "0", "LLAMA_ARG_THINK_BUDGET_MESSAGE": "Enough."}).serverConfig()
+	if err != nil || cfg.ReasoningFormat != toolcall.ReasoningNone || cfg.ReasoningBudget == nil || *cfg.ReasoningBudget != 0 || cfg.ReasoningBudgetMessage != "Enough." {
+		t.Errorf("from the environment: format %v, budget %v %q (%v)", cfg.ReasoningFormat, cfg.ReasoningBudget, cfg.ReasoningBudgetMessage, err)
+	}
+	if cfg, err := parseServe(t, nil, "--reasoning-budget", "256").serverConfig(); err != nil || cfg.ReasoningBudget == nil || *cfg.ReasoningBudget != 256 {
+		t.Errorf("--reasoning-budget 256: %v (%v)", cfg.ReasoningBudget, err)
+	}
+	if cfg, err := parseServe(t, nil).serverConfig(); err != nil || cfg.ReasoningBudget != nil {
+		t.Errorf("default budget %v (%v), want unbounded", cfg.ReasoningBudget, err)
+	}
+	if _, err := parseServe(t, nil, "--reasoning-budget", "-2").serverConfig(); err == nil || !strings.Contains(err.Error(), "--reasoning-budget") {
+		t.Errorf("--reasoning-budget -2: %v", err)
 	}
 	f, err := parseServeFlags([]string{"--reasoning", "maybe"}, io.Discard, func(string) string { return "" })
 	if err == nil {

@@ -83,6 +83,7 @@ var envFlags = []struct {
 	{"LLAMA_ARG_REASONING", []string{"rea", "reasoning"}},
 	{"LLAMA_ARG_THINK", []string{"reasoning-format"}},
 	{"LLAMA_ARG_THINK_BUDGET", []string{"reasoning-budget"}},
+	{"LLAMA_ARG_THINK_BUDGET_MESSAGE", []string{"reasoning-budget-message"}},
 	{"LLAMA_ARG_PREFILL_ASSISTANT", []string{"prefill-assistant", "no-prefill-assistant"}},
 	{"LLAMA_CHAT_TEMPLATE_KWARGS", []string{"chat-template-kwargs"}},
 	{"LLAMA_OFFLINE", []string{"offline"}},

@@ -748,6 +748,15 @@ export interface components {
              *     message, which the model continues. Requires "add_generation_prompt": false.
              */
             continue_final_message?: boolean | null;
+            /**
+             * @description Tokens the answer may spend thinking before the end of its thinking block is forced:
+             *     -1 (the default) takes the server's --reasoning-budget, 0 closes the block at once.
+             */
+            reasoning_budget_tokens?: number | null;
+            /** @description Another name for reasoning_budget_tokens, which wins over it. */
+            thinking_budget_tokens?: number | null;
+            /** @description Text forced before the end of a thinking block cut by the budget. */
+            reasoning_budget_message?: string | null;
             max_tokens?: number | null;
             /** @description OpenAI's newer name for max_tokens; wins over it. */
             max_completion_tokens?: number | null;
@@ -1357,7 +1366,10 @@ export interface components {
             tools?: components["schemas"]["AnthropicTool"][] | null;
             tool_choice?: components["schemas"]["AnthropicToolChoice"];
             chat_template_kwargs?: components["schemas"]["ChatTemplateKwargs"];
-            /** @description Accepted; thinking follows the model and --reasoning-format. */
+            /**
+             * @description {"type": "enabled", "budget_tokens": N} caps the tokens spent thinking (10000 when
+             *     budget_tokens is absent), as reasoning_budget_tokens does; other values are ignored.
+             */
             thinking?: unknown;
             /** @description Accepted and ignored. */
             metadata?: unknown;
