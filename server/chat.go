@@ -198,12 +198,12 @@ func (s *Server) ApplyTemplate(_ context.Context, req *gen.ApplyTemplateRequest)
 
 // chatPrompt renders a chat request into prompt text, with the server's reasoning settings.
 func (l *loaded) chatPrompt(r chatRequest, cfg Config) (string, error) {
-	in, prefillText, _, _, err := l.chatInput(r, cfg)
+	ci, err := l.chatInput(r, cfg)
 	if err != nil {
 		return "", err
 	}
-	text, err := l.renderChat(in)
-	return text + prefillText, err
+	text, err := l.renderChat(ci.Input)
+	return text + ci.prefill, err
 }
 
 // chatHead is what every response and chunk of one chat completion repeats.

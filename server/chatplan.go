@@ -48,7 +48,7 @@ const (
 // <think> block starts the output in reasoning, or is closed when thinking is off.
 func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 	var pl chatPlan
-	in, prefillText, prefilled, thinks, err := l.chatInput(g.chatRequest, cfg)
+	ci, err := l.chatInput(g.chatRequest, cfg)
 	if err != nil {
 		return pl, err
 	}
@@ -79,25 +79,25 @@ func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 			return pl, invalidRequest("'reasoning_format': %v", err)
 		}
 	}
-	if prefilled {
+	if ci.prefilled {
 		reasoning = toolcall.ReasoningNone // as llama-server, which leaves a continued answer whole
 	}
 	if format == toolcall.Generic {
-		in.Messages = withSystem(in.Messages, toolcall.GenericInstruction)
+		ci.Messages = withSystem(ci.Messages, toolcall.GenericInstruction)
 	}
-	text, err := l.renderChat(in)
+	text, err := l.renderChat(ci.Input)
 	if err != nil {
 		return pl, err
 	}
 	forcedOpen := false
 	if strings.HasSuffix(text, "<think>\n") || strings.HasSuffix(text, "<think>") {
-		if thinks {
+		if ci.mayThink {
 			forcedOpen = true
 		} else {
 			text += "</think>"
 		}
 	}
-	text += prefillText
+	text += ci.prefill
 
 	if pl.params, err = g.sampling.params(); err != nil {
 		return pl, err

@@ -51,30 +51,38 @@ func thinking(in *chat.Input, cfg Config) (*bool, error) {
 }
 
 // chatInput is a chat request's template input with llama-server's reasoning settings and
-// assistant prefill applied: the input, the prefill text to append to the rendered prompt
-// (prefilled tells whether there is one), and whether an answer may start inside an open
-// <think> block.
-func (l *loaded) chatInput(r chatRequest, cfg Config) (in chat.Input, prefillText string, prefilled, mayThink bool, err error) {
+// assistant prefill applied.
+type chatInput struct {
+	chat.Input
+	prefill   string // appended to the rendered prompt: the continued assistant message
+	prefilled bool   // the request continues its final assistant message
+	mayThink  bool   // an answer may start inside a <think> block the prompt leaves open
+}
+
+// chatInput prepares r for rendering, checking what llama-server checks first.
+func (l *loaded) chatInput(r chatRequest, cfg Config) (chatInput, error) {
+	var ci chatInput
 	if tools, ok := r.tools.Get(); ok && len(tools) > 0 && cfg.NoJinja {
-		err = invalidRequest("tools param requires --jinja flag")
-		return
+		return ci, invalidRequest("tools param requires --jinja flag")
 	}
-	if in, err = r.input(); err != nil {
-		return
+	var err error
+	if ci.Input, err = r.input(); err != nil {
+		return ci, err
 	}
-	kwarg, err := thinking(&in, cfg)
+	kwarg, err := thinking(&ci.Input, cfg)
 	if err != nil {
-		return
+		return ci, err
 	}
 	// The template sees enable_thinking as llama-server's does: the kwarg, else thinking on
 	// for a template that supports it; an open <think> block at the end of the prompt is left
 	// open unless thinking is off.
-	templateThinks, mayThink := l.template.SupportsThinking() && !in.NoThinking, !in.NoThinking
+	templateThinks := l.template.SupportsThinking() && !ci.NoThinking
+	ci.mayThink = !ci.NoThinking
 	if kwarg != nil {
-		templateThinks, mayThink = *kwarg, *kwarg
+		templateThinks, ci.mayThink = *kwarg, *kwarg
 	}
-	prefillText, prefilled, err = prefill(r, &in, templateThinks, cfg)
-	return
+	ci.prefill, ci.prefilled, err = prefill(r, &ci.Input, templateThinks, cfg)
+	return ci, err
 }
 
 // reasoningBudget is a chat request's reasoning budget fields: reasoning_budget_tokens (or
