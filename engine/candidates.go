@@ -110,9 +110,11 @@ func (s *sampler) acts(k samplerKind) bool {
 }
 
 // candidatesNeeded is the generation's need (see sampler.candidatesNeeded); a grammar may
-// reject every candidate and resample from the whole row, so it needs the row.
+// reject every candidate and resample from the whole row, so it needs the row, as does a
+// reasoning budget, whose forced token need not be among the best (and may start forcing
+// within a batch of draft tokens).
 func (g *generation) candidatesNeeded() int {
-	if g.gram != nil {
+	if g.gram != nil || g.budget != nil {
 		return 0
 	}
 	return g.smp.candidatesNeeded()

@@ -226,3 +226,24 @@ func TestNProbsBeyondVocabulary(t *testing.T) {
 		}
 	}
 }
+
+// TestReasoningBudget: once the budget is spent the closing tokens are forced, whatever the
+// model would have said, and generation goes on freely after them.
+func TestReasoningBudget(t *testing.T) {
+	e := enginetest.Load(t, "models", "stories260K.gguf")
+	tok := e.Tokenizer()
+	end := tok.Encode("END", false, true)
+	p := greedy(12)
+	p.ReasoningBudget = &engine.ReasoningBudget{Tokens: 3, Start: tok.Encode("BEGIN", false, true), End: end, Forced: end, Open: true}
+	ch, err := e.Submit(context.Background(), engine.Task{Prompt: tok.Encode("Once upon a time", true, true), Params: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, final, _ := collect(t, ch)
+	// Greedy alone says ", there was a little girl named Lily...": three tokens, then END
+	// (which the tokenizer wrote with its leading space).
+	const want = ", there was END"
+	if !strings.HasPrefix(text, want) || final.TokensPredicted != 12 {
+		t.Errorf("text %q (%d tokens), want it to start %q", text, final.TokensPredicted, want)
+	}
+}

@@ -33,6 +33,7 @@ type generation struct {
 
 	smp          *sampler
 	gram         *constraint
+	budget       *reasoningBudget // the reasoning budget, nil for none
 	dec          *tokenizer.StreamDecoder
 	text         []byte // generated text so far (complete UTF-8)
 	sent         int    // bytes of text already delivered
@@ -81,6 +82,9 @@ func (e *Engine) start(s *slot, r *request) error {
 			return err
 		}
 	}
+	if b := g.p.ReasoningBudget; b != nil {
+		g.budget = newReasoningBudget(*b, func(id int32) []byte { return e.tok.Piece(id, false) })
+	}
 	s.gen = g
 	return nil
 }
@@ -116,6 +120,9 @@ func (e *Engine) step(s *slot, logits logitsRow) (Result, bool) {
 	if p.NPredict == 0 {
 		return e.finish(s, StopLimit), true
 	}
+	if f, ok := g.budget.forcedToken(); ok { // a budget gets whole rows (candidatesNeeded)
+		logits = logitsRow{full: forceToken(logits.full, f)}
+	}
 	var id int32
 	if g.gram != nil {
 		var err error
@@ -130,6 +137,7 @@ func (e *Engine) step(s *slot, logits logitsRow) (Result, bool) {
 		id = g.smp.sampleRow(logits)
 	}
 	g.smp.accept(id)
+	g.budget.follow(id)
 	if e.tok.IsEOG(id) && !p.IgnoreEOS {
 		return e.finish(s, StopEOS), true
 	}

@@ -37,6 +37,9 @@ type Params struct {
 	// grammar (whose root starts with the trigger), as for tool calls the model may or may
 	// not make.
 	GrammarTriggers []GrammarTrigger
+	// ReasoningBudget, when set, caps the tokens spent inside thinking blocks (llama-server's
+	// reasoning budget); nil leaves thinking unbounded.
+	ReasoningBudget *ReasoningBudget
 
 	// RepeatPenalty divides positive (multiplies negative) logits of tokens seen in the last
 	// RepeatLastN tokens; 1 is off (llama-server's repeat_penalty).

@@ -132,18 +132,32 @@ func (s *AnthropicContentBlock) encodeFields(e *jx.Encoder) {
 			s.IsError.Encode(e)
 		}
 	}
+	{
+		if s.Thinking.Set {
+			e.FieldStart("thinking")
+			s.Thinking.Encode(e)
+		}
+	}
+	{
+		if s.Signature.Set {
+			e.FieldStart("signature")
+			s.Signature.Encode(e)
+		}
+	}
 }
 
-var jsonFieldsNameOfAnthropicContentBlock = [9]string{
-	0: "type",
-	1: "text",
-	2: "id",
-	3: "name",
-	4: "input",
-	5: "tool_use_id",
-	6: "content",
-	7: "source",
-	8: "is_error",
+var jsonFieldsNameOfAnthropicContentBlock = [11]string{
+	0:  "type",
+	1:  "text",
+	2:  "id",
+	3:  "name",
+	4:  "input",
+	5:  "tool_use_id",
+	6:  "content",
+	7:  "source",
+	8:  "is_error",
+	9:  "thinking",
+	10: "signature",
 }
 
 // Decode decodes AnthropicContentBlock from json.
@@ -249,6 +263,26 @@ func (s *AnthropicContentBlock) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"is_error\"")
+			}
+		case "thinking":
+			if err := func() error {
+				s.Thinking.Reset()
+				if err := s.Thinking.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"thinking\"")
+			}
+		case "signature":
+			if err := func() error {
+				s.Signature.Reset()
+				if err := s.Signature.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"signature\"")
 			}
 		default:
 			return d.Skip()
@@ -717,6 +751,12 @@ func (s *AnthropicMessagesRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.ChatTemplateKwargs.Set {
+			e.FieldStart("chat_template_kwargs")
+			s.ChatTemplateKwargs.Encode(e)
+		}
+	}
+	{
 		if len(s.Thinking) != 0 {
 			e.FieldStart("thinking")
 			e.Raw(s.Thinking)
@@ -730,7 +770,7 @@ func (s *AnthropicMessagesRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfAnthropicMessagesRequest = [13]string{
+var jsonFieldsNameOfAnthropicMessagesRequest = [14]string{
 	0:  "model",
 	1:  "max_tokens",
 	2:  "system",
@@ -742,8 +782,9 @@ var jsonFieldsNameOfAnthropicMessagesRequest = [13]string{
 	8:  "stream",
 	9:  "tools",
 	10: "tool_choice",
-	11: "thinking",
-	12: "metadata",
+	11: "chat_template_kwargs",
+	12: "thinking",
+	13: "metadata",
 }
 
 // Decode decodes AnthropicMessagesRequest from json.
@@ -872,6 +913,16 @@ func (s *AnthropicMessagesRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"tool_choice\"")
+			}
+		case "chat_template_kwargs":
+			if err := func() error {
+				s.ChatTemplateKwargs.Reset()
+				if err := s.ChatTemplateKwargs.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"chat_template_kwargs\"")
 			}
 		case "thinking":
 			if err := func() error {
@@ -2068,6 +2119,12 @@ func (s *ApplyTemplateRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.ContinueFinalMessage.Set {
+			e.FieldStart("continue_final_message")
+			s.ContinueFinalMessage.Encode(e)
+		}
+	}
+	{
 		if s.Tools.Set {
 			e.FieldStart("tools")
 			s.Tools.Encode(e)
@@ -2081,11 +2138,12 @@ func (s *ApplyTemplateRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfApplyTemplateRequest = [4]string{
+var jsonFieldsNameOfApplyTemplateRequest = [5]string{
 	0: "messages",
 	1: "add_generation_prompt",
-	2: "tools",
-	3: "chat_template_kwargs",
+	2: "continue_final_message",
+	3: "tools",
+	4: "chat_template_kwargs",
 }
 
 // Decode decodes ApplyTemplateRequest from json.
@@ -2124,6 +2182,16 @@ func (s *ApplyTemplateRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"add_generation_prompt\"")
+			}
+		case "continue_final_message":
+			if err := func() error {
+				s.ContinueFinalMessage.Reset()
+				if err := s.ContinueFinalMessage.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"continue_final_message\"")
 			}
 		case "tools":
 			if err := func() error {
@@ -2888,6 +2956,30 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.ContinueFinalMessage.Set {
+			e.FieldStart("continue_final_message")
+			s.ContinueFinalMessage.Encode(e)
+		}
+	}
+	{
+		if s.ReasoningBudgetTokens.Set {
+			e.FieldStart("reasoning_budget_tokens")
+			s.ReasoningBudgetTokens.Encode(e)
+		}
+	}
+	{
+		if s.ThinkingBudgetTokens.Set {
+			e.FieldStart("thinking_budget_tokens")
+			s.ThinkingBudgetTokens.Encode(e)
+		}
+	}
+	{
+		if s.ReasoningBudgetMessage.Set {
+			e.FieldStart("reasoning_budget_message")
+			s.ReasoningBudgetMessage.Encode(e)
+		}
+	}
+	{
 		if s.MaxTokens.Set {
 			e.FieldStart("max_tokens")
 			s.MaxTokens.Encode(e)
@@ -3219,7 +3311,7 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfChatCompletionRequest = [63]string{
+var jsonFieldsNameOfChatCompletionRequest = [67]string{
 	0:  "model",
 	1:  "messages",
 	2:  "tools",
@@ -3228,61 +3320,65 @@ var jsonFieldsNameOfChatCompletionRequest = [63]string{
 	5:  "parallel_tool_calls",
 	6:  "reasoning_format",
 	7:  "add_generation_prompt",
-	8:  "max_tokens",
-	9:  "max_completion_tokens",
-	10: "n_predict",
-	11: "temperature",
-	12: "top_p",
-	13: "top_k",
-	14: "min_p",
-	15: "seed",
-	16: "stop",
-	17: "stream",
-	18: "stream_options",
-	19: "logprobs",
-	20: "top_logprobs",
-	21: "n_probs",
-	22: "n",
-	23: "n_cmpl",
-	24: "id_slot",
-	25: "ignore_eos",
-	26: "repeat_penalty",
-	27: "repeat_last_n",
-	28: "presence_penalty",
-	29: "frequency_penalty",
-	30: "dry_multiplier",
-	31: "dry_base",
-	32: "dry_allowed_length",
-	33: "dry_penalty_last_n",
-	34: "dry_sequence_breakers",
-	35: "top_n_sigma",
-	36: "typical_p",
-	37: "xtc_probability",
-	38: "xtc_threshold",
-	39: "dynatemp_range",
-	40: "dynatemp_exponent",
-	41: "mirostat",
-	42: "mirostat_tau",
-	43: "mirostat_eta",
-	44: "logit_bias",
-	45: "post_sampling_probs",
-	46: "min_keep",
-	47: "n_keep",
-	48: "n_discard",
-	49: "n_cache_reuse",
-	50: "t_max_predict_ms",
-	51: "n_indent",
-	52: "verbose",
-	53: "return_progress",
-	54: "timings_per_token",
-	55: "cache_prompt",
-	56: "samplers",
-	57: "grammar",
-	58: "json_schema",
-	59: "response_format",
-	60: "speculative.n_max",
-	61: "speculative.n_min",
-	62: "speculative.p_min",
+	8:  "continue_final_message",
+	9:  "reasoning_budget_tokens",
+	10: "thinking_budget_tokens",
+	11: "reasoning_budget_message",
+	12: "max_tokens",
+	13: "max_completion_tokens",
+	14: "n_predict",
+	15: "temperature",
+	16: "top_p",
+	17: "top_k",
+	18: "min_p",
+	19: "seed",
+	20: "stop",
+	21: "stream",
+	22: "stream_options",
+	23: "logprobs",
+	24: "top_logprobs",
+	25: "n_probs",
+	26: "n",
+	27: "n_cmpl",
+	28: "id_slot",
+	29: "ignore_eos",
+	30: "repeat_penalty",
+	31: "repeat_last_n",
+	32: "presence_penalty",
+	33: "frequency_penalty",
+	34: "dry_multiplier",
+	35: "dry_base",
+	36: "dry_allowed_length",
+	37: "dry_penalty_last_n",
+	38: "dry_sequence_breakers",
+	39: "top_n_sigma",
+	40: "typical_p",
+	41: "xtc_probability",
+	42: "xtc_threshold",
+	43: "dynatemp_range",
+	44: "dynatemp_exponent",
+	45: "mirostat",
+	46: "mirostat_tau",
+	47: "mirostat_eta",
+	48: "logit_bias",
+	49: "post_sampling_probs",
+	50: "min_keep",
+	51: "n_keep",
+	52: "n_discard",
+	53: "n_cache_reuse",
+	54: "t_max_predict_ms",
+	55: "n_indent",
+	56: "verbose",
+	57: "return_progress",
+	58: "timings_per_token",
+	59: "cache_prompt",
+	60: "samplers",
+	61: "grammar",
+	62: "json_schema",
+	63: "response_format",
+	64: "speculative.n_max",
+	65: "speculative.n_min",
+	66: "speculative.p_min",
 }
 
 // Decode decodes ChatCompletionRequest from json.
@@ -3290,7 +3386,7 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 	if s == nil {
 		return errors.New("invalid: unable to decode ChatCompletionRequest to nil")
 	}
-	var requiredBitSet [8]uint8
+	var requiredBitSet [9]uint8
 
 	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
 		switch string(k) {
@@ -3382,6 +3478,46 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"add_generation_prompt\"")
+			}
+		case "continue_final_message":
+			if err := func() error {
+				s.ContinueFinalMessage.Reset()
+				if err := s.ContinueFinalMessage.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"continue_final_message\"")
+			}
+		case "reasoning_budget_tokens":
+			if err := func() error {
+				s.ReasoningBudgetTokens.Reset()
+				if err := s.ReasoningBudgetTokens.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"reasoning_budget_tokens\"")
+			}
+		case "thinking_budget_tokens":
+			if err := func() error {
+				s.ThinkingBudgetTokens.Reset()
+				if err := s.ThinkingBudgetTokens.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"thinking_budget_tokens\"")
+			}
+		case "reasoning_budget_message":
+			if err := func() error {
+				s.ReasoningBudgetMessage.Reset()
+				if err := s.ReasoningBudgetMessage.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"reasoning_budget_message\"")
 			}
 		case "max_tokens":
 			if err := func() error {
@@ -3946,8 +4082,9 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 	}
 	// Validate required fields.
 	var failures []validate.FieldError
-	for i, mask := range [8]uint8{
+	for i, mask := range [9]uint8{
 		0b00000010,
+		0b00000000,
 		0b00000000,
 		0b00000000,
 		0b00000000,

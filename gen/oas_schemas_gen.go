@@ -83,9 +83,10 @@ func NewAnthropicContentBlockArrayAnthropicContent(v []AnthropicContentBlock) An
 	return s
 }
 
-// A content block: text {text}, tool_use {id, name, input}, tool_result {tool_use_id,
-// content} or image (a base64 or url source is refused with a 500: no vision). Other
-// types are skipped, as llama-server does.
+// A content block: text {text}, thinking {thinking, signature} (an earlier answer's
+// reasoning, given to the template as reasoning_content), tool_use {id, name, input},
+// tool_result {tool_use_id, content} or image (a base64 or url source is refused with a
+// 500: no vision). Other types are skipped, as llama-server does.
 // Ref: #/components/schemas/AnthropicContentBlock
 type AnthropicContentBlock struct {
 	Type string       `json:"type"`
@@ -100,6 +101,10 @@ type AnthropicContentBlock struct {
 	// An image block's source.
 	Source  jx.Raw     `json:"source"`
 	IsError OptNilBool `json:"is_error"`
+	// A thinking block's text.
+	Thinking OptNilString `json:"thinking"`
+	// A thinking block's signature (ignored).
+	Signature OptNilString `json:"signature"`
 }
 
 // GetType returns the value of Type.
@@ -147,6 +152,16 @@ func (s *AnthropicContentBlock) GetIsError() OptNilBool {
 	return s.IsError
 }
 
+// GetThinking returns the value of Thinking.
+func (s *AnthropicContentBlock) GetThinking() OptNilString {
+	return s.Thinking
+}
+
+// GetSignature returns the value of Signature.
+func (s *AnthropicContentBlock) GetSignature() OptNilString {
+	return s.Signature
+}
+
 // SetType sets the value of Type.
 func (s *AnthropicContentBlock) SetType(val string) {
 	s.Type = val
@@ -190,6 +205,16 @@ func (s *AnthropicContentBlock) SetSource(val jx.Raw) {
 // SetIsError sets the value of IsError.
 func (s *AnthropicContentBlock) SetIsError(val OptNilBool) {
 	s.IsError = val
+}
+
+// SetThinking sets the value of Thinking.
+func (s *AnthropicContentBlock) SetThinking(val OptNilString) {
+	s.Thinking = val
+}
+
+// SetSignature sets the value of Signature.
+func (s *AnthropicContentBlock) SetSignature(val OptNilString) {
+	s.Signature = val
 }
 
 // Ref: #/components/schemas/AnthropicInputMessage
@@ -315,17 +340,19 @@ func (s *AnthropicMessage) SetUsage(val AnthropicUsage) {
 type AnthropicMessagesRequest struct {
 	Model OptNilString `json:"model"`
 	// Defaults to 4096, as llama-server.
-	MaxTokens     OptNilInt                 `json:"max_tokens"`
-	System        OptNilAnthropicSystem     `json:"system"`
-	Messages      []AnthropicInputMessage   `json:"messages"`
-	StopSequences OptNilStringArray         `json:"stop_sequences"`
-	Temperature   OptNilFloat64             `json:"temperature"`
-	TopP          OptNilFloat64             `json:"top_p"`
-	TopK          OptNilInt                 `json:"top_k"`
-	Stream        OptNilBool                `json:"stream"`
-	Tools         OptNilAnthropicToolArray  `json:"tools"`
-	ToolChoice    OptNilAnthropicToolChoice `json:"tool_choice"`
-	// Accepted; thinking follows the model and --reasoning-format.
+	MaxTokens          OptNilInt                 `json:"max_tokens"`
+	System             OptNilAnthropicSystem     `json:"system"`
+	Messages           []AnthropicInputMessage   `json:"messages"`
+	StopSequences      OptNilStringArray         `json:"stop_sequences"`
+	Temperature        OptNilFloat64             `json:"temperature"`
+	TopP               OptNilFloat64             `json:"top_p"`
+	TopK               OptNilInt                 `json:"top_k"`
+	Stream             OptNilBool                `json:"stream"`
+	Tools              OptNilAnthropicToolArray  `json:"tools"`
+	ToolChoice         OptNilAnthropicToolChoice `json:"tool_choice"`
+	ChatTemplateKwargs OptNilChatTemplateKwargs  `json:"chat_template_kwargs"`
+	// {"type": "enabled", "budget_tokens": N} caps the tokens spent thinking (10000 when
+	// budget_tokens is absent), as reasoning_budget_tokens does; other values are ignored.
 	Thinking jx.Raw `json:"thinking"`
 	// Accepted and ignored.
 	Metadata jx.Raw `json:"metadata"`
@@ -384,6 +411,11 @@ func (s *AnthropicMessagesRequest) GetTools() OptNilAnthropicToolArray {
 // GetToolChoice returns the value of ToolChoice.
 func (s *AnthropicMessagesRequest) GetToolChoice() OptNilAnthropicToolChoice {
 	return s.ToolChoice
+}
+
+// GetChatTemplateKwargs returns the value of ChatTemplateKwargs.
+func (s *AnthropicMessagesRequest) GetChatTemplateKwargs() OptNilChatTemplateKwargs {
+	return s.ChatTemplateKwargs
 }
 
 // GetThinking returns the value of Thinking.
@@ -449,6 +481,11 @@ func (s *AnthropicMessagesRequest) SetTools(val OptNilAnthropicToolArray) {
 // SetToolChoice sets the value of ToolChoice.
 func (s *AnthropicMessagesRequest) SetToolChoice(val OptNilAnthropicToolChoice) {
 	s.ToolChoice = val
+}
+
+// SetChatTemplateKwargs sets the value of ChatTemplateKwargs.
+func (s *AnthropicMessagesRequest) SetChatTemplateKwargs(val OptNilChatTemplateKwargs) {
+	s.ChatTemplateKwargs = val
 }
 
 // SetThinking sets the value of Thinking.
@@ -897,9 +934,11 @@ func (s *AnthropicUsage) SetOutputTokens(val int) {
 type ApplyTemplateRequest struct {
 	Messages []ChatMessage `json:"messages"`
 	// Defaults to true.
-	AddGenerationPrompt OptNilBool               `json:"add_generation_prompt"`
-	Tools               OptNilChatTools          `json:"tools"`
-	ChatTemplateKwargs  OptNilChatTemplateKwargs `json:"chat_template_kwargs"`
+	AddGenerationPrompt OptNilBool `json:"add_generation_prompt"`
+	// As in chat completions; requires add_generation_prompt false.
+	ContinueFinalMessage OptNilBool               `json:"continue_final_message"`
+	Tools                OptNilChatTools          `json:"tools"`
+	ChatTemplateKwargs   OptNilChatTemplateKwargs `json:"chat_template_kwargs"`
 }
 
 // GetMessages returns the value of Messages.
@@ -910,6 +949,11 @@ func (s *ApplyTemplateRequest) GetMessages() []ChatMessage {
 // GetAddGenerationPrompt returns the value of AddGenerationPrompt.
 func (s *ApplyTemplateRequest) GetAddGenerationPrompt() OptNilBool {
 	return s.AddGenerationPrompt
+}
+
+// GetContinueFinalMessage returns the value of ContinueFinalMessage.
+func (s *ApplyTemplateRequest) GetContinueFinalMessage() OptNilBool {
+	return s.ContinueFinalMessage
 }
 
 // GetTools returns the value of Tools.
@@ -930,6 +974,11 @@ func (s *ApplyTemplateRequest) SetMessages(val []ChatMessage) {
 // SetAddGenerationPrompt sets the value of AddGenerationPrompt.
 func (s *ApplyTemplateRequest) SetAddGenerationPrompt(val OptNilBool) {
 	s.AddGenerationPrompt = val
+}
+
+// SetContinueFinalMessage sets the value of ContinueFinalMessage.
+func (s *ApplyTemplateRequest) SetContinueFinalMessage(val OptNilBool) {
+	s.ContinueFinalMessage = val
 }
 
 // SetTools sets the value of Tools.
@@ -1178,7 +1227,17 @@ type ChatCompletionRequest struct {
 	ReasoningFormat OptNilString `json:"reasoning_format"`
 	// End the prompt with the assistant's turn opener; defaults to true.
 	AddGenerationPrompt OptNilBool `json:"add_generation_prompt"`
-	MaxTokens           OptNilInt  `json:"max_tokens"`
+	// VLLM's name for the assistant prefill: the prompt ends with the final assistant
+	// message, which the model continues. Requires "add_generation_prompt": false.
+	ContinueFinalMessage OptNilBool `json:"continue_final_message"`
+	// Tokens the answer may spend thinking before the end of its thinking block is forced:
+	// -1 (the default) takes the server's --reasoning-budget, 0 closes the block at once.
+	ReasoningBudgetTokens OptNilInt `json:"reasoning_budget_tokens"`
+	// Another name for reasoning_budget_tokens, which wins over it.
+	ThinkingBudgetTokens OptNilInt `json:"thinking_budget_tokens"`
+	// Text forced before the end of a thinking block cut by the budget.
+	ReasoningBudgetMessage OptNilString `json:"reasoning_budget_message"`
+	MaxTokens              OptNilInt    `json:"max_tokens"`
 	// OpenAI's newer name for max_tokens; wins over it.
 	MaxCompletionTokens OptNilInt `json:"max_completion_tokens"`
 	// Llama.cpp's name for max_tokens; wins over both. -1 means no limit.
@@ -1327,6 +1386,26 @@ func (s *ChatCompletionRequest) GetReasoningFormat() OptNilString {
 // GetAddGenerationPrompt returns the value of AddGenerationPrompt.
 func (s *ChatCompletionRequest) GetAddGenerationPrompt() OptNilBool {
 	return s.AddGenerationPrompt
+}
+
+// GetContinueFinalMessage returns the value of ContinueFinalMessage.
+func (s *ChatCompletionRequest) GetContinueFinalMessage() OptNilBool {
+	return s.ContinueFinalMessage
+}
+
+// GetReasoningBudgetTokens returns the value of ReasoningBudgetTokens.
+func (s *ChatCompletionRequest) GetReasoningBudgetTokens() OptNilInt {
+	return s.ReasoningBudgetTokens
+}
+
+// GetThinkingBudgetTokens returns the value of ThinkingBudgetTokens.
+func (s *ChatCompletionRequest) GetThinkingBudgetTokens() OptNilInt {
+	return s.ThinkingBudgetTokens
+}
+
+// GetReasoningBudgetMessage returns the value of ReasoningBudgetMessage.
+func (s *ChatCompletionRequest) GetReasoningBudgetMessage() OptNilString {
+	return s.ReasoningBudgetMessage
 }
 
 // GetMaxTokens returns the value of MaxTokens.
@@ -1642,6 +1721,26 @@ func (s *ChatCompletionRequest) SetReasoningFormat(val OptNilString) {
 // SetAddGenerationPrompt sets the value of AddGenerationPrompt.
 func (s *ChatCompletionRequest) SetAddGenerationPrompt(val OptNilBool) {
 	s.AddGenerationPrompt = val
+}
+
+// SetContinueFinalMessage sets the value of ContinueFinalMessage.
+func (s *ChatCompletionRequest) SetContinueFinalMessage(val OptNilBool) {
+	s.ContinueFinalMessage = val
+}
+
+// SetReasoningBudgetTokens sets the value of ReasoningBudgetTokens.
+func (s *ChatCompletionRequest) SetReasoningBudgetTokens(val OptNilInt) {
+	s.ReasoningBudgetTokens = val
+}
+
+// SetThinkingBudgetTokens sets the value of ThinkingBudgetTokens.
+func (s *ChatCompletionRequest) SetThinkingBudgetTokens(val OptNilInt) {
+	s.ThinkingBudgetTokens = val
+}
+
+// SetReasoningBudgetMessage sets the value of ReasoningBudgetMessage.
+func (s *ChatCompletionRequest) SetReasoningBudgetMessage(val OptNilString) {
+	s.ReasoningBudgetMessage = val
 }
 
 // SetMaxTokens sets the value of MaxTokens.

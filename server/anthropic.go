@@ -157,10 +157,13 @@ func anthropicGeneration(m *loaded, req *gen.AnthropicMessagesRequest) (chatGene
 		var parts []gen.ChatContentPart
 		var calls []gen.ChatToolCall
 		var results []gen.ChatMessage
+		var reasoning strings.Builder
 		for j, b := range content.AnthropicContentBlockArray {
 			switch b.Type {
 			case "text":
 				parts = append(parts, gen.ChatContentPart{Type: "text", Text: gen.NewOptString(b.Text.Or(""))})
+			case "thinking": // an earlier answer's reasoning, which templates such as Qwen3's render
+				reasoning.WriteString(b.Thinking.Or(""))
 			case "image":
 				// llama-server turns a base64 or url source into an image_url part, which a
 				// model without a projector refuses; other sources are dropped.
@@ -194,8 +197,11 @@ func anthropicGeneration(m *loaded, req *gen.AnthropicMessagesRequest) (chatGene
 				})
 			}
 		}
-		if len(parts) > 0 || len(calls) > 0 {
+		if len(parts) > 0 || len(calls) > 0 || reasoning.Len() > 0 {
 			msg := gen.ChatMessage{Role: am.Role, Content: gen.NewOptNilChatMessageContent(gen.NewStringChatMessageContent(""))}
+			if reasoning.Len() > 0 {
+				msg.ReasoningContent = gen.NewOptNilString(reasoning.String())
+			}
 			if len(parts) > 0 {
 				msg.Content = gen.NewOptNilChatMessageContent(gen.NewChatContentPartArrayChatMessageContent(parts))
 			}
@@ -224,9 +230,10 @@ func anthropicGeneration(m *loaded, req *gen.AnthropicMessagesRequest) (chatGene
 		return chatGeneration{}, err
 	}
 	g := chatGeneration{
-		chatRequest: chatRequest{messages: msgs, addGenerationPrompt: true},
+		chatRequest: chatRequest{messages: msgs, kwargs: req.ChatTemplateKwargs, addGenerationPrompt: true},
 		toolChoice:  choice,
 		stream:      req.Stream.Or(false),
+		budget:      reasoningBudget{alias: anthropicThinkingBudget(req.Thinking)},
 	}
 	if len(tools) > 0 {
 		g.tools = gen.NewOptNilChatTools(tools)
@@ -399,4 +406,21 @@ func toolInput(args string) jx.Raw {
 		return jx.Raw("{}")
 	}
 	return jx.Raw(args)
+}
+
+// anthropicThinkingBudget is the reasoning budget of Anthropic's thinking parameter, as
+// llama-server reads it: {"type": "enabled", "budget_tokens": N} (N defaults to 10000); any
+// other value sets none.
+func anthropicThinkingBudget(raw jx.Raw) gen.OptNilInt {
+	var t struct {
+		Type         string `json:"type"`
+		BudgetTokens *int   `json:"budget_tokens"`
+	}
+	if isNull(raw) || json.Unmarshal(raw, &t) != nil || t.Type != "enabled" {
+		return gen.OptNilInt{}
+	}
+	if t.BudgetTokens == nil {
+		return gen.NewOptNilInt(10000)
+	}
+	return gen.NewOptNilInt(*t.BudgetTokens)
 }

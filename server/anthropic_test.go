@@ -379,3 +379,48 @@ func TestAnthropicEmptyMessages(t *testing.T) {
 		t.Errorf("count_tokens: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// TestAnthropicThinkingHistory: thinking blocks of earlier assistant turns reach the template
+// as reasoning_content, as llama-server's convert_anthropic_to_oai passes them, so they render
+// and count.
+func TestAnthropicThinkingHistory(t *testing.T) {
+	h := newTemplateHarness(t, "", mustTemplate(t, fieldsTemplate))
+	turn := func(thinking string) string {
+		return `"messages":[{"role":"user","content":"Fix the bug"},
+			{"role":"assistant","content":[` + thinking + `{"type":"tool_use","id":"call_1","name":"list_files","input":{"path":"."}}]},
+			{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_1","content":"main.py"}]}]`
+	}
+	rec := h.do(t, "POST", "/v1/messages", `{"max_tokens":1,`+turn(`{"type":"thinking","thinking":"Check the ","signature":""},{"type":"thinking","thinking":"layout.","signature":"x"},`)+"}")
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	want := `<s> [user]Fix the bug[assistant]<think>Check the layout.</think><call call_1 list_files {"path": "."}>` +
+		"[tool answers=call_1]main.py<gen></s>"
+	if got := h.fake.tok.Detokenize(h.fake.lastTask(t).Prompt, false, true); got != want {
+		t.Errorf("prompt\n%q\nwant\n%q", got, want)
+	}
+	count := func(body string) float64 {
+		rec := h.do(t, "POST", "/v1/messages/count_tokens", body)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("count_tokens: status %d: %s", rec.Code, rec.Body)
+		}
+		return decodeJSON(t, rec.Body.Bytes())["input_tokens"].(float64)
+	}
+	with, without := count(`{`+turn(`{"type":"thinking","thinking":"Check the layout."},`)+`}`), count(`{`+turn("")+`}`)
+	if with-without != float64(len("<think>Check the layout.</think>")) { // the fake vocabulary spends a token per character
+		t.Errorf("count_tokens with thinking %v, without %v", with, without)
+	}
+}
+
+// TestAnthropicTemplateKwargs: chat_template_kwargs pass through to the template, as
+// llama-server's convert_anthropic_to_oai passes them.
+func TestAnthropicTemplateKwargs(t *testing.T) {
+	h := newTemplateHarness(t, "", mustTemplate(t, fieldsTemplate))
+	rec := h.do(t, "POST", "/v1/messages", `{"max_tokens":1,"chat_template_kwargs":{"greeting":"hello"},"messages":[{"role":"user","content":"Hi"}]}`)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	if got, want := h.fake.tok.Detokenize(h.fake.lastTask(t).Prompt, false, true), "<s> [user]Hi<greeting hello><gen></s>"; got != want {
+		t.Errorf("prompt %q, want %q", got, want)
+	}
+}

@@ -179,20 +179,22 @@ func (s *Server) ApplyTemplate(_ context.Context, req *gen.ApplyTemplateRequest)
 		tools:               req.Tools,
 		kwargs:              req.ChatTemplateKwargs,
 		addGenerationPrompt: req.AddGenerationPrompt.Or(true),
-	})
+		continueFinal:       req.ContinueFinalMessage.Or(false),
+	}, s.cfg)
 	if err != nil {
 		return nil, err
 	}
 	return &gen.ApplyTemplateResponse{Prompt: text}, nil
 }
 
-// chatPrompt renders a chat request into prompt text.
-func (l *loaded) chatPrompt(r chatRequest) (string, error) {
-	in, err := r.input()
+// chatPrompt renders a chat request into prompt text, with the server's reasoning settings.
+func (l *loaded) chatPrompt(r chatRequest, cfg Config) (string, error) {
+	ci, err := l.chatInput(r, cfg)
 	if err != nil {
 		return "", err
 	}
-	return l.renderChat(in)
+	text, err := l.renderChat(ci.Input)
+	return text + ci.prefill, err
 }
 
 // chatHead is what every response and chunk of one chat completion repeats.

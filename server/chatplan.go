@@ -29,6 +29,7 @@ type chatGeneration struct {
 	reasoningFormat gen.OptNilString
 	stream          bool
 	sampling        samplingFields
+	budget          reasoningBudget
 }
 
 // toolChoice is how far the model must call tools.
@@ -47,7 +48,7 @@ const (
 // <think> block starts the output in reasoning, or is closed when thinking is off.
 func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 	var pl chatPlan
-	in, err := g.input()
+	ci, err := l.chatInput(g.chatRequest, cfg)
 	if err != nil {
 		return pl, err
 	}
@@ -58,6 +59,9 @@ func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 	choice, tools, err := parseToolChoice(g.toolChoice, tools)
 	if err != nil {
 		return pl, err
+	}
+	if cfg.NoJinja && !isNull(g.toolChoice) && !(g.toolChoice.Type() == jx.String && choice == choiceAuto) {
+		return pl, invalidRequest("tool_choice param requires --jinja flag")
 	}
 	callable := len(tools) > 0 && choice != choiceNone
 	if callable && strings.TrimSpace(g.sampling.grammar.Or("")) != "" {
@@ -75,25 +79,25 @@ func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 			return pl, invalidRequest("'reasoning_format': %v", err)
 		}
 	}
-	thinking := !cfg.DisableThinking
-	if in.Kwargs, thinking, err = thinkingKwargs(in.Kwargs, thinking, cfg.DisableThinking); err != nil {
-		return pl, err
+	if ci.prefilled {
+		reasoning = toolcall.ReasoningNone // as llama-server, which leaves a continued answer whole
 	}
 	if format == toolcall.Generic {
-		in.Messages = withSystem(in.Messages, toolcall.GenericInstruction)
+		ci.Messages = withSystem(ci.Messages, toolcall.GenericInstruction)
 	}
-	text, err := l.renderChat(in)
+	text, err := l.renderChat(ci.Input)
 	if err != nil {
 		return pl, err
 	}
 	forcedOpen := false
 	if strings.HasSuffix(text, "<think>\n") || strings.HasSuffix(text, "<think>") {
-		if thinking {
+		if ci.mayThink {
 			forcedOpen = true
 		} else {
 			text += "</think>"
 		}
 	}
+	text += ci.prefill
 
 	if pl.params, err = g.sampling.params(); err != nil {
 		return pl, err
@@ -113,6 +117,7 @@ func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 			pl.params.GrammarTriggers = append(pl.params.GrammarTriggers, engine.GrammarTrigger{Word: t.Word, AtStart: t.AtStart})
 		}
 	}
+	pl.params.ReasoningBudget = l.reasoningBudget(g.budget, cfg, forcedOpen)
 	pl.prompt = tokenize(l.tok, text)
 	pl.syntax = toolcall.Syntax{
 		Format:             format,
@@ -178,37 +183,6 @@ func parseToolChoice(raw jx.Raw, tools []toolcall.Tool) (toolChoice, []toolcall.
 		return 0, nil, invalidRequest("'tool_choice' names the function %q, which is not in 'tools'", obj.Function.Name)
 	}
 	return 0, nil, invalidRequest(`'tool_choice' must be "auto", "none", "required" or {"type": "function", "function": {"name": ...}}`)
-}
-
-// thinkingKwargs applies --reasoning-budget 0 (thinking off) to the template variables as
-// llama-server does, unless the request sets enable_thinking itself, and reports whether
-// thinking is on.
-func thinkingKwargs(kwargs json.RawMessage, thinking, disable bool) (json.RawMessage, bool, error) {
-	var kw map[string]json.RawMessage
-	if len(kwargs) > 0 {
-		if err := json.Unmarshal(kwargs, &kw); err != nil {
-			return nil, false, invalidRequest("'chat_template_kwargs' must be an object")
-		}
-	}
-	if v, ok := kw["enable_thinking"]; ok {
-		var b bool
-		if json.Unmarshal(v, &b) == nil {
-			return kwargs, b, nil
-		}
-		return kwargs, thinking, nil
-	}
-	if !disable {
-		return kwargs, thinking, nil
-	}
-	if kw == nil {
-		kw = map[string]json.RawMessage{}
-	}
-	kw["enable_thinking"] = json.RawMessage("false")
-	out, err := json.Marshal(kw) // keys sorted, as kwargsJSON writes them
-	if err != nil {
-		return nil, false, err
-	}
-	return out, false, nil
 }
 
 // withSystem adds text to the system message, or starts the conversation with one (minja's

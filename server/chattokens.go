@@ -14,11 +14,13 @@ func (m *loaded) chatGenerationOf(req *gen.ChatCompletionRequest, stream bool) c
 			tools:               req.Tools,
 			kwargs:              req.ChatTemplateKwargs,
 			addGenerationPrompt: req.AddGenerationPrompt.Or(true),
+			continueFinal:       req.ContinueFinalMessage.Or(false),
 		},
 		toolChoice:      req.ToolChoice,
 		parallel:        req.ParallelToolCalls.Or(false),
 		reasoningFormat: req.ReasoningFormat,
 		stream:          stream,
+		budget:          reasoningBudget{tokens: req.ReasoningBudgetTokens, alias: req.ThinkingBudgetTokens, message: req.ReasoningBudgetMessage},
 		sampling:        m.samplingFields(req, firstSet(req.NPredict, req.MaxCompletionTokens, req.MaxTokens)),
 	}
 }

@@ -97,6 +97,7 @@ type chatRequest struct {
 	tools               gen.OptNilChatTools
 	kwargs              gen.OptNilChatTemplateKwargs
 	addGenerationPrompt bool
+	continueFinal       bool // vLLM's continue_final_message: continue the final assistant message
 }
 
 // input converts r to the chat template's input, checking what llama-server checks.
@@ -250,13 +251,16 @@ func kwargsJSON(kw gen.ChatTemplateKwargs) ([]byte, error) {
 	return append([]byte(nil), e.Bytes()...), nil
 }
 
-// renderChat renders in with the model's template. As llama-server, a BOS (EOS) that the
+// renderChat renders in with the model's template. As llama-server, a BOS (EOS) that a Jinja
 // template writes at the very start (end) is removed when tokenizing adds it anyway, so the
-// prompt does not get it twice.
+// prompt does not get it twice; llama.cpp's built-in formatters are taken as they are.
 func (l *loaded) renderChat(in chat.Input) (string, error) {
 	text, err := l.template.Apply(in)
 	if err != nil {
 		return "", invalidRequest("rendering the chat template: %v", err)
+	}
+	if l.template.Builtin() {
+		return text, nil
 	}
 	if l.tok.AddBOS() && l.tok.BOS() >= 0 {
 		text = strings.TrimPrefix(text, string(l.tok.Piece(l.tok.BOS(), true)))

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/wgpu-llama/wgpu-llama/model/chat"
 	"github.com/wgpu-llama/wgpu-llama/model/chat/toolcall"
 )
 
@@ -129,12 +131,12 @@ func TestThinkingForcedOpen(t *testing.T) {
 		t.Errorf("prompt %q", p)
 	}
 
-	// --reasoning-budget 0: the template sees enable_thinking false, the open block is closed
-	// and the answer is all content.
+	// --reasoning off: the template sees enable_thinking false, the open block is closed and
+	// the answer is all content.
 	fake := newFakeBackend(t)
 	fake.info.ChatTemplate, fake.info.NCtx = thinkingTemplate, 2048
 	fake.output = []string{"Let me", " think.</think>", "Hello."}
-	srv := New(Config{Alias: "stories260K", DisableThinking: true}, testLogger())
+	srv := New(Config{Alias: "stories260K", Reasoning: chat.ReasoningOff}, testLogger())
 	srv.SetBackend(fake)
 	h = &harness{srv: srv, fake: fake, h: srv.Handler()}
 	got := chatAnswer(t, h, `{"messages":[{"role":"user","content":"Hi"}]}`)
@@ -151,5 +153,46 @@ func TestThinkingForcedOpen(t *testing.T) {
 	}
 	if p := fake.tok.Detokenize(fake.lastTask(t).Prompt, false, true); !strings.Contains(p, "[thinking=True]") {
 		t.Errorf("thinking on again: prompt %q", p)
+	}
+}
+
+// TestReasoningBudgetParams: --reasoning-budget and a request's reasoning_budget_tokens (or
+// thinking_budget_tokens, or Anthropic's thinking.budget_tokens) give the engine a budget over
+// <think> blocks, counting at once when the prompt opened one; -1 takes the server's.
+func TestReasoningBudgetParams(t *testing.T) {
+	two := 2
+	fake := newFakeBackend(t)
+	fake.info.ChatTemplate, fake.info.NCtx = thinkingTemplate, 2048
+	fake.output = []string{"Hello."}
+	srv := New(Config{Alias: "stories260K", ReasoningBudget: &two, ReasoningBudgetMessage: "Enough."}, testLogger())
+	srv.SetBackend(fake)
+	h := &harness{srv: srv, fake: fake, h: srv.Handler()}
+	enc := func(s string) []int32 { return fake.tok.Encode(s, false, true) }
+	const msgs = `"messages":[{"role":"user","content":"Hi"}]`
+	for _, tt := range []struct {
+		path, body string
+		tokens     int
+		message    string
+	}{
+		{"/v1/chat/completions", `{` + msgs + `}`, 2, "Enough."},
+		{"/v1/chat/completions", `{` + msgs + `,"reasoning_budget_tokens":-1}`, 2, "Enough."},
+		{"/v1/chat/completions", `{` + msgs + `,"thinking_budget_tokens":7,"reasoning_budget_message":"Stop."}`, 7, "Stop."},
+		{"/v1/chat/completions", `{` + msgs + `,"reasoning_budget_tokens":0,"thinking_budget_tokens":7}`, 0, "Enough."},
+		{"/v1/messages", `{"max_tokens":4,"thinking":{"type":"enabled","budget_tokens":5},` + msgs + `}`, 5, "Enough."},
+		{"/v1/messages", `{"max_tokens":4,"thinking":{"type":"enabled"},` + msgs + `}`, 10000, "Enough."},
+	} {
+		if rec := h.do(t, "POST", tt.path, tt.body); rec.Code != http.StatusOK {
+			t.Fatalf("%s: status %d: %s", tt.body, rec.Code, rec.Body)
+		}
+		b := fake.lastTask(t).Params.ReasoningBudget
+		if b == nil || b.Tokens != tt.tokens || !b.Open || fmt.Sprint(b.Start) != fmt.Sprint(enc("<think>")) ||
+			fmt.Sprint(b.End) != fmt.Sprint(enc("</think>")) || fmt.Sprint(b.Forced) != fmt.Sprint(enc(tt.message+"</think>")) {
+			t.Errorf("%s: budget %+v", tt.body, b)
+		}
+	}
+	// Without a budget, or with a template that does not think, there is none.
+	h2 := newTemplateHarness(t, "", mustTemplate(t, prefillTemplate))
+	if rec := h2.do(t, "POST", "/v1/chat/completions", `{`+msgs+`,"reasoning_budget_tokens":3}`); rec.Code != http.StatusOK || h2.fake.lastTask(t).Params.ReasoningBudget != nil {
+		t.Errorf("a template without <think>: budget %+v", h2.fake.lastTask(t).Params.ReasoningBudget)
 	}
 }

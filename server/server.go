@@ -12,6 +12,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -89,9 +90,27 @@ type Config struct {
 	// blocks (requests may override it with reasoning_format). The zero value is auto, which
 	// extracts them into reasoning_content as deepseek does.
 	ReasoningFormat toolcall.ReasoningFormat
-	// DisableThinking is --reasoning-budget 0: templates see enable_thinking false unless a
-	// request's chat_template_kwargs say otherwise.
-	DisableThinking bool
+	// Reasoning is llama-server's --reasoning: auto renders enable_thinking true for templates
+	// that support thinking; on and off also make it a default chat_template_kwargs entry.
+	Reasoning chat.Reasoning
+	// NoJinja is --no-jinja: chat templates render with llama.cpp's built-in formats (picked by
+	// name, or by the markers a template source contains) rather than as Jinja, and requests may
+	// not use tools.
+	NoJinja bool
+	// ChatTemplateKwargs is --chat-template-kwargs: a JSON object of template variables every
+	// request gets, under its own chat_template_kwargs. Nil for none.
+	ChatTemplateKwargs json.RawMessage
+	// ReasoningBudget is --reasoning-budget: the tokens an answer may spend thinking before
+	// the end of its thinking block is forced (0 closes the block at once); nil or negative is
+	// unbounded. A request's reasoning_budget_tokens overrides it.
+	ReasoningBudget *int
+	// ReasoningBudgetMessage is --reasoning-budget-message: text forced before the end of a
+	// thinking block the budget cuts.
+	ReasoningBudgetMessage string
+	// NoPrefillAssistant is --no-prefill-assistant: a conversation that ends with an assistant
+	// message gets a new assistant turn instead of continuing that message (a request's
+	// continue_final_message still continues it).
+	NoPrefillAssistant bool
 	// SPMInfill is --spm-infill: infill prompts put the suffix before the prefix.
 	SPMInfill bool
 
@@ -212,6 +231,16 @@ func (s *Server) chatTemplate(info engine.ModelInfo, tok *tokenizer.Tokenizer) c
 		t = *s.cfg.ChatTemplate
 	} else {
 		t = chat.ForModel(info.ChatTemplate, s.logger)
+	}
+	if s.cfg.NoJinja && !t.Builtin() {
+		// As llama-server without Jinja: the template's markers pick a built-in format, and a
+		// template none matches falls back to ChatML.
+		legacy, ok := chat.NoJinja(t.Source)
+		if !ok {
+			s.logger.Warn("the chat template is not one of the built-in formats --no-jinja supports; falling back to chatml")
+			legacy, _ = chat.NoJinja("chatml")
+		}
+		t = legacy
 	}
 	return t.WithSpecialTokens(specialText(tok, tok.BOS()), specialText(tok, tok.EOS()))
 }

@@ -114,7 +114,7 @@ func TestChatTemplateChoice(t *testing.T) {
 		{"the model's template", modelTmpl, nil, "<model user:Hi>"},
 		{"ChatML when the model's does not parse", "{% for %}", nil, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"},
 		{"an override wins", modelTmpl, mustTemplate(t, `{{ "[" + bos_token + "|" + eos_token + "]" }}{% for m in messages %}{{ m.content }}{% endfor %}`), "[<s>|</s>]Hi"},
-		// llama2 starts with bos_token, trimmed since the vocabulary adds BOS.
+		// llama.cpp's built-in llama2 formatter writes no BOS (tokenizing adds it).
 		{"a built-in", modelTmpl, &llama2, "[INST] Hi [/INST]"},
 	}
 	for _, tt := range tests {

@@ -106,8 +106,9 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	return nil
 }
 
-// chatTemplateFlag resolves --chat-template (a built-in name or a file) and --chat-template-file
-// (a file) into the template that replaces the model's, or nil when neither is given.
+// chatTemplateFlag resolves --chat-template (a built-in name or a Jinja source, as
+// llama-server's) and --chat-template-file (a file) into the template that replaces the
+// model's, or nil when neither is given.
 func chatTemplateFlag(nameOrFile, file string) (*chat.Template, error) {
 	builtins := strings.Join(chat.BuiltinNames(), ", ")
 	switch {

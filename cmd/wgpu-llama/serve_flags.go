@@ -88,6 +88,12 @@ var envFlags = []struct {
 	{"LLAMA_ARG_JINJA", []string{"jinja", "no-jinja"}},
 	{"LLAMA_ARG_CHAT_TEMPLATE", []string{"chat-template"}},
 	{"LLAMA_ARG_CHAT_TEMPLATE_FILE", []string{"chat-template-file"}},
+	{"LLAMA_ARG_REASONING", []string{"rea", "reasoning"}},
+	{"LLAMA_ARG_THINK", []string{"reasoning-format"}},
+	{"LLAMA_ARG_THINK_BUDGET", []string{"reasoning-budget"}},
+	{"LLAMA_ARG_THINK_BUDGET_MESSAGE", []string{"reasoning-budget-message"}},
+	{"LLAMA_ARG_PREFILL_ASSISTANT", []string{"prefill-assistant", "no-prefill-assistant"}},
+	{"LLAMA_CHAT_TEMPLATE_KWARGS", []string{"chat-template-kwargs"}},
 	{"LLAMA_OFFLINE", []string{"offline"}},
 	{"LLAMA_ARG_HF_REPO", []string{"hf", "hfr", "hf-repo"}},
 	{"LLAMA_ARG_MODEL_URL", []string{"mu", "model-url"}},
@@ -138,9 +144,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	intVar(fs, &f.timeout, 600, "read and write timeout in seconds (0: none)", "to", "timeout")
 
 	f.jinja = true
-	fs.Var(&pairFlag{&f.jinja, true}, "jinja", "accepted for llama-server compatibility; chat templates always run as Jinja")
-	fs.Var(&pairFlag{&f.jinja, false}, "no-jinja", "accepted and ignored: chat templates always run as Jinja")
-	stringVar(fs, &f.tmplName, "", "chat template instead of the model's: a built-in name ("+strings.Join(chat.BuiltinNames(), ", ")+") or a Jinja file", "chat-template")
+	fs.Var(&pairFlag{&f.jinja, true}, "jinja", "render chat templates as Jinja (the default)")
+	fs.Var(&pairFlag{&f.jinja, false}, "no-jinja", "render chats with llama.cpp's built-in formats, picked by template name or markers; no tools")
+	stringVar(fs, &f.tmplName, "", "chat template instead of the model's: a built-in name ("+strings.Join(chat.BuiltinNames(), ", ")+") or a Jinja source", "chat-template")
 	stringVar(fs, &f.tmplFile, "", "chat template instead of the model's, read from a Jinja file", "chat-template-file")
 
 	stringVar(fs, &f.hf.repo, "", "Hugging Face model <user>/<model>[:quant] (quant default Q4_K_M, then the first GGUF), from the cache or downloaded into it", "hf", "hfr", "hf-repo")
@@ -378,6 +384,7 @@ func (f *serveFlags) serverConfig() (server.Config, error) {
 		CORS:         cors,
 		Verbose:      f.model.verbose,
 		ChatTemplate: tmpl,
+		NoJinja:      !f.jinja,
 		APIKeys:      f.apiKeys,
 		Metrics:      f.metrics,
 		NoSlots:      !f.slots,
@@ -391,7 +398,7 @@ func (f *serveFlags) serverConfig() (server.Config, error) {
 
 // logAccepted notes the flags that are accepted for compatibility but change nothing.
 func (f *serveFlags) logAccepted(logger *log.Logger) {
-	logger.Debug("ignored for llama-server compatibility", "n_gpu_layers", f.gpuLayers, "threads", f.threads, "jinja", f.jinja)
+	logger.Debug("ignored for llama-server compatibility", "n_gpu_layers", f.gpuLayers, "threads", f.threads)
 	f.compat.log(logger)
 	if len(f.apiKeys) > 0 {
 		logger.Info("API keys required", "keys", len(f.apiKeys))

@@ -123,7 +123,8 @@ func TestServeChatTemplateFlags(t *testing.T) {
 	}{
 		{"none", "", "", ""},
 		{"built-in", "llama3", "", "llama3"},
-		{"file via --chat-template", file, "", file},
+		// As llama-server, any other --chat-template is Jinja source, here plain text.
+		{"source via --chat-template", "This is not a chat template, it is", "", "--chat-template"},
 		{"--chat-template-file", "", file, file},
 	} {
 		tmpl, err := chatTemplateFlag(tt.nameOrFile, tt.file)
@@ -146,7 +147,7 @@ func TestServeChatTemplateFlags(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"unknown name", []string{"--chat-template", "nope"}, []string{`"nope" is neither a built-in name`, builtins}},
+		{"source that does not parse", []string{"--chat-template", "{% for %}"}, []string{"--chat-template: the supplied chat template is not supported"}},
 		{"unreadable file", []string{"--chat-template-file", missing}, []string{"--chat-template-file", "no such file", builtins}},
 		{"template that does not parse", []string{"--chat-template-file", broken}, []string{"parsing chat template " + broken}},
 		{"both", []string{"--chat-template", "chatml", "--chat-template-file", file}, []string{"not both"}},

@@ -1,8 +1,6 @@
 package chat
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -10,21 +8,44 @@ import (
 func TestBuiltinTemplates(t *testing.T) {
 	msgs := []Message{
 		{Role: "system", Content: "S"},
-		{Role: "user", Content: "U1"},
-		{Role: "assistant", Content: "A1"},
+		{Role: "user", Content: " U1"},
+		{Role: "assistant", Content: "A1 "},
 		{Role: "user", Content: "U2"},
 	}
+	// Expected outputs of llama.cpp's llm_chat_apply_template (src/llama-chat.cpp) for the same
+	// conversation, with the generation prompt.
 	want := map[string]string{
-		"chatml": "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU1<|im_end|>\n<|im_start|>assistant\nA1<|im_end|>\n" +
+		"chatml": "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\n U1<|im_end|>\n<|im_start|>assistant\nA1 <|im_end|>\n" +
 			"<|im_start|>user\nU2<|im_end|>\n<|im_start|>assistant\n",
-		"llama2": "<s>[INST] <<SYS>>\nS\n<</SYS>>\n\nU1 [/INST]A1</s><s>[INST] U2 [/INST]",
-		"llama3": "<s><|start_header_id|>system<|end_header_id|>\n\nS<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nU1<|eot_id|>" +
+		"llama2":            "[INST] S\n U1 [/INST]A1 </s>[INST] U2 [/INST]",
+		"llama2-sys":        "[INST] <<SYS>>\nS\n<</SYS>>\n\n U1 [/INST]A1 </s>[INST] U2 [/INST]",
+		"llama2-sys-bos":    "[INST] <<SYS>>\nS\n<</SYS>>\n\n U1 [/INST]A1 </s><s>[INST] U2 [/INST]",
+		"llama2-sys-strip":  "[INST] <<SYS>>\nS\n<</SYS>>\n\nU1 [/INST]A1</s>[INST] U2 [/INST]",
+		"mistral-v1":        " [INST] S\n\n U1 [/INST] A1 </s> [INST] U2 [/INST]",
+		"mistral-v3":        "[INST] S\n\n U1[/INST] A1</s>[INST] U2[/INST]",
+		"mistral-v7":        "[SYSTEM_PROMPT] S[/SYSTEM_PROMPT][INST]  U1[/INST] A1 </s>[INST] U2[/INST]",
+		"mistral-v7-tekken": "[SYSTEM_PROMPT]S[/SYSTEM_PROMPT][INST] U1[/INST]A1 </s>[INST]U2[/INST]",
+		"command-r": "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>S<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|USER_TOKEN|>U1<|END_OF_TURN_TOKEN|>" +
+			"<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>A1<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|USER_TOKEN|>U2<|END_OF_TURN_TOKEN|>" +
+			"<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>",
+		"llama3": "<|start_header_id|>system<|end_header_id|>\n\nS<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nU1<|eot_id|>" +
 			"<|start_header_id|>assistant<|end_header_id|>\n\nA1<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nU2<|eot_id|>" +
 			"<|start_header_id|>assistant<|end_header_id|>\n\n",
-		"mistral-v7": "<s>[SYSTEM_PROMPT] S[/SYSTEM_PROMPT][INST] U1[/INST] A1</s>[INST] U2[/INST]",
-		"phi3":       "<|system|>\nS<|end|>\n<|user|>\nU1<|end|>\n<|assistant|>\nA1<|end|>\n<|user|>\nU2<|end|>\n<|assistant|>\n",
-		"gemma": "<s><start_of_turn>user\nS\n\nU1<end_of_turn>\n<start_of_turn>model\nA1<end_of_turn>\n" +
+		"phi3": "<|system|>\nS<|end|>\n<|user|>\n U1<|end|>\n<|assistant|>\nA1 <|end|>\n<|user|>\nU2<|end|>\n<|assistant|>\n",
+		"phi4": "<|im_start|>system<|im_sep|>S<|im_end|><|im_start|>user<|im_sep|> U1<|im_end|><|im_start|>assistant<|im_sep|>A1 <|im_end|>" +
+			"<|im_start|>user<|im_sep|>U2<|im_end|><|im_start|>assistant<|im_sep|>",
+		"gemma": "<start_of_turn>user\nS\n\nU1<end_of_turn>\n<start_of_turn>model\nA1<end_of_turn>\n" +
 			"<start_of_turn>user\nU2<end_of_turn>\n<start_of_turn>model\n",
+		"vicuna-orca": "SYSTEM: S\nUSER:  U1\nASSISTANT: A1 </s>\nUSER: U2\nASSISTANT:",
+		"deepseek3":   "S\n\n<｜User｜> U1<｜Assistant｜>A1 <｜end▁of▁sentence｜><｜User｜>U2<｜Assistant｜>",
+		"chatglm4":    "[gMASK]<sop><|system|>\nS<|user|>\n U1<|assistant|>\nA1 <|user|>\nU2<|assistant|>\n",
+		"granite": "<|start_of_role|>system<|end_of_role|>S<|end_of_text|>\n<|start_of_role|>user<|end_of_role|> U1<|end_of_text|>\n" +
+			"<|start_of_role|>assistant<|end_of_role|>A1 <|end_of_text|>\n<|start_of_role|>user<|end_of_role|>U2<|end_of_text|>\n" +
+			"<|start_of_role|>assistant<|end_of_role|>\n",
+		"kimi-k2": "<|im_system|>system<|im_middle|>S<|im_end|><|im_user|>user<|im_middle|> U1<|im_end|>" +
+			"<|im_assistant|>assistant<|im_middle|>A1 <|im_end|><|im_user|>user<|im_middle|>U2<|im_end|><|im_assistant|>assistant<|im_middle|>",
+		"rwkv-world": "System: S\n\nUser: U1\n\nAssistant: A1\n\nUser: U2\n\nAssistant:",
+		"openchat":   "S<|end_of_turn|>GPT4 Correct User:  U1<|end_of_turn|>GPT4 Correct Assistant: A1 <|end_of_turn|>GPT4 Correct User: U2<|end_of_turn|>GPT4 Correct Assistant:",
 	}
 	for name, w := range want {
 		tmpl, err := Resolve(name)
@@ -36,17 +57,21 @@ func TestBuiltinTemplates(t *testing.T) {
 			t.Errorf("%s: got %q, %v; want %q", name, got, err, w)
 		}
 	}
-	if tmpl, err := Resolve("qwen"); err != nil || tmpl.Source != ChatMLSource {
-		t.Errorf("Resolve(qwen) = %q, %v; want ChatML", tmpl.Source, err)
+	if tmpl, _ := Resolve("chatml"); tmpl.Source != ChatMLSource || tmpl.Builtin() {
+		t.Errorf("chatml is not llama.cpp's ChatML Jinja source: %q", tmpl.Source)
+	}
+	if tmpl, _ := Resolve("command-r"); tmpl.Source != "command-r" || !tmpl.Builtin() {
+		t.Errorf("command-r: source %q, built-in %v", tmpl.Source, tmpl.Builtin())
+	}
+	if n := len(BuiltinNames()); n != len(legacyFormats) || n < 50 {
+		t.Errorf("%d built-in names", n)
 	}
 }
 
-func TestResolveFile(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "t.jinja")
-	if err := os.WriteFile(p, []byte("{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tmpl, err := Resolve(p)
+// TestResolveSource: an argument that is not a built-in name is Jinja source, as llama-server
+// takes it; plain text renders as itself, a source that does not parse is refused.
+func TestResolveSource(t *testing.T) {
+	tmpl, err := Resolve("{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}\n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,25 +79,37 @@ func TestResolveFile(t *testing.T) {
 	if err != nil || got != "[user]hi" {
 		t.Errorf("got %q, %v", got, err)
 	}
-	if _, err := Resolve(filepath.Join(t.TempDir(), "missing")); err == nil || !strings.Contains(err.Error(), "chatml") {
-		t.Errorf("Resolve(missing) error = %v, want one listing the built-in names", err)
-	}
-}
-
-func TestRaiseExceptionIsRenderError(t *testing.T) {
-	tmpl, err := New("{{ raise_exception('nope') }}", "t")
+	tmpl, err = Resolve("This is not a chat template, it is")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = tmpl.Render(nil, true)
-	var re *RenderError
-	if err == nil || !strings.Contains(err.Error(), "Jinja Exception: nope") || !asRenderError(err, &re) {
-		t.Errorf("error = %v, want a RenderError with the exception", err)
+	if got, err := tmpl.Render([]Message{{Role: "user", Content: "hi"}}, true); err != nil || got != "This is not a chat template, it is" {
+		t.Errorf("plain text: got %q, %v", got, err)
+	}
+	if _, err := Resolve("{% if %}"); err == nil || !strings.Contains(err.Error(), "the supplied chat template is not supported") {
+		t.Errorf("Resolve of a broken source: %v", err)
 	}
 }
 
-func asRenderError(err error, target **RenderError) bool {
-	re, ok := err.(*RenderError)
-	*target = re
-	return ok
+func TestParseReasoning(t *testing.T) {
+	for in, want := range map[string]Reasoning{
+		"on": ReasoningOn, "enabled": ReasoningOn, "true": ReasoningOn, "1": ReasoningOn,
+		"off": ReasoningOff, "disabled": ReasoningOff, "false": ReasoningOff, "0": ReasoningOff,
+		"auto": ReasoningAuto, "-1": ReasoningAuto,
+	} {
+		if got, err := ParseReasoning(in); err != nil || got != want {
+			t.Errorf("ParseReasoning(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"Off", "yes", ""} {
+		if _, err := ParseReasoning(in); err == nil {
+			t.Errorf("ParseReasoning(%q) succeeded", in)
+		}
+	}
+	if v, set := ReasoningOff.DefaultThinking(); v || !set {
+		t.Errorf("off: default enable_thinking %v, %v", v, set)
+	}
+	if _, set := ReasoningAuto.DefaultThinking(); set {
+		t.Error("auto sets a default enable_thinking")
+	}
 }

@@ -24,7 +24,7 @@ type Caps struct {
 
 // Caps probes t. It renders a few short conversations, so callers should keep the result.
 func (t Template) Caps() Caps {
-	if t.tmpl == nil {
+	if t.tmpl == nil { // ChatML written out, or a built-in formatter: roles and texts only
 		return Caps{StringContent: true, SystemRole: true}
 	}
 	const needle = "caps-probe-needle"

@@ -22,8 +22,9 @@ type Template struct {
 	// bos_token and eos_token.
 	BOS, EOS string
 
-	tmpl *jinja.Template
-	caps caps
+	tmpl   *jinja.Template
+	legacy legacyFormat // set for llama.cpp's named built-in templates, which are not Jinja
+	caps   caps
 }
 
 // caps are what probing found the template does (see common/jinja/caps.cpp in llama.cpp).
@@ -46,6 +47,9 @@ type Input struct {
 	Kwargs json.RawMessage
 	// Now is the time strftime_now and date_string read; zero means the current time.
 	Now time.Time
+	// NoThinking makes enable_thinking false even for a template that supports thinking
+	// (llama-server's --reasoning off); Kwargs may still set it.
+	NoThinking bool
 }
 
 // RenderError is a template's refusal to render a conversation (raise_exception) or a failure
@@ -85,6 +89,9 @@ func (t Template) Render(msgs []Message, addGenerationPrompt bool) (string, erro
 // Apply renders in as llama-server does for /apply-template and chat completions (before the
 // BOS/EOS trimming that tokenization needs). Errors are *RenderError.
 func (t Template) Apply(in Input) (string, error) {
+	if t.legacy != nil {
+		return t.legacy(in.Messages, in.AddGenerationPrompt), nil
+	}
 	if t.tmpl == nil {
 		return ChatML(in.Messages, in.AddGenerationPrompt), nil
 	}
@@ -110,8 +117,16 @@ func (t Template) Apply(in Input) (string, error) {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	return t.render(t.messages(in.Messages), tools, in.AddGenerationPrompt, t.caps.thinking, kwargs, now)
+	return t.render(t.messages(in.Messages), tools, in.AddGenerationPrompt, t.caps.thinking && !in.NoThinking, kwargs, now)
 }
+
+// Builtin reports whether t is one of llama.cpp's named built-in templates, which render
+// roles and texts only (no tools, no enable_thinking) and never write a BOS to trim.
+func (t Template) Builtin() bool { return t.legacy != nil }
+
+// SupportsThinking reports whether the template reacts to enable_thinking, which llama-server
+// probes at load: only then does --reasoning auto render it true.
+func (t Template) SupportsThinking() bool { return t.caps.thinking }
 
 // render runs the template with llama-server's context variables.
 func (t Template) render(msgs []any, tools []any, addGen, thinking bool, kwargs *jinja.Dict, now time.Time) (string, error) {

@@ -827,6 +827,20 @@ export interface components {
             reasoning_format?: string | null;
             /** @description End the prompt with the assistant's turn opener; defaults to true. */
             add_generation_prompt?: boolean | null;
+            /**
+             * @description vLLM's name for the assistant prefill: the prompt ends with the final assistant
+             *     message, which the model continues. Requires "add_generation_prompt": false.
+             */
+            continue_final_message?: boolean | null;
+            /**
+             * @description Tokens the answer may spend thinking before the end of its thinking block is forced:
+             *     -1 (the default) takes the server's --reasoning-budget, 0 closes the block at once.
+             */
+            reasoning_budget_tokens?: number | null;
+            /** @description Another name for reasoning_budget_tokens, which wins over it. */
+            thinking_budget_tokens?: number | null;
+            /** @description Text forced before the end of a thinking block cut by the budget. */
+            reasoning_budget_message?: string | null;
             max_tokens?: number | null;
             /** @description OpenAI's newer name for max_tokens; wins over it. */
             max_completion_tokens?: number | null;
@@ -1478,7 +1492,11 @@ export interface components {
             stream?: boolean | null;
             tools?: components["schemas"]["AnthropicTool"][] | null;
             tool_choice?: components["schemas"]["AnthropicToolChoice"];
-            /** @description Accepted; thinking follows the model and --reasoning-format. */
+            chat_template_kwargs?: components["schemas"]["ChatTemplateKwargs"];
+            /**
+             * @description {"type": "enabled", "budget_tokens": N} caps the tokens spent thinking (10000 when
+             *     budget_tokens is absent), as reasoning_budget_tokens does; other values are ignored.
+             */
             thinking?: unknown;
             /** @description Accepted and ignored. */
             metadata?: unknown;
@@ -1492,9 +1510,10 @@ export interface components {
         /** @description A string or content blocks. */
         AnthropicContent: (string | components["schemas"]["AnthropicContentBlock"][]) | null;
         /**
-         * @description A content block: text {text}, tool_use {id, name, input}, tool_result {tool_use_id,
-         *     content} or image (a base64 or url source is refused with a 500: no vision). Other
-         *     types are skipped, as llama-server does.
+         * @description A content block: text {text}, thinking {thinking, signature} (an earlier answer's
+         *     reasoning, given to the template as reasoning_content), tool_use {id, name, input},
+         *     tool_result {tool_use_id, content} or image (a base64 or url source is refused with a
+         *     500: no vision). Other types are skipped, as llama-server does.
          */
         AnthropicContentBlock: {
             type: string;
@@ -1509,6 +1528,10 @@ export interface components {
             /** @description An image block's source. */
             source?: unknown;
             is_error?: boolean | null;
+            /** @description A thinking block's text. */
+            thinking?: string | null;
+            /** @description A thinking block's signature (ignored). */
+            signature?: string | null;
         };
         AnthropicTool: {
             name: string;
@@ -1672,6 +1695,8 @@ export interface components {
             messages: components["schemas"]["ChatMessage"][];
             /** @description Defaults to true. */
             add_generation_prompt?: boolean | null;
+            /** @description As in chat completions; requires add_generation_prompt false. */
+            continue_final_message?: boolean | null;
             tools?: components["schemas"]["ChatTools"];
             chat_template_kwargs?: components["schemas"]["ChatTemplateKwargs"];
         };

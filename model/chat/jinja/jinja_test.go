@@ -29,6 +29,8 @@ func TestRender(t *testing.T) {
 		{"{{ 'x' if false }}|{{ 1 if 0 else 2 }}|{{ {'a': 1}['a'] }}", "|2|1"},
 		{"{{ 'line1\nline2' | indent(2) }}", "line1\n  line2"},
 		{"{{ d.get('zz', 'dflt') }}{{ d.get('b') }}{{ (xs | first) + (xs | last) }}", "dflt14"},
+		// As llama.cpp's engine: none or undefined joined to a string by + or ~ counts as "".
+		{"{{ 'a' + missing + 'b' }}|{{ none + 'c' }}|{{ 'd' ~ none }}|{{ missing ~ 'e' }}", "ab|c|d|e"},
 	}
 	for _, tt := range tests {
 		tmpl, err := Parse(tt.src)

@@ -41,6 +41,22 @@ func sliceItems(items []any, start, stop, step any) []any {
 	return out
 }
 
+// concatMissing joins a string with none or undefined as llama.cpp's Jinja engine does for + and
+// ~: the missing side counts as "" (templates such as firefunction-v2's add an undefined
+// variable to a string).
+func concatMissing(l, r any) (string, bool) {
+	missing := func(v any) bool { return v == nil || isUndefined(v) }
+	ls, lStr := l.(string)
+	rs, rStr := r.(string)
+	switch {
+	case lStr && missing(r):
+		return ls, true
+	case rStr && missing(l):
+		return rs, true
+	}
+	return "", false
+}
+
 // binary applies a non-short-circuit operator.
 func binary(op string, l, r any) (any, error) {
 	switch op {
@@ -58,8 +74,14 @@ func binary(op string, l, r any) (any, error) {
 		ok, err := contains(r, l)
 		return ok != (op == "not in"), err
 	case "~":
+		if s, ok := concatMissing(l, r); ok {
+			return s, nil
+		}
 		return toStr(l) + toStr(r), nil
 	case "+":
+		if s, ok := concatMissing(l, r); ok {
+			return s, nil
+		}
 		if ls, ok := l.(string); ok {
 			if rs, ok := r.(string); ok {
 				return ls + rs, nil
