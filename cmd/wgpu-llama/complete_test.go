@@ -58,7 +58,7 @@ func TestCLIErrors(t *testing.T) {
 		{"complete", "-m", "/nonexistent.gguf", "-p", "x"},
 		{"serve", "extra-arg"},
 		{"serve", "--reasoning-format", "openai"},
-		{"serve", "--reasoning-budget", "512"},
+		{"serve", "--reasoning-budget", "-5"},
 		{"devices", "x"},
 	}
 	for _, args := range cases {
