@@ -210,7 +210,8 @@ func specialText(tok *tokenizer.Tokenizer, id int32) string {
 }
 
 // Handler returns the HTTP handler: the generated router behind logging, CORS, the loading
-// gate, the API key check and the request body limit, in llama-server's order.
+// gate, the API key check, the request body limit and the body's text checks, in llama-server's
+// order.
 func (s *Server) Handler() http.Handler {
 	return chain(s.api,
 		s.logRequests,
@@ -219,6 +220,7 @@ func (s *Server) Handler() http.Handler {
 		s.requireKey,
 		s.writeDeadlines,
 		s.limitBody,
+		s.checkJSONBody,
 		jsonBody,
 	)
 }

@@ -1,0 +1,100 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	goerrors "github.com/go-faster/errors"
+)
+
+// TestDeepJSONRejected: a body nested deeper than maxJSONDepth is refused before decoding,
+// with a message naming the limit and where it was passed, wherever the nesting is.
+func TestDeepJSONRejected(t *testing.T) {
+	h := newHarness(t)
+	deep := strings.Repeat("[", 10000) + strings.Repeat("]", 10000)
+	for _, body := range []string{
+		deep,
+		`{"prompt":"hi","json_schema":` + deep + `}`,
+		`{"prompt":` + deep + `}`,
+		`{"unknown_field":` + strings.Repeat(`{"a":`, 10000) + "1" + strings.Repeat("}", 10000) + `}`,
+	} {
+		rec := h.do(t, "POST", "/completion", body)
+		wantError(t, rec, http.StatusBadRequest, "invalid_request_error",
+			fmt.Sprintf("nested deeper than %d levels", maxJSONDepth))
+	}
+	// Brackets inside strings are text, not nesting.
+	rec := h.do(t, "POST", "/tokenize", `{"content":"`+strings.Repeat("[{", 5000)+`"}`)
+	if rec.Code != http.StatusOK {
+		t.Errorf("brackets in a string: status %d: %.200s", rec.Code, rec.Body)
+	}
+}
+
+// TestHugeBodiesAnswered: 32 MiB bodies of the shapes that are expensive to describe get a
+// short 400, however long the body or its error chain.
+func TestHugeBodiesAnswered(t *testing.T) {
+	h := newHarness(t)
+	const size = 32<<20 - 64
+	nested := `{"n_predict":` + strings.Repeat(`{"a":`, maxJSONDepth-2) + `"x"` + strings.Repeat("}", maxJSONDepth-2) + `}`
+	for name, body := range map[string]string{
+		"long string":       `{"prompt":"` + strings.Repeat("x", size) + ``,
+		"long bad number":   `{"n_predict":` + strings.Repeat("9", size) + `}`,
+		"wide array":        `{"prompt":"a","stop":[` + strings.Repeat(`"a",`, size/4) + `1]}`,
+		"nested wrong type": nested,
+		"garbage":           strings.Repeat("\x01", size),
+	} {
+		rec := h.do(t, "POST", "/completion", body)
+		if rec.Code != http.StatusBadRequest {
+			t.Errorf("%s: status %d", name, rec.Code)
+		}
+		if rec.Body.Len() > 2*maxErrorDetail {
+			t.Errorf("%s: error body is %d bytes: %.300s", name, rec.Body.Len(), rec.Body)
+		}
+		if !json.Valid(rec.Body.Bytes()) {
+			t.Errorf("%s: error body is not JSON: %.300s", name, rec.Body)
+		}
+	}
+}
+
+// TestDescribeDecodeBounded: describing a long decode error chain stays short.
+func TestDescribeDecodeBounded(t *testing.T) {
+	var err error = errors.New(strings.Repeat("z", 100000))
+	for range 3000 { // as ogen's generated decoders wrap
+		err = goerrors.Wrap(err, `decode field "a"`)
+	}
+	msg := describeDecode(err, nil)
+	if len(msg) > maxErrorDetail {
+		t.Errorf("description is %d bytes, want at most %d", len(msg), maxErrorDetail)
+	}
+	if !strings.HasPrefix(msg, "invalid 'a.a.a.a") {
+		t.Errorf("description = %.200q", msg)
+	}
+}
+
+// TestInvalidUTF8Rejected: raw invalid UTF-8 anywhere in a body is a 400 naming its offset,
+// never copied into a response.
+func TestInvalidUTF8Rejected(t *testing.T) {
+	h := newHarness(t)
+	for _, tc := range []struct{ path, body string }{
+		{"/apply-template", "{\"messages\":[{\"role\":\"user\",\"content\":\"a\xff\xfeb\"}]}"},
+		{"/completion", "{\"prompt\":\"hi\",\"stop\":[\"\xc3\"],\"n_predict\":1}"},
+		{"/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"\xed\xa0\x80\"}]}"},
+		{"/tokenize", "{\"content\":\"ok\",\"x\x80\":1}"},
+	} {
+		rec := h.do(t, "POST", tc.path, tc.body)
+		wantError(t, rec, http.StatusBadRequest, "invalid_request_error", "invalid UTF-8 at byte")
+	}
+	// Escaped lone surrogates decode to valid text: every answer stays valid JSON.
+	for _, tc := range []struct{ path, body string }{
+		{"/apply-template", `{"messages":[{"role":"user","content":"a\ud800b"}]}`},
+		{"/completion", `{"prompt":"hi","stop":["\udc80"],"n_predict":1}`},
+	} {
+		rec := h.do(t, "POST", tc.path, tc.body)
+		if !json.Valid(rec.Body.Bytes()) {
+			t.Errorf("%s: response is not valid JSON: %q", tc.path, rec.Body)
+		}
+	}
+}
