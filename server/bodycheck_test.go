@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	goerrors "github.com/go-faster/errors"
+
+	"github.com/wgpu-llama/wgpu-llama/engine/grammar"
 )
 
 // TestDeepJSONRejected: a body nested deeper than maxJSONDepth is refused before decoding,
@@ -97,4 +99,34 @@ func TestInvalidUTF8Rejected(t *testing.T) {
 			t.Errorf("%s: response is not valid JSON: %q", tc.path, rec.Body)
 		}
 	}
+}
+
+// TestSchemaGrammarBounded: a request's json_schema may not build an unbounded grammar: a deep
+// schema and one whose grammar expands past the limit get a 400 naming the limit, and what
+// generation_settings echoes of a schema's grammar is bounded.
+func TestSchemaGrammarBounded(t *testing.T) {
+	h := newHarness(t)
+	deep := strings.Repeat(`{"type":"array","items":`, 100) + `{"type":"string"}` + strings.Repeat("}", 100)
+	rec := h.do(t, "POST", "/completion", `{"prompt":"x","n_predict":1,"json_schema":`+deep+`}`)
+	wantError(t, rec, http.StatusBadRequest, "invalid_request_error",
+		fmt.Sprintf("'json_schema': grammar: the schema nests deeper than %d levels", grammar.MaxSchemaDepth))
+
+	var props, names []string
+	for i := range 200 {
+		props = append(props, fmt.Sprintf(`"p%d":{"type":"string","maxLength":10000}`, i))
+		names = append(names, fmt.Sprintf(`"p%d"`, i))
+	}
+	wide := `{"type":"object","properties":{` + strings.Join(props, ",") + `},"required":[` + strings.Join(names, ",") + `]}`
+	rec = h.do(t, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"schema":`+wide+`}}}`)
+	wantError(t, rec, http.StatusBadRequest, "invalid_request_error",
+		fmt.Sprintf("the grammar expands to more than %d elements", grammar.MaxGrammarElements))
+
+	// Optional properties make llama.cpp's object rules quadratic in their number.
+	for i := range props {
+		props[i] = fmt.Sprintf(`"p%d":{"type":"string"}`, i)
+	}
+	optional := `{"type":"object","properties":{` + strings.Join(props, ",") + `}}`
+	rec = h.do(t, "POST", "/completion", `{"prompt":"x","n_predict":1,"json_schema":`+optional+`}`)
+	wantError(t, rec, http.StatusBadRequest, "invalid_request_error",
+		fmt.Sprintf("the schema's grammar is larger than %d bytes", grammar.MaxSchemaGrammarBytes))
 }

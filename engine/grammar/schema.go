@@ -42,6 +42,8 @@ type converter struct {
 	root  *jvalue
 	rules map[string]string
 	refs  map[string]string // $ref -> rule name
+	depth int               // of the schema visit is in
+	size  int               // bytes of the rules added so far
 }
 
 var invalidName = regexp.MustCompile(`[^a-zA-Z0-9-]+`)
@@ -68,6 +70,9 @@ func FromJSONSchema(schema []byte) (string, error) {
 		return "", err
 	}
 	c.rules["root"] = r
+	if c.size > MaxSchemaGrammarBytes {
+		return "", errGrammarTooLarge
+	}
 	names := make([]string, 0, len(c.rules))
 	for name := range c.rules {
 		names = append(names, name)
@@ -82,6 +87,7 @@ func FromJSONSchema(schema []byte) (string, error) {
 
 // addRule defines a rule, renaming it when the name holds a different body.
 func (c *converter) addRule(name, body string) string {
+	c.size += len(name) + len(body) + len(" ::= \n")
 	key := invalidName.ReplaceAllString(name, "-")
 	_, reserved := primitives[key]
 	reserved = reserved || key == "root" || key == "space" || key == "not-strings"
@@ -168,6 +174,13 @@ func (c *converter) resolve(ref string) (*jvalue, error) {
 
 // visit converts schema s into a rule named after name and returns the rule's name.
 func (c *converter) visit(s *jvalue, name string) (string, error) {
+	if c.depth++; c.depth > MaxSchemaDepth {
+		return "", fmt.Errorf("grammar: the schema nests deeper than %d levels", MaxSchemaDepth)
+	}
+	defer func() { c.depth-- }()
+	if c.size > MaxSchemaGrammarBytes {
+		return "", errGrammarTooLarge
+	}
 	ruleName := name
 	if ruleName == "" {
 		ruleName = "root"

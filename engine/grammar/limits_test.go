@@ -1,0 +1,72 @@
+package grammar
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestSchemaDepthLimit: a schema nested deeper than MaxSchemaDepth is refused, naming the
+// limit, instead of building a grammar quadratic in the depth.
+func TestSchemaDepthLimit(t *testing.T) {
+	nested := func(depth int) string {
+		return strings.Repeat(`{"type":"object","properties":{"a":`, depth) + `{"type":"string"}` + strings.Repeat(`}}`, depth)
+	}
+	if _, err := FromJSONSchema([]byte(nested(MaxSchemaDepth - 1))); err != nil {
+		t.Fatalf("depth %d: %v", MaxSchemaDepth-1, err)
+	}
+	_, err := FromJSONSchema([]byte(nested(2000)))
+	want := fmt.Sprintf("the schema nests deeper than %d levels", MaxSchemaDepth)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("depth 2000: err = %v, want %q", err, want)
+	}
+}
+
+// TestSchemaGrammarSizeLimit: a schema whose grammar text would pass MaxSchemaGrammarBytes is
+// refused, naming the limit.
+func TestSchemaGrammarSizeLimit(t *testing.T) {
+	var enum []string
+	for i := range 40000 {
+		enum = append(enum, fmt.Sprintf(`"value number %d"`, i))
+	}
+	_, err := FromJSONSchema([]byte(`{"enum":[` + strings.Join(enum, ",") + `]}`))
+	want := fmt.Sprintf("the schema's grammar is larger than %d bytes", MaxSchemaGrammarBytes)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+}
+
+// TestGrammarExpansionLimit: repetitions that would expand a short grammar (or a schema's)
+// into more than MaxGrammarElements elements are refused with an *Error naming the limit.
+func TestGrammarExpansionLimit(t *testing.T) {
+	want := fmt.Sprintf("the grammar expands to more than %d elements", MaxGrammarElements)
+	for name, src := range map[string]string{
+		"long literal":   `root ::= "` + strings.Repeat("a", 2000) + `"{10000}`,
+		"optional tail":  `root ::= "` + strings.Repeat("a", 2000) + `"{0,10000}`,
+		"many repeats":   "root ::= " + strings.Repeat(`[a-z]{0,10000} `, 200),
+		"schema strings": "",
+	} {
+		if name == "schema strings" {
+			var props, names []string
+			for i := range 200 {
+				props = append(props, fmt.Sprintf(`"p%d":{"type":"string","maxLength":10000}`, i))
+				names = append(names, fmt.Sprintf(`"p%d"`, i))
+			}
+			schema := `{"type":"object","properties":{` + strings.Join(props, ",") + `},"required":[` + strings.Join(names, ",") + `]}`
+			var err error
+			if src, err = FromJSONSchema([]byte(schema)); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+		_, err := Parse(src)
+		var gerr *Error
+		if !errors.As(err, &gerr) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want an *Error with %q", name, err, want)
+		}
+	}
+	// A grammar just inside the limit parses.
+	if _, err := Parse(`root ::= [a-z]{0,10000} "` + strings.Repeat("b", 50) + `"{1000}`); err != nil {
+		t.Errorf("small grammar: %v", err)
+	}
+}
