@@ -130,3 +130,12 @@ func TestSchemaGrammarBounded(t *testing.T) {
 	wantError(t, rec, http.StatusBadRequest, "invalid_request_error",
 		fmt.Sprintf("the schema's grammar is larger than %d bytes", grammar.MaxSchemaGrammarBytes))
 }
+
+// TestSchemaKeywordTypeIs400: a json_schema keyword of the wrong type is a 400 naming it.
+func TestSchemaKeywordTypeIs400(t *testing.T) {
+	h := newHarness(t)
+	rec := h.do(t, "POST", "/completion", `{"prompt":"x","n_predict":1,"json_schema":{"type":123}}`)
+	wantError(t, rec, http.StatusBadRequest, "invalid_request_error", `'json_schema': grammar: "type" must be a string or an array of strings, not 123`)
+	rec = h.do(t, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object","schema":{"type":"object","properties":{"a":{}},"required":"a"}}}`)
+	wantError(t, rec, http.StatusBadRequest, "invalid_request_error", `'response_format': grammar: "required" must be an array of strings, not "a"`)
+}

@@ -70,3 +70,29 @@ func TestGrammarExpansionLimit(t *testing.T) {
 		t.Errorf("small grammar: %v", err)
 	}
 }
+
+// TestSchemaKeywordTypes: a keyword whose value has the wrong type is an error naming the
+// keyword, the type it takes and the schema, not a keyword silently ignored.
+func TestSchemaKeywordTypes(t *testing.T) {
+	for schema, want := range map[string]string{
+		`{"type":123}`:          `"type" must be a string or an array of strings, not 123 (in schema root)`,
+		`{"type":["string",1]}`: `"type" must be a string or an array of strings`,
+		`{"enum":5}`:            `"enum" must be an array, not 5`,
+		`{"type":"object","properties":{"a":{}},"required":"a"}`: `"required" must be an array of strings, not "a"`,
+		`{"required":[1]}`: `"required" must be an array of strings`,
+		`{"properties":{"a":{"type":"string","maxLength":"9"}}}`: `"maxLength" must be a non-negative integer, not "9" (in schema a)`,
+		`{"type":"array","items":{},"minItems":1.5}`:             `"minItems" must be a non-negative integer, not 1.5`,
+		`{"type":"integer","minimum":"0"}`:                       `"minimum" must be a number`,
+		`{"properties":[]}`:                                      `"properties" must be an object`,
+		`{"properties":{"a":3}}`:                                 `"properties" must be an object of schemas`,
+		`{"anyOf":{}}`:                                           `"anyOf" must be an array of schemas`,
+		`{"type":"string","format":7}`:                           `"format" must be a string`,
+		`{"type":"string","pattern":null}`:                       `"pattern" must be a string`,
+		`{"additionalProperties":"no"}`:                          `"additionalProperties" must be a boolean or an object`,
+	} {
+		_, err := FromJSONSchema([]byte(schema))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", schema, err, want)
+		}
+	}
+}

@@ -194,6 +194,9 @@ func (c *converter) visit(s *jvalue, name string) (string, error) {
 	if s.kind != 'o' {
 		return "", fmt.Errorf("grammar: schema %s is not an object", ruleName)
 	}
+	if err := checkKeywords(s, ruleName); err != nil {
+		return "", err
+	}
 	typ := s.get("type")
 	if ref := s.get("$ref").text(); ref != "" {
 		if r, ok := c.refs[ref]; ok {
