@@ -37,6 +37,10 @@ type GetMetricsRes interface {
 	getMetricsRes()
 }
 
+type GetStreamByQueryRes interface {
+	getStreamByQueryRes()
+}
+
 type GetStreamRes interface {
 	getStreamRes()
 }

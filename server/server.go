@@ -146,6 +146,9 @@ func New(cfg Config, logger *log.Logger) *Server {
 	if logger == nil {
 		logger = log.Default()
 	}
+	if cfg.Streams.EndEvent == nil {
+		cfg.Streams.EndEvent = stoppedStreamEvent
+	}
 	s := &Server{cfg: cfg, logger: logger, streams: resumable.NewStore(cfg.Streams), mediaMarker: "<__media_" + randomString(32) + "__>"}
 	api, err := gen.NewServer(s, s,
 		gen.WithNotFound(notFound),
