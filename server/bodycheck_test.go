@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	goerrors "github.com/go-faster/errors"
 
+	"github.com/wgpu-llama/wgpu-llama/engine/enginetest"
 	"github.com/wgpu-llama/wgpu-llama/engine/grammar"
 )
 
@@ -55,7 +58,7 @@ func TestHugeBodiesAnswered(t *testing.T) {
 		if rec.Body.Len() > 2*maxErrorDetail {
 			t.Errorf("%s: error body is %d bytes: %.300s", name, rec.Body.Len(), rec.Body)
 		}
-		if !json.Valid(rec.Body.Bytes()) {
+		if !validJSONText(rec.Body.Bytes()) {
 			t.Errorf("%s: error body is not JSON: %.300s", name, rec.Body)
 		}
 	}
@@ -95,7 +98,7 @@ func TestInvalidUTF8Rejected(t *testing.T) {
 		{"/completion", `{"prompt":"hi","stop":["\udc80"],"n_predict":1}`},
 	} {
 		rec := h.do(t, "POST", tc.path, tc.body)
-		if !json.Valid(rec.Body.Bytes()) {
+		if !validJSONText(rec.Body.Bytes()) {
 			t.Errorf("%s: response is not valid JSON: %q", tc.path, rec.Body)
 		}
 	}
@@ -139,3 +142,23 @@ func TestSchemaKeywordTypeIs400(t *testing.T) {
 	rec = h.do(t, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object","schema":{"type":"object","properties":{"a":{}},"required":"a"}}}`)
 	wantError(t, rec, http.StatusBadRequest, "invalid_request_error", `'response_format': grammar: "required" must be an array of strings, not "a"`)
 }
+
+// TestTokenPromptEchoIsText: a token-array prompt whose tokens do not join into UTF-8 (a lone
+// byte token) is echoed with U+FFFD, so the answer stays valid JSON.
+func TestTokenPromptEchoIsText(t *testing.T) {
+	b := enginetest.Load(t, "models", "stories260K.gguf")
+	srv := New(Config{Alias: "stories260K"}, testLogger())
+	srv.SetBackend(b)
+	rec := httptest.NewRecorder()
+	// Token 198 is stories260K's byte token <0xC3>, the first byte of a two-byte character.
+	srv.Handler().ServeHTTP(rec, httptest.NewRequest("POST", "/completion", strings.NewReader(`{"prompt":[1,198],"n_predict":1,"temperature":0}`)))
+	if !validJSONText(rec.Body.Bytes()) {
+		t.Fatalf("the answer is not valid JSON: %q", rec.Body)
+	}
+	if got := lookup(t, decodeJSON(t, rec.Body.Bytes()), "prompt"); got != "<s>\uFFFD" {
+		t.Errorf("prompt = %q, want the replacement character", got)
+	}
+}
+
+// validJSONText reports whether b is JSON and UTF-8 (json.Valid lets invalid UTF-8 through).
+func validJSONText(b []byte) bool { return utf8.Valid(b) && json.Valid(b) }

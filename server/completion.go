@@ -103,7 +103,8 @@ func (s *Server) completeTokens(ctx context.Context, m *loaded, prompt []int32, 
 	}
 	settings := generationSettings(params, opts.stream, m.info.SpecType)
 	settings.ReasoningFormat = s.cfg.ReasoningFormat.String()
-	promptText := m.tok.Detokenize(prompt, false, true)
+	// Token prompts need not join into UTF-8 (a lone byte token); the echo must stay text.
+	promptText := strings.ToValidUTF8(m.tok.Detokenize(prompt, false, true), "\uFFFD")
 	cs := make([]*completion, opts.n)
 	for i := range cs {
 		cs[i] = &completion{
