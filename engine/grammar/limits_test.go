@@ -96,3 +96,22 @@ func TestSchemaKeywordTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemaOptionalPropertiesLinear: the grammar of an object with many optional properties
+// grows linearly with them (each suffix's rule is built once), so a 50 KB schema of 2000
+// optional properties converts, within the size limit, instead of taking seconds and failing.
+func TestSchemaOptionalPropertiesLinear(t *testing.T) {
+	var props []string
+	for i := range 2000 {
+		props = append(props, fmt.Sprintf(`"p%d":{"type":"string"}`, i))
+	}
+	src, err := FromJSONSchema([]byte(`{"type":"object","properties":{` + strings.Join(props, ",") + `}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(src) > 2000*150 {
+		t.Errorf("the grammar is %d bytes, over 150 per property", len(src))
+	}
+	g := mustParse(t, src)
+	checkCases(t, g, []string{`{}`, `{"p0":"a"}`, `{"p5":"a","p1999":"b"}`}, []string{`{"p5":"a","p4":"b"}`, `{"x":1}`})
+}

@@ -87,21 +87,28 @@ func FromJSONSchema(schema []byte) (string, error) {
 
 // addRule defines a rule, renaming it when the name holds a different body.
 func (c *converter) addRule(name, body string) string {
-	c.size += len(name) + len(body) + len(" ::= \n")
 	key := invalidName.ReplaceAllString(name, "-")
 	_, reserved := primitives[key]
 	reserved = reserved || key == "root" || key == "space" || key == "not-strings"
 	if old, ok := c.rules[key]; !reserved && (!ok || old == body) {
-		c.rules[key] = body
+		c.define(key, body, ok)
 		return key
 	}
 	for i := 0; ; i++ {
 		k := key + strconv.Itoa(i)
 		if old, ok := c.rules[k]; !ok || old == body {
-			c.rules[k] = body
+			c.define(k, body, ok)
 			return k
 		}
 	}
+}
+
+// define sets rule key to body, counting the bytes of a new rule towards MaxSchemaGrammarBytes.
+func (c *converter) define(key, body string, existed bool) {
+	if !existed {
+		c.size += len(key) + len(body) + len(" ::= \n")
+	}
+	c.rules[key] = body
 }
 
 // prim adds a primitive rule and its dependencies.
