@@ -257,8 +257,12 @@ func (c *converter) visit(s *jvalue, name string) (string, error) {
 		return c.addRule(ruleName, literal(s.get("const").encode())+" space"), nil
 	case s.get("enum") != nil && s.get("enum").kind == 'a':
 		var parts []string
+		size := c.size
 		for _, v := range s.get("enum").vals {
 			parts = append(parts, literal(v.encode()))
+			if size += len(parts[len(parts)-1]) + len(" | "); size > MaxSchemaGrammarBytes {
+				return "", errGrammarTooLarge
+			}
 		}
 		return c.addRule(ruleName, "("+strings.Join(parts, " | ")+") space"), nil
 	case typ != nil && typ.kind == 'a':
