@@ -19,6 +19,11 @@ const (
 	maxJSONDepth = 128
 	// maxErrorDetail bounds the length of a request error's description, whatever the body.
 	maxErrorDetail = 512
+	// maxJSONItems bounds the array elements and object members of a body, all arrays and
+	// objects together. The decoders make a value of tens of bytes of each (a 32 MiB body of
+	// one-digit token ids would become a gigabyte, and seconds of work); a million is far more
+	// than any context holds tokens.
+	maxJSONItems = 1 << 20
 )
 
 // checkJSONBody refuses request bodies that are not UTF-8 text or that nest deeper than
@@ -36,8 +41,7 @@ func (s *Server) checkJSONBody(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if msg := jsonTextProblem(data); msg != "" {
-			ae := &apiError{typ: errInvalidRequest, message: msg}
+		if ae := jsonTextProblem(data); ae != nil {
 			s.noteError(r.Context(), ae)
 			writeError(w, ae)
 			return
@@ -47,10 +51,11 @@ func (s *Server) checkJSONBody(next http.Handler) http.Handler {
 	})
 }
 
-// jsonTextProblem describes the first of these problems in data, or returns "": bytes that are
-// not UTF-8 (RFC 8259 §8.1 requires it), nesting deeper than maxJSONDepth. Strings are skipped,
-// so brackets in them do not count.
-func jsonTextProblem(data []byte) string {
+// jsonTextProblem describes the first of these problems in data, or returns nil: bytes that
+// are not UTF-8 (RFC 8259 §8.1 requires it), nesting deeper than maxJSONDepth, more than
+// maxJSONItems elements and members. Strings are skipped, so brackets and commas in them do not
+// count.
+func jsonTextProblem(data []byte) *apiError {
 	if !utf8.Valid(data) {
 		off := 0
 		for off < len(data) {
@@ -60,9 +65,9 @@ func jsonTextProblem(data []byte) string {
 			}
 			off += n
 		}
-		return fmt.Sprintf("invalid JSON: invalid UTF-8 at byte %d; request bodies must be UTF-8 text", off)
+		return invalidRequest("invalid JSON: invalid UTF-8 at byte %d; request bodies must be UTF-8 text", off)
 	}
-	depth := 0
+	depth, items := 0, 0
 	inString := false
 	for i := 0; i < len(data); i++ {
 		c := data[i]
@@ -80,13 +85,18 @@ func jsonTextProblem(data []byte) string {
 			inString = true
 		case '[', '{':
 			if depth++; depth > maxJSONDepth {
-				return fmt.Sprintf("invalid JSON: arrays and objects nested deeper than %d levels (at byte %d)", maxJSONDepth, i)
+				return invalidRequest("invalid JSON: arrays and objects nested deeper than %d levels (at byte %d)", maxJSONDepth, i)
 			}
 		case ']', '}':
 			depth--
+		case ',':
+			if items++; items >= maxJSONItems {
+				return &apiError{typ: errRequestTooLarge, message: fmt.Sprintf(
+					"request body too large: more than %d array elements and object members (at byte %d)", maxJSONItems, i)}
+			}
 		}
 	}
-	return ""
+	return nil
 }
 
 // errorReader fails every read with err.

@@ -47,7 +47,7 @@ func TestHugeBodiesAnswered(t *testing.T) {
 	for name, body := range map[string]string{
 		"long string":       `{"prompt":"` + strings.Repeat("x", size) + ``,
 		"long bad number":   `{"n_predict":` + strings.Repeat("9", size) + `}`,
-		"wide array":        `{"prompt":"a","stop":[` + strings.Repeat(`"a",`, size/4) + `1]}`,
+		"wide array":        `{"prompt":"a","stop":[` + strings.Repeat(`"a",`, maxJSONItems/2) + `1]}`,
 		"nested wrong type": nested,
 		"garbage":           strings.Repeat("\x01", size),
 	} {
@@ -62,6 +62,28 @@ func TestHugeBodiesAnswered(t *testing.T) {
 			t.Errorf("%s: error body is not JSON: %.300s", name, rec.Body)
 		}
 	}
+}
+
+// TestWideBodiesRefused: a body with more than maxJSONItems elements and members, which the
+// decoders would turn into a gigabyte of values, is refused before decoding with a 413 saying
+// so; one under the limit is decoded and answered as usual.
+func TestWideBodiesRefused(t *testing.T) {
+	h := newHarness(t)
+	const size = 32<<20 - 64
+	for name, body := range map[string]string{
+		"token prompt": `{"prompt":[` + strings.Repeat("5,", size/2) + `5],"n_predict":1}`,
+		"stop strings": `{"prompt":"a","n_predict":1,"stop":[` + strings.Repeat(`"a",`, size/4) + `"b"]}`,
+		"members":      `{` + strings.Repeat(`"k":1,`, size/6) + `"prompt":"a"}`,
+	} {
+		rec := h.do(t, "POST", "/completion", body)
+		wantError(t, rec, http.StatusRequestEntityTooLarge, "request_too_large",
+			fmt.Sprintf("request body too large: more than %d array elements and object members", maxJSONItems))
+		if t.Failed() {
+			t.Fatalf("%s", name)
+		}
+	}
+	rec := h.do(t, "POST", "/completion", `{"prompt":[`+strings.Repeat("5,", 100000)+`5],"n_predict":1}`)
+	wantError(t, rec, http.StatusBadRequest, "exceed_context_size_error", "the prompt has 100001 tokens")
 }
 
 // TestDescribeDecodeBounded: describing a long decode error chain stays short.
