@@ -2343,7 +2343,8 @@ func (s *Server) handleListModelsOllamaAliasRequest(args [0]string, argsEscaped 
 // Streams expire 300 s after they end.
 // Two request shapes: ours, `{"ids":[...]}`, answered with `{"streams":[StreamStatus]}`;
 // and llama-server's, `{"conversation_ids":[...]}`, answered with a JSON array of
-// StreamSession (an empty array when none exists).
+// StreamSession (an empty array when none exists), where each id also finds the streams
+// named `ID::MODEL`, as llama-server's lookup does.
 //
 // POST /v1/streams/lookup
 func (s *Server) handleLookupStreamsRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {

@@ -114,7 +114,8 @@ type Handler interface {
 	// Streams expire 300 s after they end.
 	// Two request shapes: ours, `{"ids":[...]}`, answered with `{"streams":[StreamStatus]}`;
 	// and llama-server's, `{"conversation_ids":[...]}`, answered with a JSON array of
-	// StreamSession (an empty array when none exists).
+	// StreamSession (an empty array when none exists), where each id also finds the streams
+	// named `ID::MODEL`, as llama-server's lookup does.
 	//
 	// POST /v1/streams/lookup
 	LookupStreams(ctx context.Context, req *StreamLookupRequest) (StreamLookupResult, error)

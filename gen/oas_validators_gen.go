@@ -4665,7 +4665,7 @@ func (s StreamId) Validate() error {
 		MaxLengthSet:  false,
 		Email:         false,
 		Hostname:      false,
-		Regex:         regexMap["^[A-Za-z0-9_-]{1,128}$"],
+		Regex:         regexMap["^[!-~]{1,256}$"],
 		MinNumeric:    0,
 		MinNumericSet: false,
 		MaxNumeric:    0,

@@ -124,14 +124,15 @@ func (s *Server) LookupStreams(_ context.Context, req *gen.StreamLookupRequest) 
 	for i, id := range asked {
 		ids[i] = string(id)
 	}
-	infos := s.streams.Lookup(ids)
 	if llama {
+		infos := s.streams.LookupConversations(ids)
 		sessions := make([]gen.StreamSession, len(infos))
 		for i, info := range infos {
 			sessions[i] = streamSession(info)
 		}
 		return gen.NewStreamSessionArrayStreamLookupResult(sessions), nil
 	}
+	infos := s.streams.Lookup(ids)
 	resp := gen.StreamLookupResponse{Streams: make([]gen.StreamStatus, len(infos))}
 	for i, info := range infos {
 		resp.Streams[i] = streamStatus(info)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -136,4 +137,27 @@ func TestResumableLlamaRoutes(t *testing.T) {
 		t.Errorf("lookup after DELETE: %s", after.Body)
 	}
 	wantError(t, h.do(t, "GET", "/v1/stream", ""), http.StatusBadRequest, "invalid_request_error", "'conv_id' (query)")
+}
+
+// TestResumableLlamaIDs: llama-server's ids, CONV::MODEL with a model name holding '/' and ':',
+// work through its query routes, and its lookup finds them by the conversation's id.
+func TestResumableLlamaIDs(t *testing.T) {
+	h := newHarness(t)
+	const id = "conv-stream-test::ggml-org/tinygemma3-GGUF:Q8_0"
+	qs := "conv_id=" + url.QueryEscape(id)
+	rec := h.doWith(t, "POST", "/v1/chat/completions", storyChat, conversation(id))
+	if rec.Code != http.StatusOK || !strings.HasSuffix(rec.Body.String(), "data: [DONE]\n\n") {
+		t.Fatalf("POST: %d %s", rec.Code, rec.Body)
+	}
+	if got := h.do(t, "GET", "/v1/stream?"+qs+"&from=0", ""); got.Code != http.StatusOK || got.Body.String() != rec.Body.String() {
+		t.Errorf("GET ?%s: %d %.200s", qs, got.Code, got.Body)
+	}
+	lookup := h.do(t, "POST", "/v1/streams/lookup", `{"conversation_ids":["conv-stream-test","conv-stream"]}`)
+	if !strings.HasPrefix(lookup.Body.String(), `[{"conversation_id":"`+id+`","is_done":true,`) || strings.Count(lookup.Body.String(), "conversation_id") != 1 {
+		t.Errorf("lookup by the conversation's id: %s", lookup.Body)
+	}
+	if del := h.do(t, "DELETE", "/v1/stream?"+qs, ""); del.Code != http.StatusNoContent {
+		t.Errorf("DELETE: %d %s", del.Code, del.Body)
+	}
+	wantError(t, h.do(t, "GET", "/v1/stream?"+qs, ""), http.StatusNotFound, "not_found_error", "no stream with id")
 }

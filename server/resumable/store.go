@@ -3,6 +3,8 @@ package resumable
 import (
 	"context"
 	"errors"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -151,6 +153,29 @@ func (st *Store) Lookup(ids []string) []Info {
 		if s, ok := st.sessions[id]; ok && !seen[id] {
 			seen[id] = true
 			out = append(out, s.Info())
+		}
+	}
+	return out
+}
+
+// LookupConversations is llama-server's lookup: for each of ids in turn, the session named id
+// and those named id + "::" + anything (one conversation's streams, one per model), each once.
+func (st *Store) LookupConversations(ids []string) []Info {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	out := []Info{}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		var family []string
+		for name := range st.sessions {
+			if !seen[name] && (name == id || strings.HasPrefix(name, id+"::")) {
+				family = append(family, name)
+			}
+		}
+		sort.Strings(family)
+		for _, name := range family {
+			seen[name] = true
+			out = append(out, st.sessions[name].Info())
 		}
 	}
 	return out

@@ -226,7 +226,8 @@ export interface paths {
          *     Streams expire 300 s after they end.
          *     Two request shapes: ours, `{"ids":[...]}`, answered with `{"streams":[StreamStatus]}`;
          *     and llama-server's, `{"conversation_ids":[...]}`, answered with a JSON array of
-         *     StreamSession (an empty array when none exists).
+         *     StreamSession (an empty array when none exists), where each id also finds the streams
+         *     named `ID::MODEL`, as llama-server's lookup does.
          */
         post: operations["lookupStreams"];
         delete?: never;
@@ -1306,7 +1307,11 @@ export interface components {
             /** @description Drafted tokens the model accepted (with draft_n). */
             draft_n_accepted?: number;
         };
-        /** @description A resumable stream's id, 1 to 128 letters, digits, '-' and '_'. */
+        /**
+         * @description A resumable stream's id: 1 to 256 visible ASCII characters (no spaces), so that
+         *     llama-server's ids (its web UI's `CONV::MODEL`, where the model name may hold `/` and
+         *     `:`) work. An id with `/` can be reached only through the `?conv_id=` routes.
+         */
         StreamId: string;
         StreamStatus: {
             id: components["schemas"]["StreamId"];
