@@ -27,8 +27,9 @@ const (
 )
 
 // checkJSONBody refuses request bodies that are not UTF-8 text or that nest deeper than
-// maxJSONDepth, with a 400 saying where. The body is read whole (the decoders read it whole
-// anyway); a read error, such as the body limit's, is replayed to the decoder after the bytes.
+// maxJSONDepth (400), or that hold more than maxJSONItems values (413), saying where. The body
+// is read whole (the decoders read it whole anyway); a read error, such as the body limit's, is
+// replayed to the decoder after the bytes.
 func (s *Server) checkJSONBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody || (r.Method != http.MethodPost && r.Method != http.MethodPut && r.Method != http.MethodPatch) {
