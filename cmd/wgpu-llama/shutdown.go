@@ -19,8 +19,13 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/server"
 )
 
-// drainTimeout is how long the running requests get to finish after the first signal.
-const drainTimeout = 10 * time.Second
+// drainTimeout is how long the running requests get to finish after the first signal (a
+// variable for tests).
+var drainTimeout = 10 * time.Second
+
+// cutGrace is how long, once the drain timed out and the engine ended what still ran, the
+// handlers get to send that ending (a stream's error event) before the connections close.
+const cutGrace = time.Second
 
 // errForced is run's error when a second signal cut the drain short (exit status 1).
 var errForced = errors.New("a second interrupt: exiting without waiting for the running requests")
@@ -74,8 +79,9 @@ func stoppedWhileLoading(ctx context.Context, logger *log.Logger, err error) err
 
 // drain shuts the server down once ctx is done: resumable streams end (with their shutdown
 // event), queued requests get their 503 at once, and the running ones have drainTimeout to
-// finish. It returns nil after a clean drain, errForced when a second signal (forced(ctx))
-// cut it short, and an error naming the timeout when requests were still running then.
+// finish, after which they are ended (streams with an error event). It returns nil after a
+// clean drain, errForced when a second signal (forced(ctx)) cut it short, and an error naming
+// the timeout when requests were still running then.
 func drain(ctx context.Context, logger *log.Logger, srv *server.Server, eng *engine.Engine, httpSrv *http.Server) error {
 	logger.Info("shutting down: finishing the running requests; a second Ctrl-C or SIGTERM exits at once", "timeout", drainTimeout)
 	// Resumable streams generate detached from their clients: stop them, or Shutdown would
@@ -97,11 +103,19 @@ func drain(ctx context.Context, logger *log.Logger, srv *server.Server, eng *eng
 	if err == nil || errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
-	httpSrv.Close() // what still runs is cut
 	select {
 	case <-cut:
+		httpSrv.Close()
 		return errForced
 	default:
-		return fmt.Errorf("shutdown: requests still running after %s were cut", drainTimeout)
 	}
+	// The engine ends the generations still running with ErrClosed, which their handlers send
+	// as the end of the response (a stream's error event, 503 "the server is shutting down");
+	// then whatever still holds a connection is cut.
+	eng.Close()
+	grace, cancelGrace := context.WithTimeout(context.Background(), cutGrace)
+	defer cancelGrace()
+	_ = httpSrv.Shutdown(grace)
+	httpSrv.Close()
+	return fmt.Errorf("shutdown: requests still running after %s were ended", drainTimeout)
 }

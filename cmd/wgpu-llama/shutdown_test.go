@@ -119,3 +119,28 @@ func tailOf(s string) string {
 	}
 	return s
 }
+
+// TestServeDrainTimeoutEndsStreams: a stream still running when the drain times out ends with
+// an error event saying the server is shutting down, not a cut connection.
+func TestServeDrainTimeoutEndsStreams(t *testing.T) {
+	model := shareddata.Path(t, "models", "stories260K.gguf")
+	requireGPU(t)
+	defer func(d time.Duration) { drainTimeout = d }(drainTimeout)
+	drainTimeout = 200 * time.Millisecond
+	ctx, signal := context.WithCancel(context.Background())
+	defer signal()
+	s, done := startServerCtx(t, ctx, "-m", model, "-np", "1")
+	s.waitReady(t)
+	r, closeBody := startStream(t, s, "/v1/chat/completions", `{"messages":[{"role":"user","content":"Hi"}],"max_tokens":-1,"ignore_eos":true,"stream":true}`)
+	defer closeBody()
+	signal()
+	var rest strings.Builder
+	_, err := r.WriteTo(&rest)
+	const last = `data: {"error":{"code":503,"message":"the server is shutting down","type":"unavailable_error"}}` + "\n\n"
+	if err != nil || !strings.HasSuffix(rest.String(), last) {
+		t.Errorf("the stream running at the drain timeout: %v, ends %q, want %q", err, tailOf(rest.String()), last)
+	}
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "requests still running after 200ms were ended") {
+		t.Errorf("run after the drain timed out: %v", err)
+	}
+}
