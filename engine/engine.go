@@ -91,6 +91,9 @@ type Engine struct {
 	done    chan struct{}
 	closeMu sync.Once
 	taskIDs atomic.Int64
+	// drain is closed by Drain (drain.go).
+	drain     chan struct{}
+	drainOnce sync.Once
 
 	control chan *control // see control.go
 	pending []*control    // control messages waiting for their slot
@@ -252,6 +255,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		control:    make(chan *control, 16),
 		quit:       make(chan struct{}),
 		done:       make(chan struct{}),
+		drain:      make(chan struct{}),
 		slotCtx:    slotCtx,
 		cellLimit:  cellLimit,
 		batch:      batch,
@@ -317,6 +321,9 @@ func (e *Engine) Submit(ctx context.Context, t Task) (<-chan Result, error) {
 
 // enqueue puts a checked task on the queue.
 func (e *Engine) enqueue(ctx context.Context, t Task) (<-chan Result, error) {
+	if e.draining() {
+		return nil, ErrClosed
+	}
 	r := &request{ctx: ctx, id: int(e.taskIDs.Add(1) - 1), task: t, box: newOutbox()}
 	select {
 	case e.queue <- r:

@@ -325,8 +325,10 @@ func (r *byteReader) u32() uint32 {
 
 // writeFileAtomic writes a file through write into a temporary file beside path and renames
 // it over path, so that readers see the old file or the whole new one. It returns the size.
+// The temporary name does not grow with path's, so any name the file system takes for path
+// (up to 255 bytes) works.
 func writeFileAtomic(path string, write func(io.Writer) error) (int64, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	f, err := os.CreateTemp(filepath.Dir(path), ".slot-*.tmp")
 	if err != nil {
 		return 0, err
 	}

@@ -38,11 +38,15 @@ func (e *Engine) loop() {
 	}
 }
 
-// admit moves queued requests into idle slots, blocking while no slot is busy. It reports
-// false when the engine is closing. Requests waiting for a particular busy slot go first
+// admit moves queued requests into idle slots, blocking while no slot is busy (once draining,
+// it fails them instead). It reports false when the engine is closing. Requests waiting for a particular busy slot go first
 // once it is free, in the order they came.
 func (e *Engine) admit() bool {
-	e.admitWaiting()
+	if e.draining() {
+		e.rejectQueued()
+	} else {
+		e.admitWaiting()
+	}
 	for {
 		idle := e.idleSlots()
 		busy := len(idle) < len(e.slots)
@@ -71,6 +75,10 @@ func (e *Engine) admit() bool {
 		}
 		if r.ctx.Err() != nil {
 			r.fail(r.ctx.Err())
+			continue
+		}
+		if e.draining() {
+			r.fail(ErrClosed)
 			continue
 		}
 		if r.task.Slot == nil {

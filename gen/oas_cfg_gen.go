@@ -13,7 +13,7 @@ import (
 )
 
 var regexMap = map[string]ogenregex.Regexp{
-	"^[A-Za-z0-9_-]{1,128}$": ogenregex.MustCompile("^[A-Za-z0-9_-]{1,128}$"),
+	"^[!-~]{1,256}$": ogenregex.MustCompile("^[!-~]{1,256}$"),
 }
 
 type (

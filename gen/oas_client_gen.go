@@ -146,11 +146,22 @@ type Invoker interface {
 	// DeleteStream invokes deleteStream operation.
 	//
 	// Cancels the generation; followers receive the bytes produced so far and their responses
-	// end (without `[DONE]`). The stream stays, with status "cancelled", until it expires.
+	// end with an error event (`data: {"error":{...}}`, code 400, "the stream ... was
+	// cancelled") instead of `[DONE]`; a POST that had sent nothing yet answers that error
+	// itself. The stream stays, with status "cancelled", until it expires.
 	// Deleting a stream that already ended changes nothing and answers its status.
 	//
 	// DELETE /v1/stream/{id}
 	DeleteStream(ctx context.Context, params DeleteStreamParams) (*StreamStatus, error)
+	// DeleteStreamByQuery invokes deleteStreamByQuery operation.
+	//
+	// `DELETE /v1/stream?conv_id=ID`, as llama-server does it: cancels the generation (its
+	// followers' responses end with the error event DELETE /v1/stream/{id} sends) and removes
+	// the stream at once, so a later GET answers 404. Answers 204 whether or not the stream
+	// existed.
+	//
+	// DELETE /v1/stream
+	DeleteStreamByQuery(ctx context.Context, params DeleteStreamByQueryParams) error
 	// Detokenize invokes detokenize operation.
 	//
 	// Turn token ids back into text.
@@ -202,6 +213,13 @@ type Invoker interface {
 	//
 	// GET /v1/stream/{id}
 	GetStream(ctx context.Context, params GetStreamParams) (GetStreamRes, error)
+	// GetStreamByQuery invokes getStreamByQuery operation.
+	//
+	// `GET /v1/stream?conv_id=ID&from=N`, as llama-server and its web UI call it; it answers
+	// exactly as GET /v1/stream/{id}?from=N does.
+	//
+	// GET /v1/stream
+	GetStreamByQuery(ctx context.Context, params GetStreamByQueryParams) (GetStreamByQueryRes, error)
 	// ListModels invokes listModels operation.
 	//
 	// The loaded model, in OpenAI's list shape plus llama-server's ollama-style list.
@@ -225,9 +243,13 @@ type Invoker interface {
 	// Answers only for the ids in the request that name a stream; ids that name none are
 	// left out. There is no way to list streams: a stream is reached only through its id.
 	// Streams expire 300 s after they end.
+	// Two request shapes: ours, `{"ids":[...]}`, answered with `{"streams":[StreamStatus]}`;
+	// and llama-server's, `{"conversation_ids":[...]}`, answered with a JSON array of
+	// StreamSession (an empty array when none exists), where each id also finds the streams
+	// named `ID::MODEL`, as llama-server's lookup does.
 	//
 	// POST /v1/streams/lookup
-	LookupStreams(ctx context.Context, request *StreamLookupRequest) (*StreamLookupResponse, error)
+	LookupStreams(ctx context.Context, request *StreamLookupRequest) (StreamLookupResult, error)
 	// Rerank invokes rerank operation.
 	//
 	// Jina's request and answer (`documents`, `results` sorted by relevance), or with `texts`
@@ -1055,7 +1077,9 @@ func (c *Client) sendCreateResponseAlias(ctx context.Context, request *Responses
 // DeleteStream invokes deleteStream operation.
 //
 // Cancels the generation; followers receive the bytes produced so far and their responses
-// end (without `[DONE]`). The stream stays, with status "cancelled", until it expires.
+// end with an error event (`data: {"error":{...}}`, code 400, "the stream ... was
+// cancelled") instead of `[DONE]`; a POST that had sent nothing yet answers that error
+// itself. The stream stays, with status "cancelled", until it expires.
 // Deleting a stream that already ended changes nothing and answers its status.
 //
 // DELETE /v1/stream/{id}
@@ -1105,6 +1129,66 @@ func (c *Client) sendDeleteStream(ctx context.Context, params DeleteStreamParams
 	defer body.Close()
 
 	result, err := decodeDeleteStreamResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// DeleteStreamByQuery invokes deleteStreamByQuery operation.
+//
+// `DELETE /v1/stream?conv_id=ID`, as llama-server does it: cancels the generation (its
+// followers' responses end with the error event DELETE /v1/stream/{id} sends) and removes
+// the stream at once, so a later GET answers 404. Answers 204 whether or not the stream
+// existed.
+//
+// DELETE /v1/stream
+func (c *Client) DeleteStreamByQuery(ctx context.Context, params DeleteStreamByQueryParams) error {
+	_, err := c.sendDeleteStreamByQuery(ctx, params)
+	return err
+}
+
+func (c *Client) sendDeleteStreamByQuery(ctx context.Context, params DeleteStreamByQueryParams) (res *DeleteStreamByQueryNoContent, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/v1/stream"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	q := uri.NewQueryEncoder()
+	{
+		// Encode "conv_id" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "conv_id",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if unwrapped := string(params.ConvID); true {
+				return e.EncodeValue(conv.StringToString(unwrapped))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	u.RawQuery = q.Values().Encode()
+
+	r, err := ht.NewRequest(ctx, "DELETE", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer body.Close()
+
+	result, err := decodeDeleteStreamByQueryResponse(resp)
 	if err != nil {
 		return res, errors.Wrap(err, "decode response")
 	}
@@ -1440,6 +1524,79 @@ func (c *Client) sendGetStream(ctx context.Context, params GetStreamParams) (res
 	return result, nil
 }
 
+// GetStreamByQuery invokes getStreamByQuery operation.
+//
+// `GET /v1/stream?conv_id=ID&from=N`, as llama-server and its web UI call it; it answers
+// exactly as GET /v1/stream/{id}?from=N does.
+//
+// GET /v1/stream
+func (c *Client) GetStreamByQuery(ctx context.Context, params GetStreamByQueryParams) (GetStreamByQueryRes, error) {
+	res, err := c.sendGetStreamByQuery(ctx, params)
+	return res, err
+}
+
+func (c *Client) sendGetStreamByQuery(ctx context.Context, params GetStreamByQueryParams) (res GetStreamByQueryRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/v1/stream"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	q := uri.NewQueryEncoder()
+	{
+		// Encode "from" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "from",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.From.Get(); ok {
+				return e.EncodeValue(conv.Int64ToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "conv_id" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "conv_id",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if unwrapped := string(params.ConvID); true {
+				return e.EncodeValue(conv.StringToString(unwrapped))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	u.RawQuery = q.Values().Encode()
+
+	r, err := ht.NewRequest(ctx, "GET", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+
+	result, err := decodeGetStreamByQueryResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
 // ListModels invokes listModels operation.
 //
 // The loaded model, in OpenAI's list shape plus llama-server's ollama-style list.
@@ -1556,14 +1713,18 @@ func (c *Client) sendListModelsOllamaAlias(ctx context.Context) (res *ModelsResp
 // Answers only for the ids in the request that name a stream; ids that name none are
 // left out. There is no way to list streams: a stream is reached only through its id.
 // Streams expire 300 s after they end.
+// Two request shapes: ours, `{"ids":[...]}`, answered with `{"streams":[StreamStatus]}`;
+// and llama-server's, `{"conversation_ids":[...]}`, answered with a JSON array of
+// StreamSession (an empty array when none exists), where each id also finds the streams
+// named `ID::MODEL`, as llama-server's lookup does.
 //
 // POST /v1/streams/lookup
-func (c *Client) LookupStreams(ctx context.Context, request *StreamLookupRequest) (*StreamLookupResponse, error) {
+func (c *Client) LookupStreams(ctx context.Context, request *StreamLookupRequest) (StreamLookupResult, error) {
 	res, err := c.sendLookupStreams(ctx, request)
 	return res, err
 }
 
-func (c *Client) sendLookupStreams(ctx context.Context, request *StreamLookupRequest) (res *StreamLookupResponse, err error) {
+func (c *Client) sendLookupStreams(ctx context.Context, request *StreamLookupRequest) (res StreamLookupResult, err error) {
 
 	u := uri.Clone(c.requestURL(ctx))
 	var pathParts [1]string

@@ -1612,7 +1612,9 @@ func (s *Server) handleCreateResponseAliasRequest(args [0]string, argsEscaped bo
 // handleDeleteStreamRequest handles deleteStream operation.
 //
 // Cancels the generation; followers receive the bytes produced so far and their responses
-// end (without `[DONE]`). The stream stays, with status "cancelled", until it expires.
+// end with an error event (`data: {"error":{...}}`, code 400, "the stream ... was
+// cancelled") instead of `[DONE]`; a POST that had sent nothing yet answers that error
+// itself. The stream stays, with status "cancelled", until it expires.
 // Deleting a stream that already ended changes nothing and answers its status.
 //
 // DELETE /v1/stream/{id}
@@ -1698,6 +1700,104 @@ func (s *Server) handleDeleteStreamRequest(args [1]string, argsEscaped bool, w h
 	}
 
 	if err := encodeDeleteStreamResponse(response, w); err != nil {
+		defer recordError("EncodeResponse", err)
+		if !errors.Is(err, ht.ErrInternalServerErrorResponse) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+		}
+		return
+	}
+}
+
+// handleDeleteStreamByQueryRequest handles deleteStreamByQuery operation.
+//
+// `DELETE /v1/stream?conv_id=ID`, as llama-server does it: cancels the generation (its
+// followers' responses end with the error event DELETE /v1/stream/{id} sends) and removes
+// the stream at once, so a later GET answers 404. Answers 204 whether or not the stream
+// existed.
+//
+// DELETE /v1/stream
+func (s *Server) handleDeleteStreamByQueryRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err          error
+		opErrContext = ogenerrors.OperationContext{
+			Name: DeleteStreamByQueryOperation,
+			ID:   "deleteStreamByQuery",
+		}
+	)
+	params, err := decodeDeleteStreamByQueryParams(args, argsEscaped, r)
+	if err != nil {
+		err = &ogenerrors.DecodeParamsError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeParams", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+
+	var rawBody []byte
+
+	var response *DeleteStreamByQueryNoContent
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    DeleteStreamByQueryOperation,
+			OperationSummary: "llama-server's stop, which also forgets the stream.",
+			OperationID:      "deleteStreamByQuery",
+			Body:             nil,
+			RawBody:          rawBody,
+			Params: middleware.Parameters{
+				{
+					Name: "conv_id",
+					In:   "query",
+				}: params.ConvID,
+			},
+			Raw: r,
+		}
+
+		type (
+			Request  = struct{}
+			Params   = DeleteStreamByQueryParams
+			Response = *DeleteStreamByQueryNoContent
+		)
+		response, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			unpackDeleteStreamByQueryParams,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				err = s.h.DeleteStreamByQuery(ctx, params)
+				return response, err
+			},
+		)
+	} else {
+		err = s.h.DeleteStreamByQuery(ctx, params)
+	}
+	if err != nil {
+		if errRes, ok := errors.Into[*ErrorStatusCode](err); ok {
+			if err := encodeErrorResponse(errRes, w); err != nil {
+				defer recordError("Internal", err)
+			}
+			return
+		}
+		if errors.Is(err, ht.ErrNotImplemented) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+		if err := encodeErrorResponse(s.h.NewError(ctx, err), w); err != nil {
+			defer recordError("Internal", err)
+		}
+		return
+	}
+
+	if err := encodeDeleteStreamByQueryResponse(response, w); err != nil {
 		defer recordError("EncodeResponse", err)
 		if !errors.Is(err, ht.ErrInternalServerErrorResponse) {
 			s.cfg.ErrorHandler(ctx, w, r, err)
@@ -2288,6 +2388,96 @@ func (s *Server) handleGetStreamRequest(args [1]string, argsEscaped bool, w http
 	}
 }
 
+// handleGetStreamByQueryRequest handles getStreamByQuery operation.
+//
+// `GET /v1/stream?conv_id=ID&from=N`, as llama-server and its web UI call it; it answers
+// exactly as GET /v1/stream/{id}?from=N does.
+//
+// GET /v1/stream
+func (s *Server) handleGetStreamByQueryRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err          error
+		opErrContext = ogenerrors.OperationContext{
+			Name: GetStreamByQueryOperation,
+			ID:   "getStreamByQuery",
+		}
+	)
+	params, err := decodeGetStreamByQueryParams(args, argsEscaped, r)
+	if err != nil {
+		err = &ogenerrors.DecodeParamsError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeParams", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+
+	var rawBody []byte
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    GetStreamByQueryOperation,
+			OperationSummary: "llama-server's form of GET /v1/stream/{id}.",
+			OperationID:      "getStreamByQuery",
+			Body:             nil,
+			RawBody:          rawBody,
+			Params: middleware.Parameters{
+				{
+					Name: "from",
+					In:   "query",
+				}: params.From,
+				{
+					Name: "conv_id",
+					In:   "query",
+				}: params.ConvID,
+			},
+			Raw: r,
+		}
+
+		type (
+			Request  = struct{}
+			Params   = GetStreamByQueryParams
+			Response = struct{}
+		)
+		_, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			unpackGetStreamByQueryParams,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				err = s.rh.GetStreamByQuery(ctx, params, w)
+				return response, err
+			},
+		)
+	} else {
+		err = s.rh.GetStreamByQuery(ctx, params, w)
+	}
+	if err != nil {
+		if errRes, ok := errors.Into[*ErrorStatusCode](err); ok {
+			if err := encodeErrorResponse(errRes, w); err != nil {
+				defer recordError("Internal", err)
+			}
+			return
+		}
+		if errors.Is(err, ht.ErrNotImplemented) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+		if err := encodeErrorResponse(s.h.NewError(ctx, err), w); err != nil {
+			defer recordError("Internal", err)
+		}
+		return
+	}
+}
+
 // handleListModelsRequest handles listModels operation.
 //
 // The loaded model, in OpenAI's list shape plus llama-server's ollama-style list.
@@ -2521,6 +2711,10 @@ func (s *Server) handleListModelsOllamaAliasRequest(args [0]string, argsEscaped 
 // Answers only for the ids in the request that name a stream; ids that name none are
 // left out. There is no way to list streams: a stream is reached only through its id.
 // Streams expire 300 s after they end.
+// Two request shapes: ours, `{"ids":[...]}`, answered with `{"streams":[StreamStatus]}`;
+// and llama-server's, `{"conversation_ids":[...]}`, answered with a JSON array of
+// StreamSession (an empty array when none exists), where each id also finds the streams
+// named `ID::MODEL`, as llama-server's lookup does.
 //
 // POST /v1/streams/lookup
 func (s *Server) handleLookupStreamsRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -2553,7 +2747,7 @@ func (s *Server) handleLookupStreamsRequest(args [0]string, argsEscaped bool, w 
 		}
 	}()
 
-	var response *StreamLookupResponse
+	var response StreamLookupResult
 	if m := s.cfg.Middleware; m != nil {
 		mreq := middleware.Request{
 			Context:          ctx,
@@ -2569,7 +2763,7 @@ func (s *Server) handleLookupStreamsRequest(args [0]string, argsEscaped bool, w 
 		type (
 			Request  = *StreamLookupRequest
 			Params   = struct{}
-			Response = *StreamLookupResponse
+			Response = StreamLookupResult
 		)
 		response, err = middleware.HookMiddleware[
 			Request,

@@ -45,6 +45,10 @@ type GetMetricsRes interface {
 	getMetricsRes()
 }
 
+type GetStreamByQueryRes interface {
+	getStreamByQueryRes()
+}
+
 type GetStreamRes interface {
 	getStreamRes()
 }

@@ -10672,6 +10672,46 @@ func (s *GenerationSettings) UnmarshalJSON(data []byte) error {
 	return s.Decode(d)
 }
 
+// Encode encodes GetStreamByQueryOKTextEventStream as json.
+func (s GetStreamByQueryOKTextEventStream) Encode(e *jx.Encoder) {
+	unwrapped := string(s)
+
+	e.Str(unwrapped)
+}
+
+// Decode decodes GetStreamByQueryOKTextEventStream from json.
+func (s *GetStreamByQueryOKTextEventStream) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode GetStreamByQueryOKTextEventStream to nil")
+	}
+	var unwrapped string
+	if err := func() error {
+		v, err := d.Str()
+		unwrapped = string(v)
+		if err != nil {
+			return err
+		}
+		return nil
+	}(); err != nil {
+		return errors.Wrap(err, "alias")
+	}
+	*s = GetStreamByQueryOKTextEventStream(unwrapped)
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s GetStreamByQueryOKTextEventStream) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *GetStreamByQueryOKTextEventStream) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
 // Encode encodes GetStreamOKTextEventStream as json.
 func (s GetStreamOKTextEventStream) Encode(e *jx.Encoder) {
 	unwrapped := string(s)
@@ -21392,17 +21432,30 @@ func (s *StreamLookupRequest) Encode(e *jx.Encoder) {
 // encodeFields encodes fields.
 func (s *StreamLookupRequest) encodeFields(e *jx.Encoder) {
 	{
-		e.FieldStart("ids")
-		e.ArrStart()
-		for _, elem := range s.Ids {
-			elem.Encode(e)
+		if s.Ids != nil {
+			e.FieldStart("ids")
+			e.ArrStart()
+			for _, elem := range s.Ids {
+				elem.Encode(e)
+			}
+			e.ArrEnd()
 		}
-		e.ArrEnd()
+	}
+	{
+		if s.ConversationIds != nil {
+			e.FieldStart("conversation_ids")
+			e.ArrStart()
+			for _, elem := range s.ConversationIds {
+				elem.Encode(e)
+			}
+			e.ArrEnd()
+		}
 	}
 }
 
-var jsonFieldsNameOfStreamLookupRequest = [1]string{
+var jsonFieldsNameOfStreamLookupRequest = [2]string{
 	0: "ids",
+	1: "conversation_ids",
 }
 
 // Decode decodes StreamLookupRequest from json.
@@ -21410,12 +21463,10 @@ func (s *StreamLookupRequest) Decode(d *jx.Decoder) error {
 	if s == nil {
 		return errors.New("invalid: unable to decode StreamLookupRequest to nil")
 	}
-	var requiredBitSet [1]uint8
 
 	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
 		switch string(k) {
 		case "ids":
-			requiredBitSet[0] |= 1 << 0
 			if err := func() error {
 				s.Ids = make([]StreamId, 0)
 				if err := d.Arr(func(d *jx.Decoder) error {
@@ -21432,44 +21483,29 @@ func (s *StreamLookupRequest) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"ids\"")
 			}
+		case "conversation_ids":
+			if err := func() error {
+				s.ConversationIds = make([]StreamId, 0)
+				if err := d.Arr(func(d *jx.Decoder) error {
+					var elem StreamId
+					if err := elem.Decode(d); err != nil {
+						return err
+					}
+					s.ConversationIds = append(s.ConversationIds, elem)
+					return nil
+				}); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"conversation_ids\"")
+			}
 		default:
 			return d.Skip()
 		}
 		return nil
 	}); err != nil {
 		return errors.Wrap(err, "decode StreamLookupRequest")
-	}
-	// Validate required fields.
-	var failures []validate.FieldError
-	for i, mask := range [1]uint8{
-		0b00000001,
-	} {
-		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
-			// Mask only required fields and check equality to mask using XOR.
-			//
-			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
-			// Bits of fields which would be set are actually bits of missed fields.
-			missed := bits.OnesCount8(result)
-			for bitN := 0; bitN < missed; bitN++ {
-				bitIdx := bits.TrailingZeros8(result)
-				fieldIdx := i*8 + bitIdx
-				var name string
-				if fieldIdx < len(jsonFieldsNameOfStreamLookupRequest) {
-					name = jsonFieldsNameOfStreamLookupRequest[fieldIdx]
-				} else {
-					name = strconv.Itoa(fieldIdx)
-				}
-				failures = append(failures, validate.FieldError{
-					Name:  name,
-					Error: validate.ErrFieldRequired,
-				})
-				// Reset bit.
-				result &^= 1 << bitIdx
-			}
-		}
-	}
-	if len(failures) > 0 {
-		return &validate.Error{Fields: failures}
 	}
 
 	return nil
@@ -21594,6 +21630,64 @@ func (s *StreamLookupResponse) UnmarshalJSON(data []byte) error {
 	return s.Decode(d)
 }
 
+// Encode encodes StreamLookupResult as json.
+func (s StreamLookupResult) Encode(e *jx.Encoder) {
+	switch s.Type {
+	case StreamLookupResponseStreamLookupResult:
+		s.StreamLookupResponse.Encode(e)
+	case StreamSessionArrayStreamLookupResult:
+		e.ArrStart()
+		for _, elem := range s.StreamSessionArray {
+			elem.Encode(e)
+		}
+		e.ArrEnd()
+	}
+}
+
+// Decode decodes StreamLookupResult from json.
+func (s *StreamLookupResult) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode StreamLookupResult to nil")
+	}
+	// Sum type type_discriminator.
+	switch t := d.Next(); t {
+	case jx.Array:
+		s.StreamSessionArray = make([]StreamSession, 0)
+		if err := d.Arr(func(d *jx.Decoder) error {
+			var elem StreamSession
+			if err := elem.Decode(d); err != nil {
+				return err
+			}
+			s.StreamSessionArray = append(s.StreamSessionArray, elem)
+			return nil
+		}); err != nil {
+			return err
+		}
+		s.Type = StreamSessionArrayStreamLookupResult
+	case jx.Object:
+		if err := s.StreamLookupResponse.Decode(d); err != nil {
+			return err
+		}
+		s.Type = StreamLookupResponseStreamLookupResult
+	default:
+		return errors.Errorf("unexpected json type %q", t)
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s StreamLookupResult) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *StreamLookupResult) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
 // Encode implements json.Marshaler.
 func (s *StreamOptions) Encode(e *jx.Encoder) {
 	e.ObjStart()
@@ -21653,6 +21747,168 @@ func (s *StreamOptions) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *StreamOptions) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *StreamSession) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *StreamSession) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("conversation_id")
+		s.ConversationID.Encode(e)
+	}
+	{
+		e.FieldStart("is_done")
+		e.Bool(s.IsDone)
+	}
+	{
+		e.FieldStart("total_bytes")
+		e.Int64(s.TotalBytes)
+	}
+	{
+		e.FieldStart("started_at")
+		e.Int64(s.StartedAt)
+	}
+	{
+		e.FieldStart("completed_at")
+		e.Int64(s.CompletedAt)
+	}
+}
+
+var jsonFieldsNameOfStreamSession = [5]string{
+	0: "conversation_id",
+	1: "is_done",
+	2: "total_bytes",
+	3: "started_at",
+	4: "completed_at",
+}
+
+// Decode decodes StreamSession from json.
+func (s *StreamSession) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode StreamSession to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "conversation_id":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				if err := s.ConversationID.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"conversation_id\"")
+			}
+		case "is_done":
+			requiredBitSet[0] |= 1 << 1
+			if err := func() error {
+				v, err := d.Bool()
+				s.IsDone = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"is_done\"")
+			}
+		case "total_bytes":
+			requiredBitSet[0] |= 1 << 2
+			if err := func() error {
+				v, err := d.Int64()
+				s.TotalBytes = int64(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"total_bytes\"")
+			}
+		case "started_at":
+			requiredBitSet[0] |= 1 << 3
+			if err := func() error {
+				v, err := d.Int64()
+				s.StartedAt = int64(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"started_at\"")
+			}
+		case "completed_at":
+			requiredBitSet[0] |= 1 << 4
+			if err := func() error {
+				v, err := d.Int64()
+				s.CompletedAt = int64(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"completed_at\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode StreamSession")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00011111,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfStreamSession) {
+					name = jsonFieldsNameOfStreamSession[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *StreamSession) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *StreamSession) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }

@@ -354,6 +354,79 @@ func decodeDeleteStreamParams(args [1]string, argsEscaped bool, r *http.Request)
 	return params, nil
 }
 
+// DeleteStreamByQueryParams is parameters of deleteStreamByQuery operation.
+type DeleteStreamByQueryParams struct {
+	// The X-Conversation-Id the stream was started with.
+	ConvID StreamId
+}
+
+func unpackDeleteStreamByQueryParams(packed middleware.Parameters) (params DeleteStreamByQueryParams) {
+	{
+		key := middleware.ParameterKey{
+			Name: "conv_id",
+			In:   "query",
+		}
+		params.ConvID = packed[key].(StreamId)
+	}
+	return params
+}
+
+func decodeDeleteStreamByQueryParams(args [0]string, argsEscaped bool, r *http.Request) (params DeleteStreamByQueryParams, _ error) {
+	q := uri.NewQueryDecoder(r.URL.Query())
+	// Decode query: conv_id.
+	if err := func() error {
+		cfg := uri.QueryParameterDecodingConfig{
+			Name:    "conv_id",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.HasParam(cfg); err == nil {
+			if err := q.DecodeParam(cfg, func(d uri.Decoder) error {
+				var paramsDotConvIDVal string
+				if err := func() error {
+					val, err := d.DecodeValue()
+					if err != nil {
+						return err
+					}
+
+					c, err := conv.ToString(val)
+					if err != nil {
+						return err
+					}
+
+					paramsDotConvIDVal = c
+					return nil
+				}(); err != nil {
+					return err
+				}
+				params.ConvID = StreamId(paramsDotConvIDVal)
+				return nil
+			}); err != nil {
+				return err
+			}
+			if err := func() error {
+				if err := params.ConvID.Validate(); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return err
+			}
+		} else {
+			return err
+		}
+		return nil
+	}(); err != nil {
+		return params, &ogenerrors.DecodeParamError{
+			Name: "conv_id",
+			In:   "query",
+			Err:  err,
+		}
+	}
+	return params, nil
+}
+
 // GetSlotsParams is parameters of getSlots operation.
 type GetSlotsParams struct {
 	// When present (any value), answer 503 "no slot available" if no slot is idle.
@@ -572,6 +645,156 @@ func decodeGetStreamParams(args [1]string, argsEscaped bool, r *http.Request) (p
 		return params, &ogenerrors.DecodeParamError{
 			Name: "id",
 			In:   "path",
+			Err:  err,
+		}
+	}
+	return params, nil
+}
+
+// GetStreamByQueryParams is parameters of getStreamByQuery operation.
+type GetStreamByQueryParams struct {
+	// The absolute byte offset to start from; defaults to 0.
+	From OptInt64 `json:",omitempty,omitzero"`
+	// The X-Conversation-Id the stream was started with.
+	ConvID StreamId
+}
+
+func unpackGetStreamByQueryParams(packed middleware.Parameters) (params GetStreamByQueryParams) {
+	{
+		key := middleware.ParameterKey{
+			Name: "from",
+			In:   "query",
+		}
+		if v, ok := packed[key]; ok {
+			params.From = v.(OptInt64)
+		}
+	}
+	{
+		key := middleware.ParameterKey{
+			Name: "conv_id",
+			In:   "query",
+		}
+		params.ConvID = packed[key].(StreamId)
+	}
+	return params
+}
+
+func decodeGetStreamByQueryParams(args [0]string, argsEscaped bool, r *http.Request) (params GetStreamByQueryParams, _ error) {
+	q := uri.NewQueryDecoder(r.URL.Query())
+	// Decode query: from.
+	if err := func() error {
+		cfg := uri.QueryParameterDecodingConfig{
+			Name:    "from",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.HasParam(cfg); err == nil {
+			if err := q.DecodeParam(cfg, func(d uri.Decoder) error {
+				var paramsDotFromVal int64
+				if err := func() error {
+					val, err := d.DecodeValue()
+					if err != nil {
+						return err
+					}
+
+					c, err := conv.ToInt64(val)
+					if err != nil {
+						return err
+					}
+
+					paramsDotFromVal = c
+					return nil
+				}(); err != nil {
+					return err
+				}
+				params.From.SetTo(paramsDotFromVal)
+				return nil
+			}); err != nil {
+				return err
+			}
+			if err := func() error {
+				if value, ok := params.From.Get(); ok {
+					if err := func() error {
+						if err := (validate.Int{
+							MinSet:        true,
+							Min:           0,
+							MaxSet:        false,
+							Max:           0,
+							MinExclusive:  false,
+							MaxExclusive:  false,
+							MultipleOfSet: false,
+							MultipleOf:    0,
+							Pattern:       nil,
+						}).Validate(int64(value)); err != nil {
+							return errors.Wrap(err, "int")
+						}
+						return nil
+					}(); err != nil {
+						return err
+					}
+				}
+				return nil
+			}(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		return params, &ogenerrors.DecodeParamError{
+			Name: "from",
+			In:   "query",
+			Err:  err,
+		}
+	}
+	// Decode query: conv_id.
+	if err := func() error {
+		cfg := uri.QueryParameterDecodingConfig{
+			Name:    "conv_id",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.HasParam(cfg); err == nil {
+			if err := q.DecodeParam(cfg, func(d uri.Decoder) error {
+				var paramsDotConvIDVal string
+				if err := func() error {
+					val, err := d.DecodeValue()
+					if err != nil {
+						return err
+					}
+
+					c, err := conv.ToString(val)
+					if err != nil {
+						return err
+					}
+
+					paramsDotConvIDVal = c
+					return nil
+				}(); err != nil {
+					return err
+				}
+				params.ConvID = StreamId(paramsDotConvIDVal)
+				return nil
+			}); err != nil {
+				return err
+			}
+			if err := func() error {
+				if err := params.ConvID.Validate(); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return err
+			}
+		} else {
+			return err
+		}
+		return nil
+	}(); err != nil {
+		return params, &ogenerrors.DecodeParamError{
+			Name: "conv_id",
+			In:   "query",
 			Err:  err,
 		}
 	}

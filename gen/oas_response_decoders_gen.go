@@ -1394,6 +1394,57 @@ func decodeDeleteStreamResponse(resp *http.Response) (res *StreamStatus, _ error
 	return res, errors.Wrap(defRes, "error")
 }
 
+func decodeDeleteStreamByQueryResponse(resp *http.Response) (res *DeleteStreamByQueryNoContent, _ error) {
+	switch resp.StatusCode {
+	case 204:
+		// Code 204.
+		return &DeleteStreamByQueryNoContent{}, nil
+	}
+	// Convenient error response.
+	defRes, err := func() (res *ErrorStatusCode, err error) {
+		ct, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+		if err != nil {
+			return res, errors.Wrap(err, "parse media type")
+		}
+		switch {
+		case ct == "application/json":
+			buf, err := io.ReadAll(resp.Body)
+			if err != nil {
+				return res, err
+			}
+			d := jx.DecodeBytes(buf)
+
+			var response ErrorResponse
+			if err := func() error {
+				if err := response.Decode(d); err != nil {
+					return err
+				}
+				if err := d.Skip(); err != io.EOF {
+					return errors.New("unexpected trailing data")
+				}
+				return nil
+			}(); err != nil {
+				err = &ogenerrors.DecodeBodyError{
+					ContentType: ct,
+					Body:        buf,
+					Err:         err,
+				}
+				return res, err
+			}
+			return &ErrorStatusCode{
+				StatusCode: resp.StatusCode,
+				Response:   response,
+			}, nil
+		default:
+			return res, validate.InvalidContentType(ct)
+		}
+	}()
+	if err != nil {
+		return res, errors.Wrapf(err, "default (code %d)", resp.StatusCode)
+	}
+	return res, errors.Wrap(defRes, "error")
+}
+
 func decodeDetokenizeResponse(resp *http.Response) (res *DetokenizeResponse, _ error) {
 	switch resp.StatusCode {
 	case 200:
@@ -1978,6 +2029,69 @@ func decodeGetStreamResponse(resp *http.Response) (res GetStreamRes, _ error) {
 	return res, errors.Wrap(defRes, "error")
 }
 
+func decodeGetStreamByQueryResponse(resp *http.Response) (res GetStreamByQueryRes, _ error) {
+	switch resp.StatusCode {
+	case 200:
+		// Code 200.
+		ct, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+		if err != nil {
+			return res, errors.Wrap(err, "parse media type")
+		}
+		switch {
+		case ct == "text/event-stream":
+			// Raw response - return the http.Response directly
+			return &GetStreamByQueryOKRawTextEventStream{
+				Response: resp,
+			}, nil
+		default:
+			return res, validate.InvalidContentType(ct)
+		}
+	}
+	// Convenient error response.
+	defRes, err := func() (res *ErrorStatusCode, err error) {
+		ct, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+		if err != nil {
+			return res, errors.Wrap(err, "parse media type")
+		}
+		switch {
+		case ct == "application/json":
+			buf, err := io.ReadAll(resp.Body)
+			if err != nil {
+				return res, err
+			}
+			d := jx.DecodeBytes(buf)
+
+			var response ErrorResponse
+			if err := func() error {
+				if err := response.Decode(d); err != nil {
+					return err
+				}
+				if err := d.Skip(); err != io.EOF {
+					return errors.New("unexpected trailing data")
+				}
+				return nil
+			}(); err != nil {
+				err = &ogenerrors.DecodeBodyError{
+					ContentType: ct,
+					Body:        buf,
+					Err:         err,
+				}
+				return res, err
+			}
+			return &ErrorStatusCode{
+				StatusCode: resp.StatusCode,
+				Response:   response,
+			}, nil
+		default:
+			return res, validate.InvalidContentType(ct)
+		}
+	}()
+	if err != nil {
+		return res, errors.Wrapf(err, "default (code %d)", resp.StatusCode)
+	}
+	return res, errors.Wrap(defRes, "error")
+}
+
 func decodeListModelsResponse(resp *http.Response) (res *ModelsResponse, _ error) {
 	switch resp.StatusCode {
 	case 200:
@@ -2254,7 +2368,7 @@ func decodeListModelsOllamaAliasResponse(resp *http.Response) (res *ModelsRespon
 	return res, errors.Wrap(defRes, "error")
 }
 
-func decodeLookupStreamsResponse(resp *http.Response) (res *StreamLookupResponse, _ error) {
+func decodeLookupStreamsResponse(resp *http.Response) (res StreamLookupResult, _ error) {
 	switch resp.StatusCode {
 	case 200:
 		// Code 200.
@@ -2270,7 +2384,7 @@ func decodeLookupStreamsResponse(resp *http.Response) (res *StreamLookupResponse
 			}
 			d := jx.DecodeBytes(buf)
 
-			var response StreamLookupResponse
+			var response StreamLookupResult
 			if err := func() error {
 				if err := response.Decode(d); err != nil {
 					return err
@@ -2296,7 +2410,7 @@ func decodeLookupStreamsResponse(resp *http.Response) (res *StreamLookupResponse
 			}(); err != nil {
 				return res, errors.Wrap(err, "validate")
 			}
-			return &response, nil
+			return response, nil
 		default:
 			return res, validate.InvalidContentType(ct)
 		}

@@ -218,6 +218,12 @@ func encodeDeleteStreamResponse(response *StreamStatus, w http.ResponseWriter) e
 	return nil
 }
 
+func encodeDeleteStreamByQueryResponse(response *DeleteStreamByQueryNoContent, w http.ResponseWriter) error {
+	w.WriteHeader(204)
+
+	return nil
+}
+
 func encodeDetokenizeResponse(response *DetokenizeResponse, w http.ResponseWriter) error {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(200)
@@ -334,6 +340,13 @@ func encodeGetStreamResponse(response GetStreamRes, w http.ResponseWriter) error
 	}
 }
 
+func encodeGetStreamByQueryResponse(response GetStreamByQueryRes, w http.ResponseWriter) error {
+	switch response := response.(type) {
+	default:
+		return errors.Errorf("unexpected response type: %T", response)
+	}
+}
+
 func encodeListModelsResponse(response *ModelsResponse, w http.ResponseWriter) error {
 	if err := func() error {
 		if err := response.Validate(); err != nil {
@@ -397,7 +410,7 @@ func encodeListModelsOllamaAliasResponse(response *ModelsResponse, w http.Respon
 	return nil
 }
 
-func encodeLookupStreamsResponse(response *StreamLookupResponse, w http.ResponseWriter) error {
+func encodeLookupStreamsResponse(response StreamLookupResult, w http.ResponseWriter) error {
 	if err := func() error {
 		if err := response.Validate(); err != nil {
 			return err

@@ -4276,6 +4276,9 @@ func (s *DefaultGenerationSettings) SetNCtx(val int) {
 	s.NCtx = val
 }
 
+// DeleteStreamByQueryNoContent is response for DeleteStreamByQuery operation.
+type DeleteStreamByQueryNoContent struct{}
+
 // Ref: #/components/schemas/DetokenizeRequest
 type DetokenizeRequest struct {
 	// Token ids; absent or null gives "".
@@ -5475,6 +5478,25 @@ func (s *GetMetricsOKRawTextPlain) SetResponse(val *http.Response) {
 }
 
 func (*GetMetricsOKRawTextPlain) getMetricsRes() {}
+
+// GetStreamByQueryOKRawTextEventStream represents raw HTTP response for GetStreamByQuery text/event-stream.
+type GetStreamByQueryOKRawTextEventStream struct {
+	Response *http.Response `json:"-"`
+}
+
+// GetResponse returns the value of Response.
+func (s *GetStreamByQueryOKRawTextEventStream) GetResponse() *http.Response {
+	return s.Response
+}
+
+// SetResponse sets the value of Response.
+func (s *GetStreamByQueryOKRawTextEventStream) SetResponse(val *http.Response) {
+	s.Response = val
+}
+
+func (*GetStreamByQueryOKRawTextEventStream) getStreamByQueryRes() {}
+
+type GetStreamByQueryOKTextEventStream string
 
 // GetStreamOKRawTextEventStream represents raw HTTP response for GetStream text/event-stream.
 type GetStreamOKRawTextEventStream struct {
@@ -12035,9 +12057,11 @@ func NewStringArrayStop(v []string) Stop {
 
 type StreamId string
 
+// One of `ids` (ours) and `conversation_ids` (llama-server's).
 // Ref: #/components/schemas/StreamLookupRequest
 type StreamLookupRequest struct {
-	Ids []StreamId `json:"ids"`
+	Ids             []StreamId `json:"ids"`
+	ConversationIds []StreamId `json:"conversation_ids"`
 }
 
 // GetIds returns the value of Ids.
@@ -12045,9 +12069,19 @@ func (s *StreamLookupRequest) GetIds() []StreamId {
 	return s.Ids
 }
 
+// GetConversationIds returns the value of ConversationIds.
+func (s *StreamLookupRequest) GetConversationIds() []StreamId {
+	return s.ConversationIds
+}
+
 // SetIds sets the value of Ids.
 func (s *StreamLookupRequest) SetIds(val []StreamId) {
 	s.Ids = val
+}
+
+// SetConversationIds sets the value of ConversationIds.
+func (s *StreamLookupRequest) SetConversationIds(val []StreamId) {
+	s.ConversationIds = val
 }
 
 // Ref: #/components/schemas/StreamLookupResponse
@@ -12065,6 +12099,76 @@ func (s *StreamLookupResponse) SetStreams(val []StreamStatus) {
 	s.Streams = val
 }
 
+// Our answer to `ids`, or llama-server's to `conversation_ids`.
+// Ref: #/components/schemas/StreamLookupResult
+// StreamLookupResult represents sum type.
+type StreamLookupResult struct {
+	Type                 StreamLookupResultType // switch on this field
+	StreamLookupResponse StreamLookupResponse
+	StreamSessionArray   []StreamSession
+}
+
+// StreamLookupResultType is oneOf type of StreamLookupResult.
+type StreamLookupResultType string
+
+// Possible values for StreamLookupResultType.
+const (
+	StreamLookupResponseStreamLookupResult StreamLookupResultType = "StreamLookupResponse"
+	StreamSessionArrayStreamLookupResult   StreamLookupResultType = "[]StreamSession"
+)
+
+// IsStreamLookupResponse reports whether StreamLookupResult is StreamLookupResponse.
+func (s StreamLookupResult) IsStreamLookupResponse() bool {
+	return s.Type == StreamLookupResponseStreamLookupResult
+}
+
+// IsStreamSessionArray reports whether StreamLookupResult is []StreamSession.
+func (s StreamLookupResult) IsStreamSessionArray() bool {
+	return s.Type == StreamSessionArrayStreamLookupResult
+}
+
+// SetStreamLookupResponse sets StreamLookupResult to StreamLookupResponse.
+func (s *StreamLookupResult) SetStreamLookupResponse(v StreamLookupResponse) {
+	s.Type = StreamLookupResponseStreamLookupResult
+	s.StreamLookupResponse = v
+}
+
+// GetStreamLookupResponse returns StreamLookupResponse and true boolean if StreamLookupResult is StreamLookupResponse.
+func (s StreamLookupResult) GetStreamLookupResponse() (v StreamLookupResponse, ok bool) {
+	if !s.IsStreamLookupResponse() {
+		return v, false
+	}
+	return s.StreamLookupResponse, true
+}
+
+// NewStreamLookupResponseStreamLookupResult returns new StreamLookupResult from StreamLookupResponse.
+func NewStreamLookupResponseStreamLookupResult(v StreamLookupResponse) StreamLookupResult {
+	var s StreamLookupResult
+	s.SetStreamLookupResponse(v)
+	return s
+}
+
+// SetStreamSessionArray sets StreamLookupResult to []StreamSession.
+func (s *StreamLookupResult) SetStreamSessionArray(v []StreamSession) {
+	s.Type = StreamSessionArrayStreamLookupResult
+	s.StreamSessionArray = v
+}
+
+// GetStreamSessionArray returns []StreamSession and true boolean if StreamLookupResult is []StreamSession.
+func (s StreamLookupResult) GetStreamSessionArray() (v []StreamSession, ok bool) {
+	if !s.IsStreamSessionArray() {
+		return v, false
+	}
+	return s.StreamSessionArray, true
+}
+
+// NewStreamSessionArrayStreamLookupResult returns new StreamLookupResult from []StreamSession.
+func NewStreamSessionArrayStreamLookupResult(v []StreamSession) StreamLookupResult {
+	var s StreamLookupResult
+	s.SetStreamSessionArray(v)
+	return s
+}
+
 // Ref: #/components/schemas/StreamOptions
 type StreamOptions struct {
 	IncludeUsage OptNilBool `json:"include_usage"`
@@ -12078,6 +12182,70 @@ func (s *StreamOptions) GetIncludeUsage() OptNilBool {
 // SetIncludeUsage sets the value of IncludeUsage.
 func (s *StreamOptions) SetIncludeUsage(val OptNilBool) {
 	s.IncludeUsage = val
+}
+
+// A stream as llama-server's lookup reports it.
+// Ref: #/components/schemas/StreamSession
+type StreamSession struct {
+	ConversationID StreamId `json:"conversation_id"`
+	// Whether the stream has ended (done, cancelled or failed).
+	IsDone bool `json:"is_done"`
+	// The bytes the stream has produced so far.
+	TotalBytes int64 `json:"total_bytes"`
+	// When the stream started, in Unix seconds.
+	StartedAt int64 `json:"started_at"`
+	// When the stream ended, in Unix seconds; 0 while it runs.
+	CompletedAt int64 `json:"completed_at"`
+}
+
+// GetConversationID returns the value of ConversationID.
+func (s *StreamSession) GetConversationID() StreamId {
+	return s.ConversationID
+}
+
+// GetIsDone returns the value of IsDone.
+func (s *StreamSession) GetIsDone() bool {
+	return s.IsDone
+}
+
+// GetTotalBytes returns the value of TotalBytes.
+func (s *StreamSession) GetTotalBytes() int64 {
+	return s.TotalBytes
+}
+
+// GetStartedAt returns the value of StartedAt.
+func (s *StreamSession) GetStartedAt() int64 {
+	return s.StartedAt
+}
+
+// GetCompletedAt returns the value of CompletedAt.
+func (s *StreamSession) GetCompletedAt() int64 {
+	return s.CompletedAt
+}
+
+// SetConversationID sets the value of ConversationID.
+func (s *StreamSession) SetConversationID(val StreamId) {
+	s.ConversationID = val
+}
+
+// SetIsDone sets the value of IsDone.
+func (s *StreamSession) SetIsDone(val bool) {
+	s.IsDone = val
+}
+
+// SetTotalBytes sets the value of TotalBytes.
+func (s *StreamSession) SetTotalBytes(val int64) {
+	s.TotalBytes = val
+}
+
+// SetStartedAt sets the value of StartedAt.
+func (s *StreamSession) SetStartedAt(val int64) {
+	s.StartedAt = val
+}
+
+// SetCompletedAt sets the value of CompletedAt.
+func (s *StreamSession) SetCompletedAt(val int64) {
+	s.CompletedAt = val
 }
 
 // Ref: #/components/schemas/StreamStatus

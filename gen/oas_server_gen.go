@@ -56,11 +56,22 @@ type Handler interface {
 	// DeleteStream implements deleteStream operation.
 	//
 	// Cancels the generation; followers receive the bytes produced so far and their responses
-	// end (without `[DONE]`). The stream stays, with status "cancelled", until it expires.
+	// end with an error event (`data: {"error":{...}}`, code 400, "the stream ... was
+	// cancelled") instead of `[DONE]`; a POST that had sent nothing yet answers that error
+	// itself. The stream stays, with status "cancelled", until it expires.
 	// Deleting a stream that already ended changes nothing and answers its status.
 	//
 	// DELETE /v1/stream/{id}
 	DeleteStream(ctx context.Context, params DeleteStreamParams) (*StreamStatus, error)
+	// DeleteStreamByQuery implements deleteStreamByQuery operation.
+	//
+	// `DELETE /v1/stream?conv_id=ID`, as llama-server does it: cancels the generation (its
+	// followers' responses end with the error event DELETE /v1/stream/{id} sends) and removes
+	// the stream at once, so a later GET answers 404. Answers 204 whether or not the stream
+	// existed.
+	//
+	// DELETE /v1/stream
+	DeleteStreamByQuery(ctx context.Context, params DeleteStreamByQueryParams) error
 	// Detokenize implements detokenize operation.
 	//
 	// Turn token ids back into text.
@@ -114,9 +125,13 @@ type Handler interface {
 	// Answers only for the ids in the request that name a stream; ids that name none are
 	// left out. There is no way to list streams: a stream is reached only through its id.
 	// Streams expire 300 s after they end.
+	// Two request shapes: ours, `{"ids":[...]}`, answered with `{"streams":[StreamStatus]}`;
+	// and llama-server's, `{"conversation_ids":[...]}`, answered with a JSON array of
+	// StreamSession (an empty array when none exists), where each id also finds the streams
+	// named `ID::MODEL`, as llama-server's lookup does.
 	//
 	// POST /v1/streams/lookup
-	LookupStreams(ctx context.Context, req *StreamLookupRequest) (*StreamLookupResponse, error)
+	LookupStreams(ctx context.Context, req *StreamLookupRequest) (StreamLookupResult, error)
 	// Rerank implements rerank operation.
 	//
 	// Jina's request and answer (`documents`, `results` sorted by relevance), or with `texts`
@@ -270,6 +285,13 @@ type RawHandler interface {
 	//
 	// GET /v1/stream/{id}
 	GetStream(ctx context.Context, params GetStreamParams, w http.ResponseWriter) error
+	// GetStreamByQuery implements getStreamByQuery operation.
+	//
+	// `GET /v1/stream?conv_id=ID&from=N`, as llama-server and its web UI call it; it answers
+	// exactly as GET /v1/stream/{id}?from=N does.
+	//
+	// GET /v1/stream
+	GetStreamByQuery(ctx context.Context, params GetStreamByQueryParams, w http.ResponseWriter) error
 }
 
 // Server implements http server based on OpenAPI v3 specification and

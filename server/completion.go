@@ -106,7 +106,8 @@ func (s *Server) completePrompts(ctx context.Context, m *loaded, prompts [][]int
 		if len(prompt) == 0 {
 			return invalidRequest("the prompt is empty")
 		}
-		promptText := m.tok.Detokenize(prompt, false, true)
+		// Token prompts need not join into UTF-8 (a lone byte token); the echo must stay text.
+		promptText := strings.ToValidUTF8(m.tok.Detokenize(prompt, false, true), "\uFFFD")
 		for range opts.n {
 			cs = append(cs, &completion{
 				tok:          m.tok,

@@ -8,7 +8,9 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
+	goerrors "github.com/go-faster/errors"
 	"github.com/ogen-go/ogen/ogenerrors"
 	"github.com/ogen-go/ogen/validate"
 
@@ -76,48 +78,96 @@ func decodeFailure(err error) *apiError {
 	case errors.As(err, &body):
 		return &apiError{typ: errInvalidRequest, cause: err, message: describeDecode(body.Err, reqType)}
 	case errors.As(err, &verr):
-		return &apiError{typ: errInvalidRequest, cause: err, message: describeValidation(verr, "")}
+		return &apiError{typ: errInvalidRequest, cause: err, message: clip(describeValidation(verr, ""))}
 	case errors.As(err, &param):
 		return &apiError{typ: errInvalidRequest, cause: err, message: describeParam(param)}
 	}
-	return &apiError{typ: errInvalidRequest, cause: err, message: "invalid request: " + err.Error()}
+	return &apiError{typ: errInvalidRequest, cause: err, message: clip("invalid request: " + err.Error())}
 }
 
 // describeDecode explains a JSON decoding failure, naming the field and the type it expects
 // when a field is at fault: "'max_tokens' must be an integer", "invalid JSON: unexpected EOF".
+//
+// The chain is as deep as the value that failed, and each layer's Error() spells out all the
+// layers below it, so the walk reads each layer's own message (layerMessage) instead: linear in
+// the chain, and the description is cut to maxErrorDetail.
 func describeDecode(err error, reqType reflect.Type) string {
 	var path []string
-	detail := err
+	var detail error
 	for e := err; e != nil; e = errors.Unwrap(e) {
 		if verr, ok := e.(*validate.Error); ok {
-			return describeValidation(verr, strings.Join(path, "."))
+			return clip(describeValidation(verr, strings.Join(path, ".")))
 		}
-		next := errors.Unwrap(e)
-		if next == nil {
+		msg, ok := layerMessage(e)
+		if !ok {
 			break
 		}
-		layer := strings.TrimSuffix(e.Error(), ": "+next.Error())
-		if name, ok := strings.CutPrefix(layer, "decode field "); ok {
+		if name, ok := strings.CutPrefix(msg, "decode field "); ok {
 			path = append(path, strings.Trim(name, `"`))
-			detail = next
+			detail = errors.Unwrap(e)
 		}
 	}
 	if len(path) == 0 {
-		msg := err.Error()
-		for strings.HasPrefix(msg, "decode ") { // drop ogen's "decode CompletionRequest: "
-			_, rest, ok := strings.Cut(msg, ": ")
+		var msgs []string
+		for e := err; e != nil; e = errors.Unwrap(e) {
+			msg, ok := layerMessage(e)
 			if !ok {
+				msgs = append(msgs, clip(e.Error()))
 				break
 			}
-			msg = rest
+			if !strings.HasPrefix(msg, "decode ") { // drop ogen's "decode CompletionRequest"
+				msgs = append(msgs, msg)
+			}
+			if len(msgs) > 16 {
+				break
+			}
 		}
-		return "invalid JSON: " + msg
+		return clip("invalid JSON: " + strings.Join(msgs, ": "))
 	}
 	field := strings.Join(path, ".")
 	if want := expectedType(reqType, path); want != "" {
-		return fmt.Sprintf("'%s' must be %s", field, want)
+		return clip(fmt.Sprintf("'%s' must be %s", field, want))
 	}
-	return fmt.Sprintf("invalid '%s': %s", field, detail)
+	return clip(fmt.Sprintf("invalid '%s': %s", field, clip(detail.Error())))
+}
+
+// layerMessage is e's own message, without the errors it wraps: go-faster/errors' wrappers
+// (which ogen and jx use) print it through FormatError; an error that wraps nothing is its
+// message. ok is false for other wrappers, whose own part cannot be told apart cheaply.
+func layerMessage(e error) (msg string, ok bool) {
+	if f, isFormatter := e.(ogenFormatter); isFormatter {
+		var p layerPrinter
+		f.FormatError(&p)
+		return p.String(), true
+	}
+	if errors.Unwrap(e) == nil {
+		return e.Error(), true
+	}
+	return "", false
+}
+
+// ogenFormatter is go-faster/errors' Formatter.
+type ogenFormatter interface {
+	FormatError(p goerrors.Printer) (next error)
+}
+
+// layerPrinter collects what a FormatError prints, without details (stack frames).
+type layerPrinter struct{ strings.Builder }
+
+func (p *layerPrinter) Print(args ...any)                 { fmt.Fprint(&p.Builder, args...) }
+func (p *layerPrinter) Printf(format string, args ...any) { fmt.Fprintf(&p.Builder, format, args...) }
+func (p *layerPrinter) Detail() bool                      { return false }
+
+// clip cuts a description to maxErrorDetail bytes, at a rune boundary.
+func clip(msg string) string {
+	if len(msg) <= maxErrorDetail {
+		return msg
+	}
+	cut := maxErrorDetail - len("...")
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "..."
 }
 
 // describeValidation explains failed schema constraints; prefix is the path of the object that

@@ -194,8 +194,15 @@ func TestGeneratedClient(t *testing.T) {
 
 	t.Run("stream lookup", func(t *testing.T) {
 		r, err := c.LookupStreams(ctx, &gen.StreamLookupRequest{Ids: []gen.StreamId{"never-started"}})
-		if err != nil || len(r.Streams) != 0 {
+		if err != nil || !r.IsStreamLookupResponse() || len(r.StreamLookupResponse.Streams) != 0 {
 			t.Errorf("LookupStreams = %+v, %v; want no streams", r, err)
+		}
+		r, err = c.LookupStreams(ctx, &gen.StreamLookupRequest{ConversationIds: []gen.StreamId{"never-started"}})
+		if err != nil || !r.IsStreamSessionArray() || len(r.StreamSessionArray) != 0 {
+			t.Errorf("LookupStreams (llama-server's form) = %+v, %v; want an empty array", r, err)
+		}
+		if err := c.DeleteStreamByQuery(ctx, gen.DeleteStreamByQueryParams{ConvID: "never-started"}); err != nil {
+			t.Errorf("DeleteStreamByQuery of an unknown id: %v, want 204", err)
 		}
 		_, err = c.DeleteStream(ctx, gen.DeleteStreamParams{ID: "never-started"})
 		var e *gen.ErrorStatusCode

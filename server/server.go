@@ -180,6 +180,9 @@ func New(cfg Config, logger *log.Logger) *Server {
 	if logger == nil {
 		logger = log.Default()
 	}
+	if cfg.Streams.EndEvent == nil {
+		cfg.Streams.EndEvent = stoppedStreamEvent
+	}
 	s := &Server{cfg: cfg, logger: logger, streams: resumable.NewStore(cfg.Streams), mediaMarker: "<__media_" + randomString(32) + "__>"}
 	api, err := gen.NewServer(s, s,
 		gen.WithNotFound(notFound),
@@ -254,7 +257,8 @@ func specialText(tok *tokenizer.Tokenizer, id int32) string {
 }
 
 // Handler returns the HTTP handler: the generated router behind logging, CORS, the loading
-// gate, the API key check and the request body limit, in llama-server's order.
+// gate, the API key check, the request body limit and the body's text checks, in llama-server's
+// order.
 func (s *Server) Handler() http.Handler {
 	return chain(s.routes(),
 		s.logRequests,
@@ -263,6 +267,7 @@ func (s *Server) Handler() http.Handler {
 		s.requireKey,
 		s.writeDeadlines,
 		s.limitBody,
+		s.checkJSONBody,
 		jsonBody,
 	)
 }

@@ -3,6 +3,9 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -118,7 +121,7 @@ func (s *Server) SlotAction(ctx context.Context, req gen.OptSlotActionRequest, p
 	if action == "save" {
 		f, err := sb.SaveSlot(ctx, id, path)
 		if err != nil {
-			return nil, err
+			return nil, slotFileError("save", id, name, err)
 		}
 		return &gen.SlotActionResponse{IDSlot: id, Filename: gen.NewOptString(name),
 			NSaved: gen.NewOptInt(f.Tokens), NWritten: gen.NewOptInt64(f.Bytes),
@@ -130,11 +133,35 @@ func (s *Server) SlotAction(ctx context.Context, req gen.OptSlotActionRequest, p
 		return nil, &apiError{typ: errInvalidRequest, message: errRestoreSlot, cause: err}
 	}
 	if err != nil {
-		return nil, err
+		return nil, slotFileError("restore", id, name, err)
 	}
 	return &gen.SlotActionResponse{IDSlot: id, Filename: gen.NewOptString(name),
 		NRestored: gen.NewOptInt(f.Tokens), NRead: gen.NewOptInt64(f.Bytes),
 		Timings: gen.NewOptSlotActionTimings(gen.SlotActionTimings{RestoreMs: gen.NewOptFloat64(ms(f))})}, nil
+}
+
+// slotFileError is a failed save or restore as the client may see it: the file named as the
+// client gave it, never with the server's directory, which file system errors spell out (the
+// log keeps the whole error as the cause).
+func slotFileError(action string, id int, name string, err error) error {
+	var (
+		pathErr *fs.PathError
+		linkErr *os.LinkError
+	)
+	var reason error
+	switch {
+	case errors.As(err, &pathErr):
+		reason = pathErr.Err
+	case errors.As(err, &linkErr):
+		reason = linkErr.Err
+	default:
+		return err
+	}
+	to := "to"
+	if action == "restore" {
+		to = "from"
+	}
+	return &apiError{typ: errServer, cause: err, message: fmt.Sprintf("failed to %s slot %d %s %q: %v", action, id, to, name, reason)}
 }
 
 func ms(f engine.SlotFile) float64 { return float64(f.Took.Microseconds()) / 1e3 }

@@ -201,3 +201,35 @@ func TestSlotSaveRestoreEngine(t *testing.T) {
 		t.Errorf("n_prompt_tokens %v, want %d", got, again.TokensCached)
 	}
 }
+
+// TestSlotSaveLongName: every name validFilename accepts can be saved and restored (the
+// temporary file beside it must not need a longer name).
+func TestSlotSaveLongName(t *testing.T) {
+	b := enginetest.Load(t, "models", "stories260K.gguf")
+	dir := t.TempDir()
+	srv := New(Config{Alias: "stories260K", SlotSavePath: dir}, testLogger())
+	srv.SetBackend(b)
+	h := srv.Handler()
+	for _, n := range []int{240, 250, 255} {
+		name := strings.Repeat("n", n-4) + ".bin"
+		for _, action := range []string{"save", "restore"} {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("POST", "/slots/0?action="+action, strings.NewReader(`{"filename":"`+name+`"}`)))
+			if rec.Code != http.StatusOK {
+				t.Errorf("%s a %d-byte name: %d %s", action, n, rec.Code, rec.Body)
+			}
+		}
+	}
+}
+
+// TestSlotErrorsHideServerPaths: a slot file the server cannot write fails with a message that
+// names the file as the client gave it, never the server's directory.
+func TestSlotErrorsHideServerPaths(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "no-such-dir")
+	h := newHarnessConfig(t, Config{Alias: "stories260K", SlotSavePath: dir})
+	rec := h.do(t, "POST", "/slots/0?action=save", `{"filename":"a.bin"}`)
+	wantError(t, rec, http.StatusInternalServerError, "server_error", `failed to save slot 0 to "a.bin": no such file or directory`)
+	if strings.Contains(rec.Body.String(), dir) {
+		t.Errorf("the error shows the server's directory: %s", rec.Body)
+	}
+}

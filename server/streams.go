@@ -16,6 +16,8 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/go-faster/jx"
+
 	"github.com/wgpu-llama/wgpu-llama/engine"
 	"github.com/wgpu-llama/wgpu-llama/gen"
 	"github.com/wgpu-llama/wgpu-llama/server/resumable"
@@ -64,11 +66,20 @@ func (s *Server) startResumable(ctx context.Context, id string, b Backend, tasks
 
 // GetStream implements GET /v1/stream/{id}: the stream's bytes from ?from= on, then live.
 func (s *Server) GetStream(ctx context.Context, p gen.GetStreamParams, w http.ResponseWriter) error {
-	sess, ok := s.streams.Get(string(p.ID))
+	return s.followStream(ctx, string(p.ID), p.From.Or(0), w)
+}
+
+// GetStreamByQuery implements llama-server's GET /v1/stream?conv_id=ID&from=N, the same as
+// GET /v1/stream/{id}.
+func (s *Server) GetStreamByQuery(ctx context.Context, p gen.GetStreamByQueryParams, w http.ResponseWriter) error {
+	return s.followStream(ctx, string(p.ConvID), p.From.Or(0), w)
+}
+
+func (s *Server) followStream(ctx context.Context, id string, from int64, w http.ResponseWriter) error {
+	sess, ok := s.streams.Get(id)
 	if !ok {
-		return unknownStream(string(p.ID))
+		return unknownStream(id)
 	}
-	from := p.From.Or(0)
 	f, err := sess.Follow(ctx, from)
 	if err != nil {
 		return offsetError(err, from, sess.Info())
@@ -83,23 +94,65 @@ func (s *Server) DeleteStream(_ context.Context, p gen.DeleteStreamParams) (*gen
 	if !ok {
 		return nil, unknownStream(string(p.ID))
 	}
-	sess.Cancel()
+	sess.Cancel(resumable.ErrCancelled)
 	st := streamStatus(sess.Info())
 	return &st, nil
 }
 
-// LookupStreams implements POST /v1/streams/lookup: the status of the named streams that exist.
-func (s *Server) LookupStreams(_ context.Context, req *gen.StreamLookupRequest) (*gen.StreamLookupResponse, error) {
-	ids := make([]string, len(req.Ids))
-	for i, id := range req.Ids {
+// DeleteStreamByQuery implements llama-server's DELETE /v1/stream?conv_id=ID: it cancels the
+// generation and forgets the stream, answering 204 whether or not there was one.
+func (s *Server) DeleteStreamByQuery(_ context.Context, p gen.DeleteStreamByQueryParams) error {
+	s.streams.Remove(string(p.ConvID))
+	return nil
+}
+
+// LookupStreams implements POST /v1/streams/lookup: the status of the named streams that exist,
+// as {"streams":[...]} for our {"ids":[...]} and as llama-server's array of sessions for its
+// {"conversation_ids":[...]}.
+func (s *Server) LookupStreams(_ context.Context, req *gen.StreamLookupRequest) (gen.StreamLookupResult, error) {
+	llama := req.ConversationIds != nil
+	asked := req.Ids
+	switch {
+	case llama && req.Ids != nil:
+		return gen.StreamLookupResult{}, invalidRequest("give either 'ids' or 'conversation_ids', not both")
+	case llama:
+		asked = req.ConversationIds
+	case req.Ids == nil:
+		return gen.StreamLookupResult{}, invalidRequest("'ids' is required (or llama-server's 'conversation_ids')")
+	}
+	ids := make([]string, len(asked))
+	for i, id := range asked {
 		ids[i] = string(id)
 	}
+	if llama {
+		infos := s.streams.LookupConversations(ids)
+		sessions := make([]gen.StreamSession, len(infos))
+		for i, info := range infos {
+			sessions[i] = streamSession(info)
+		}
+		return gen.NewStreamSessionArrayStreamLookupResult(sessions), nil
+	}
 	infos := s.streams.Lookup(ids)
-	resp := &gen.StreamLookupResponse{Streams: make([]gen.StreamStatus, len(infos))}
+	resp := gen.StreamLookupResponse{Streams: make([]gen.StreamStatus, len(infos))}
 	for i, info := range infos {
 		resp.Streams[i] = streamStatus(info)
 	}
-	return resp, nil
+	return gen.NewStreamLookupResponseStreamLookupResult(resp), nil
+}
+
+// streamSession is a stream as llama-server's lookup reports it: completed_at is 0 while it runs.
+func streamSession(info resumable.Info) gen.StreamSession {
+	var completed int64
+	if info.Status != resumable.Running {
+		completed = info.Ended.Unix()
+	}
+	return gen.StreamSession{
+		ConversationID: gen.StreamId(info.ID),
+		IsDone:         info.Status != resumable.Running,
+		TotalBytes:     info.Bytes,
+		StartedAt:      info.Started.Unix(),
+		CompletedAt:    completed,
+	}
 }
 
 func streamStatus(info resumable.Info) gen.StreamStatus {
@@ -141,7 +194,7 @@ func relay(w http.ResponseWriter, sess *resumable.Session, f *resumable.Follower
 			continue
 		case errors.Is(err, io.EOF) && !started:
 			if serr := sess.Err(); serr != nil && sess.Info().Bytes == 0 {
-				return serr
+				return stoppedStreamError(sess.ID(), serr)
 			}
 			startEventStream(w) // an empty rest: the stream ended where the client was
 			return nil
@@ -152,6 +205,29 @@ func relay(w http.ResponseWriter, sess *resumable.Session, f *resumable.Follower
 		// read yet: the response ends, and the client can ask again from where it stopped.
 		return nil
 	}
+}
+
+// stoppedStreamError is how a session that ended for reason (its failure, or why it was
+// cancelled) is answered: as the error of a POST or GET that has sent nothing yet, or as the
+// stream's last event (stoppedStreamEvent).
+func stoppedStreamError(id string, reason error) *apiError {
+	switch {
+	case errors.Is(reason, resumable.ErrShutdown):
+		return &apiError{typ: errUnavailable, cause: reason, message: "the server is shutting down"}
+	case errors.Is(reason, resumable.ErrCancelled):
+		return &apiError{typ: errInvalidRequest, cause: reason, message: fmt.Sprintf("the stream %q was cancelled", id)}
+	}
+	return toAPIError(reason)
+}
+
+// stoppedStreamEvent is the last event of a session cancelled after it started: the error
+// event a failure mid-stream sends (sseWriter.fail), so that the POST's response and every
+// replay end with a terminal event, as a finished stream ends with [DONE].
+func stoppedStreamEvent(id string, reason error) []byte {
+	body := stoppedStreamError(id, reason).body()
+	var enc jx.Encoder
+	body.Encode(&enc)
+	return append(append([]byte("data: "), enc.Bytes()...), "\n\n"...)
 }
 
 // offsetError explains a from= that the session cannot serve.

@@ -310,7 +310,7 @@ func TestResumableErrors(t *testing.T) {
 	}
 	over := fmt.Sprintf("from=%d is beyond the end of the stream \"small\", which has %d bytes so far", bytes+1, bytes)
 
-	tooLong := strings.Repeat("a", 129)
+	tooLong := strings.Repeat("a", 257)
 	tests := []struct {
 		name, method, path, body string
 		header                   http.Header
@@ -318,8 +318,8 @@ func TestResumableErrors(t *testing.T) {
 		typ, msg                 string
 	}{
 		{"id too long", "POST", "/v1/chat/completions", storyChat, conversation(tooLong),
-			400, "invalid_request_error", "'X-Conversation-Id' (header) must match ^[A-Za-z0-9_-]{1,128}$"},
-		{"id with a bad character", "POST", "/v1/chat/completions", storyChat, conversation("a/b"),
+			400, "invalid_request_error", "'X-Conversation-Id' (header) must match ^[!-~]{1,256}$"},
+		{"id with a bad character", "POST", "/v1/chat/completions", storyChat, conversation("a b"),
 			400, "invalid_request_error", "'X-Conversation-Id' (header) must match"},
 		{"empty id", "POST", "/v1/chat/completions", storyChat, conversation(""),
 			400, "invalid_request_error", "'X-Conversation-Id' (header) must match"},
@@ -329,13 +329,13 @@ func TestResumableErrors(t *testing.T) {
 			400, "exceed_context_size_error", "the request exceeds the available context size"},
 		{"unknown stream", "GET", "/v1/stream/nope", "", nil, 404, "not_found_error", `no stream with id "nope"`},
 		{"delete unknown stream", "DELETE", "/v1/stream/nope", "", nil, 404, "not_found_error", `no stream with id "nope"`},
-		{"bad path id", "GET", "/v1/stream/a.b", "", nil, 400, "invalid_request_error", "'id' (path) must match"},
+		{"bad path id", "GET", "/v1/stream/a%20b", "", nil, 400, "invalid_request_error", "'id' (path) must match"},
 		{"negative from", "GET", "/v1/stream/small?from=-1", "", nil, 400, "invalid_request_error", "'from' (query) must be at least 0 (got -1)"},
 		{"from not a number", "GET", "/v1/stream/small?from=ab", "", nil, 400, "invalid_request_error", "'from' (query) must be an integer"},
 		{"from past the end", "GET", fmt.Sprintf("/v1/stream/small?from=%d", bytes+1), "", nil, 400, "invalid_request_error", over},
 		{"from in the dropped prefix", "GET", "/v1/stream/small?from=3", "", nil, 400, "invalid_request_error",
 			fmt.Sprintf("from=3 is before the oldest byte the stream \"small\" still holds (%d): its first %d bytes were dropped", retained, retained)},
-		{"lookup with a bad id", "POST", "/v1/streams/lookup", `{"ids":["a b"]}`, nil, 400, "invalid_request_error", "'ids[0]' must match ^[A-Za-z0-9_-]{1,128}$"},
+		{"lookup with a bad id", "POST", "/v1/streams/lookup", `{"ids":["a b"]}`, nil, 400, "invalid_request_error", "'ids[0]' must match ^[!-~]{1,256}$"},
 		{"lookup without ids", "POST", "/v1/streams/lookup", `{}`, nil, 400, "invalid_request_error", "'ids' is required"},
 		{"lookup with too many ids", "POST", "/v1/streams/lookup", `{"ids":[` + strings.Repeat(`"a",`, 100) + `"a"]}`, nil, 400, "invalid_request_error", "'ids' is invalid: array: len 101 greater than maximum 100"},
 	}

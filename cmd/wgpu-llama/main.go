@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 )
 
 const usage = `usage: wgpu-llama [serve] -m FILE [--host H] [--port P] [-c N] ...   start the HTTP server
@@ -28,8 +26,14 @@ Run "wgpu-llama COMMAND -h" for a command's flags.
 `
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
+	go func() {
+		// Whatever the command is doing, a second interrupt ends it now, as in llama-server.
+		<-forced(ctx)
+		fmt.Fprintln(os.Stderr, "Received second interrupt, terminating immediately.")
+		os.Exit(1)
+	}()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "error:", err)

@@ -55,7 +55,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if sf.hf.repo != "" {
 		if sf.model.path, err = sf.hf.resolve(ctx, stderr, logger); err != nil {
 			httpSrv.Close()
-			return err
+			return stoppedWhileLoading(ctx, logger, err)
 		}
 	}
 	if sf.modelURL != "" {
@@ -83,7 +83,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		httpSrv.Close()
 		srv.Close()
-		return err
+		return stoppedWhileLoading(ctx, logger, err)
 	}
 	defer eng.Close()
 	srv.SetBackend(eng)
@@ -94,16 +94,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	case <-ctx.Done():
 	}
-	logger.Info("shutting down")
-	// Resumable streams generate detached from their clients: stop them, or Shutdown would
-	// wait on their followers.
-	srv.Close()
-	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := httpSrv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return drain(ctx, logger, srv, eng, httpSrv)
 }
 
 // chatTemplateFlag resolves --chat-template (a built-in name or a Jinja source, as

@@ -49,20 +49,27 @@ type servedServer struct {
 func startServer(t *testing.T, args ...string) *servedServer {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &servedServer{stderr: &syncBuffer{}}
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, append([]string{"--port", "0"}, args...), io.Discard, s.stderr) }()
+	s, done := startServerCtx(t, ctx, args...)
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("serve: %v", err)
 		}
 	})
+	return s
+}
+
+// startServerCtx is startServer under ctx, which stops the server; done yields run's result.
+func startServerCtx(t *testing.T, ctx context.Context, args ...string) (s *servedServer, done chan error) {
+	t.Helper()
+	s = &servedServer{stderr: &syncBuffer{}}
+	done = make(chan error, 1)
+	go func() { done <- run(ctx, append([]string{"--port", "0"}, args...), io.Discard, s.stderr) }()
 	urlRe := regexp.MustCompile(`url=(http://\S+)`)
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
 		if m := urlRe.FindStringSubmatch(s.stderr.String()); m != nil {
 			s.base = m[1]
-			return s
+			return s, done
 		}
 		select {
 		case err := <-done:

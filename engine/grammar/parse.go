@@ -18,6 +18,7 @@ type parser struct {
 	g        *Grammar
 	defined  []bool
 	firstRef []int // rule id -> offset of its first reference, -1 if none
+	size     int   // elements and generated rule names made by repetitions, see expand
 }
 
 // bail aborts parsing; Parse recovers it and returns the error.
@@ -233,7 +234,7 @@ func (p *parser) sequence(name string, out []element, nested bool) []element {
 				p.fail(start, fmt.Sprintf("expecting an item before %q", c))
 			}
 			lo, hi := p.repetition()
-			out = p.repeat(name, out, last, lo, hi)
+			out = p.repeat(name, out, last, lo, hi, start)
 			last = -1
 		default:
 			return out
@@ -292,8 +293,14 @@ func (p *parser) integer(start int) int {
 }
 
 // repeat replaces the symbol at out[last:] with lo..hi copies of it.
-func (p *parser) repeat(name string, out []element, last, lo, hi int) []element {
+func (p *parser) repeat(name string, out []element, last, lo, hi, off int) []element {
 	sym := append([]element(nil), out[last:]...)
+	// Each copy costs its elements; each optional one a generated rule too, named after name.
+	perRule := len(name)/8 + 8
+	p.expand(off, lo*len(sym))
+	if hi > lo {
+		p.expand(off, (hi-lo)*(len(sym)+perRule))
+	}
 	out = out[:last]
 	for range lo {
 		out = append(out, sym...)

@@ -42,6 +42,8 @@ type converter struct {
 	root  *jvalue
 	rules map[string]string
 	refs  map[string]string // $ref -> rule name
+	depth int               // of the schema visit is in
+	size  int               // bytes of the rules added so far
 }
 
 var invalidName = regexp.MustCompile(`[^a-zA-Z0-9-]+`)
@@ -68,6 +70,9 @@ func FromJSONSchema(schema []byte) (string, error) {
 		return "", err
 	}
 	c.rules["root"] = r
+	if c.size > MaxSchemaGrammarBytes {
+		return "", errGrammarTooLarge
+	}
 	names := make([]string, 0, len(c.rules))
 	for name := range c.rules {
 		names = append(names, name)
@@ -86,16 +91,24 @@ func (c *converter) addRule(name, body string) string {
 	_, reserved := primitives[key]
 	reserved = reserved || key == "root" || key == "space" || key == "not-strings"
 	if old, ok := c.rules[key]; !reserved && (!ok || old == body) {
-		c.rules[key] = body
+		c.define(key, body, ok)
 		return key
 	}
 	for i := 0; ; i++ {
 		k := key + strconv.Itoa(i)
 		if old, ok := c.rules[k]; !ok || old == body {
-			c.rules[k] = body
+			c.define(k, body, ok)
 			return k
 		}
 	}
+}
+
+// define sets rule key to body, counting the bytes of a new rule towards MaxSchemaGrammarBytes.
+func (c *converter) define(key, body string, existed bool) {
+	if !existed {
+		c.size += len(key) + len(body) + len(" ::= \n")
+	}
+	c.rules[key] = body
 }
 
 // prim adds a primitive rule and its dependencies.
@@ -168,6 +181,13 @@ func (c *converter) resolve(ref string) (*jvalue, error) {
 
 // visit converts schema s into a rule named after name and returns the rule's name.
 func (c *converter) visit(s *jvalue, name string) (string, error) {
+	if c.depth++; c.depth > MaxSchemaDepth {
+		return "", fmt.Errorf("grammar: the schema nests deeper than %d levels", MaxSchemaDepth)
+	}
+	defer func() { c.depth-- }()
+	if c.size > MaxSchemaGrammarBytes {
+		return "", errGrammarTooLarge
+	}
 	ruleName := name
 	if ruleName == "" {
 		ruleName = "root"
@@ -180,6 +200,9 @@ func (c *converter) visit(s *jvalue, name string) (string, error) {
 	}
 	if s.kind != 'o' {
 		return "", fmt.Errorf("grammar: schema %s is not an object", ruleName)
+	}
+	if err := checkKeywords(s, ruleName); err != nil {
+		return "", err
 	}
 	typ := s.get("type")
 	if typ != nil && typ.kind != 's' && typ.kind != 'a' {
@@ -238,8 +261,12 @@ func (c *converter) visit(s *jvalue, name string) (string, error) {
 		return c.addRule(ruleName, literal(s.get("const").encode())+" space"), nil
 	case s.get("enum") != nil && s.get("enum").kind == 'a':
 		var parts []string
+		size := c.size
 		for _, v := range s.get("enum").vals {
 			parts = append(parts, literal(v.encode()))
+			if size += len(parts[len(parts)-1]) + len(" | "); size > MaxSchemaGrammarBytes {
+				return "", errGrammarTooLarge
+			}
 		}
 		return c.addRule(ruleName, "("+strings.Join(parts, " | ")+") space"), nil
 	case typ != nil && typ.kind == 'a':

@@ -51,7 +51,11 @@ func (c *converter) object(s *jvalue, name, ruleName string) (string, error) {
 	}
 
 	// rest(ks, firstOptional) accepts, in order, any subset of the optional
-	// keys ks, each preceded by a comma; "*" (additional) may repeat.
+	// keys ks, each preceded by a comma; "*" (additional) may repeat. ks is
+	// always a suffix of optKeys; the rule of each suffix is built once
+	// (restRules, by length), which keeps the work linear in the keys where
+	// rebuilding it for every alternative is quadratic.
+	restRules := map[int]string{}
 	var rest func(ks []string, firstOptional bool) string
 	rest = func(ks []string, firstOptional bool) string {
 		k := ks[0]
@@ -69,7 +73,12 @@ func (c *converter) object(s *jvalue, name, ruleName string) (string, error) {
 			res = kv
 		}
 		if len(ks) > 1 {
-			res += " " + c.addRule(child(name, restName(k)), rest(ks[1:], true))
+			next, ok := restRules[len(ks)-1]
+			if !ok {
+				next = c.addRule(child(name, restName(k)), rest(ks[1:], true))
+				restRules[len(ks)-1] = next
+			}
+			res += " " + next
 		}
 		return res
 	}

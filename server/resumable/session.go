@@ -19,8 +19,14 @@ const (
 	Failed    Status = "failed"
 )
 
-// ErrEnded is what Write returns once the session has ended: the producer should stop.
-var ErrEnded = errors.New("resumable: the session has ended")
+var (
+	// ErrEnded is what Write returns once the session has ended: the producer should stop.
+	ErrEnded = errors.New("resumable: the session has ended")
+	// ErrCancelled is the reason a session stopped by its client (DELETE) was cancelled for.
+	ErrCancelled = errors.New("resumable: the stream was cancelled")
+	// ErrShutdown is the reason the sessions running at Close were cancelled for.
+	ErrShutdown = errors.New("resumable: the server is shutting down")
+)
 
 // Info is a session's state as the lookup reports it.
 type Info struct {
@@ -28,16 +34,21 @@ type Info struct {
 	Status Status
 	// Bytes counts every byte written; RetainedFrom is the offset of the oldest one still held.
 	Bytes, RetainedFrom int64
+	// Started is when the session started; Ended when it ended, zero while it runs.
+	Started, Ended time.Time
 }
 
 // Session is one stream: its producer writes bytes with Write and ends it with Finish or Fail;
 // Cancel (DELETE, shutdown) ends it from outside and cancels Context, which the producer's work
 // runs under. Followers read its bytes from any offset still held.
 type Session struct {
-	id     string
-	ctx    context.Context
-	cancel context.CancelFunc
-	clock  Clock
+	id       string
+	ctx      context.Context
+	cancel   context.CancelFunc
+	clock    Clock
+	endEvent func(id string, reason error) []byte // Config.EndEvent
+
+	started time.Time
 
 	mu      sync.Mutex
 	ring    *Ring
@@ -48,10 +59,10 @@ type Session struct {
 	changed chan struct{}
 }
 
-func newSession(parent context.Context, id string, capacity int, clock Clock) *Session {
+func newSession(parent context.Context, id string, capacity int, clock Clock, endEvent func(string, error) []byte) *Session {
 	ctx, cancel := context.WithCancel(parent)
 	return &Session{
-		id: id, ctx: ctx, cancel: cancel, clock: clock,
+		id: id, ctx: ctx, cancel: cancel, clock: clock, endEvent: endEvent, started: clock.Now(),
 		ring: NewRing(capacity), status: Running, changed: make(chan struct{}),
 	}
 }
@@ -82,14 +93,20 @@ func (s *Session) Finish() { s.end(Done, nil) }
 // Fail ends a running session as Failed with err, which Err reports.
 func (s *Session) Fail(err error) { s.end(Failed, err) }
 
-// Cancel ends a running session as Cancelled and cancels its Context, stopping the producer.
-// It reports whether it ended the session (false when it had already ended).
-func (s *Session) Cancel() bool { return s.end(Cancelled, nil) }
+// Cancel ends a running session as Cancelled for reason (ErrCancelled, ErrShutdown), which Err
+// reports, and cancels its Context, stopping the producer. A session that has bytes gets the
+// store's EndEvent for reason as its last ones, so that its followers, and any replay, see the
+// stream end rather than just stop. It reports whether it ended the session (false when it had
+// already ended).
+func (s *Session) Cancel(reason error) bool { return s.end(Cancelled, reason) }
 
 // end moves a running session to status; later calls change nothing.
 func (s *Session) end(status Status, err error) bool {
 	s.mu.Lock()
 	ended := s.status == Running
+	if ended && status == Cancelled && s.ring.End() > 0 && s.endEvent != nil {
+		_, _ = s.ring.Write(s.endEvent(s.id, err))
+	}
 	if ended {
 		s.status, s.err, s.endedAt = status, err, s.clock.Now()
 		s.notify()
@@ -105,7 +122,8 @@ func (s *Session) notify() {
 	s.changed = make(chan struct{})
 }
 
-// Err is the error the session failed with, nil unless its status is Failed.
+// Err is the error the session failed with or the reason it was cancelled for, nil while it
+// runs or when it is Done.
 func (s *Session) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -116,7 +134,7 @@ func (s *Session) Err() error {
 func (s *Session) Info() Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Info{ID: s.id, Status: s.status, Bytes: s.ring.End(), RetainedFrom: s.ring.Start()}
+	return Info{ID: s.id, Status: s.status, Bytes: s.ring.End(), RetainedFrom: s.ring.Start(), Started: s.started, Ended: s.endedAt}
 }
 
 // expired reports whether the session ended at least ttl before now.

@@ -3,6 +3,8 @@ package resumable
 import (
 	"context"
 	"errors"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -38,6 +40,9 @@ type Config struct {
 	// MaxSessions is how many sessions the store holds at once; when it is full, a new one
 	// replaces the session that ended longest ago, or fails with ErrFull if all are running.
 	MaxSessions int
+	// EndEvent, when set, makes the last bytes of a session with id cancelled for reason after
+	// it produced some: the stream format's error event, so no stream just stops.
+	EndEvent func(id string, reason error) []byte
 }
 
 // Store holds sessions by id. Sessions that ended expire TTL later; a garbage collector started
@@ -88,7 +93,7 @@ func (st *Store) Start(parent context.Context, id string) (*Session, error) {
 	if !replacing && len(st.sessions) >= st.cfg.MaxSessions && !st.dropOldestEnded() {
 		return nil, ErrFull
 	}
-	s := newSession(parent, id, st.cfg.BufferBytes, st.cfg.Clock)
+	s := newSession(parent, id, st.cfg.BufferBytes, st.cfg.Clock, st.cfg.EndEvent)
 	st.sessions[id] = s
 	if st.gcStop == nil {
 		st.gcStop, st.gcDone = make(chan struct{}), make(chan struct{})
@@ -153,6 +158,43 @@ func (st *Store) Lookup(ids []string) []Info {
 	return out
 }
 
+// LookupConversations is llama-server's lookup: for each of ids in turn, the session named id
+// and those named id + "::" + anything (one conversation's streams, one per model), each once.
+func (st *Store) LookupConversations(ids []string) []Info {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	out := []Info{}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		var family []string
+		for name := range st.sessions {
+			if !seen[name] && (name == id || strings.HasPrefix(name, id+"::")) {
+				family = append(family, name)
+			}
+		}
+		sort.Strings(family)
+		for _, name := range family {
+			seen[name] = true
+			out = append(out, st.sessions[name].Info())
+		}
+	}
+	return out
+}
+
+// Remove cancels the session with id (reason ErrCancelled) and removes it from the store, as
+// llama-server's DELETE does; followers still reading it finish reading what it holds. It
+// reports whether there was such a session.
+func (st *Store) Remove(id string) bool {
+	st.mu.Lock()
+	s, ok := st.sessions[id]
+	delete(st.sessions, id)
+	st.mu.Unlock()
+	if ok {
+		s.Cancel(ErrCancelled)
+	}
+	return ok
+}
+
 // Sweep removes the sessions that ended TTL or longer ago and returns how many it removed.
 // Followers still reading a removed session finish reading what it holds.
 func (st *Store) Sweep() int {
@@ -169,7 +211,7 @@ func (st *Store) Sweep() int {
 	return n
 }
 
-// Close cancels every running session and stops the collector; Start fails from then on.
+// Close cancels every running session (reason ErrShutdown) and stops the collector; Start fails from then on.
 // The sessions stay readable until the store is dropped.
 func (st *Store) Close() {
 	st.mu.Lock()
@@ -179,7 +221,7 @@ func (st *Store) Close() {
 	}
 	st.closed = true
 	for _, s := range st.sessions {
-		s.Cancel()
+		s.Cancel(ErrShutdown)
 	}
 	stop, done := st.gcStop, st.gcDone
 	st.mu.Unlock()

@@ -91,7 +91,7 @@ func TestSessionOffsets(t *testing.T) {
 	if _, err := f.Read(make([]byte, 8)); !errors.Is(err, ErrDropped) {
 		t.Errorf("lagging Read = %v, want ErrDropped", err)
 	}
-	if want := (Info{ID: "a", Status: Running, Bytes: 8, RetainedFrom: 4}); s.Info() != want {
+	if want := (Info{ID: "a", Status: Running, Bytes: 8, RetainedFrom: 4, Started: epoch}); s.Info() != want {
 		t.Errorf("Info = %+v, want %+v", s.Info(), want)
 	}
 }
@@ -107,7 +107,7 @@ func TestSessionCancel(t *testing.T) {
 		_, err := f.Read(make([]byte, 8))
 		done <- err
 	}()
-	if !s.Cancel() {
+	if !s.Cancel(ErrCancelled) {
 		t.Fatal("Cancel of a running session reported false")
 	}
 	if err := <-done; !errors.Is(err, io.EOF) {
@@ -120,7 +120,7 @@ func TestSessionCancel(t *testing.T) {
 	if info := s.Info(); info.Status != Cancelled || info.Bytes != 1 {
 		t.Errorf("Info = %+v, want cancelled with 1 byte", info)
 	}
-	if s.Cancel() {
+	if s.Cancel(ErrCancelled) {
 		t.Error("a second Cancel reported true")
 	}
 
@@ -177,7 +177,7 @@ func TestStoreLookupPrivacy(t *testing.T) {
 	a.Finish()
 	mustStart(t, st, "secret")
 	got := st.Lookup([]string{"nope", "a", "a"})
-	want := []Info{{ID: "a", Status: Done, Bytes: 5}}
+	want := []Info{{ID: "a", Status: Done, Bytes: 5, Started: epoch, Ended: epoch}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Lookup = %+v, want %+v", got, want)
 	}
@@ -240,9 +240,9 @@ func TestStoreMaxSessions(t *testing.T) {
 	if _, err := st.Start(context.Background(), "c"); !errors.Is(err, ErrFull) {
 		t.Fatalf("third stream while two run: %v, want ErrFull", err)
 	}
-	b.Cancel()
+	b.Cancel(ErrCancelled)
 	clock.Advance(time.Second)
-	a.Cancel()
+	a.Cancel(ErrCancelled)
 	mustStart(t, st, "c")
 	if _, ok := st.Get("b"); ok {
 		t.Error("the session that ended first was kept")

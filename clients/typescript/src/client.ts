@@ -166,7 +166,11 @@ export class WgpuLlama {
 
   /** POST /v1/streams/lookup: the status of those of the named streams that exist. */
   async lookupStreams(ids: string[]): Promise<StreamStatus[]> {
-    return unwrap(await this.api.POST("/v1/streams/lookup", { body: { ids } })).streams;
+    const res = unwrap(await this.api.POST("/v1/streams/lookup", { body: { ids } }));
+    // Asked with `ids`, the server answers {streams}; the array form answers llama-server's
+    // `conversation_ids`.
+    if (Array.isArray(res)) throw new Error("lookupStreams: the server answered llama-server's array form");
+    return res.streams;
   }
 
   /** DELETE /v1/stream/{id}: stops a resumable stream's generation. */

@@ -168,10 +168,43 @@ export interface paths {
         /**
          * Stop a resumable stream's generation and end its followers.
          * @description Cancels the generation; followers receive the bytes produced so far and their responses
-         *     end (without `[DONE]`). The stream stays, with status "cancelled", until it expires.
+         *     end with an error event (`data: {"error":{...}}`, code 400, "the stream ... was
+         *     cancelled") instead of `[DONE]`; a POST that had sent nothing yet answers that error
+         *     itself. The stream stays, with status "cancelled", until it expires.
          *     Deleting a stream that already ended changes nothing and answers its status.
          */
         delete: operations["deleteStream"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/stream": {
+        parameters: {
+            query: {
+                /** @description The X-Conversation-Id the stream was started with. */
+                conv_id: components["schemas"]["StreamId"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * llama-server's form of GET /v1/stream/{id}.
+         * @description `GET /v1/stream?conv_id=ID&from=N`, as llama-server and its web UI call it; it answers
+         *     exactly as GET /v1/stream/{id}?from=N does.
+         */
+        get: operations["getStreamByQuery"];
+        put?: never;
+        post?: never;
+        /**
+         * llama-server's stop, which also forgets the stream.
+         * @description `DELETE /v1/stream?conv_id=ID`, as llama-server does it: cancels the generation (its
+         *     followers' responses end with the error event DELETE /v1/stream/{id} sends) and removes
+         *     the stream at once, so a later GET answers 404. Answers 204 whether or not the stream
+         *     existed.
+         */
+        delete: operations["deleteStreamByQuery"];
         options?: never;
         head?: never;
         patch?: never;
@@ -191,6 +224,10 @@ export interface paths {
          * @description Answers only for the ids in the request that name a stream; ids that name none are
          *     left out. There is no way to list streams: a stream is reached only through its id.
          *     Streams expire 300 s after they end.
+         *     Two request shapes: ours, `{"ids":[...]}`, answered with `{"streams":[StreamStatus]}`;
+         *     and llama-server's, `{"conversation_ids":[...]}`, answered with a JSON array of
+         *     StreamSession (an empty array when none exists), where each id also finds the streams
+         *     named `ID::MODEL`, as llama-server's lookup does.
          */
         post: operations["lookupStreams"];
         delete?: never;
@@ -1410,7 +1447,11 @@ export interface components {
             /** @description Drafted tokens the model accepted (with draft_n). */
             draft_n_accepted?: number;
         };
-        /** @description A resumable stream's id, 1 to 128 letters, digits, '-' and '_'. */
+        /**
+         * @description A resumable stream's id: 1 to 256 visible ASCII characters (no spaces), so that
+         *     llama-server's ids (its web UI's `CONV::MODEL`, where the model name may hold `/` and
+         *     `:`) work. An id with `/` can be reached only through the `?conv_id=` routes.
+         */
         StreamId: string;
         StreamStatus: {
             id: components["schemas"]["StreamId"];
@@ -1432,8 +1473,33 @@ export interface components {
              */
             retained_from: number;
         };
+        /** @description One of `ids` (ours) and `conversation_ids` (llama-server's). */
         StreamLookupRequest: {
-            ids: components["schemas"]["StreamId"][];
+            ids?: components["schemas"]["StreamId"][];
+            conversation_ids?: components["schemas"]["StreamId"][];
+        };
+        /** @description Our answer to `ids`, or llama-server's to `conversation_ids`. */
+        StreamLookupResult: components["schemas"]["StreamLookupResponse"] | components["schemas"]["StreamSession"][];
+        /** @description A stream as llama-server's lookup reports it. */
+        StreamSession: {
+            conversation_id: components["schemas"]["StreamId"];
+            /** @description Whether the stream has ended (done, cancelled or failed). */
+            is_done: boolean;
+            /**
+             * Format: int64
+             * @description The bytes the stream has produced so far.
+             */
+            total_bytes: number;
+            /**
+             * Format: int64
+             * @description When the stream started, in Unix seconds.
+             */
+            started_at: number;
+            /**
+             * Format: int64
+             * @description When the stream ended, in Unix seconds; 0 while it runs.
+             */
+            completed_at: number;
         };
         StreamLookupResponse: {
             streams: components["schemas"]["StreamStatus"][];
@@ -2256,6 +2322,54 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    getStreamByQuery: {
+        parameters: {
+            query: {
+                /** @description The X-Conversation-Id the stream was started with. */
+                conv_id: components["schemas"]["StreamId"];
+                /** @description The absolute byte offset to start from; defaults to 0. */
+                from?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The raw event-stream bytes from `from` on, as GET /v1/stream/{id} sends them. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteStreamByQuery: {
+        parameters: {
+            query: {
+                /** @description The X-Conversation-Id the stream was started with. */
+                conv_id: components["schemas"]["StreamId"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream, if there was one, is stopped and gone. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            default: components["responses"]["Error"];
+        };
+    };
     lookupStreams: {
         parameters: {
             query?: never;
@@ -2275,7 +2389,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["StreamLookupResponse"];
+                    "application/json": components["schemas"]["StreamLookupResult"];
                 };
             };
             default: components["responses"]["Error"];
