@@ -94,6 +94,16 @@ var legacyFormats = map[string]legacyFormat{
 	"solar-open":     perMessage("<|begin|>", "<|content|>", "<|end|>", "<|begin|>assistant"),
 }
 
+// detectedOnlyFormats are built-in formats llama.cpp picks only by a template's markers
+// (llm_chat_detect_template): LLM_CHAT_TEMPLATES has no name for them, so --chat-template
+// does not select them.
+var detectedOnlyFormats = map[string]legacyFormat{
+	"dots1": byRole(map[string][2]string{
+		"system": {"<|system|>", "<|endofsystem|>"}, "user": {"<|userprompt|>", "<|endofuserprompt|>"},
+		otherRoles: {"<|response|>", "<|endofresponse|>"},
+	}, false, "<|response|>"),
+}
+
 // trimSpace trims as C's isspace does (ASCII whitespace only), as llama.cpp's trim.
 func trimSpace(s string) string {
 	return strings.TrimFunc(s, func(r rune) bool { return r < 0x80 && unicode.IsSpace(r) })
@@ -129,13 +139,20 @@ func prefixed(prefix string, f legacyFormat) legacyFormat {
 	return func(msgs []Message, addAss bool) string { return prefix + f(msgs, addAss) }
 }
 
-// byRole wraps each message's content in its role's prefix and suffix; roles without an entry
-// are left out. trim trims the content first.
+// otherRoles is the byRole entry for every role without its own; without one, such messages
+// are left out.
+const otherRoles = "*"
+
+// byRole wraps each message's content in its role's prefix and suffix (see otherRoles). trim
+// trims the content first.
 func byRole(wrap map[string][2]string, trim bool, gen string) legacyFormat {
 	return func(msgs []Message, addAss bool) string {
 		var b strings.Builder
 		for _, m := range msgs {
 			w, ok := wrap[m.Role]
+			if !ok {
+				w, ok = wrap[otherRoles]
+			}
 			if !ok {
 				continue
 			}

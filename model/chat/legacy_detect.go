@@ -13,7 +13,11 @@ func NoJinja(src string) (Template, bool) {
 	if !ok {
 		return Template{}, false
 	}
-	return Template{Source: src, Name: name, legacy: legacyFormats[name]}, true
+	f := legacyFormats[name]
+	if f == nil {
+		f = detectedOnlyFormats[name]
+	}
+	return Template{Source: src, Name: name, legacy: f}, true
 }
 
 // detectBuiltin names the built-in format a template source is written for, by the markers it
@@ -125,6 +129,8 @@ func detectBuiltin(src string) (string, bool) {
 		return "bailing2", true
 	case has("<|header_start|>", "<|header_end|>"):
 		return "llama4", true
+	case has("<|endofuserprompt|>"):
+		return "dots1", true
 	case has("<|extra_0|>", "<|extra_4|>"):
 		return "hunyuan-moe", true
 	case has("<|start|>", "<|channel|>"):
