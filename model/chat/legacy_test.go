@@ -20,6 +20,7 @@ func TestLegacyFormatsMoreRoles(t *testing.T) {
 			"<|im_start|>User: Q<end_of_utterance>\nAssistant: T<end_of_utterance>\nAssistant:  F <end_of_utterance>\nAssistant:"},
 		{"hunyuan-moe", "<|startoftext|>S<|extra_4|><|startoftext|> U1<|extra_0|>A1 <|eos|><|startoftext|>U2<|extra_0|>",
 			"<|startoftext|>Q<|extra_0|><|startoftext|>T<|extra_0|><|startoftext|> F <|extra_0|>"},
+		{"deepseek-ocr", "S U1A1 U2", "QT F "},
 		{"minicpm", "S<用户>U1<AI>A1<用户>U2<AI>", "<用户>Q<AI>TF"},
 		{"mistral-v7", "[SYSTEM_PROMPT] S[/SYSTEM_PROMPT][INST]  U1[/INST] A1 </s>[INST] U2[/INST]", "[INST] Q[/INST] T</s>  F </s>"},
 		{"kimi-k2", "<|im_system|>system<|im_middle|>S<|im_end|><|im_user|>user<|im_middle|> U1<|im_end|><|im_assistant|>assistant<|im_middle|>A1 <|im_end|>" +
