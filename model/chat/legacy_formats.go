@@ -223,12 +223,19 @@ func gigachat(msgs []Message, addAss bool) string {
 	return b.String()
 }
 
-// bailingRole is Bailing's role name: HUMAN for the user, else the role upper-cased.
+// bailingRole is Bailing's role name: HUMAN for the user, else the role upper-cased byte by
+// byte as C's toupper does (ASCII letters only: "é" stays, where strings.ToUpper gives "É").
 func bailingRole(role string) string {
 	if role == "user" {
 		return "HUMAN"
 	}
-	return strings.ToUpper(role)
+	b := []byte(role)
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
 }
 
 func bailing(afterGen string) legacyFormat {

@@ -68,3 +68,16 @@ func TestNoJinjaDots1(t *testing.T) {
 		}
 	}
 }
+
+// TestBailingRoleASCII: llama.cpp upper-cases Bailing's roles with C's toupper, which leaves
+// every byte outside a-z as it is.
+func TestBailingRoleASCII(t *testing.T) {
+	tmpl, err := Resolve("bailing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := tmpl.Render([]Message{{Role: "tool_é", Content: "x"}, {Role: "user", Content: "q"}}, true)
+	if want := "<role>TOOL_é</role>x<role>HUMAN</role>q<role>ASSISTANT</role>"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
