@@ -41,7 +41,7 @@ func TestBuiltinTemplates(t *testing.T) {
 		"chatglm4":    "[gMASK]<sop><|system|>\nS<|user|>\n U1<|assistant|>\nA1 <|user|>\nU2<|assistant|>\n",
 		"granite": "<|start_of_role|>system<|end_of_role|>S<|end_of_text|>\n<|start_of_role|>user<|end_of_role|> U1<|end_of_text|>\n" +
 			"<|start_of_role|>assistant<|end_of_role|>A1 <|end_of_text|>\n<|start_of_role|>user<|end_of_role|>U2<|end_of_text|>\n" +
-			"<|start_of_role|>assistant<|end_of_role|>\n",
+			"<|start_of_role|>assistant<|end_of_role|>",
 		"kimi-k2": "<|im_system|>system<|im_middle|>S<|im_end|><|im_user|>user<|im_middle|> U1<|im_end|>" +
 			"<|im_assistant|>assistant<|im_middle|>A1 <|im_end|><|im_user|>user<|im_middle|>U2<|im_end|><|im_assistant|>assistant<|im_middle|>",
 		"rwkv-world": "System: S\n\nUser: U1\n\nAssistant: A1\n\nUser: U2\n\nAssistant:",

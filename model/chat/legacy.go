@@ -71,6 +71,7 @@ var legacyFormats = map[string]legacyFormat{
 	"rwkv-world":  rwkvWorld,
 	"granite":     granite(false),
 	"granite-4.0": granite(true),
+	"granite-4.1": granite(true),
 	"gigachat":    gigachat,
 	"megrez":      perMessage("<|role_start|>", "<|role_end|>", "<|turn_end|>", "<|role_start|>assistant<|role_end|>"),
 	"yandex": byRole(map[string][2]string{

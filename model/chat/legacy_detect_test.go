@@ -21,6 +21,8 @@ func TestNoJinjaDetect(t *testing.T) {
 		"CohereForAI-c4ai-command-r-plus-tool_use":      "command-r",
 		"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B":      "deepseek3",
 		"ibm-granite-granite-3.3-2B-Instruct":           "granite",
+		"ibm-granite-granite-4.0":                       "granite-4.0",
+		"ibm-granite-granite-4.1":                       "granite-4.1",
 		"moonshotai-Kimi-K2":                            "kimi-k2",
 		"openai-gpt-oss-120b":                           "gpt-oss",
 		"ByteDance-Seed-OSS":                            "seed_oss",

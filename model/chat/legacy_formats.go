@@ -177,7 +177,8 @@ func rwkvWorld(msgs []Message, _ bool) string {
 	return b.String()
 }
 
-// granite is IBM Granite 3.x; v4 writes a tool-calling assistant turn under the assistant role.
+// granite is IBM Granite 3.x; v4 (4.0 and 4.1) writes a tool-calling assistant turn under the
+// assistant role.
 func granite(v4 bool) legacyFormat {
 	return func(msgs []Message, addAss bool) string {
 		var b strings.Builder
@@ -194,9 +195,6 @@ func granite(v4 bool) legacyFormat {
 		}
 		if addAss {
 			b.WriteString("<|start_of_role|>assistant<|end_of_role|>")
-			if !v4 {
-				b.WriteString("\n")
-			}
 		}
 		return b.String()
 	}

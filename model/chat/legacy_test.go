@@ -81,3 +81,26 @@ func TestBailingRoleASCII(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// TestGraniteFormats: llama.cpp's Granite 3.x, 4.0 and 4.1 formats (llama-server b10587) end
+// the generation prompt right after <|end_of_role|>, and differ only in the role a tool-calling
+// assistant turn is written under.
+func TestGraniteFormats(t *testing.T) {
+	msgs := []Message{{Role: "user", Content: "U"}, {Role: "assistant_tool_call", Content: "[]"}}
+	for name, want := range map[string]string{
+		"granite": "<|start_of_role|>user<|end_of_role|>U<|end_of_text|>\n" +
+			"<|start_of_role|>assistant_tool_call<|end_of_role|><|tool_call|>[]<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>",
+		"granite-4.0": "<|start_of_role|>user<|end_of_role|>U<|end_of_text|>\n" +
+			"<|start_of_role|>assistant<|end_of_role|><|tool_call|>[]<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>",
+		"granite-4.1": "<|start_of_role|>user<|end_of_role|>U<|end_of_text|>\n" +
+			"<|start_of_role|>assistant<|end_of_role|><|tool_call|>[]<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>",
+	} {
+		tmpl, err := Resolve(name)
+		if err != nil || !tmpl.Builtin() {
+			t.Fatalf("%s: %v, built-in %v", name, err, tmpl.Builtin())
+		}
+		if got, _ := tmpl.Render(msgs, true); got != want {
+			t.Errorf("%s: got %q, want %q", name, got, want)
+		}
+	}
+}
