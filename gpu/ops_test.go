@@ -2,7 +2,6 @@ package gpu_test
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -529,120 +528,6 @@ func TestSplitWeight(t *testing.T) {
 		out := empty(t, d, len(ids)*cols)
 		got := run(t, d, out, len(ids)*cols, func(r *gpu.Recorder) { r.GetRows(w, uploadU32(t, d, ids), out, len(ids)) })
 		check(t, "split get_rows "+typ.String(), got, cpuref.GetRows(wv, cols, ids), tolFor(typ))
-	}
-}
-
-// TestQuantizeActivations checks each activation rounding against its Go reference, on rows
-// read from an offset.
-func TestQuantizeActivations(t *testing.T) {
-	d := gputest.Device(t)
-	rng := rand.New(rand.NewPCG(19, 20))
-	const k, nRows, row0 = 512, 3, 2
-	x := randVec(rng, (row0+nRows)*k)
-	x[row0*k+5] = 0 // a zero and an all-zero block
-	for i := 0; i < 32; i++ {
-		x[(row0+1)*k+i] = 0
-	}
-	src := x[row0*k:]
-	for _, c := range []struct {
-		a   gpu.ActQuant
-		ref func([]float32) []float32
-	}{{gpu.ActQ8_0, cpuref.ActQ8_0}, {gpu.ActQ8_1, cpuref.ActQ8_0}, {gpu.ActQ8_K, cpuref.ActQ8_K}, {gpu.ActF16, cpuref.ActF16}, {gpu.ActBF16, cpuref.ActBF16}} {
-		out := empty(t, d, nRows*k)
-		sums := empty(t, d, nRows*k/32)
-		got := run(t, d, out, nRows*k, func(r *gpu.Recorder) { r.QuantizeActivations(c.a, upload(t, d, x), row0, nRows, k, out, sums) })
-		check(t, fmt.Sprintf("act %d", c.a), got, c.ref(src), 1e-6)
-		if c.a == gpu.ActQ8_1 {
-			got, err := d.Read(sums, 0, uint64(nRows*k/32*4))
-			if err != nil {
-				t.Fatal(err)
-			}
-			check(t, "act Q8_1 sums", gpu.Float32s(got), cpuref.ActQ8_1Sums(src), 1e-6)
-		}
-	}
-}
-
-// TestF16RoundingEdges checks the kernels' own f32 -> f16 rounding bit for bit against ggml's
-// (nearest, ties to even) where drivers differ: exact ties, carries into the exponent,
-// subnormals, overflow to infinity and negative values. Mesa 25's pack2x16float rounds
-// toward zero and fails this.
-func TestF16RoundingEdges(t *testing.T) {
-	d := gputest.Device(t)
-	ulp := float32(1.0 / 1024)
-	x := []float32{
-		1 + ulp/2, 1 + 3*ulp/2, 1 + ulp/2 + 1e-7, -(1 + 3*ulp/2), // ties to even, just past a tie
-		2 - ulp/4, 65504, 65519.99, 65520, -70000, // carry into the exponent, the largest half, overflow
-		0x1p-25, 3 * 0x1p-25, 0x1p-24 * 1.5, 0x1p-14 - 0x1p-26, -0x1p-20 * 1.3, // subnormal halves
-		0, float32(math.Copysign(0, -1)), 0.1, -0.3, 3.14159, 1e-5, 1234.567,
-	}
-	for len(x)%4 != 0 {
-		x = append(x, float32(len(x))*0.377)
-	}
-	out := empty(t, d, len(x))
-	got := run(t, d, out, len(x), func(r *gpu.Recorder) {
-		r.QuantizeActivations(gpu.ActF16, upload(t, d, x), 0, 1, len(x), out, nil)
-	})
-	want := cpuref.ActF16(x)
-	for i := range x {
-		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-			t.Errorf("f16(%g) = %g (%#08x), want %g (%#08x)", x[i], got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
-		}
-	}
-}
-
-// TestMatVecBlockSums checks the Q4_1/Q5_1 product that applies each block minimum to the Q8_1
-// block sum (as ggml_vec_dot_q4_1_q8_1 does) rather than to every rounded activation.
-func TestMatVecBlockSums(t *testing.T) {
-	d := gputest.Device(t)
-	defer func(v bool) { d.BarrierFree = v }(d.BarrierFree)
-	rng := rand.New(rand.NewPCG(21, 22))
-	const rows, cols = 37, 96
-	for _, typ := range []gpu.WeightType{gpu.Q4_1, gpu.Q5_1} {
-		gt, _ := gguf.ParseGGMLType(typ.String())
-		raw, err := gguf.Quantize(gt, randVec(rng, rows*cols))
-		if err != nil {
-			t.Fatal(err)
-		}
-		wv := make([]float32, rows*cols)
-		if err := gguf.Dequantize(gt, raw, wv); err != nil {
-			t.Fatal(err)
-		}
-		blockBytes := len(raw) / (rows * cols / 32)
-		mins := make([]float32, rows*cols/32) // m is the second f16 of each block
-		for b := range mins {
-			mins[b] = gguf.F16ToF32(uint16(raw[b*blockBytes+2]) | uint16(raw[b*blockBytes+3])<<8)
-		}
-		w, err := d.UploadWeight("w", typ, rows, cols, raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(w.Release)
-		for _, bf := range []bool{false, true} {
-			d.BarrierFree = bf
-			for _, nTok := range []int{1, 3} {
-				x := randVec(rng, nTok*cols)
-				xq, sums := cpuref.ActQ8_0(x), cpuref.ActQ8_1Sums(x)
-				want := make([]float32, nTok*rows)
-				for tk := 0; tk < nTok; tk++ {
-					for r := 0; r < rows; r++ {
-						var acc float64
-						for b := 0; b < cols/32; b++ {
-							mb := mins[r*cols/32+b]
-							for i := 0; i < 32; i++ {
-								acc += float64(wv[r*cols+32*b+i]-mb) * float64(xq[tk*cols+32*b+i])
-							}
-							acc += float64(mb) * float64(sums[tk*cols/32+b])
-						}
-						want[tk*rows+r] = float32(acc)
-					}
-				}
-				out := empty(t, d, nTok*rows)
-				got := run(t, d, out, nTok*rows, func(r *gpu.Recorder) {
-					r.MatMulAt(w, upload(t, d, xq), upload(t, d, sums), 0, nTok, out, rows, 0, false)
-				})
-				check(t, fmt.Sprintf("%s block sums barrier-free=%v tokens=%d", typ, bf, nTok), got, want, 1e-5)
-			}
-		}
 	}
 }
 

@@ -31,8 +31,12 @@ var legacyFormats = map[string]legacyFormat{
 	"gemma":             gemma,
 	"orion":             orion,
 	"openchat":          openchat,
-	"vicuna":            vicuna(false),
-	"vicuna-orca":       vicuna(true),
+	"vicuna": byRole(map[string][2]string{
+		"system": {"", "\n\n"}, "user": {"USER: ", "\n"}, "assistant": {"ASSISTANT: ", "</s>\n"},
+	}, false, "ASSISTANT:"),
+	"vicuna-orca": byRole(map[string][2]string{
+		"system": {"SYSTEM: ", "\n"}, "user": {"USER: ", "\n"}, "assistant": {"ASSISTANT: ", "</s>\n"},
+	}, false, "ASSISTANT:"),
 	"deepseek": byRole(map[string][2]string{
 		"system": {"", ""}, "user": {"### Instruction:\n", "\n"}, "assistant": {"### Response:\n", "\n<|EOT|>\n"},
 	}, false, "### Response:\n"),
@@ -42,13 +46,7 @@ var legacyFormats = map[string]legacyFormat{
 	"deepseek3": byRole(map[string][2]string{
 		"system": {"", "\n\n"}, "user": {"<｜User｜>", ""}, "assistant": {"<｜Assistant｜>", "<｜end▁of▁sentence｜>"},
 	}, false, "<｜Assistant｜>"),
-	"deepseek-ocr": func(msgs []Message, _ bool) string {
-		var b strings.Builder
-		for _, m := range msgs {
-			b.WriteString(m.Content)
-		}
-		return b.String()
-	},
+	"deepseek-ocr": byRole(map[string][2]string{otherRoles: {"", ""}}, false, ""), // the texts only
 	"command-r": byRole(map[string][2]string{
 		"system":    {"<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>", "<|END_OF_TURN_TOKEN|>"},
 		"user":      {"<|START_OF_TURN_TOKEN|><|USER_TOKEN|>", "<|END_OF_TURN_TOKEN|>"},
@@ -58,7 +56,7 @@ var legacyFormats = map[string]legacyFormat{
 	"chatglm3": prefixed("[gMASK]sop", perMessage("<|", "|>\n ", "", "<|assistant|>")),
 	"chatglm4": prefixed("[gMASK]<sop>", perMessage("<|", "|>\n", "", "<|assistant|>\n")),
 	"glmedge":  perMessage("<|", "|>\n", "", "<|assistant|>"),
-	"minicpm":  minicpm,
+	"minicpm":  byRole(map[string][2]string{"user": {"<用户>", "<AI>"}, otherRoles: {"", ""}}, true, ""),
 	"exaone3": byRole(map[string][2]string{
 		"system": {"[|system|]", "[|endofturn|]\n"}, "user": {"[|user|]", "\n"}, "assistant": {"[|assistant|]", "[|endofturn|]\n"},
 	}, true, "[|assistant|]"),
@@ -73,25 +71,45 @@ var legacyFormats = map[string]legacyFormat{
 	"rwkv-world":  rwkvWorld,
 	"granite":     granite(false),
 	"granite-4.0": granite(true),
+	"granite-4.1": granite(true),
 	"gigachat":    gigachat,
 	"megrez":      perMessage("<|role_start|>", "<|role_end|>", "<|turn_end|>", "<|role_start|>assistant<|role_end|>"),
 	"yandex": byRole(map[string][2]string{
 		"user": {" Пользователь: ", "\n\n"}, "assistant": {" Ассистент: ", "\n\n"},
 	}, false, " Ассистент:[SEP]"),
-	"bailing":        bailing(""),
-	"bailing-think":  bailing("<think>"),
-	"bailing2":       bailing2,
-	"llama4":         trimmed(perMessage("<|header_start|>", "<|header_end|>\n\n", "<|eot|>", "<|header_start|>assistant<|header_end|>\n\n")),
-	"smolvlm":        smolvlm,
-	"hunyuan-moe":    hunyuanMoE,
-	"gpt-oss":        gptOSS,
-	"hunyuan-dense":  hunyuanDense,
-	"hunyuan-vl":     hunyuanVL,
-	"kimi-k2":        kimiK2,
+	"bailing":       bailing(""),
+	"bailing-think": bailing("<think>"),
+	"bailing2":      bailing2,
+	"llama4":        trimmed(perMessage("<|header_start|>", "<|header_end|>\n\n", "<|eot|>", "<|header_start|>assistant<|header_end|>\n\n")),
+	// SmolVLM starts with <|im_start|> as its BOS, but is not ChatML.
+	"smolvlm": prefixed("<|im_start|>", byRole(map[string][2]string{
+		"system": {"", "\n\n"}, "user": {"User: ", "<end_of_utterance>\n"}, otherRoles: {"Assistant: ", "<end_of_utterance>\n"},
+	}, false, "Assistant:")),
+	"hunyuan-moe": byRole(map[string][2]string{
+		"system": {"<|startoftext|>", "<|extra_4|>"}, "assistant": {"", "<|eos|>"}, otherRoles: {"<|startoftext|>", "<|extra_0|>"},
+	}, false, ""),
+	"gpt-oss":       gptOSS,
+	"hunyuan-dense": hunyuanDense,
+	"hunyuan-vl":    hunyuanVL,
+	"kimi-k2": byRole(map[string][2]string{
+		"system": {"<|im_system|>system<|im_middle|>", "<|im_end|>"}, "user": {"<|im_user|>user<|im_middle|>", "<|im_end|>"},
+		"assistant": {"<|im_assistant|>assistant<|im_middle|>", "<|im_end|>"}, "tool": {"<|im_system|>tool<|im_middle|>", "<|im_end|>"},
+		otherRoles: {"", "<|im_end|>"},
+	}, false, "<|im_assistant|>assistant<|im_middle|>"),
 	"seed_oss":       seedOSS,
 	"grok-2":         grok2,
 	"pangu-embedded": pangu,
 	"solar-open":     perMessage("<|begin|>", "<|content|>", "<|end|>", "<|begin|>assistant"),
+}
+
+// detectedOnlyFormats are built-in formats llama.cpp picks only by a template's markers
+// (llm_chat_detect_template): LLM_CHAT_TEMPLATES has no name for them, so --chat-template
+// does not select them.
+var detectedOnlyFormats = map[string]legacyFormat{
+	"dots1": byRole(map[string][2]string{
+		"system": {"<|system|>", "<|endofsystem|>"}, "user": {"<|userprompt|>", "<|endofuserprompt|>"},
+		otherRoles: {"<|response|>", "<|endofresponse|>"},
+	}, false, "<|response|>"),
 }
 
 // trimSpace trims as C's isspace does (ASCII whitespace only), as llama.cpp's trim.
@@ -129,13 +147,20 @@ func prefixed(prefix string, f legacyFormat) legacyFormat {
 	return func(msgs []Message, addAss bool) string { return prefix + f(msgs, addAss) }
 }
 
-// byRole wraps each message's content in its role's prefix and suffix; roles without an entry
-// are left out. trim trims the content first.
+// otherRoles is the byRole entry for every role without its own; without one, such messages
+// are left out.
+const otherRoles = "*"
+
+// byRole wraps each message's content in its role's prefix and suffix (see otherRoles). trim
+// trims the content first.
 func byRole(wrap map[string][2]string, trim bool, gen string) legacyFormat {
 	return func(msgs []Message, addAss bool) string {
 		var b strings.Builder
 		for _, m := range msgs {
 			w, ok := wrap[m.Role]
+			if !ok {
+				w, ok = wrap[otherRoles]
+			}
 			if !ok {
 				continue
 			}

@@ -72,20 +72,10 @@ func mistralV1V3(leading, trailing string, trimAssistant bool) legacyFormat {
 
 // mistralV7 is Mistral's v7 format (space after the markers) and v7-tekken (none).
 func mistralV7(space string) legacyFormat {
-	return func(msgs []Message, _ bool) string {
-		var b strings.Builder
-		for _, m := range msgs {
-			switch m.Role {
-			case "system":
-				b.WriteString("[SYSTEM_PROMPT]" + space + m.Content + "[/SYSTEM_PROMPT]")
-			case "user":
-				b.WriteString("[INST]" + space + m.Content + "[/INST]")
-			default:
-				b.WriteString(space + m.Content + "</s>")
-			}
-		}
-		return b.String()
-	}
+	return byRole(map[string][2]string{
+		"system": {"[SYSTEM_PROMPT]" + space, "[/SYSTEM_PROMPT]"}, "user": {"[INST]" + space, "[/INST]"},
+		otherRoles: {space, "</s>"},
+	}, false, "")
 }
 
 func monarch(msgs []Message, addAss bool) string {
@@ -168,42 +158,6 @@ func openchat(msgs []Message, addAss bool) string {
 	return b.String()
 }
 
-func vicuna(orca bool) legacyFormat {
-	return func(msgs []Message, addAss bool) string {
-		var b strings.Builder
-		for _, m := range msgs {
-			switch m.Role {
-			case "system":
-				if orca {
-					b.WriteString("SYSTEM: " + m.Content + "\n")
-				} else {
-					b.WriteString(m.Content + "\n\n")
-				}
-			case "user":
-				b.WriteString("USER: " + m.Content + "\n")
-			case "assistant":
-				b.WriteString("ASSISTANT: " + m.Content + "</s>\n")
-			}
-		}
-		if addAss {
-			b.WriteString("ASSISTANT:")
-		}
-		return b.String()
-	}
-}
-
-func minicpm(msgs []Message, _ bool) string {
-	var b strings.Builder
-	for _, m := range msgs {
-		if m.Role == "user" {
-			b.WriteString("<用户>" + trimSpace(m.Content) + "<AI>")
-		} else {
-			b.WriteString(trimSpace(m.Content))
-		}
-	}
-	return b.String()
-}
-
 func rwkvWorld(msgs []Message, _ bool) string {
 	var b strings.Builder
 	for i, m := range msgs {
@@ -223,7 +177,8 @@ func rwkvWorld(msgs []Message, _ bool) string {
 	return b.String()
 }
 
-// granite is IBM Granite 3.x; v4 writes a tool-calling assistant turn under the assistant role.
+// granite is IBM Granite 3.x; v4 (4.0 and 4.1) writes a tool-calling assistant turn under the
+// assistant role.
 func granite(v4 bool) legacyFormat {
 	return func(msgs []Message, addAss bool) string {
 		var b strings.Builder
@@ -240,9 +195,6 @@ func granite(v4 bool) legacyFormat {
 		}
 		if addAss {
 			b.WriteString("<|start_of_role|>assistant<|end_of_role|>")
-			if !v4 {
-				b.WriteString("\n")
-			}
 		}
 		return b.String()
 	}
@@ -269,12 +221,19 @@ func gigachat(msgs []Message, addAss bool) string {
 	return b.String()
 }
 
-// bailingRole is Bailing's role name: HUMAN for the user, else the role upper-cased.
+// bailingRole is Bailing's role name: HUMAN for the user, else the role upper-cased byte by
+// byte as C's toupper does (ASCII letters only: "é" stays, where strings.ToUpper gives "É").
 func bailingRole(role string) string {
 	if role == "user" {
 		return "HUMAN"
 	}
-	return strings.ToUpper(role)
+	b := []byte(role)
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
 }
 
 func bailing(afterGen string) legacyFormat {
@@ -300,40 +259,6 @@ func bailing2(msgs []Message, addAss bool) string {
 	}
 	if addAss {
 		b.WriteString("<role>ASSISTANT</role>")
-	}
-	return b.String()
-}
-
-func smolvlm(msgs []Message, addAss bool) string {
-	var b strings.Builder
-	b.WriteString("<|im_start|>")
-	for _, m := range msgs {
-		switch m.Role {
-		case "system":
-			b.WriteString(m.Content + "\n\n")
-		case "user":
-			b.WriteString("User: " + m.Content + "<end_of_utterance>\n")
-		default:
-			b.WriteString("Assistant: " + m.Content + "<end_of_utterance>\n")
-		}
-	}
-	if addAss {
-		b.WriteString("Assistant:")
-	}
-	return b.String()
-}
-
-func hunyuanMoE(msgs []Message, _ bool) string {
-	var b strings.Builder
-	for _, m := range msgs {
-		switch m.Role {
-		case "system":
-			b.WriteString("<|startoftext|>" + m.Content + "<|extra_4|>")
-		case "assistant":
-			b.WriteString(m.Content + "<|eos|>")
-		default:
-			b.WriteString("<|startoftext|>" + m.Content + "<|extra_0|>")
-		}
 	}
 	return b.String()
 }
@@ -382,27 +307,6 @@ func hunyuanVL(msgs []Message, _ bool) string {
 		case m.Role == "assistant":
 			b.WriteString(m.Content + "<｜hy_Assistant｜>")
 		}
-	}
-	return b.String()
-}
-
-func kimiK2(msgs []Message, addAss bool) string {
-	var b strings.Builder
-	for _, m := range msgs {
-		switch m.Role {
-		case "system":
-			b.WriteString("<|im_system|>system<|im_middle|>")
-		case "user":
-			b.WriteString("<|im_user|>user<|im_middle|>")
-		case "assistant":
-			b.WriteString("<|im_assistant|>assistant<|im_middle|>")
-		case "tool":
-			b.WriteString("<|im_system|>tool<|im_middle|>")
-		}
-		b.WriteString(m.Content + "<|im_end|>")
-	}
-	if addAss {
-		b.WriteString("<|im_assistant|>assistant<|im_middle|>")
 	}
 	return b.String()
 }

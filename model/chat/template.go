@@ -120,8 +120,9 @@ func (t Template) Apply(in Input) (string, error) {
 	return t.render(t.messages(in.Messages), tools, in.AddGenerationPrompt, t.caps.thinking && !in.NoThinking, kwargs, now)
 }
 
-// Builtin reports whether t is one of llama.cpp's named built-in templates, which render
-// roles and texts only (no tools, no enable_thinking) and never write a BOS to trim.
+// Builtin reports whether t renders with one of llama.cpp's built-in formats (a
+// --chat-template name, or what --no-jinja detected), which render roles and texts only (no
+// tools, no enable_thinking) and never write a BOS to trim.
 func (t Template) Builtin() bool { return t.legacy != nil }
 
 // SupportsThinking reports whether the template reacts to enable_thinking, which llama-server
