@@ -105,6 +105,9 @@ func TestQuantizedStoriesMatchLlamaCpp(t *testing.T) {
 			if i < 0 {
 				return
 			}
+			if i >= len(steps) {
+				t.Fatalf("generated %d tokens, llama.cpp %d", len(got), len(want))
+			}
 			step := i + 1
 			top, second, gap := topTwo(steps[i])
 			switch {
