@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestSchemaDepthLimit: a schema nested deeper than MaxSchemaDepth is refused, naming the
@@ -114,4 +115,25 @@ func TestSchemaOptionalPropertiesLinear(t *testing.T) {
 	}
 	g := mustParse(t, src)
 	checkCases(t, g, []string{`{}`, `{"p0":"a"}`, `{"p5":"a","p1999":"b"}`}, []string{`{"p5":"a","p4":"b"}`, `{"x":1}`})
+}
+
+// TestSchemaAllOfRefCycle: an allOf part whose $refs lead back to themselves is an error, not
+// a request that spins for ever.
+func TestSchemaAllOfRefCycle(t *testing.T) {
+	for _, schema := range []string{
+		`{"$defs":{"a":{"$ref":"#/$defs/a"}},"allOf":[{"$ref":"#/$defs/a"}]}`,
+		`{"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"allOf":[{"$ref":"#/$defs/a"}]}`,
+		`{"allOf":[{"$ref":"#/allOf/0"}]}`,
+	} {
+		done := make(chan error, 1)
+		go func() { _, err := FromJSONSchema([]byte(schema)); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "leads back to itself") {
+				t.Errorf("%s: err = %v, want the $ref cycle named", schema, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: still converting after 5 s", schema)
+		}
+	}
 }
