@@ -114,6 +114,8 @@ func (b *reasoningBudget) accept(id int32) {
 			if b.remaining > 0 {
 				return
 			}
+		} else if !complete {
+			return // still inside a character: the end sequence may yet finish it
 		}
 		b.end.pos = 0
 		if complete {

@@ -62,6 +62,16 @@ func TestReasoningBudgetStates(t *testing.T) {
 		t.Fatalf("after the byte tokens and a whole character: forced %d, %v", f, ok)
 	}
 
+	// While waiting for a character to end, a multi-token end sequence may still begin: its
+	// progress is kept, and completing it closes the block without forcing.
+	b = newReasoningBudget(ReasoningBudget{Tokens: 1, Start: []int32{start}, End: []int32{41, end2}, Forced: []int32{end1}, Open: true}, piece)
+	for _, id := range []int32{41, 41, end2} { // E2 spends the budget, E2 starts the end, then its end
+		b.follow(id)
+	}
+	if _, ok := b.forcedToken(); ok || b.state != budgetDone {
+		t.Fatalf("end sequence while waiting for UTF-8: state %d, want done", b.state)
+	}
+
 	// Budget 0 with the block already open forces the closing first.
 	b = newReasoningBudget(ReasoningBudget{Tokens: 0, Start: []int32{start}, End: []int32{end1}, Forced: []int32{end1}, Open: true}, piece)
 	if f, ok := b.forcedToken(); !ok || f != end1 {
