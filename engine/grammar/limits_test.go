@@ -38,15 +38,20 @@ func TestSchemaGrammarSizeLimit(t *testing.T) {
 	}
 }
 
-// TestGrammarExpansionLimit: repetitions that would expand a short grammar (or a schema's)
-// into more than MaxGrammarElements elements are refused with an *Error naming the limit.
+// TestGrammarExpansionLimit: a grammar of more than MaxGrammarElements elements, whether its
+// repetitions expand a short text (or a schema's) or its text is that long, is refused with
+// an *Error naming the limit.
 func TestGrammarExpansionLimit(t *testing.T) {
 	want := fmt.Sprintf("the grammar expands to more than %d elements", MaxGrammarElements)
 	for name, src := range map[string]string{
-		"long literal":   `root ::= "` + strings.Repeat("a", 2000) + `"{10000}`,
-		"optional tail":  `root ::= "` + strings.Repeat("a", 2000) + `"{0,10000}`,
-		"many repeats":   "root ::= " + strings.Repeat(`[a-z]{0,10000} `, 200),
-		"schema strings": "",
+		"long literal":  `root ::= "` + strings.Repeat("a", 2000) + `"{10000}`,
+		"optional tail": `root ::= "` + strings.Repeat("a", 2000) + `"{0,10000}`,
+		"many repeats":  "root ::= " + strings.Repeat(`[a-z]{0,10000} `, 200),
+		// Plain text counts too: a few megabytes of grammar fail at the limit, not after
+		// being parsed into as many elements.
+		"long literal text": `root ::= "` + strings.Repeat("a", 3<<20) + `"`,
+		"many alternates":   `root ::= "a"` + strings.Repeat(` | [b-c]`, 600000),
+		"schema strings":    "",
 	} {
 		if name == "schema strings" {
 			var props, names []string
