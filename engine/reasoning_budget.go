@@ -1,9 +1,6 @@
 package engine
 
-import (
-	"math"
-	"unicode/utf8"
-)
+import "math"
 
 // ReasoningBudget caps how many tokens a generation may spend inside a thinking block, as
 // llama.cpp's reasoning-budget sampler does (llama-server's --reasoning-budget and a request's
@@ -117,6 +114,8 @@ func (b *reasoningBudget) accept(id int32) {
 			if b.remaining > 0 {
 				return
 			}
+		} else if !complete {
+			return // still inside a character: the end sequence may yet finish it
 		}
 		b.end.pos = 0
 		if complete {
@@ -147,27 +146,31 @@ func (b *reasoningBudget) follow(id int32) {
 	}
 }
 
-// utf8Complete says whether text does not end inside a multi-byte UTF-8 character.
+// utf8Complete is llama.cpp's common_utf8_is_complete: whether a token's text ends on a whole
+// UTF-8 character, judged from the text alone. A piece of continuation bytes only (a byte
+// token inside or at the end of a character split over byte tokens) cannot be told complete,
+// so forcing waits for a token that ends a character of its own, as llama.cpp's does.
 func utf8Complete(text []byte) bool {
-	// Look back over at most three continuation bytes for the last lead byte.
-	for i := len(text) - 1; i >= 0 && i >= len(text)-4; i-- {
-		c := text[i]
-		if c&0xC0 == 0x80 {
-			continue // a continuation byte
-		}
-		if c < 0x80 {
-			return true
-		}
-		need := 2
-		switch {
-		case c&0xF0 == 0xE0:
-			need = 3
-		case c&0xF8 == 0xF0:
-			need = 4
-		}
-		return len(text)-i >= need || utf8.FullRune(text[i:])
+	if len(text) == 0 {
+		return true
 	}
-	return true
+	for i := 1; i <= min(4, len(text)); i++ {
+		c := text[len(text)-i]
+		if c&0xC0 == 0x80 {
+			continue // a continuation byte: look further back for the lead
+		}
+		need := 1
+		switch {
+		case c >= 0xF0:
+			need = 4
+		case c >= 0xE0:
+			need = 3
+		case c >= 0xC0:
+			need = 2
+		}
+		return i >= need
+	}
+	return false
 }
 
 // forceToken masks every logit of row but id's, so whatever the sampler draws is id, as

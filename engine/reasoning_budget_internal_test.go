@@ -47,6 +47,31 @@ func TestReasoningBudgetStates(t *testing.T) {
 		t.Fatalf("after the character: forced %d, %v", f, ok)
 	}
 
+	// A character split over byte tokens (E2, 82, AC for "€"): none of their pieces ends a
+	// character that can be told whole, so forcing waits for the next token that does.
+	pieces[41], pieces[42], pieces[43] = []byte{0xE2}, []byte{0x82}, []byte{0xAC}
+	b = newReasoningBudget(ReasoningBudget{Tokens: 1, Start: []int32{start}, End: []int32{end1}, Forced: []int32{end1}, Open: true}, piece)
+	for _, id := range []int32{41, 42, 43} {
+		b.follow(id)
+		if _, ok := b.forcedToken(); ok || b.state != budgetWaitingUTF8 {
+			t.Fatalf("after byte token %d: forcing (state %d), want waiting for UTF-8", id, b.state)
+		}
+	}
+	b.follow(x)
+	if f, ok := b.forcedToken(); !ok || f != end1 {
+		t.Fatalf("after the byte tokens and a whole character: forced %d, %v", f, ok)
+	}
+
+	// While waiting for a character to end, a multi-token end sequence may still begin: its
+	// progress is kept, and completing it closes the block without forcing.
+	b = newReasoningBudget(ReasoningBudget{Tokens: 1, Start: []int32{start}, End: []int32{41, end2}, Forced: []int32{end1}, Open: true}, piece)
+	for _, id := range []int32{41, 41, end2} { // E2 spends the budget, E2 starts the end, then its end
+		b.follow(id)
+	}
+	if _, ok := b.forcedToken(); ok || b.state != budgetDone {
+		t.Fatalf("end sequence while waiting for UTF-8: state %d, want done", b.state)
+	}
+
 	// Budget 0 with the block already open forces the closing first.
 	b = newReasoningBudget(ReasoningBudget{Tokens: 0, Start: []int32{start}, End: []int32{end1}, Forced: []int32{end1}, Open: true}, piece)
 	if f, ok := b.forcedToken(); !ok || f != end1 {
@@ -59,8 +84,11 @@ func TestReasoningBudgetStates(t *testing.T) {
 	none.follow(x)
 }
 
+// TestUTF8Complete pins llama.cpp's common_utf8_is_complete, including its answer for pieces
+// of continuation bytes only (byte tokens): not complete.
 func TestUTF8Complete(t *testing.T) {
-	for text, want := range map[string]bool{"": true, "a": true, "é": true, "€": true, "\xe2\x82": false, "\xf0\x9f\x98": false, "a\xc3": false, "😀": true} {
+	for text, want := range map[string]bool{"": true, "a": true, "é": true, "€": true, "\xe2\x82": false, "\xf0\x9f\x98": false, "a\xc3": false, "😀": true,
+		"\x82": false, "\x82\xac": false, "\x9f\x98\x80\x80": false, "a\xac": true, "\xff": false} {
 		if got := utf8Complete([]byte(text)); got != want {
 			t.Errorf("utf8Complete(%q) = %v, want %v", text, got, want)
 		}

@@ -73,7 +73,8 @@ func (s *sampler) adaptiveDraw() int32 {
 	return s.cand[i].id
 }
 
-// adaptiveAccept moves the average when the accepted token is the one adaptive-p picked.
+// accept moves the average when the accepted token is the one adaptive-p picked (a token
+// forced or picked otherwise leaves it), as llama_sampler_adaptive_p_accept.
 func (a *adaptiveState) accept(id int32) {
 	if a.pendingID == id && a.pendingIdx < len(a.orig) {
 		a.weightedSum = a.orig[a.pendingIdx] + a.decay*a.weightedSum

@@ -32,11 +32,11 @@ import (
 // A file restores only where its layer count, types and row sizes match the cache's, and
 // its cells are the positions 0 .. n_tokens-1 of its tokens.
 const (
-	slotFileMagic          = 0x67677371 // "ggsq", LLAMA_STATE_SEQ_MAGIC
-	slotFileVersion        = 2          // LLAMA_STATE_SEQ_VERSION
-	packedTokensVersion    = 1          // SERVER_TOKENS_STATE_VERSION
-	packedTokensMarker     = -1         // LLAMA_TOKEN_NULL, first word of a packed payload
-	ggmlTypeF32, ggmlTyF16 = 0, 1
+	slotFileMagic            = 0x67677371 // "ggsq", LLAMA_STATE_SEQ_MAGIC
+	slotFileVersion          = 2          // LLAMA_STATE_SEQ_VERSION
+	packedTokensVersion      = 1          // SERVER_TOKENS_STATE_VERSION
+	packedTokensMarker       = -1         // LLAMA_TOKEN_NULL, first word of a packed payload
+	ggmlTypeF32, ggmlTypeF16 = 0, 1
 )
 
 // ErrSlotFile marks a slot file that cannot be restored: unreadable, damaged, saved from
@@ -163,7 +163,7 @@ func (e *Engine) kvType() int32 {
 	if e.model.KVRowBytes() == e.model.Config.NKVHead*e.model.Config.HeadDim*4 {
 		return ggmlTypeF32
 	}
-	return ggmlTyF16
+	return ggmlTypeF16
 }
 
 // encodeSlot writes a slot file of slot id's tokens and their rows.

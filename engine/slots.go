@@ -39,8 +39,8 @@ func (e *Engine) loop() {
 }
 
 // admit moves queued requests into idle slots, blocking while no slot is busy (once draining,
-// it fails them instead). It reports false when the engine is closing. Requests waiting for a particular busy slot go first
-// once it is free, in the order they came.
+// it fails them instead). It reports false when the engine is closing. Requests waiting for a
+// particular busy slot go first once it is free, in the order they came.
 func (e *Engine) admit() bool {
 	if e.draining() {
 		e.rejectQueued()

@@ -8,7 +8,8 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/model"
 )
 
-// SeedRandom asks for a seed drawn from the clock, as llama-server's default seed (-1) does.
+// SeedRandom asks for a random seed, as llama-server's default seed (-1) does (LLAMA_DEFAULT_SEED:
+// each sampler draws its own from std::random_device).
 const SeedRandom = 0xFFFFFFFF
 
 // Params are the per-request generation settings, already validated by the HTTP layer.

@@ -36,10 +36,6 @@ type element struct {
 	val rune
 }
 
-func (e element) isCharStart() bool {
-	return e.typ == elemChar || e.typ == elemCharNot || e.typ == elemCharAny
-}
-
 // Grammar is a parsed GBNF grammar. It is immutable and safe for concurrent use.
 type Grammar struct {
 	rules [][]element // each rule: alternates separated by elemAlt, ended by elemEnd

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestSchemaDepthLimit: a schema nested deeper than MaxSchemaDepth is refused, naming the
@@ -37,15 +38,20 @@ func TestSchemaGrammarSizeLimit(t *testing.T) {
 	}
 }
 
-// TestGrammarExpansionLimit: repetitions that would expand a short grammar (or a schema's)
-// into more than MaxGrammarElements elements are refused with an *Error naming the limit.
+// TestGrammarExpansionLimit: a grammar of more than MaxGrammarElements elements, whether its
+// repetitions expand a short text (or a schema's) or its text is that long, is refused with
+// an *Error naming the limit.
 func TestGrammarExpansionLimit(t *testing.T) {
 	want := fmt.Sprintf("the grammar expands to more than %d elements", MaxGrammarElements)
 	for name, src := range map[string]string{
-		"long literal":   `root ::= "` + strings.Repeat("a", 2000) + `"{10000}`,
-		"optional tail":  `root ::= "` + strings.Repeat("a", 2000) + `"{0,10000}`,
-		"many repeats":   "root ::= " + strings.Repeat(`[a-z]{0,10000} `, 200),
-		"schema strings": "",
+		"long literal":  `root ::= "` + strings.Repeat("a", 2000) + `"{10000}`,
+		"optional tail": `root ::= "` + strings.Repeat("a", 2000) + `"{0,10000}`,
+		"many repeats":  "root ::= " + strings.Repeat(`[a-z]{0,10000} `, 200),
+		// Plain text counts too: a few megabytes of grammar fail at the limit, not after
+		// being parsed into as many elements.
+		"long literal text": `root ::= "` + strings.Repeat("a", 3<<20) + `"`,
+		"many alternates":   `root ::= "a"` + strings.Repeat(` | [b-c]`, 600000),
+		"schema strings":    "",
 	} {
 		if name == "schema strings" {
 			var props, names []string
@@ -114,4 +120,25 @@ func TestSchemaOptionalPropertiesLinear(t *testing.T) {
 	}
 	g := mustParse(t, src)
 	checkCases(t, g, []string{`{}`, `{"p0":"a"}`, `{"p5":"a","p1999":"b"}`}, []string{`{"p5":"a","p4":"b"}`, `{"x":1}`})
+}
+
+// TestSchemaAllOfRefCycle: an allOf part whose $refs lead back to themselves is an error, not
+// a request that spins for ever.
+func TestSchemaAllOfRefCycle(t *testing.T) {
+	for _, schema := range []string{
+		`{"$defs":{"a":{"$ref":"#/$defs/a"}},"allOf":[{"$ref":"#/$defs/a"}]}`,
+		`{"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"allOf":[{"$ref":"#/$defs/a"}]}`,
+		`{"allOf":[{"$ref":"#/allOf/0"}]}`,
+	} {
+		done := make(chan error, 1)
+		go func() { _, err := FromJSONSchema([]byte(schema)); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "leads back to itself") {
+				t.Errorf("%s: err = %v, want the $ref cycle named", schema, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: still converting after 5 s", schema)
+		}
+	}
 }

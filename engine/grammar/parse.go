@@ -18,7 +18,7 @@ type parser struct {
 	g        *Grammar
 	defined  []bool
 	firstRef []int // rule id -> offset of its first reference, -1 if none
-	size     int   // elements and generated rule names made by repetitions, see expand
+	size     int   // elements made so far, repetitions expanded, and their generated rules: see expand
 }
 
 // bail aborts parsing; Parse recovers it and returns the error.
@@ -162,6 +162,7 @@ func (p *parser) alternates(name string, nested bool) []element {
 	for p.peek() == '|' {
 		p.pos++
 		p.space(true)
+		p.expand(p.pos, 1)
 		out = append(out, element{typ: elemAlt})
 		out = p.sequence(name, out, nested)
 	}
@@ -180,6 +181,7 @@ func (p *parser) sequence(name string, out []element, nested bool) []element {
 				if p.pos >= len(p.src) {
 					p.fail(start, "unterminated string literal")
 				}
+				p.expand(start, 1)
 				out = append(out, element{elemChar, p.char()})
 			}
 			p.pos++
@@ -198,6 +200,7 @@ func (p *parser) sequence(name string, out []element, nested bool) []element {
 				if p.pos >= len(p.src) {
 					p.fail(start, "unterminated character class")
 				}
+				p.expand(start, 1)
 				out = append(out, element{typ, p.char()})
 				typ = elemCharAlt
 				if p.peek() == '-' && p.pos+1 < len(p.src) && p.src[p.pos+1] != ']' {
@@ -207,6 +210,7 @@ func (p *parser) sequence(name string, out []element, nested bool) []element {
 					if hi < lo {
 						p.fail(start, "character range out of order")
 					}
+					p.expand(start, 1)
 					out = append(out, element{elemCharRng, hi})
 				}
 			}
@@ -214,6 +218,7 @@ func (p *parser) sequence(name string, out []element, nested bool) []element {
 		case isWordChar(c):
 			last = len(out)
 			id := p.symbol(p.name(), start)
+			p.expand(start, 1)
 			out = append(out, element{elemRuleRef, rune(id)})
 		case c == '(':
 			p.pos++
@@ -224,10 +229,12 @@ func (p *parser) sequence(name string, out []element, nested bool) []element {
 				p.fail(start, "unbalanced parenthesis: expecting )")
 			}
 			p.pos++
+			p.expand(start, 1)
 			out = append(out, element{elemRuleRef, rune(p.generated(name, body))})
 		case c == '.':
 			p.pos++
 			last = len(out)
+			p.expand(start, 1)
 			out = append(out, element{typ: elemCharAny})
 		case c == '*' || c == '+' || c == '?' || c == '{':
 			if last < 0 {

@@ -204,11 +204,7 @@ func (c *converter) visit(s *jvalue, name string) (string, error) {
 	if err := checkKeywords(s, ruleName); err != nil {
 		return "", err
 	}
-	typ := s.get("type")
-	if typ != nil && typ.kind != 's' && typ.kind != 'a' {
-		// llama.cpp's converter refuses it ("Unrecognized schema") rather than accept anything.
-		return "", fmt.Errorf("grammar: unrecognized schema %s: \"type\" must be a string or an array of strings, not %s", ruleName, typ.encode())
-	}
+	typ := s.get("type") // a string or an array of strings (checkKeywords)
 	if ref := s.get("$ref").text(); ref != "" {
 		if r, ok := c.refs[ref]; ok {
 			return c.addRule(ruleName, r), nil

@@ -3,10 +3,11 @@ package grammar
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
-// keywordKinds are the JSON kinds (jvalue.kind) each schema keyword the converter reads may
-// have, and how to say so. llama.cpp's converter throws on most of these mistakes (a non-string
+// keywordKinds are the JSON kinds (jvalue.kind, or 'i' for a non-negative integer) each
+// schema keyword the converter reads may have, and how to say so. llama.cpp's converter throws on most of these mistakes (a non-string
 // "type" is an "Unrecognized schema", a non-integer "minLength" a type error) and llama-server
 // answers 400; we refuse them all instead of ignoring the keyword.
 var keywordKinds = map[string]struct {
@@ -27,10 +28,10 @@ var keywordKinds = map[string]struct {
 	"definitions":          {"o", "an object"},
 	"format":               {"s", "a string"},
 	"pattern":              {"s", "a string"},
-	"minLength":            {"n", "a non-negative integer"},
-	"maxLength":            {"n", "a non-negative integer"},
-	"minItems":             {"n", "a non-negative integer"},
-	"maxItems":             {"n", "a non-negative integer"},
+	"minLength":            {"i", "a non-negative integer"},
+	"maxLength":            {"i", "a non-negative integer"},
+	"minItems":             {"i", "a non-negative integer"},
+	"maxItems":             {"i", "a non-negative integer"},
 	"minimum":              {"n", "a number"},
 	"maximum":              {"n", "a number"},
 	"exclusiveMinimum":     {"n", "a number"},
@@ -46,15 +47,11 @@ func checkKeywords(s *jvalue, at string) error {
 			continue
 		}
 		v := s.vals[i]
-		ok := false
-		for j := range len(spec.kinds) {
-			ok = ok || v.kind == spec.kinds[j]
-		}
+		ok := strings.IndexByte(spec.kinds, v.kind) >= 0
 		switch {
+		case spec.kinds == "i":
+			ok = v.kind == 'n' && nonNegativeInteger(v.str)
 		case !ok:
-		case spec.want == "a non-negative integer":
-			n, err := strconv.ParseFloat(v.str, 64)
-			ok = err == nil && n >= 0 && n == float64(int64(n))
 		case key == "type" && v.kind == 'a', key == "required":
 			for _, e := range v.vals {
 				ok = ok && e.kind == 's'
@@ -72,6 +69,12 @@ func checkKeywords(s *jvalue, at string) error {
 		}
 	}
 	return nil
+}
+
+// nonNegativeInteger reports whether the JSON number text is a whole number, 0 or more.
+func nonNegativeInteger(num string) bool {
+	n, err := strconv.ParseFloat(num, 64)
+	return err == nil && n >= 0 && n == float64(int64(n))
 }
 
 // clipJSON shortens a value quoted in an error.

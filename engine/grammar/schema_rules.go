@@ -230,9 +230,16 @@ func (c *converter) mergeAllOf(all *jvalue) (*jvalue, error) {
 		return nil, fmt.Errorf("grammar: allOf must be a list")
 	}
 	for _, s := range all.vals {
-		for s.get("$ref") != nil {
+		// A request's refs may form a cycle ({"$ref":"#/allOf/0"} inside allOf[0]), which
+		// would otherwise be followed for ever.
+		seen := map[string]bool{}
+		for ref := s.get("$ref"); ref != nil; ref = s.get("$ref") {
+			if seen[ref.text()] {
+				return nil, fmt.Errorf("grammar: allOf: $ref %q leads back to itself", ref.text())
+			}
+			seen[ref.text()] = true
 			var err error
-			if s, err = c.resolve(s.get("$ref").text()); err != nil {
+			if s, err = c.resolve(ref.text()); err != nil {
 				return nil, err
 			}
 		}
