@@ -38,7 +38,8 @@ func promptCacheConfig(cfg Config, rowBytes, nLayers int) *promptCache {
 		mib = DefaultPromptCacheMiB
 	}
 	pc := &promptCache{maxTokens: -1, idleSlots: !cfg.NoCacheIdleSlots}
-	if mib > 0 {
+	// Sizes past 2^40 MiB would overflow the byte count: they are no limit in practice.
+	if mib > 0 && mib < 1<<40 {
 		pc.maxTokens = mib << 20 / (2 * rowBytes * nLayers)
 	}
 	return pc
