@@ -133,12 +133,14 @@ func anthropicGeneration(m *loaded, req *gen.AnthropicMessagesRequest) (chatGene
 	if sys, ok := req.System.Get(); ok {
 		text := sys.String
 		if !sys.IsString() {
-			text = ""
+			// A builder: adding to a string copies it, quadratic in the blocks.
+			var sb strings.Builder
 			for _, b := range sys.AnthropicContentBlockArray {
 				if b.Type == "text" {
-					text += b.Text.Or("")
+					sb.WriteString(b.Text.Or(""))
 				}
 			}
+			text = sb.String()
 		}
 		msgs = append(msgs, gen.ChatMessage{Role: "system", Content: gen.NewOptNilChatMessageContent(gen.NewStringChatMessageContent(text))})
 	}
