@@ -51,17 +51,10 @@ func (s *Server) CreateAnthropicMessage(ctx context.Context, req *gen.AnthropicM
 	id := newChatID()
 
 	if !g.stream {
-		var c completion
-		final, err := c.collect(ctx, ch)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fail(err)
+		msg, final, gone, err := collectMessage(ctx, ch, parsed, fail)
+		if gone || err != nil {
+			return err
 		}
-		noteTokens(ctx, final.TokensEvaluated, final.TokensPredicted)
-		parsed.Add(c.content.String())
-		msg, _ := parsed.Finish()
 		out := anthropicMessage(id, model, final)
 		out.Content = anthropicBlocks(msg)
 		out.StopReason = gen.NewNilString(stopReason(final.StopType, msg))
@@ -87,13 +80,7 @@ func (s *Server) CreateAnthropicMessage(ctx context.Context, req *gen.AnthropicM
 			}
 			as.begun = true
 		}
-		deltas := parsed.Add(res.Text)
-		var msg toolcall.Message
-		if res.Stop {
-			var last []toolcall.Delta
-			msg, last = parsed.Finish()
-			deltas = append(deltas, last...)
-		}
+		deltas, msg := parseStep(parsed, res)
 		if as.deltas(deltas, parsed.Message()) != nil {
 			return nil
 		}

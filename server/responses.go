@@ -78,17 +78,10 @@ func (s *Server) CreateResponse(ctx context.Context, req *gen.ResponsesRequest, 
 	ids := responseIDs{response: "resp_" + randomString(32), message: "msg_" + randomString(32), reasoning: "rs_" + randomString(32)}
 
 	if !stream {
-		var c completion
-		final, err := c.collect(ctx, ch)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fail(err)
+		msg, final, gone, err := collectMessage(ctx, ch, parsed, fail)
+		if gone || err != nil {
+			return err
 		}
-		noteTokens(ctx, final.TokensEvaluated, final.TokensPredicted)
-		parsed.Add(c.content.String())
-		msg, _ := parsed.Finish()
 		now := time.Now().Unix()
 		out := completedResponse(ids, model, msg, final, now, true)
 		out.CompletedAt = gen.NewOptInt(int(now))
@@ -108,13 +101,7 @@ func (s *Server) CreateResponse(ctx context.Context, req *gen.ResponsesRequest, 
 			}
 			continue
 		}
-		deltas := parsed.Add(res.Text)
-		var msg toolcall.Message
-		if res.Stop {
-			var last []toolcall.Delta
-			msg, last = parsed.Finish()
-			deltas = append(deltas, last...)
-		}
+		deltas, msg := parseStep(parsed, res)
 		if rs.step(deltas, res) != nil {
 			return nil
 		}
