@@ -31,6 +31,11 @@ func TestDeepJSONRejected(t *testing.T) {
 		wantError(t, rec, http.StatusBadRequest, "invalid_request_error",
 			fmt.Sprintf("nested deeper than %d levels", maxJSONDepth))
 	}
+	// Stray closers first do not buy deeper nesting after them.
+	stray := strings.Repeat("]", 1000) + strings.Repeat("[", maxJSONDepth+1)
+	if ae := jsonTextProblem([]byte(stray)); ae == nil || !strings.Contains(ae.message, "nested deeper") {
+		t.Errorf("nesting after stray closers: %v", ae)
+	}
 	// Brackets inside strings are text, not nesting.
 	rec := h.do(t, "POST", "/tokenize", `{"content":"`+strings.Repeat("[{", 5000)+`"}`)
 	if rec.Code != http.StatusOK {
