@@ -47,19 +47,8 @@ func (s *Server) CreateResponse(ctx context.Context, req *gen.ResponsesRequest, 
 		return invalidRequest("%v", err)
 	}
 	stream := creq.Stream.Or(false)
-	pl, err := m.plan(chatGeneration{
-		chatRequest: chatRequest{
-			messages:            creq.Messages,
-			tools:               creq.Tools,
-			kwargs:              creq.ChatTemplateKwargs,
-			addGenerationPrompt: creq.AddGenerationPrompt.Or(true),
-		},
-		toolChoice:      creq.ToolChoice,
-		parallel:        creq.ParallelToolCalls.Or(false),
-		reasoningFormat: creq.ReasoningFormat,
-		stream:          stream,
-		sampling:        m.samplingFields(&creq, firstSet(creq.NPredict, creq.MaxCompletionTokens, creq.MaxTokens)),
-	}, s.cfg)
+	// Read as the chat endpoint reads it, as llama-server hands the converted request on.
+	pl, err := m.plan(m.chatGenerationOf(&creq, stream), s.cfg)
 	if err != nil {
 		return err
 	}
