@@ -185,6 +185,15 @@ func TestTokenPromptEchoIsText(t *testing.T) {
 	if got := lookup(t, decodeJSON(t, rec.Body.Bytes()), "prompt"); got != "<s>\uFFFD" {
 		t.Errorf("prompt = %q, want the replacement character", got)
 	}
+	// The same prompt echoed in an OpenAI completion's __verbose.
+	rec = httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, httptest.NewRequest("POST", "/v1/completions", strings.NewReader(`{"prompt":[1,198],"max_tokens":1,"temperature":0,"verbose":true}`)))
+	if !validJSONText(rec.Body.Bytes()) {
+		t.Fatalf("the verbose answer is not valid JSON: %q", rec.Body)
+	}
+	if got := lookup(t, decodeJSON(t, rec.Body.Bytes()), "__verbose.prompt"); got != "<s>\uFFFD" {
+		t.Errorf("__verbose.prompt = %q, want the replacement character", got)
+	}
 }
 
 // validJSONText reports whether b is JSON and UTF-8 (json.Valid lets invalid UTF-8 through).
