@@ -31,22 +31,7 @@ func (h *hub) fetch(ctx context.Context, cache, repo, commit string, f file, pro
 		target = filepath.Join(dir, "blobs", f.oid)
 	}
 	if _, err := os.Stat(target); err != nil {
-		u := h.fileURL(repo, commit, f.path)
-		var err error
-		for i := 0; i < attempts; i++ {
-			if i > 0 {
-				select {
-				case <-time.After(time.Duration(i) * retryDelay):
-				case <-ctx.Done():
-					return "", ctx.Err()
-				}
-			}
-			var retry bool
-			if retry, err = h.download(ctx, u, target, path.Base(f.path), progress); err == nil || !retry {
-				break
-			}
-		}
-		if err != nil {
+		if err := h.downloadRetrying(ctx, h.fileURL(repo, commit, f.path), target, path.Base(f.path), progress); err != nil {
 			return "", err
 		}
 	}
@@ -56,6 +41,26 @@ func (h *hub) fetch(ctx context.Context, cache, repo, commit string, f file, pro
 		}
 	}
 	return final, nil
+}
+
+// downloadRetrying is download, tried up to attempts times while it fails in a way worth
+// another try, waiting retryDelay, then twice that, between tries.
+func (h *hub) downloadRetrying(ctx context.Context, u, dst, name string, progress io.Writer) error {
+	var err error
+	for i := 0; i < attempts; i++ {
+		if i > 0 {
+			select {
+			case <-time.After(time.Duration(i) * retryDelay):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		var retry bool
+		if retry, err = h.download(ctx, u, dst, name, progress); err == nil || !retry {
+			break
+		}
+	}
+	return err
 }
 
 // download writes u's body to path through path.incomplete and a rename, so that an

@@ -10,7 +10,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"time"
 )
 
 // URLOptions say where and how FetchURL gets a file.
@@ -82,20 +81,7 @@ func FetchURL(ctx context.Context, rawURL string, opt URLOptions) (string, error
 	if h.client == nil {
 		h.client = http.DefaultClient
 	}
-	for i := 0; i < attempts; i++ {
-		if i > 0 {
-			select {
-			case <-time.After(time.Duration(i) * retryDelay):
-			case <-ctx.Done():
-				return "", ctx.Err()
-			}
-		}
-		var retry bool
-		if retry, err = h.download(ctx, rawURL, dst, name, opt.Progress); err == nil || !retry {
-			break
-		}
-	}
-	if err != nil {
+	if err := h.downloadRetrying(ctx, rawURL, dst, name, opt.Progress); err != nil {
 		return "", err
 	}
 	return dst, nil

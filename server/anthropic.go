@@ -51,17 +51,10 @@ func (s *Server) CreateAnthropicMessage(ctx context.Context, req *gen.AnthropicM
 	id := newChatID()
 
 	if !g.stream {
-		var c completion
-		final, err := c.collect(ctx, ch)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fail(err)
+		msg, final, gone, err := collectMessage(ctx, ch, parsed, fail)
+		if gone || err != nil {
+			return err
 		}
-		noteTokens(ctx, final.TokensEvaluated, final.TokensPredicted)
-		parsed.Add(c.content.String())
-		msg, _ := parsed.Finish()
 		out := anthropicMessage(id, model, final)
 		out.Content = anthropicBlocks(msg)
 		out.StopReason = gen.NewNilString(stopReason(final.StopType, msg))
@@ -87,13 +80,7 @@ func (s *Server) CreateAnthropicMessage(ctx context.Context, req *gen.AnthropicM
 			}
 			as.begun = true
 		}
-		deltas := parsed.Add(res.Text)
-		var msg toolcall.Message
-		if res.Stop {
-			var last []toolcall.Delta
-			msg, last = parsed.Finish()
-			deltas = append(deltas, last...)
-		}
+		deltas, msg := parseStep(parsed, res)
 		if as.deltas(deltas, parsed.Message()) != nil {
 			return nil
 		}
@@ -133,12 +120,14 @@ func anthropicGeneration(m *loaded, req *gen.AnthropicMessagesRequest) (chatGene
 	if sys, ok := req.System.Get(); ok {
 		text := sys.String
 		if !sys.IsString() {
-			text = ""
+			// A builder: adding to a string copies it, quadratic in the blocks.
+			var sb strings.Builder
 			for _, b := range sys.AnthropicContentBlockArray {
 				if b.Type == "text" {
-					text += b.Text.Or("")
+					sb.WriteString(b.Text.Or(""))
 				}
 			}
+			text = sb.String()
 		}
 		msgs = append(msgs, gen.ChatMessage{Role: "system", Content: gen.NewOptNilChatMessageContent(gen.NewStringChatMessageContent(text))})
 	}

@@ -89,7 +89,9 @@ func jsonTextProblem(data []byte) *apiError {
 				return invalidRequest("invalid JSON: arrays and objects nested deeper than %d levels (at byte %d)", maxJSONDepth, i)
 			}
 		case ']', '}':
-			depth--
+			// Stray closers are the decoder's syntax error to report; they must not lower
+			// the depth that later openers reach.
+			depth = max(depth-1, 0)
 		case ',':
 			if items++; items >= maxJSONItems {
 				return &apiError{typ: errRequestTooLarge, message: fmt.Sprintf(

@@ -31,6 +31,11 @@ func TestDeepJSONRejected(t *testing.T) {
 		wantError(t, rec, http.StatusBadRequest, "invalid_request_error",
 			fmt.Sprintf("nested deeper than %d levels", maxJSONDepth))
 	}
+	// Stray closers first do not buy deeper nesting after them.
+	stray := strings.Repeat("]", 1000) + strings.Repeat("[", maxJSONDepth+1)
+	if ae := jsonTextProblem([]byte(stray)); ae == nil || !strings.Contains(ae.message, "nested deeper") {
+		t.Errorf("nesting after stray closers: %v", ae)
+	}
 	// Brackets inside strings are text, not nesting.
 	rec := h.do(t, "POST", "/tokenize", `{"content":"`+strings.Repeat("[{", 5000)+`"}`)
 	if rec.Code != http.StatusOK {
@@ -179,6 +184,15 @@ func TestTokenPromptEchoIsText(t *testing.T) {
 	}
 	if got := lookup(t, decodeJSON(t, rec.Body.Bytes()), "prompt"); got != "<s>\uFFFD" {
 		t.Errorf("prompt = %q, want the replacement character", got)
+	}
+	// The same prompt echoed in an OpenAI completion's __verbose.
+	rec = httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, httptest.NewRequest("POST", "/v1/completions", strings.NewReader(`{"prompt":[1,198],"max_tokens":1,"temperature":0,"verbose":true}`)))
+	if !validJSONText(rec.Body.Bytes()) {
+		t.Fatalf("the verbose answer is not valid JSON: %q", rec.Body)
+	}
+	if got := lookup(t, decodeJSON(t, rec.Body.Bytes()), "__verbose.prompt"); got != "<s>\uFFFD" {
+		t.Errorf("__verbose.prompt = %q, want the replacement character", got)
 	}
 }
 

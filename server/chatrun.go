@@ -144,13 +144,7 @@ func (r *chatRun) stream(ctx context.Context, set *taskSet, sse *sseWriter) erro
 				return nil
 			}
 		}
-		deltas := c.parsed.Add(res.Text)
-		var msg toolcall.Message
-		if res.Stop {
-			var last []toolcall.Delta
-			msg, last = c.parsed.Finish()
-			deltas = append(deltas, last...)
-		}
+		deltas, msg := parseStep(c.parsed, res)
 		c.probs = append(c.probs, res.Probs...)
 		for j, d := range deltas {
 			piece := r.head.chunk(i, chatDelta(d))

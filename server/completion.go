@@ -94,6 +94,12 @@ func (s *Server) complete(ctx context.Context, req *gen.CompletionRequest, w htt
 	return s.completePrompts(ctx, m, prompts, params, opts, w)
 }
 
+// promptEcho is a prompt as answers echo it. Token prompts need not join into UTF-8 (a lone
+// byte token): bytes that do not are U+FFFD, so the answer stays valid JSON.
+func promptEcho(tok *tokenizer.Tokenizer, prompt []int32) string {
+	return strings.ToValidUTF8(tok.Detokenize(prompt, false, true), "\uFFFD")
+}
+
 // completePrompts runs the native completions of tokenized prompts, opts.n (n_cmpl) of each,
 // and writes the answer: one completion as an object, several as an array of them in the
 // order prompt*n + j (their index), or a stream of the events of all, told apart by index.
@@ -106,8 +112,7 @@ func (s *Server) completePrompts(ctx context.Context, m *loaded, prompts [][]int
 		if len(prompt) == 0 {
 			return invalidRequest("the prompt is empty")
 		}
-		// Token prompts need not join into UTF-8 (a lone byte token); the echo must stay text.
-		promptText := strings.ToValidUTF8(m.tok.Detokenize(prompt, false, true), "\uFFFD")
+		promptText := promptEcho(m.tok, prompt)
 		for range opts.n {
 			cs = append(cs, &completion{
 				tok:          m.tok,

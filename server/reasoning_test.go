@@ -157,7 +157,7 @@ func TestThinkingForcedOpen(t *testing.T) {
 }
 
 // TestReasoningBudgetParams: --reasoning-budget and a request's reasoning_budget_tokens (or
-// thinking_budget_tokens, or Anthropic's thinking.budget_tokens) give the engine a budget over
+// thinking_budget_tokens, or Anthropic's thinking.budget_tokens; the Responses API's too) give the engine a budget over
 // <think> blocks, counting at once when the prompt opened one; -1 takes the server's.
 func TestReasoningBudgetParams(t *testing.T) {
 	two := 2
@@ -180,6 +180,9 @@ func TestReasoningBudgetParams(t *testing.T) {
 		{"/v1/chat/completions", `{` + msgs + `,"reasoning_budget_tokens":0,"thinking_budget_tokens":7}`, 0, "Enough."},
 		{"/v1/messages", `{"max_tokens":4,"thinking":{"type":"enabled","budget_tokens":5},` + msgs + `}`, 5, "Enough."},
 		{"/v1/messages", `{"max_tokens":4,"thinking":{"type":"enabled"},` + msgs + `}`, 10000, "Enough."},
+		// The Responses API's request becomes a chat request, read as the chat endpoint reads it.
+		{"/v1/responses", `{"input":"Hi","reasoning_budget_tokens":3,"reasoning_budget_message":"Halt."}`, 3, "Halt."},
+		{"/v1/responses", `{"input":"Hi"}`, 2, "Enough."},
 	} {
 		if rec := h.do(t, "POST", tt.path, tt.body); rec.Code != http.StatusOK {
 			t.Fatalf("%s: status %d: %s", tt.body, rec.Code, rec.Body)

@@ -47,19 +47,8 @@ func (s *Server) CreateResponse(ctx context.Context, req *gen.ResponsesRequest, 
 		return invalidRequest("%v", err)
 	}
 	stream := creq.Stream.Or(false)
-	pl, err := m.plan(chatGeneration{
-		chatRequest: chatRequest{
-			messages:            creq.Messages,
-			tools:               creq.Tools,
-			kwargs:              creq.ChatTemplateKwargs,
-			addGenerationPrompt: creq.AddGenerationPrompt.Or(true),
-		},
-		toolChoice:      creq.ToolChoice,
-		parallel:        creq.ParallelToolCalls.Or(false),
-		reasoningFormat: creq.ReasoningFormat,
-		stream:          stream,
-		sampling:        m.samplingFields(&creq, firstSet(creq.NPredict, creq.MaxCompletionTokens, creq.MaxTokens)),
-	}, s.cfg)
+	// Read as the chat endpoint reads it, as llama-server hands the converted request on.
+	pl, err := m.plan(m.chatGenerationOf(&creq, stream), s.cfg)
 	if err != nil {
 		return err
 	}
@@ -78,17 +67,10 @@ func (s *Server) CreateResponse(ctx context.Context, req *gen.ResponsesRequest, 
 	ids := responseIDs{response: "resp_" + randomString(32), message: "msg_" + randomString(32), reasoning: "rs_" + randomString(32)}
 
 	if !stream {
-		var c completion
-		final, err := c.collect(ctx, ch)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fail(err)
+		msg, final, gone, err := collectMessage(ctx, ch, parsed, fail)
+		if gone || err != nil {
+			return err
 		}
-		noteTokens(ctx, final.TokensEvaluated, final.TokensPredicted)
-		parsed.Add(c.content.String())
-		msg, _ := parsed.Finish()
 		now := time.Now().Unix()
 		out := completedResponse(ids, model, msg, final, now, true)
 		out.CompletedAt = gen.NewOptInt(int(now))
@@ -108,13 +90,7 @@ func (s *Server) CreateResponse(ctx context.Context, req *gen.ResponsesRequest, 
 			}
 			continue
 		}
-		deltas := parsed.Add(res.Text)
-		var msg toolcall.Message
-		if res.Stop {
-			var last []toolcall.Delta
-			msg, last = parsed.Finish()
-			deltas = append(deltas, last...)
-		}
+		deltas, msg := parseStep(parsed, res)
 		if rs.step(deltas, res) != nil {
 			return nil
 		}

@@ -15,7 +15,7 @@ func (s *Server) verboseOf(v gen.OptNilBool) bool { return v.Or(s.cfg.Verbose) }
 func (s *Server) verboseAnswer(m *loaded, prompt []int32, params engine.Params, stream bool, text string, final engine.Result) gen.CompletionResponse {
 	settings := generationSettings(params, stream, m.info.SpecType)
 	settings.ReasoningFormat = s.cfg.ReasoningFormat.String()
-	c := &completion{tok: m.tok, model: m.name, promptText: m.tok.Detokenize(prompt, false, true), settings: settings}
+	c := &completion{tok: m.tok, model: m.name, promptText: promptEcho(m.tok, prompt), settings: settings}
 	c.content.WriteString(text)
 	return c.final(final, text)
 }

@@ -42,7 +42,7 @@ func (c *compatFlags) register(fs *flag.FlagSet) {
 	for _, n := range []string{"bs", "backend-sampling"} {
 		fs.BoolVar(&c.backendSampling, n, false, "sample on the GPU backend; accepted for compatibility (the GPU already picks the candidates, sampling gives the same draws either way)")
 	}
-	stringVar(fs, &c.mediaPath, "", "directory whose files clients may name with file:// URLs in media content (default: none)", "media-path")
+	stringVar(fs, &c.mediaPath, "", "directory of local media files (llama-server's file:// URLs); accepted for compatibility and checked to be a directory, but nothing reads it: there is no image or audio input yet", "media-path")
 }
 
 // check validates the values as llama-server does, naming the flag at fault.

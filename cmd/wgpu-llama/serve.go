@@ -62,7 +62,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		logger.Info("fetching model", "url", sf.modelURL, "offline", sf.hf.offline)
 		if sf.model.path, err = hf.FetchURL(ctx, sf.modelURL, hf.URLOptions{Dest: sf.model.path, Offline: sf.hf.offline, Progress: stderr}); err != nil {
 			httpSrv.Close()
-			return fmt.Errorf("--model-url: %w", err)
+			return stoppedWhileLoading(ctx, logger, fmt.Errorf("--model-url: %w", err))
 		}
 	}
 	cfg, err := sf.model.engineConfig(scfg.Alias, logger)

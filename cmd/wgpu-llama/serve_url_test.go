@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestServeModelURL: --model-url downloads stories260K into $LLAMA_CACHE under the URL's file
@@ -65,5 +67,38 @@ func TestModelURLFlag(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", args, err, want)
 		}
+	}
+}
+
+// TestServeModelURLInterrupted: a signal while --model-url downloads stops the download and
+// serve exits 0, as a signal while loading does; no file is left behind.
+func TestServeModelURLInterrupted(t *testing.T) {
+	asked := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "1000000")
+		w.Write([]byte("GGUF"))
+		w.(http.Flusher).Flush()
+		close(asked)
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	cache := t.TempDir()
+	hfEnv(t, cache, "http://127.0.0.1:1/")
+	t.Setenv("LLAMA_ARG_MODEL_URL", "")
+	ctx, signal := context.WithCancel(context.Background())
+	defer signal()
+	_, done := startServerCtx(t, ctx, "--model-url", srv.URL+"/m.gguf")
+	<-asked
+	signal()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("run after a signal during the download: %v, want nil (exit status 0)", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the download was not stopped")
+	}
+	if left, _ := os.ReadDir(cache); len(left) != 0 {
+		t.Errorf("left in the cache: %v", left)
 	}
 }
