@@ -94,21 +94,21 @@ func monarch(msgs []Message, addAss bool) string {
 
 // gemma merges system messages into the next user turn; the assistant is "model".
 func gemma(msgs []Message, addAss bool) string {
-	var b strings.Builder
-	system := ""
+	// The pending system text is a builder: many system messages must not cost quadratic time.
+	var b, system strings.Builder
 	for _, m := range msgs {
 		role := m.Role
 		if role == "system" {
-			system += trimSpace(m.Content)
+			system.WriteString(trimSpace(m.Content))
 			continue
 		}
 		if role == "assistant" {
 			role = "model"
 		}
 		b.WriteString("<start_of_turn>" + role + "\n")
-		if system != "" && role != "model" {
-			b.WriteString(system + "\n\n")
-			system = ""
+		if system.Len() > 0 && role != "model" {
+			b.WriteString(system.String() + "\n\n")
+			system.Reset()
 		}
 		b.WriteString(trimSpace(m.Content) + "<end_of_turn>\n")
 	}
@@ -119,17 +119,16 @@ func gemma(msgs []Message, addAss bool) string {
 }
 
 func orion(msgs []Message, _ bool) string {
-	var b strings.Builder
-	system := ""
+	var b, system strings.Builder
 	for _, m := range msgs {
 		switch m.Role {
 		case "system":
-			system += m.Content
+			system.WriteString(m.Content)
 		case "user":
 			b.WriteString("Human: ")
-			if system != "" {
-				b.WriteString(system + "\n\n")
-				system = ""
+			if system.Len() > 0 {
+				b.WriteString(system.String() + "\n\n")
+				system.Reset()
 			}
 			b.WriteString(m.Content + "\n\nAssistant: </s>")
 		default:
