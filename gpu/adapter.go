@@ -52,7 +52,7 @@ func describe(i int, a *wgpu.Adapter) AdapterInfo {
 		Driver: info.Description,
 		Features: Features{
 			ShaderF16: a.HasFeature(wgpu.FeatureNameShaderF16),
-			Subgroups: a.HasFeature(wgpu.FeatureNameSubgroups),
+			Subgroups: subgroupFeature(a) != 0,
 		},
 	}
 	switch info.BackendType {
@@ -125,4 +125,16 @@ func PreferInlineSoftware() {
 	if _, set := os.LookupEnv(lavapipeThreadsEnv); !set {
 		os.Setenv(lavapipeThreadsEnv, "0")
 	}
+}
+
+// subgroupFeature is the name under which an adapter offers subgroup operations, or 0. wgpu-native
+// reports them as its native feature (lavapipe on Mesa 25, for one) rather than as WebGPU's
+// standard "subgroups", and the device must be asked for the name the adapter gave.
+func subgroupFeature(a *wgpu.Adapter) wgpu.FeatureName {
+	for _, name := range []wgpu.FeatureName{wgpu.FeatureNameSubgroups, wgpu.NativeFeatureSubgroup} {
+		if a.HasFeature(name) {
+			return name
+		}
+	}
+	return 0
 }

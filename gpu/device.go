@@ -26,8 +26,8 @@ type Features struct {
 	// ShaderF16 is WebGPU's shader-f16 (enabled on the device when the adapter has it); the
 	// F16Math kernels need it, while the f16 KV cache packs halves into u32 and does not.
 	ShaderF16 bool
-	// Subgroups is WebGPU's subgroups feature, enabled on the device when the adapter has it;
-	// no kernel depends on it yet.
+	// Subgroups is WebGPU's subgroups feature (or wgpu-native's own name for it), enabled on
+	// the device when the adapter has it; no kernel depends on it yet.
 	Subgroups bool
 }
 
@@ -113,7 +113,7 @@ func Open(index int) (*Device, error) {
 		feats = append(feats, wgpu.FeatureNameShaderF16)
 	}
 	if f.Subgroups {
-		feats = append(feats, wgpu.FeatureNameSubgroups)
+		feats = append(feats, subgroupFeature(adapter))
 	}
 	dev, err := adapter.RequestDevice(&wgpu.DeviceDescriptor{
 		Label:            "wgpu-llama",
