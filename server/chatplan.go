@@ -42,8 +42,9 @@ const (
 )
 
 // plan prepares a chat generation as llama-server's oaicompat_chat_params_parse and
-// common_chat_templates_apply do: the output format comes from the template and the tools; the
-// generic format adds its instruction to the system message; with tools that must be called (or
+// common_chat_templates_apply do: the output format comes from the template and the tools (a
+// template that ignores the tools answers in free content); the generic format adds its
+// instruction to the system message; with tools that must be called (or
 // the generic format) the output is constrained by a grammar; a prompt that ends inside an open
 // <think> block starts the output in reasoning, or is closed when thinking is off.
 func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
@@ -72,6 +73,17 @@ func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 		return pl, err
 	}
 	format := toolcall.Detect(l.template.Source, tools, choice == choiceNone, schema != nil)
+	if format == toolcall.Generic {
+		ignored, err := l.toolsIgnored(ci.Input)
+		if err != nil {
+			return pl, err
+		}
+		if ignored {
+			// llama-server's autoparser finds no tool syntax in such a template: the prompt is
+			// the template's own and the output free content, whatever tool_choice says.
+			format, callable = toolcall.ContentOnly, false
+		}
+	}
 
 	reasoning := cfg.ReasoningFormat
 	if name, ok := g.reasoningFormat.Get(); ok {
@@ -183,6 +195,27 @@ func parseToolChoice(raw jx.Raw, tools []toolcall.Tool) (toolChoice, []toolcall.
 		return 0, nil, invalidRequest("'tool_choice' names the function %q, which is not in 'tools'", obj.Function.Name)
 	}
 	return 0, nil, invalidRequest(`'tool_choice' must be "auto", "none", "required" or {"type": "function", "function": {"name": ...}}`)
+}
+
+// toolsIgnored reports whether the template renders the conversation the same with the
+// request's tools as without them. llama-server (b10587) no longer has the generic JSON
+// fallback: a template without a specialized format goes to its differential autoparser, and
+// one that shows no trace of tools there gets no tool-call syntax, no grammar (not even for
+// tool_choice "required") and a content-only parser.
+func (l *loaded) toolsIgnored(in chat.Input) (bool, error) {
+	if len(in.Tools) == 0 {
+		return false, nil
+	}
+	with, err := l.renderChat(in)
+	if err != nil {
+		return false, err
+	}
+	in.Tools = nil
+	without, err := l.renderChat(in)
+	if err != nil {
+		return false, err
+	}
+	return with == without, nil
 }
 
 // withSystem adds text to the system message, or starts the conversation with one (minja's

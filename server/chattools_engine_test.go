@@ -76,13 +76,23 @@ func checkArguments(t *testing.T, args string, schema map[string]any) {
 	}
 }
 
+// toolListingTemplate is ChatML that names the tools in a system turn but shows no tool-call
+// syntax: no specialized format applies and the tools change the prompt, so the request keeps
+// llama.cpp's generic JSON tool-call format.
+const toolListingTemplate = `{%- if tools %}<|im_start|>system
+Tools:{% for t in tools %} {{ t.function.name }}{% endfor %}<|im_end|>
+{% endif %}{%- for m in messages %}<|im_start|>{{ m.role }}
+{{ m.content }}<|im_end|>
+{% endfor %}{%- if add_generation_prompt %}<|im_start|>assistant
+{% endif %}`
+
 // TestToolCallsEngine calls tools end to end with the openai-go client on the real engine:
-// stories260K has no chat template of its own, so its ChatML answers in llama.cpp's generic JSON
+// stories260K under a ChatML template that lists the tools answers in llama.cpp's generic JSON
 // tool-call format, which tool_choice "required" constrains by a grammar to a call of one of the
 // tools. Greedy, the call is the same whole and streamed, and its arguments fit the tool's schema.
 func TestToolCallsEngine(t *testing.T) {
 	b := enginetest.Load(t, "models", "stories260K.gguf")
-	srv := New(Config{Alias: "stories260K"}, testLogger())
+	srv := New(Config{Alias: "stories260K", ChatTemplate: mustTemplate(t, toolListingTemplate)}, testLogger())
 	srv.SetBackend(b)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
@@ -116,8 +126,8 @@ func TestToolCallsEngine(t *testing.T) {
 	if call.Function.Arguments != wantArgs {
 		t.Errorf("arguments %s, want %s", call.Function.Arguments, wantArgs)
 	}
-	if u := resp.Usage; u.PromptTokens != 151 || u.CompletionTokens != 117 || u.TotalTokens != 268 {
-		t.Errorf("usage %s, want 151 prompt and 117 completion tokens", u.RawJSON())
+	if u := resp.Usage; u.PromptTokens != 191 || u.CompletionTokens != 118 || u.TotalTokens != 309 {
+		t.Errorf("usage %s, want 191 prompt and 118 completion tokens", u.RawJSON())
 	}
 
 	stream := client.Chat.Completions.NewStreaming(ctx, requiredToolParams())
@@ -173,5 +183,74 @@ func TestToolCallsEngine(t *testing.T) {
 	}
 	if acc.Choices[0].FinishReason != "tool_calls" || acc.Choices[0].Message.Content != "" {
 		t.Errorf("accumulated choice %s", acc.Choices[0].RawJSON())
+	}
+}
+
+// webUIToolParams is the request llama.cpp's web UI sends on stories260K: its two browser tools
+// (get_datetime without parameters, get_info) with every chat request, greedy, 24 tokens.
+func webUIToolParams(choice string) openai.ChatCompletionNewParams {
+	noParams := openai.FunctionParameters{"type": "object", "properties": map[string]any{}}
+	return openai.ChatCompletionNewParams{
+		Model:    "stories260K",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("What time is it right now?")},
+		Tools: []openai.ChatCompletionToolParam{
+			{Function: openai.FunctionDefinitionParam{Name: "get_datetime", Description: openai.String("Get the current date and time"), Parameters: noParams}},
+			{Function: openai.FunctionDefinitionParam{Name: "get_info", Description: openai.String("Get information about the browser"), Parameters: noParams}},
+		},
+		ToolChoice:  openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String(choice)},
+		Temperature: openai.Float(0),
+		MaxTokens:   openai.Int(24),
+	}
+}
+
+// TestToolsIgnoredEngine checks, on the real engine, llama-server b10587's answer to the web
+// UI's request: stories260K's ChatML shows no tool syntax, so the prompt is ChatML's own (55
+// tokens, no tool text), the answer is free content (no grammar), streamed as content deltas
+// without tool-call deltas; tool_choice "required" and parallel calls change nothing there.
+func TestToolsIgnoredEngine(t *testing.T) {
+	b := enginetest.Load(t, "models", "stories260K.gguf")
+	srv := New(Config{Alias: "stories260K"}, testLogger())
+	srv.SetBackend(b)
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	t.Cleanup(srv.Close)
+	client := openaiClient(ts.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	// llama-server b10587's reply to this request.
+	const want = "\"Here?\" Annabyed.\n\"Okay, An"
+
+	required := webUIToolParams("required")
+	required.ParallelToolCalls = openai.Bool(true)
+	for _, p := range []openai.ChatCompletionNewParams{webUIToolParams("auto"), required} {
+		resp, err := client.Chat.Completions.New(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch := resp.Choices[0]
+		if ch.Message.Content != want || len(ch.Message.ToolCalls) != 0 || ch.FinishReason != "length" {
+			t.Errorf("tool_choice %s: choice %s, want content %q", p.ToolChoice.OfAuto.Value, ch.RawJSON(), want)
+		}
+		if u := resp.Usage; u.PromptTokens != 55 || u.CompletionTokens != 24 {
+			t.Errorf("tool_choice %s: usage %s, want 55 prompt and 24 completion tokens", p.ToolChoice.OfAuto.Value, u.RawJSON())
+		}
+	}
+
+	stream := client.Chat.Completions.NewStreaming(ctx, webUIToolParams("auto"))
+	var content strings.Builder
+	for stream.Next() {
+		for _, choice := range stream.Current().Choices {
+			if len(choice.Delta.ToolCalls) > 0 {
+				t.Errorf("tool-call delta %s", choice.RawJSON())
+			}
+			content.WriteString(choice.Delta.Content)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if content.String() != want {
+		t.Errorf("streamed content %q, want %q", content.String(), want)
 	}
 }

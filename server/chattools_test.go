@@ -11,6 +11,7 @@ import (
 	"github.com/openai/openai-go"
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
+	"github.com/wgpu-llama/wgpu-llama/model/chat/toolcall"
 )
 
 // Templates that select each tool-call format (the markers llama.cpp looks for in the source).
@@ -141,11 +142,17 @@ func TestChatToolFormats(t *testing.T) {
 		{name: "mistral", template: mistralTemplate,
 			output:      []string{"[TOOL_CALLS]", `[{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "abcDEF123"}]`},
 			wantContent: nil, wantCalls: `get_weather:{"city":"Paris"}:abcDEF123`, wantFinish: "tool_calls"},
-		{name: "generic call", output: []string{`{"tool_call": {"name": "get_weather", "arguments": {"city": "Paris"}}}`},
+		{name: "generic call", template: toolListingTemplate, output: []string{`{"tool_call": {"name": "get_weather", "arguments": {"city": "Paris"}}}`},
 			wantContent: nil, wantCalls: `get_weather:{"city":"Paris"}:*`, wantFinish: "tool_calls",
 			grammarHas: []string{`tool-call`, `response`}, promptHas: "Respond in JSON format, either with `tool_call`"},
-		{name: "generic response", output: []string{`{"response": "Sunny."}`},
+		{name: "generic response", template: toolListingTemplate, output: []string{`{"response": "Sunny."}`},
 			wantContent: "Sunny.", wantFinish: "stop", grammarHas: []string{`response`}},
+		// ChatML (the fallback template) shows no tool syntax: as llama-server's autoparser,
+		// no grammar, no tool-call parsing, whatever tool_choice says.
+		{name: "chatml auto", output: []string{`{"tool_call": {"name": "get_weather", "arguments": {"city": "Paris"}}}`},
+			wantContent: `{"tool_call": {"name": "get_weather", "arguments": {"city": "Paris"}}}`, wantFinish: "stop"},
+		{name: "chatml required", output: hermesCall, extra: `"tool_choice":"required","parallel_tool_calls":true`,
+			wantContent: strings.Join(hermesCall, ""), wantFinish: "stop"},
 		{name: "hermes tool_choice none", template: hermesTemplate, output: hermesOutput, extra: `"tool_choice":"none"`,
 			wantContent: strings.Join(hermesOutput, ""), wantFinish: "stop"},
 		{name: "hermes required", template: hermesTemplate, output: hermesCall, extra: `"tool_choice":"required"`,
@@ -218,6 +225,42 @@ func TestChatToolFormats(t *testing.T) {
 				t.Errorf("prompt lacks %q", tt.promptHas)
 			}
 		})
+	}
+}
+
+// TestToolsIgnoredPrompt checks that a template without tool syntax (ChatML, the fallback)
+// gets the same prompt with tools as without, for every tool_choice, and no output grammar, as
+// llama-server b10587 renders it; a template that shows the tools keeps the generic format.
+func TestToolsIgnoredPrompt(t *testing.T) {
+	prompt := func(h *harness, extra string) (string, bool) {
+		t.Helper()
+		body := `{"messages":[{"role":"user","content":"Weather in Paris?"}]` + extra + "}"
+		if rec := h.do(t, "POST", "/v1/chat/completions", body); rec.Code != http.StatusOK {
+			t.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+		task := h.fake.lastTask(t)
+		return h.fake.tok.Detokenize(task.Prompt, false, true), task.Params.Grammar != nil
+	}
+	h := newTemplateHarness(t, "", nil)
+	h.fake.output = []string{"Sunny."}
+	want, _ := prompt(h, "")
+	if want != "<s> <|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n" {
+		t.Fatalf("ChatML prompt %q", want)
+	}
+	for _, extra := range []string{"," + weatherTools, "," + weatherTools + `,"tool_choice":"auto"`,
+		"," + weatherTools + `,"tool_choice":"required"`, "," + weatherTools + `,"tool_choice":"required","parallel_tool_calls":true`,
+		"," + weatherTools + `,"tool_choice":{"type":"function","function":{"name":"get_time"}}`} {
+		got, grammar := prompt(h, extra)
+		if got != want || grammar {
+			t.Errorf("%s: prompt %q (grammar %v), want %q without grammar", extra, got, grammar, want)
+		}
+	}
+
+	h = newTemplateHarness(t, toolListingTemplate, nil)
+	h.fake.output = []string{`{"response": "Sunny."}`}
+	got, grammar := prompt(h, ","+weatherTools)
+	if !strings.Contains(got, "Tools: get_weather get_time") || !strings.Contains(got, toolcall.GenericInstruction) || !grammar {
+		t.Errorf("tool-listing template: prompt %q (grammar %v), want the tools, the generic instruction and a grammar", got, grammar)
 	}
 }
 

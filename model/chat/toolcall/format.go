@@ -114,7 +114,9 @@ var builtinTools = map[string]bool{
 // template knows <tool_call>, Llama 3.x when it has the ipython role (with built-in tools when it
 // also knows <|python_tag|> and a built-in tool is offered), then, only with tools the model may
 // call, the generic format when a JSON schema also constrains the answer, Mistral Nemo when the
-// template knows [TOOL_CALLS], and the generic JSON format otherwise.
+// template knows [TOOL_CALLS], and the generic JSON format otherwise. The caller takes Generic
+// as ContentOnly where the template renders the tools not at all (llama-server's autoparser
+// finds no tool syntax there).
 func Detect(templateSource string, tools []Tool, toolChoiceNone, jsonSchema bool) Format {
 	active := len(tools) > 0 && !toolChoiceNone
 	if strings.Contains(templateSource, hermesMarker) && !jsonSchema {
