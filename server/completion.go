@@ -172,7 +172,10 @@ func (s *Server) completePrompts(ctx context.Context, m *loaded, prompts [][]int
 		done++
 		finals[tr.task] = res
 		if opts.stream {
+			// As llama-server's, the final event has neither content nor tokens: every piece and
+			// id already went out in a partial event, so a client collecting them gets each once.
 			resp := c.final(res, "")
+			resp.Tokens = []int32{}
 			if sse.data(pickFields(&resp, opts.fields)) != nil {
 				return nil
 			}
