@@ -739,6 +739,12 @@ func (s *AnthropicMessagesRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.SsePingInterval.Set {
+			e.FieldStart("sse_ping_interval")
+			s.SsePingInterval.Encode(e)
+		}
+	}
+	{
 		if s.Tools.Set {
 			e.FieldStart("tools")
 			s.Tools.Encode(e)
@@ -770,7 +776,7 @@ func (s *AnthropicMessagesRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfAnthropicMessagesRequest = [14]string{
+var jsonFieldsNameOfAnthropicMessagesRequest = [15]string{
 	0:  "model",
 	1:  "max_tokens",
 	2:  "system",
@@ -780,11 +786,12 @@ var jsonFieldsNameOfAnthropicMessagesRequest = [14]string{
 	6:  "top_p",
 	7:  "top_k",
 	8:  "stream",
-	9:  "tools",
-	10: "tool_choice",
-	11: "chat_template_kwargs",
-	12: "thinking",
-	13: "metadata",
+	9:  "sse_ping_interval",
+	10: "tools",
+	11: "tool_choice",
+	12: "chat_template_kwargs",
+	13: "thinking",
+	14: "metadata",
 }
 
 // Decode decodes AnthropicMessagesRequest from json.
@@ -893,6 +900,16 @@ func (s *AnthropicMessagesRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"stream\"")
+			}
+		case "sse_ping_interval":
+			if err := func() error {
+				s.SsePingInterval.Reset()
+				if err := s.SsePingInterval.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"sse_ping_interval\"")
 			}
 		case "tools":
 			if err := func() error {
@@ -3256,6 +3273,12 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.SsePingInterval.Set {
+			e.FieldStart("sse_ping_interval")
+			s.SsePingInterval.Encode(e)
+		}
+	}
+	{
 		if s.TimingsPerToken.Set {
 			e.FieldStart("timings_per_token")
 			s.TimingsPerToken.Encode(e)
@@ -3311,7 +3334,7 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfChatCompletionRequest = [67]string{
+var jsonFieldsNameOfChatCompletionRequest = [68]string{
 	0:  "model",
 	1:  "messages",
 	2:  "tools",
@@ -3370,15 +3393,16 @@ var jsonFieldsNameOfChatCompletionRequest = [67]string{
 	55: "n_indent",
 	56: "verbose",
 	57: "return_progress",
-	58: "timings_per_token",
-	59: "cache_prompt",
-	60: "samplers",
-	61: "grammar",
-	62: "json_schema",
-	63: "response_format",
-	64: "speculative.n_max",
-	65: "speculative.n_min",
-	66: "speculative.p_min",
+	58: "sse_ping_interval",
+	59: "timings_per_token",
+	60: "cache_prompt",
+	61: "samplers",
+	62: "grammar",
+	63: "json_schema",
+	64: "response_format",
+	65: "speculative.n_max",
+	66: "speculative.n_min",
+	67: "speculative.p_min",
 }
 
 // Decode decodes ChatCompletionRequest from json.
@@ -3979,6 +4003,16 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"return_progress\"")
+			}
+		case "sse_ping_interval":
+			if err := func() error {
+				s.SsePingInterval.Reset()
+				if err := s.SsePingInterval.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"sse_ping_interval\"")
 			}
 		case "timings_per_token":
 			if err := func() error {
@@ -7148,6 +7182,12 @@ func (s *CompletionRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.SsePingInterval.Set {
+			e.FieldStart("sse_ping_interval")
+			s.SsePingInterval.Encode(e)
+		}
+	}
+	{
 		if s.TimingsPerToken.Set {
 			e.FieldStart("timings_per_token")
 			s.TimingsPerToken.Encode(e)
@@ -7197,7 +7237,7 @@ func (s *CompletionRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfCompletionRequest = [60]string{
+var jsonFieldsNameOfCompletionRequest = [61]string{
 	0:  "prompt",
 	1:  "model",
 	2:  "n",
@@ -7250,14 +7290,15 @@ var jsonFieldsNameOfCompletionRequest = [60]string{
 	49: "n_indent",
 	50: "verbose",
 	51: "return_progress",
-	52: "timings_per_token",
-	53: "samplers",
-	54: "grammar",
-	55: "json_schema",
-	56: "response_format",
-	57: "speculative.n_max",
-	58: "speculative.n_min",
-	59: "speculative.p_min",
+	52: "sse_ping_interval",
+	53: "timings_per_token",
+	54: "samplers",
+	55: "grammar",
+	56: "json_schema",
+	57: "response_format",
+	58: "speculative.n_max",
+	59: "speculative.n_min",
+	60: "speculative.p_min",
 }
 
 // Decode decodes CompletionRequest from json.
@@ -7789,6 +7830,16 @@ func (s *CompletionRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"return_progress\"")
+			}
+		case "sse_ping_interval":
+			if err := func() error {
+				s.SsePingInterval.Reset()
+				if err := s.SsePingInterval.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"sse_ping_interval\"")
 			}
 		case "timings_per_token":
 			if err := func() error {
@@ -11390,6 +11441,12 @@ func (s *InfillRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.SsePingInterval.Set {
+			e.FieldStart("sse_ping_interval")
+			s.SsePingInterval.Encode(e)
+		}
+	}
+	{
 		if s.TimingsPerToken.Set {
 			e.FieldStart("timings_per_token")
 			s.TimingsPerToken.Encode(e)
@@ -11459,7 +11516,7 @@ func (s *InfillRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfInfillRequest = [63]string{
+var jsonFieldsNameOfInfillRequest = [64]string{
 	0:  "model",
 	1:  "n",
 	2:  "n_cmpl",
@@ -11511,18 +11568,19 @@ var jsonFieldsNameOfInfillRequest = [63]string{
 	48: "n_indent",
 	49: "verbose",
 	50: "return_progress",
-	51: "timings_per_token",
-	52: "samplers",
-	53: "grammar",
-	54: "json_schema",
-	55: "response_format",
-	56: "speculative.n_max",
-	57: "speculative.n_min",
-	58: "speculative.p_min",
-	59: "prompt",
-	60: "input_prefix",
-	61: "input_suffix",
-	62: "input_extra",
+	51: "sse_ping_interval",
+	52: "timings_per_token",
+	53: "samplers",
+	54: "grammar",
+	55: "json_schema",
+	56: "response_format",
+	57: "speculative.n_max",
+	58: "speculative.n_min",
+	59: "speculative.p_min",
+	60: "prompt",
+	61: "input_prefix",
+	62: "input_suffix",
+	63: "input_extra",
 }
 
 // Decode decodes InfillRequest from json.
@@ -12045,6 +12103,16 @@ func (s *InfillRequest) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"return_progress\"")
 			}
+		case "sse_ping_interval":
+			if err := func() error {
+				s.SsePingInterval.Reset()
+				if err := s.SsePingInterval.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"sse_ping_interval\"")
+			}
 		case "timings_per_token":
 			if err := func() error {
 				s.TimingsPerToken.Reset()
@@ -12139,7 +12207,7 @@ func (s *InfillRequest) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"prompt\"")
 			}
 		case "input_prefix":
-			requiredBitSet[7] |= 1 << 4
+			requiredBitSet[7] |= 1 << 5
 			if err := func() error {
 				if err := s.InputPrefix.Decode(d); err != nil {
 					return err
@@ -12149,7 +12217,7 @@ func (s *InfillRequest) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"input_prefix\"")
 			}
 		case "input_suffix":
-			requiredBitSet[7] |= 1 << 5
+			requiredBitSet[7] |= 1 << 6
 			if err := func() error {
 				if err := s.InputSuffix.Decode(d); err != nil {
 					return err
@@ -12185,7 +12253,7 @@ func (s *InfillRequest) Decode(d *jx.Decoder) error {
 		0b00000000,
 		0b00000000,
 		0b00000000,
-		0b00110000,
+		0b01100000,
 	} {
 		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
 			// Mask only required fields and check equality to mask using XOR.
@@ -18903,6 +18971,12 @@ func (s *ResponsesRequest) encodeFields(e *jx.Encoder) {
 			s.ReturnProgress.Encode(e)
 		}
 	}
+	{
+		if s.SsePingInterval.Set {
+			e.FieldStart("sse_ping_interval")
+			s.SsePingInterval.Encode(e)
+		}
+	}
 	for k, elem := range s.AdditionalProps {
 		e.FieldStart(k)
 
@@ -18912,7 +18986,7 @@ func (s *ResponsesRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfResponsesRequest = [13]string{
+var jsonFieldsNameOfResponsesRequest = [14]string{
 	0:  "model",
 	1:  "input",
 	2:  "instructions",
@@ -18926,6 +19000,7 @@ var jsonFieldsNameOfResponsesRequest = [13]string{
 	10: "previous_response_id",
 	11: "timings_per_token",
 	12: "return_progress",
+	13: "sse_ping_interval",
 }
 
 // Decode decodes ResponsesRequest from json.
@@ -19070,6 +19145,16 @@ func (s *ResponsesRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"return_progress\"")
+			}
+		case "sse_ping_interval":
+			if err := func() error {
+				s.SsePingInterval.Reset()
+				if err := s.SsePingInterval.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"sse_ping_interval\"")
 			}
 		default:
 			var elem jx.Raw

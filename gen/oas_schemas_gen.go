@@ -340,14 +340,19 @@ func (s *AnthropicMessage) SetUsage(val AnthropicUsage) {
 type AnthropicMessagesRequest struct {
 	Model OptNilString `json:"model"`
 	// Defaults to 4096, as llama-server.
-	MaxTokens          OptNilInt                 `json:"max_tokens"`
-	System             OptNilAnthropicSystem     `json:"system"`
-	Messages           []AnthropicInputMessage   `json:"messages"`
-	StopSequences      OptNilStringArray         `json:"stop_sequences"`
-	Temperature        OptNilFloat64             `json:"temperature"`
-	TopP               OptNilFloat64             `json:"top_p"`
-	TopK               OptNilInt                 `json:"top_k"`
-	Stream             OptNilBool                `json:"stream"`
+	MaxTokens     OptNilInt               `json:"max_tokens"`
+	System        OptNilAnthropicSystem   `json:"system"`
+	Messages      []AnthropicInputMessage `json:"messages"`
+	StopSequences OptNilStringArray       `json:"stop_sequences"`
+	Temperature   OptNilFloat64           `json:"temperature"`
+	TopP          OptNilFloat64           `json:"top_p"`
+	TopK          OptNilInt               `json:"top_k"`
+	Stream        OptNilBool              `json:"stream"`
+	// In a stream, seconds of silence after which the server sends a keep-alive comment
+	// (the line ":" and a blank line), again after each such silence, so that clients
+	// with idle timeouts stay connected; none before the first event. 0 or -1 sends none.
+	// Default: the server's --sse-ping-interval (30).
+	SsePingInterval    OptNilInt                 `json:"sse_ping_interval"`
 	Tools              OptNilAnthropicToolArray  `json:"tools"`
 	ToolChoice         OptNilAnthropicToolChoice `json:"tool_choice"`
 	ChatTemplateKwargs OptNilChatTemplateKwargs  `json:"chat_template_kwargs"`
@@ -401,6 +406,11 @@ func (s *AnthropicMessagesRequest) GetTopK() OptNilInt {
 // GetStream returns the value of Stream.
 func (s *AnthropicMessagesRequest) GetStream() OptNilBool {
 	return s.Stream
+}
+
+// GetSsePingInterval returns the value of SsePingInterval.
+func (s *AnthropicMessagesRequest) GetSsePingInterval() OptNilInt {
+	return s.SsePingInterval
 }
 
 // GetTools returns the value of Tools.
@@ -471,6 +481,11 @@ func (s *AnthropicMessagesRequest) SetTopK(val OptNilInt) {
 // SetStream sets the value of Stream.
 func (s *AnthropicMessagesRequest) SetStream(val OptNilBool) {
 	s.Stream = val
+}
+
+// SetSsePingInterval sets the value of SsePingInterval.
+func (s *AnthropicMessagesRequest) SetSsePingInterval(val OptNilInt) {
+	s.SsePingInterval = val
 }
 
 // SetTools sets the value of Tools.
@@ -1324,6 +1339,11 @@ type ChatCompletionRequest struct {
 	// In a stream, send prompt_progress events while the prompt is evaluated: one when the
 	// request starts, then one per prompt chunk.
 	ReturnProgress OptNilBool `json:"return_progress"`
+	// In a stream, seconds of silence after which the server sends a keep-alive comment
+	// (the line ":" and a blank line), again after each such silence, so that clients
+	// with idle timeouts stay connected; none before the first event. 0 or -1 sends none.
+	// Default: the server's --sse-ping-interval (30).
+	SsePingInterval OptNilInt `json:"sse_ping_interval"`
 	// In a stream, every event (prompt_progress ones too) carries the timings so far, not
 	// only the last.
 	TimingsPerToken OptNilBool `json:"timings_per_token"`
@@ -1636,6 +1656,11 @@ func (s *ChatCompletionRequest) GetVerbose() OptNilBool {
 // GetReturnProgress returns the value of ReturnProgress.
 func (s *ChatCompletionRequest) GetReturnProgress() OptNilBool {
 	return s.ReturnProgress
+}
+
+// GetSsePingInterval returns the value of SsePingInterval.
+func (s *ChatCompletionRequest) GetSsePingInterval() OptNilInt {
+	return s.SsePingInterval
 }
 
 // GetTimingsPerToken returns the value of TimingsPerToken.
@@ -1971,6 +1996,11 @@ func (s *ChatCompletionRequest) SetVerbose(val OptNilBool) {
 // SetReturnProgress sets the value of ReturnProgress.
 func (s *ChatCompletionRequest) SetReturnProgress(val OptNilBool) {
 	s.ReturnProgress = val
+}
+
+// SetSsePingInterval sets the value of SsePingInterval.
+func (s *ChatCompletionRequest) SetSsePingInterval(val OptNilInt) {
+	s.SsePingInterval = val
 }
 
 // SetTimingsPerToken sets the value of TimingsPerToken.
@@ -3040,6 +3070,11 @@ type CompletionRequest struct {
 	// In a stream, send prompt_progress events while the prompt is evaluated: one when the
 	// request starts, then one per prompt chunk.
 	ReturnProgress OptNilBool `json:"return_progress"`
+	// In a stream, seconds of silence after which the server sends a keep-alive comment
+	// (the line ":" and a blank line), again after each such silence, so that clients
+	// with idle timeouts stay connected; none before the first event. 0 or -1 sends none.
+	// Default: the server's --sse-ping-interval (30).
+	SsePingInterval OptNilInt `json:"sse_ping_interval"`
 	// In a stream, every event (prompt_progress ones too) carries the timings so far, not
 	// only the last.
 	TimingsPerToken OptNilBool `json:"timings_per_token"`
@@ -3320,6 +3355,11 @@ func (s *CompletionRequest) GetVerbose() OptNilBool {
 // GetReturnProgress returns the value of ReturnProgress.
 func (s *CompletionRequest) GetReturnProgress() OptNilBool {
 	return s.ReturnProgress
+}
+
+// GetSsePingInterval returns the value of SsePingInterval.
+func (s *CompletionRequest) GetSsePingInterval() OptNilInt {
+	return s.SsePingInterval
 }
 
 // GetTimingsPerToken returns the value of TimingsPerToken.
@@ -3620,6 +3660,11 @@ func (s *CompletionRequest) SetVerbose(val OptNilBool) {
 // SetReturnProgress sets the value of ReturnProgress.
 func (s *CompletionRequest) SetReturnProgress(val OptNilBool) {
 	s.ReturnProgress = val
+}
+
+// SetSsePingInterval sets the value of SsePingInterval.
+func (s *CompletionRequest) SetSsePingInterval(val OptNilInt) {
+	s.SsePingInterval = val
 }
 
 // SetTimingsPerToken sets the value of TimingsPerToken.
@@ -5687,6 +5732,11 @@ type InfillRequest struct {
 	// In a stream, send prompt_progress events while the prompt is evaluated: one when the
 	// request starts, then one per prompt chunk.
 	ReturnProgress OptNilBool `json:"return_progress"`
+	// In a stream, seconds of silence after which the server sends a keep-alive comment
+	// (the line ":" and a blank line), again after each such silence, so that clients
+	// with idle timeouts stay connected; none before the first event. 0 or -1 sends none.
+	// Default: the server's --sse-ping-interval (30).
+	SsePingInterval OptNilInt `json:"sse_ping_interval"`
 	// In a stream, every event (prompt_progress ones too) carries the timings so far, not
 	// only the last.
 	TimingsPerToken OptNilBool `json:"timings_per_token"`
@@ -5968,6 +6018,11 @@ func (s *InfillRequest) GetVerbose() OptNilBool {
 // GetReturnProgress returns the value of ReturnProgress.
 func (s *InfillRequest) GetReturnProgress() OptNilBool {
 	return s.ReturnProgress
+}
+
+// GetSsePingInterval returns the value of SsePingInterval.
+func (s *InfillRequest) GetSsePingInterval() OptNilInt {
+	return s.SsePingInterval
 }
 
 // GetTimingsPerToken returns the value of TimingsPerToken.
@@ -6283,6 +6338,11 @@ func (s *InfillRequest) SetVerbose(val OptNilBool) {
 // SetReturnProgress sets the value of ReturnProgress.
 func (s *InfillRequest) SetReturnProgress(val OptNilBool) {
 	s.ReturnProgress = val
+}
+
+// SetSsePingInterval sets the value of SsePingInterval.
+func (s *InfillRequest) SetSsePingInterval(val OptNilInt) {
+	s.SsePingInterval = val
 }
 
 // SetTimingsPerToken sets the value of TimingsPerToken.
@@ -10879,7 +10939,12 @@ type ResponsesRequest struct {
 	// Llama.cpp's timings on the streamed events of every step.
 	TimingsPerToken OptNilBool `json:"timings_per_token"`
 	// Stream llama.cpp's prompt_progress in response.in_progress events.
-	ReturnProgress  OptNilBool `json:"return_progress"`
+	ReturnProgress OptNilBool `json:"return_progress"`
+	// In a stream, seconds of silence after which the server sends a keep-alive comment
+	// (the line ":" and a blank line), again after each such silence, so that clients
+	// with idle timeouts stay connected; none before the first event. 0 or -1 sends none.
+	// Default: the server's --sse-ping-interval (30).
+	SsePingInterval OptNilInt `json:"sse_ping_interval"`
 	AdditionalProps ResponsesRequestAdditional
 }
 
@@ -10946,6 +11011,11 @@ func (s *ResponsesRequest) GetTimingsPerToken() OptNilBool {
 // GetReturnProgress returns the value of ReturnProgress.
 func (s *ResponsesRequest) GetReturnProgress() OptNilBool {
 	return s.ReturnProgress
+}
+
+// GetSsePingInterval returns the value of SsePingInterval.
+func (s *ResponsesRequest) GetSsePingInterval() OptNilInt {
+	return s.SsePingInterval
 }
 
 // GetAdditionalProps returns the value of AdditionalProps.
@@ -11016,6 +11086,11 @@ func (s *ResponsesRequest) SetTimingsPerToken(val OptNilBool) {
 // SetReturnProgress sets the value of ReturnProgress.
 func (s *ResponsesRequest) SetReturnProgress(val OptNilBool) {
 	s.ReturnProgress = val
+}
+
+// SetSsePingInterval sets the value of SsePingInterval.
+func (s *ResponsesRequest) SetSsePingInterval(val OptNilInt) {
+	s.SsePingInterval = val
 }
 
 // SetAdditionalProps sets the value of AdditionalProps.

@@ -61,7 +61,7 @@ func (s *Server) CreateAnthropicMessage(ctx context.Context, req *gen.AnthropicM
 		return writeJSON(w, &out)
 	}
 
-	sse := newSSE(w)
+	sse := newSSE(w, s.pingInterval(req.SsePingInterval))
 	as := anthropicStream{sse: sse}
 	for {
 		res, over, err := s.nextStreamed(ctx, ch, sse, fail, func(ae *apiError) {

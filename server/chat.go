@@ -69,6 +69,7 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 		logprobs:    nProbs > 0, // as llama-server, no probabilities means no logprobs field
 		topLogprobs: nProbs,
 		n:           n,
+		ping:        s.pingInterval(req.SsePingInterval),
 		nPrompt:     len(pl.prompt),
 		nCtx:        m.info.NCtx,
 	}
@@ -91,7 +92,7 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 	}
 	defer set.close()
 	if stream {
-		sse := newSSE(w)
+		sse := newSSE(w, run.ping)
 		if err := run.stream(ctx, set, sse); err != nil && !sse.started {
 			return err // nothing sent yet: an ordinary JSON error
 		}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
 	"github.com/wgpu-llama/wgpu-llama/gen"
@@ -21,6 +22,8 @@ type chatRun struct {
 	topLogprobs  int
 	includeUsage bool
 	n            int
+	// ping is how long the stream may stay silent before a keep-alive (0: never).
+	ping time.Duration
 	// nPrompt and nCtx explain a prompt that does not fit.
 	nPrompt, nCtx int
 	// verbose, when set, makes the JSON answer carry "__verbose": the native answer of the
@@ -62,7 +65,7 @@ func (r *chatRun) collect(ctx context.Context, set *taskSet) (*gen.ChatCompletio
 	cs := r.choices()
 	finals := make([]engine.Result, r.n)
 	for done := 0; done < r.n; {
-		tr, err := set.next(ctx)
+		tr, err := set.next(ctx, nil)
 		if err == nil && tr.res.Err != nil {
 			err = tr.res.Err
 		}
@@ -113,7 +116,7 @@ func (r *chatRun) stream(ctx context.Context, set *taskSet, sse *sseWriter) erro
 	cs := r.choices()
 	finals := make([]engine.Result, r.n)
 	for done := 0; done < r.n; {
-		tr, err := set.next(ctx)
+		tr, err := set.next(ctx, sse)
 		var failed *apiError // a failure sent mid-stream, reported to a resumable session
 		over, err := r.server.streamEnds(ctx, tr.res, err, sse, r.fail, func(ae *apiError) {
 			_ = sse.fail(ae)

@@ -41,9 +41,10 @@ type completion struct {
 type nativeOptions struct {
 	stream       bool
 	returnTokens bool
-	n            int      // completions of the prompt (n_cmpl, or n)
-	slot         *int     // id_slot: the first completion's slot, nil for any
-	fields       []string // response_fields: nil keeps every field
+	n            int           // completions of the prompt (n_cmpl, or n)
+	slot         *int          // id_slot: the first completion's slot, nil for any
+	fields       []string      // response_fields: nil keeps every field
+	ping         gen.OptNilInt // sse_ping_interval
 }
 
 // nativeRequest is what nativeOptionsOf reads of the native requests.
@@ -54,6 +55,7 @@ type nativeRequest interface {
 	GetN() gen.OptNilInt
 	GetIDSlot() gen.OptNilInt
 	GetResponseFields() gen.OptNilStringArray
+	GetSsePingInterval() gen.OptNilInt
 }
 
 // nativeOptionsOf reads a native request's answer settings for the loaded model.
@@ -69,6 +71,7 @@ func (m *loaded) nativeOptionsOf(req nativeRequest) (nativeOptions, error) {
 		n:            n,
 		slot:         slotOf(req.GetIDSlot()),
 		fields:       fields,
+		ping:         req.GetSsePingInterval(),
 	}, nil
 }
 
@@ -132,9 +135,9 @@ func (s *Server) completePrompts(ctx context.Context, m *loaded, prompts [][]int
 	defer set.close()
 
 	finals := make([]engine.Result, len(tasks))
-	sse := newSSE(w)
+	sse := newSSE(w, s.pingInterval(opts.ping))
 	for done := 0; done < len(tasks); {
-		tr, err := set.next(ctx)
+		tr, err := set.next(ctx, sse)
 		fail := func(err error) *apiError { return submitError(err, len(tasks[tr.task].Prompt), m.info.NCtx) }
 		if over, err := s.streamEnds(ctx, tr.res, err, sse, fail, func(ae *apiError) { _ = sse.fail(ae) }); over {
 			return err
@@ -172,7 +175,10 @@ func (s *Server) completePrompts(ctx context.Context, m *loaded, prompts [][]int
 		done++
 		finals[tr.task] = res
 		if opts.stream {
+			// As llama-server's, the final event has neither content nor tokens: every piece and
+			// id already went out in a partial event, so a client collecting them gets each once.
 			resp := c.final(res, "")
+			resp.Tokens = []int32{}
 			if sse.data(pickFields(&resp, opts.fields)) != nil {
 				return nil
 			}
@@ -207,7 +213,7 @@ func (c *completion) add(res engine.Result) {
 // collect reads results up to the final one, accumulating the content.
 func (c *completion) collect(ctx context.Context, ch <-chan engine.Result) (engine.Result, error) {
 	for {
-		res, err := nextResult(ctx, ch)
+		res, err := nextResult(ctx, ch, nil)
 		if err != nil {
 			return res, err
 		}

@@ -213,7 +213,7 @@ func (m *loaded) runAll(ctx context.Context, tasks []engine.Task) ([]engine.Resu
 	results := make([]engine.Result, len(tasks))
 	for i, ch := range chans {
 		for {
-			res, err := nextResult(ctx, ch)
+			res, err := nextResult(ctx, ch, nil)
 			if err == nil {
 				err = res.Err
 			}

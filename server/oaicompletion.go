@@ -74,9 +74,9 @@ func (s *Server) CreateOAICompletion(ctx context.Context, req *gen.CompletionReq
 	texts := make([]strings.Builder, len(tasks))
 	probs := make([][]engine.StepProbs, len(tasks))
 	finals := make([]engine.Result, len(tasks))
-	sse := newSSE(w)
+	sse := newSSE(w, s.pingInterval(req.SsePingInterval))
 	for done := 0; done < len(tasks); {
-		tr, err := set.next(ctx)
+		tr, err := set.next(ctx, sse)
 		failTask := func(err error) *apiError { return fail(tr.task, err) }
 		if over, err := s.streamEnds(ctx, tr.res, err, sse, failTask, func(ae *apiError) { _ = sse.fail(ae) }); over {
 			return err

@@ -77,7 +77,7 @@ func (s *Server) CreateResponse(ctx context.Context, req *gen.ResponsesRequest, 
 		return writeJSON(w, &out)
 	}
 
-	sse := newSSE(w)
+	sse := newSSE(w, s.pingInterval(req.SsePingInterval))
 	rs := responsesStream{sse: sse, ids: ids, model: model, timingsPerToken: req.TimingsPerToken.Or(false)}
 	for {
 		res, over, err := s.nextStreamed(ctx, ch, sse, fail, func(ae *apiError) { _ = sse.fail(ae) })

@@ -126,6 +126,10 @@ type Config struct {
 	// WriteTimeout bounds each write of a response (llama-server's --timeout, a socket send
 	// timeout): a long generation or stream is never cut while it keeps writing. 0 is none.
 	WriteTimeout time.Duration
+	// SSEPingInterval is --sse-ping-interval: the silence after which a stream sends a
+	// keep-alive comment, unless a request's sse_ping_interval says otherwise. 0 means
+	// DefaultSSEPingInterval; negative sends none.
+	SSEPingInterval time.Duration
 	// CORS is the cross-origin policy (--cors-origins and friends); the zero value is
 	// llama-server's default.
 	CORS CORS

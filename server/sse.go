@@ -15,10 +15,12 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/go-faster/jx"
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
+	"github.com/wgpu-llama/wgpu-llama/gen"
 	"github.com/wgpu-llama/wgpu-llama/server/resumable"
 )
 
@@ -38,15 +40,79 @@ type sseWriter struct {
 	flush   func() error
 	started bool
 	enc     jx.Encoder
+	// pingEvery is the silence after which a keep-alive ping goes out (see keepAlive), 0 for
+	// none; last is when the stream last wrote, broken that a write failed.
+	pingEvery time.Duration
+	last      time.Time
+	broken    bool
 }
 
-// newSSE writes events straight to the response.
-func newSSE(w http.ResponseWriter) *sseWriter {
-	return &sseWriter{out: w, begin: func() { startEventStream(w) }, flush: http.NewResponseController(w).Flush}
+// newSSE writes events straight to the response, pinging after pingEvery of silence (0: never).
+func newSSE(w http.ResponseWriter, pingEvery time.Duration) *sseWriter {
+	return &sseWriter{out: w, begin: func() { startEventStream(w) }, flush: http.NewResponseController(w).Flush, pingEvery: pingEvery}
 }
 
-// newSessionSSE writes events to a resumable stream's session.
-func newSessionSSE(s *resumable.Session) *sseWriter { return &sseWriter{out: s} }
+// newSessionSSE writes events to a resumable stream's session; its pings reach every follower.
+func newSessionSSE(s *resumable.Session, pingEvery time.Duration) *sseWriter {
+	return &sseWriter{out: s, pingEvery: pingEvery}
+}
+
+// DefaultSSEPingInterval is llama-server's --sse-ping-interval default.
+const DefaultSSEPingInterval = 30 * time.Second
+
+// pingInterval is how long a stream of a request may stay silent before a keep-alive ping: the
+// request's sse_ping_interval in seconds, else the server's --sse-ping-interval; 0 for never
+// (a request's 0 or -1, a negative Config.SSEPingInterval).
+func (s *Server) pingInterval(field gen.OptNilInt) time.Duration {
+	if v, ok := field.Get(); ok {
+		return max(time.Duration(v)*time.Second, 0)
+	}
+	switch d := s.cfg.SSEPingInterval; {
+	case d == 0:
+		return DefaultSSEPingInterval
+	case d < 0:
+		return 0
+	default:
+		return d
+	}
+}
+
+// pingLine is llama-server's keep-alive: an empty comment, which event-stream parsers skip.
+const pingLine = ":\n\n"
+
+// keepAlive returns a channel that fires once the stream has been silent for its ping
+// interval, and the function that releases its timer. The channel is nil (never fires) when
+// pings are off, a write failed, or nothing was sent yet: as in llama-server, whose stream
+// begins with the first result, the answer may until then still be a JSON error. s may be nil.
+func (s *sseWriter) keepAlive() (<-chan time.Time, func() bool) {
+	if s == nil || s.pingEvery <= 0 || !s.started || s.broken {
+		return nil, func() bool { return false }
+	}
+	t := time.NewTimer(time.Until(s.last.Add(s.pingEvery)))
+	return t.C, t.Stop
+}
+
+// ping sends the keep-alive comment. A failed write is not reported here (the client is gone
+// and the request's end says so); it only ends the pings.
+func (s *sseWriter) ping() { _ = s.write([]byte(pingLine)) }
+
+// await waits for the next value of ch (ok false once ch is closed) or the end of ctx, sending
+// sse's keep-alive pings while nothing comes; sse may be nil.
+func await[T any](ctx context.Context, ch <-chan T, sse *sseWriter) (v T, ok bool, err error) {
+	for {
+		due, stop := sse.keepAlive()
+		select {
+		case <-ctx.Done():
+			stop()
+			return v, false, ctx.Err()
+		case v, ok = <-ch:
+			stop()
+			return v, ok, nil
+		case <-due:
+			sse.ping()
+		}
+	}
+}
 
 // startEventStream commits the 200 status and the event-stream headers llama-server sends.
 func startEventStream(w http.ResponseWriter) {
@@ -84,45 +150,56 @@ func (s *sseWriter) fail(e *apiError) error {
 }
 
 func (s *sseWriter) send(prefix string, payload []byte) error {
+	// One write per event, so a session never holds half an event that its producer wrote.
+	buf := make([]byte, 0, len(prefix)+len(payload)+2)
+	buf = append(buf, prefix...)
+	buf = append(buf, payload...)
+	buf = append(buf, "\n\n"...)
+	return s.write(buf)
+}
+
+// write sends bytes that end an event (or a ping) and flushes them.
+func (s *sseWriter) write(buf []byte) error {
 	if !s.started {
 		s.started = true
 		if s.begin != nil {
 			s.begin()
 		}
 	}
-	// One write per event, so a session never holds half an event that its producer wrote.
-	buf := make([]byte, 0, len(prefix)+len(payload)+2)
-	buf = append(buf, prefix...)
-	buf = append(buf, payload...)
-	buf = append(buf, "\n\n"...)
+	s.last = time.Now()
 	if _, err := s.out.Write(buf); err != nil {
+		s.broken = true
 		return err
 	}
 	if s.flush == nil {
 		return nil
 	}
-	return s.flush()
+	if err := s.flush(); err != nil {
+		s.broken = true
+		return err
+	}
+	return nil
 }
 
 // errNoFinal reports an engine channel that closed without a final result.
 var errNoFinal = errors.New("engine: result channel closed without a final result")
 
-// nextResult waits for the engine's next result, or for the request to end (client gone).
-func nextResult(ctx context.Context, ch <-chan engine.Result) (engine.Result, error) {
-	select {
-	case <-ctx.Done():
-		return engine.Result{}, ctx.Err()
-	case res, ok := <-ch:
-		if !ok {
-			return engine.Result{}, errNoFinal
-		}
-		return res, nil
+// nextResult waits for the engine's next result, or for the request to end (client gone),
+// pinging sse (nil for none) while it waits.
+func nextResult(ctx context.Context, ch <-chan engine.Result, sse *sseWriter) (engine.Result, error) {
+	res, ok, err := await(ctx, ch, sse)
+	switch {
+	case err != nil:
+		return engine.Result{}, err
+	case !ok:
+		return engine.Result{}, errNoFinal
 	}
+	return res, nil
 }
 
 // nextStreamed waits for the next result of a stream being written to sse; see streamEnds.
 func (s *Server) nextStreamed(ctx context.Context, ch <-chan engine.Result, sse *sseWriter, fail func(error) *apiError, sendErr func(*apiError)) (res engine.Result, over bool, err error) {
-	res, err = nextResult(ctx, ch)
+	res, err = nextResult(ctx, ch, sse)
 	over, err = s.streamEnds(ctx, res, err, sse, fail, sendErr)
 	return res, over, err
 }

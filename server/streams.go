@@ -55,7 +55,7 @@ func (s *Server) startResumable(ctx context.Context, id string, b Backend, tasks
 	}
 	go func() {
 		defer set.close()
-		if err := run.stream(sess.Context(), set, newSessionSSE(sess)); err != nil {
+		if err := run.stream(sess.Context(), set, newSessionSSE(sess, run.ping)); err != nil {
 			sess.Fail(err)
 			return
 		}

@@ -68,17 +68,17 @@ func submitAll(ctx context.Context, b Backend, tasks []engine.Task) (*taskSet, i
 	return &taskSet{results: out, cancel: cancel}, 0, nil
 }
 
-// next waits for the next result of any task, or for the request to end.
-func (s *taskSet) next(ctx context.Context) (taskResult, error) {
-	select {
-	case <-ctx.Done():
-		return taskResult{}, ctx.Err()
-	case r, ok := <-s.results:
-		if !ok {
-			return taskResult{}, errNoFinal
-		}
-		return r, nil
+// next waits for the next result of any task, or for the request to end, pinging sse (nil
+// for none) while it waits.
+func (s *taskSet) next(ctx context.Context, sse *sseWriter) (taskResult, error) {
+	r, ok, err := await(ctx, s.results, sse)
+	switch {
+	case err != nil:
+		return taskResult{}, err
+	case !ok:
+		return taskResult{}, errNoFinal
 	}
+	return r, nil
 }
 
 // close cancels whatever still runs and releases the forwarding goroutines.

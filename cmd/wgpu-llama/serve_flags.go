@@ -45,6 +45,7 @@ type serveFlags struct {
 	slots        bool
 	slotSavePath string
 	timeout      int
+	ssePing      int // --sse-ping-interval, seconds
 
 	jinja              bool
 	tmplName, tmplFile string
@@ -85,6 +86,7 @@ var envFlags = []struct {
 	{"LLAMA_ARG_ENDPOINT_PROPS", []string{"props"}},
 	{"LLAMA_ARG_ENDPOINT_SLOTS", []string{"slots", "no-slots"}},
 	{"LLAMA_ARG_TIMEOUT", []string{"to", "timeout"}},
+	{"LLAMA_ARG_SSE_PING_INTERVAL", []string{"sse-ping-interval"}},
 	{"LLAMA_ARG_JINJA", []string{"jinja", "no-jinja"}},
 	{"LLAMA_ARG_CHAT_TEMPLATE", []string{"chat-template"}},
 	{"LLAMA_ARG_CHAT_TEMPLATE_FILE", []string{"chat-template-file"}},
@@ -142,6 +144,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.Var(&pairFlag{&f.slots, false}, "no-slots", "disable GET /slots")
 	stringVar(fs, &f.slotSavePath, "", "directory for slot files (POST /slots/{id}?action=save|restore); default: disabled", "slot-save-path")
 	intVar(fs, &f.timeout, 600, "read and write timeout in seconds (0: none)", "to", "timeout")
+	intVar(fs, &f.ssePing, 30, "seconds of silence after which a stream sends a keep-alive comment; requests may override it with sse_ping_interval (-1: none)", "sse-ping-interval")
 
 	f.jinja = true
 	fs.Var(&pairFlag{&f.jinja, true}, "jinja", "render chat templates as Jinja (the default)")
@@ -244,6 +247,9 @@ func (f *serveFlags) check() error {
 	}
 	if f.timeout < 0 {
 		return fmt.Errorf("--timeout must be 0 (none) or more seconds, got %d", f.timeout)
+	}
+	if f.ssePing < -1 {
+		return fmt.Errorf("--sse-ping-interval must be -1 (none) or more seconds, got %d", f.ssePing)
 	}
 	if f.slotSavePath != "" {
 		if st, err := os.Stat(f.slotSavePath); err != nil || !st.IsDir() {
@@ -377,21 +383,26 @@ func (f *serveFlags) serverConfig() (server.Config, error) {
 	if err != nil {
 		return server.Config{}, err
 	}
+	ping := time.Duration(f.ssePing) * time.Second
+	if ping <= 0 {
+		ping = -1 // as llama-server, 0 pings as -1 does: never (server.Config's 0 is the default)
+	}
 	cfg := server.Config{
-		Alias:        f.name(),
-		Aliases:      commaSet(f.alias),
-		Tags:         commaSet(f.tags),
-		CORS:         cors,
-		Verbose:      f.model.verbose,
-		ChatTemplate: tmpl,
-		NoJinja:      !f.jinja,
-		APIKeys:      f.apiKeys,
-		Metrics:      f.metrics,
-		NoSlots:      !f.slots,
-		Props:        f.props,
-		SlotSavePath: f.slotSavePath,
-		WriteTimeout: time.Duration(f.timeout) * time.Second,
-		Defaults:     &d,
+		Alias:           f.name(),
+		Aliases:         commaSet(f.alias),
+		Tags:            commaSet(f.tags),
+		CORS:            cors,
+		Verbose:         f.model.verbose,
+		ChatTemplate:    tmpl,
+		NoJinja:         !f.jinja,
+		APIKeys:         f.apiKeys,
+		Metrics:         f.metrics,
+		NoSlots:         !f.slots,
+		Props:           f.props,
+		SlotSavePath:    f.slotSavePath,
+		WriteTimeout:    time.Duration(f.timeout) * time.Second,
+		SSEPingInterval: ping,
+		Defaults:        &d,
 	}
 	return cfg, f.chat.apply(&cfg)
 }

@@ -37,7 +37,7 @@ func TestServeFlagDefaults(t *testing.T) {
 	if p := cfg.Defaults; p.NPredict != -1 || p.Temperature != d.Temperature || p.TopK != 40 || p.TopP != d.TopP || p.MinP != d.MinP || p.Seed != engine.SeedRandom {
 		t.Errorf("default generation settings %+v", p)
 	}
-	if cfg.NoSlots || cfg.Metrics || cfg.WriteTimeout != 600*time.Second || len(cfg.APIKeys) != 0 {
+	if cfg.NoSlots || cfg.Metrics || cfg.WriteTimeout != 600*time.Second || cfg.SSEPingInterval != 30*time.Second || len(cfg.APIKeys) != 0 {
 		t.Errorf("server config %+v", cfg)
 	}
 	// -np -1, llama-server's default: 4 slots sharing the whole context.
@@ -81,6 +81,14 @@ func TestServeFlags(t *testing.T) {
 	}
 	if !cfg.Metrics || !cfg.Props || !cfg.NoSlots || cfg.SlotSavePath != slotDir || cfg.WriteTimeout != 30*time.Second || cfg.ChatTemplate == nil {
 		t.Errorf("server config %+v", cfg)
+	}
+	for _, tc := range []struct {
+		arg  string
+		want time.Duration
+	}{{"5", 5 * time.Second}, {"0", -1}, {"-1", -1}} {
+		if cfg, err := parseServe(t, nil, "--sse-ping-interval", tc.arg).serverConfig(); err != nil || cfg.SSEPingInterval != tc.want {
+			t.Errorf("--sse-ping-interval %s: %v, %v; want %v", tc.arg, cfg.SSEPingInterval, err, tc.want)
+		}
 	}
 	if f := parseServe(t, nil, "--no-slots", "--slots"); !f.slots {
 		t.Error("--slots after --no-slots left slots off")

@@ -991,6 +991,13 @@ export interface components {
              */
             return_progress?: boolean | null;
             /**
+             * @description In a stream, seconds of silence after which the server sends a keep-alive comment
+             *     (the line ":" and a blank line), again after each such silence, so that clients
+             *     with idle timeouts stay connected; none before the first event. 0 or -1 sends none.
+             *     Default: the server's --sse-ping-interval (30).
+             */
+            sse_ping_interval?: number | null;
+            /**
              * @description In a stream, every event (prompt_progress ones too) carries the timings so far, not
              *     only the last.
              */
@@ -1264,6 +1271,13 @@ export interface components {
              *     request starts, then one per prompt chunk.
              */
             return_progress?: boolean | null;
+            /**
+             * @description In a stream, seconds of silence after which the server sends a keep-alive comment
+             *     (the line ":" and a blank line), again after each such silence, so that clients
+             *     with idle timeouts stay connected; none before the first event. 0 or -1 sends none.
+             *     Default: the server's --sse-ping-interval (30).
+             */
+            sse_ping_interval?: number | null;
             /**
              * @description In a stream, every event (prompt_progress ones too) carries the timings so far, not
              *     only the last.
@@ -1556,6 +1570,13 @@ export interface components {
             top_p?: number | null;
             top_k?: number | null;
             stream?: boolean | null;
+            /**
+             * @description In a stream, seconds of silence after which the server sends a keep-alive comment
+             *     (the line ":" and a blank line), again after each such silence, so that clients
+             *     with idle timeouts stay connected; none before the first event. 0 or -1 sends none.
+             *     Default: the server's --sse-ping-interval (30).
+             */
+            sse_ping_interval?: number | null;
             tools?: components["schemas"]["AnthropicTool"][] | null;
             tool_choice?: components["schemas"]["AnthropicToolChoice"];
             chat_template_kwargs?: components["schemas"]["ChatTemplateKwargs"];
@@ -1666,6 +1687,13 @@ export interface components {
             timings_per_token?: boolean | null;
             /** @description Stream llama.cpp's prompt_progress in response.in_progress events. */
             return_progress?: boolean | null;
+            /**
+             * @description In a stream, seconds of silence after which the server sends a keep-alive comment
+             *     (the line ":" and a blank line), again after each such silence, so that clients
+             *     with idle timeouts stay connected; none before the first event. 0 or -1 sends none.
+             *     Default: the server's --sse-ping-interval (30).
+             */
+            sse_ping_interval?: number | null;
         } & {
             [key: string]: unknown;
         };
