@@ -185,3 +185,14 @@ func forceToken(row []float32, id int32) []float32 {
 	}
 	return masked
 }
+
+// forceEnd starts forcing the closing tokens now, as llama.cpp's common_reasoning_budget_force
+// does for a control request: only a budget counting inside a block is forced; one outside a
+// block, already forcing or closed is left as it is. It reports whether it forced.
+func (b *reasoningBudget) forceEnd() bool {
+	if b == nil || b.state != budgetCounting {
+		return false
+	}
+	b.state, b.forcePos, b.end.pos = budgetForcing, 0, 0
+	return true
+}

@@ -41,6 +41,12 @@ type Params struct {
 	// ReasoningBudget, when set, caps the tokens spent inside thinking blocks (llama-server's
 	// reasoning budget); nil leaves thinking unbounded.
 	ReasoningBudget *ReasoningBudget
+	// ControlID names the generation for control requests (EndReasoning): llama-server's
+	// completion id ("chatcmpl-..."); empty names none.
+	ControlID string
+	// ReasoningControl lets a control request end the thinking block (llama-server's
+	// reasoning_control); the HTTP layer arms an unbounded ReasoningBudget for it.
+	ReasoningControl bool
 
 	// RepeatPenalty divides positive (multiplies negative) logits of tokens seen in the last
 	// RepeatLastN tokens; 1 is off (llama-server's repeat_penalty).
