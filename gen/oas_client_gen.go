@@ -26,6 +26,18 @@ type Invoker interface {
 	//
 	// POST /apply-template
 	ApplyTemplate(ctx context.Context, request *ApplyTemplateRequest) (*ApplyTemplateResponse, error)
+	// ControlChatCompletion invokes controlChatCompletion operation.
+	//
+	// The one action is "reasoning_end": the running chat completion whose id ("chatcmpl-...",
+	// the id of its chunks) is given ends its thinking block at once: the reasoning budget
+	// message and the end tag are forced from its next token on, and the answer follows. The
+	// completion must have been requested with "reasoning_control": true. A completion that
+	// is not inside a thinking block is left as it is (still "success": true). A missing or
+	// empty id, or another action, is a 400; an id no running completion has, or one whose
+	// request did not ask for control, answers 200 with "success": false and the reason.
+	//
+	// POST /v1/chat/completions/control
+	ControlChatCompletion(ctx context.Context, request *ChatControlRequest) (*ChatControlResponse, error)
 	// CountAnthropicTokens invokes countAnthropicTokens operation.
 	//
 	// The number of prompt tokens an Anthropic messages request would have.
@@ -369,6 +381,52 @@ func (c *Client) sendApplyTemplate(ctx context.Context, request *ApplyTemplateRe
 	defer body.Close()
 
 	result, err := decodeApplyTemplateResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// ControlChatCompletion invokes controlChatCompletion operation.
+//
+// The one action is "reasoning_end": the running chat completion whose id ("chatcmpl-...",
+// the id of its chunks) is given ends its thinking block at once: the reasoning budget
+// message and the end tag are forced from its next token on, and the answer follows. The
+// completion must have been requested with "reasoning_control": true. A completion that
+// is not inside a thinking block is left as it is (still "success": true). A missing or
+// empty id, or another action, is a 400; an id no running completion has, or one whose
+// request did not ask for control, answers 200 with "success": false and the reason.
+//
+// POST /v1/chat/completions/control
+func (c *Client) ControlChatCompletion(ctx context.Context, request *ChatControlRequest) (*ChatControlResponse, error) {
+	res, err := c.sendControlChatCompletion(ctx, request)
+	return res, err
+}
+
+func (c *Client) sendControlChatCompletion(ctx context.Context, request *ChatControlRequest) (res *ChatControlResponse, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/v1/chat/completions/control"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeControlChatCompletionRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer body.Close()
+
+	result, err := decodeControlChatCompletionResponse(resp)
 	if err != nil {
 		return res, errors.Wrap(err, "decode response")
 	}

@@ -123,6 +123,107 @@ func (s *Server) handleApplyTemplateRequest(args [0]string, argsEscaped bool, w 
 	}
 }
 
+// handleControlChatCompletionRequest handles controlChatCompletion operation.
+//
+// The one action is "reasoning_end": the running chat completion whose id ("chatcmpl-...",
+// the id of its chunks) is given ends its thinking block at once: the reasoning budget
+// message and the end tag are forced from its next token on, and the answer follows. The
+// completion must have been requested with "reasoning_control": true. A completion that
+// is not inside a thinking block is left as it is (still "success": true). A missing or
+// empty id, or another action, is a 400; an id no running completion has, or one whose
+// request did not ask for control, answers 200 with "success": false and the reason.
+//
+// POST /v1/chat/completions/control
+func (s *Server) handleControlChatCompletionRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err          error
+		opErrContext = ogenerrors.OperationContext{
+			Name: ControlChatCompletionOperation,
+			ID:   "controlChatCompletion",
+		}
+	)
+
+	var rawBody []byte
+	request, rawBody, close, err := s.decodeControlChatCompletionRequest(r)
+	if err != nil {
+		err = &ogenerrors.DecodeRequestError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeRequest", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+	defer func() {
+		if err := close(); err != nil {
+			recordError("CloseRequest", err)
+		}
+	}()
+
+	var response *ChatControlResponse
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    ControlChatCompletionOperation,
+			OperationSummary: "Act on a running chat completion (llama-server's realtime control).",
+			OperationID:      "controlChatCompletion",
+			Body:             request,
+			RawBody:          rawBody,
+			Params:           middleware.Parameters{},
+			Raw:              r,
+		}
+
+		type (
+			Request  = *ChatControlRequest
+			Params   = struct{}
+			Response = *ChatControlResponse
+		)
+		response, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			nil,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				response, err = s.h.ControlChatCompletion(ctx, request)
+				return response, err
+			},
+		)
+	} else {
+		response, err = s.h.ControlChatCompletion(ctx, request)
+	}
+	if err != nil {
+		if errRes, ok := errors.Into[*ErrorStatusCode](err); ok {
+			if err := encodeErrorResponse(errRes, w); err != nil {
+				defer recordError("Internal", err)
+			}
+			return
+		}
+		if errors.Is(err, ht.ErrNotImplemented) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+		if err := encodeErrorResponse(s.h.NewError(ctx, err), w); err != nil {
+			defer recordError("Internal", err)
+		}
+		return
+	}
+
+	if err := encodeControlChatCompletionResponse(response, w); err != nil {
+		defer recordError("EncodeResponse", err)
+		if !errors.Is(err, ht.ErrInternalServerErrorResponse) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+		}
+		return
+	}
+}
+
 // handleCountAnthropicTokensRequest handles countAnthropicTokens operation.
 //
 // The number of prompt tokens an Anthropic messages request would have.

@@ -2997,6 +2997,12 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.ReasoningControl.Set {
+			e.FieldStart("reasoning_control")
+			s.ReasoningControl.Encode(e)
+		}
+	}
+	{
 		if s.MaxTokens.Set {
 			e.FieldStart("max_tokens")
 			s.MaxTokens.Encode(e)
@@ -3334,7 +3340,7 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfChatCompletionRequest = [68]string{
+var jsonFieldsNameOfChatCompletionRequest = [69]string{
 	0:  "model",
 	1:  "messages",
 	2:  "tools",
@@ -3347,62 +3353,63 @@ var jsonFieldsNameOfChatCompletionRequest = [68]string{
 	9:  "reasoning_budget_tokens",
 	10: "thinking_budget_tokens",
 	11: "reasoning_budget_message",
-	12: "max_tokens",
-	13: "max_completion_tokens",
-	14: "n_predict",
-	15: "temperature",
-	16: "top_p",
-	17: "top_k",
-	18: "min_p",
-	19: "seed",
-	20: "stop",
-	21: "stream",
-	22: "stream_options",
-	23: "logprobs",
-	24: "top_logprobs",
-	25: "n_probs",
-	26: "n",
-	27: "n_cmpl",
-	28: "id_slot",
-	29: "ignore_eos",
-	30: "repeat_penalty",
-	31: "repeat_last_n",
-	32: "presence_penalty",
-	33: "frequency_penalty",
-	34: "dry_multiplier",
-	35: "dry_base",
-	36: "dry_allowed_length",
-	37: "dry_penalty_last_n",
-	38: "dry_sequence_breakers",
-	39: "top_n_sigma",
-	40: "typical_p",
-	41: "xtc_probability",
-	42: "xtc_threshold",
-	43: "dynatemp_range",
-	44: "dynatemp_exponent",
-	45: "mirostat",
-	46: "mirostat_tau",
-	47: "mirostat_eta",
-	48: "logit_bias",
-	49: "post_sampling_probs",
-	50: "min_keep",
-	51: "n_keep",
-	52: "n_discard",
-	53: "n_cache_reuse",
-	54: "t_max_predict_ms",
-	55: "n_indent",
-	56: "verbose",
-	57: "return_progress",
-	58: "sse_ping_interval",
-	59: "timings_per_token",
-	60: "cache_prompt",
-	61: "samplers",
-	62: "grammar",
-	63: "json_schema",
-	64: "response_format",
-	65: "speculative.n_max",
-	66: "speculative.n_min",
-	67: "speculative.p_min",
+	12: "reasoning_control",
+	13: "max_tokens",
+	14: "max_completion_tokens",
+	15: "n_predict",
+	16: "temperature",
+	17: "top_p",
+	18: "top_k",
+	19: "min_p",
+	20: "seed",
+	21: "stop",
+	22: "stream",
+	23: "stream_options",
+	24: "logprobs",
+	25: "top_logprobs",
+	26: "n_probs",
+	27: "n",
+	28: "n_cmpl",
+	29: "id_slot",
+	30: "ignore_eos",
+	31: "repeat_penalty",
+	32: "repeat_last_n",
+	33: "presence_penalty",
+	34: "frequency_penalty",
+	35: "dry_multiplier",
+	36: "dry_base",
+	37: "dry_allowed_length",
+	38: "dry_penalty_last_n",
+	39: "dry_sequence_breakers",
+	40: "top_n_sigma",
+	41: "typical_p",
+	42: "xtc_probability",
+	43: "xtc_threshold",
+	44: "dynatemp_range",
+	45: "dynatemp_exponent",
+	46: "mirostat",
+	47: "mirostat_tau",
+	48: "mirostat_eta",
+	49: "logit_bias",
+	50: "post_sampling_probs",
+	51: "min_keep",
+	52: "n_keep",
+	53: "n_discard",
+	54: "n_cache_reuse",
+	55: "t_max_predict_ms",
+	56: "n_indent",
+	57: "verbose",
+	58: "return_progress",
+	59: "sse_ping_interval",
+	60: "timings_per_token",
+	61: "cache_prompt",
+	62: "samplers",
+	63: "grammar",
+	64: "json_schema",
+	65: "response_format",
+	66: "speculative.n_max",
+	67: "speculative.n_min",
+	68: "speculative.p_min",
 }
 
 // Decode decodes ChatCompletionRequest from json.
@@ -3542,6 +3549,16 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"reasoning_budget_message\"")
+			}
+		case "reasoning_control":
+			if err := func() error {
+				s.ReasoningControl.Reset()
+				if err := s.ReasoningControl.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"reasoning_control\"")
 			}
 		case "max_tokens":
 			if err := func() error {
@@ -4519,6 +4536,216 @@ func (s *ChatContentPart) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *ChatContentPart) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *ChatControlRequest) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *ChatControlRequest) encodeFields(e *jx.Encoder) {
+	{
+		if s.ID.Set {
+			e.FieldStart("id")
+			s.ID.Encode(e)
+		}
+	}
+	{
+		if s.Action.Set {
+			e.FieldStart("action")
+			s.Action.Encode(e)
+		}
+	}
+	{
+		if s.Model.Set {
+			e.FieldStart("model")
+			s.Model.Encode(e)
+		}
+	}
+}
+
+var jsonFieldsNameOfChatControlRequest = [3]string{
+	0: "id",
+	1: "action",
+	2: "model",
+}
+
+// Decode decodes ChatControlRequest from json.
+func (s *ChatControlRequest) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode ChatControlRequest to nil")
+	}
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "id":
+			if err := func() error {
+				s.ID.Reset()
+				if err := s.ID.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"id\"")
+			}
+		case "action":
+			if err := func() error {
+				s.Action.Reset()
+				if err := s.Action.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"action\"")
+			}
+		case "model":
+			if err := func() error {
+				s.Model.Reset()
+				if err := s.Model.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"model\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode ChatControlRequest")
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *ChatControlRequest) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *ChatControlRequest) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *ChatControlResponse) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *ChatControlResponse) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("success")
+		e.Bool(s.Success)
+	}
+	{
+		if s.Message.Set {
+			e.FieldStart("message")
+			s.Message.Encode(e)
+		}
+	}
+}
+
+var jsonFieldsNameOfChatControlResponse = [2]string{
+	0: "success",
+	1: "message",
+}
+
+// Decode decodes ChatControlResponse from json.
+func (s *ChatControlResponse) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode ChatControlResponse to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "success":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				v, err := d.Bool()
+				s.Success = bool(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"success\"")
+			}
+		case "message":
+			if err := func() error {
+				s.Message.Reset()
+				if err := s.Message.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"message\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode ChatControlResponse")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00000001,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfChatControlResponse) {
+					name = jsonFieldsNameOfChatControlResponse[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *ChatControlResponse) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *ChatControlResponse) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }

@@ -7,6 +7,7 @@ type OperationName = string
 
 const (
 	ApplyTemplateOperation                   OperationName = "ApplyTemplate"
+	ControlChatCompletionOperation           OperationName = "ControlChatCompletion"
 	CountAnthropicTokensOperation            OperationName = "CountAnthropicTokens"
 	CountChatTokensOperation                 OperationName = "CountChatTokens"
 	CountChatTokensAliasOperation            OperationName = "CountChatTokensAlias"

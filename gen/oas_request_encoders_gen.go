@@ -24,6 +24,20 @@ func encodeApplyTemplateRequest(
 	return nil
 }
 
+func encodeControlChatCompletionRequest(
+	req *ChatControlRequest,
+	r *http.Request,
+) error {
+	const contentType = "application/json"
+	e := new(jx.Encoder)
+	{
+		req.Encode(e)
+	}
+	encoded := e.Bytes()
+	ht.SetBody(r, bytes.NewReader(encoded), contentType)
+	return nil
+}
+
 func encodeCountAnthropicTokensRequest(
 	req *AnthropicMessagesRequest,
 	r *http.Request,

@@ -25,6 +25,19 @@ func encodeApplyTemplateResponse(response *ApplyTemplateResponse, w http.Respons
 	return nil
 }
 
+func encodeControlChatCompletionResponse(response *ChatControlResponse, w http.ResponseWriter) error {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(200)
+
+	e := new(jx.Encoder)
+	response.Encode(e)
+	if _, err := e.WriteTo(w); err != nil {
+		return errors.Wrap(err, "write")
+	}
+
+	return nil
+}
+
 func encodeCountAnthropicTokensResponse(response *AnthropicTokenCount, w http.ResponseWriter) error {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(200)

@@ -1252,7 +1252,11 @@ type ChatCompletionRequest struct {
 	ThinkingBudgetTokens OptNilInt `json:"thinking_budget_tokens"`
 	// Text forced before the end of a thinking block cut by the budget.
 	ReasoningBudgetMessage OptNilString `json:"reasoning_budget_message"`
-	MaxTokens              OptNilInt    `json:"max_tokens"`
+	// Let POST /v1/chat/completions/control end this completion's thinking block while it
+	// runs (action "reasoning_end"). Without a reasoning budget, an unbounded one is armed
+	// for it. Default false.
+	ReasoningControl OptNilBool `json:"reasoning_control"`
+	MaxTokens        OptNilInt  `json:"max_tokens"`
 	// OpenAI's newer name for max_tokens; wins over it.
 	MaxCompletionTokens OptNilInt `json:"max_completion_tokens"`
 	// Llama.cpp's name for max_tokens; wins over both. -1 means no limit.
@@ -1426,6 +1430,11 @@ func (s *ChatCompletionRequest) GetThinkingBudgetTokens() OptNilInt {
 // GetReasoningBudgetMessage returns the value of ReasoningBudgetMessage.
 func (s *ChatCompletionRequest) GetReasoningBudgetMessage() OptNilString {
 	return s.ReasoningBudgetMessage
+}
+
+// GetReasoningControl returns the value of ReasoningControl.
+func (s *ChatCompletionRequest) GetReasoningControl() OptNilBool {
+	return s.ReasoningControl
 }
 
 // GetMaxTokens returns the value of MaxTokens.
@@ -1766,6 +1775,11 @@ func (s *ChatCompletionRequest) SetThinkingBudgetTokens(val OptNilInt) {
 // SetReasoningBudgetMessage sets the value of ReasoningBudgetMessage.
 func (s *ChatCompletionRequest) SetReasoningBudgetMessage(val OptNilString) {
 	s.ReasoningBudgetMessage = val
+}
+
+// SetReasoningControl sets the value of ReasoningControl.
+func (s *ChatCompletionRequest) SetReasoningControl(val OptNilBool) {
+	s.ReasoningControl = val
 }
 
 // SetMaxTokens sets the value of MaxTokens.
@@ -2177,6 +2191,74 @@ func (s *ChatContentPart) SetType(val string) {
 // SetText sets the value of Text.
 func (s *ChatContentPart) SetText(val OptString) {
 	s.Text = val
+}
+
+// Ref: #/components/schemas/ChatControlRequest
+type ChatControlRequest struct {
+	// The chat completion's id ("chatcmpl-..."); required.
+	ID OptString `json:"id"`
+	// The action; "reasoning_end" is the only one.
+	Action OptString `json:"action"`
+	// Ignored here (llama-server's router picks the model by it).
+	Model OptString `json:"model"`
+}
+
+// GetID returns the value of ID.
+func (s *ChatControlRequest) GetID() OptString {
+	return s.ID
+}
+
+// GetAction returns the value of Action.
+func (s *ChatControlRequest) GetAction() OptString {
+	return s.Action
+}
+
+// GetModel returns the value of Model.
+func (s *ChatControlRequest) GetModel() OptString {
+	return s.Model
+}
+
+// SetID sets the value of ID.
+func (s *ChatControlRequest) SetID(val OptString) {
+	s.ID = val
+}
+
+// SetAction sets the value of Action.
+func (s *ChatControlRequest) SetAction(val OptString) {
+	s.Action = val
+}
+
+// SetModel sets the value of Model.
+func (s *ChatControlRequest) SetModel(val OptString) {
+	s.Model = val
+}
+
+// Ref: #/components/schemas/ChatControlResponse
+type ChatControlResponse struct {
+	Success bool `json:"success"`
+	// Why nothing was done: "no active completion for this id" or "reasoning control not
+	// enabled for this completion"; absent on success.
+	Message OptString `json:"message"`
+}
+
+// GetSuccess returns the value of Success.
+func (s *ChatControlResponse) GetSuccess() bool {
+	return s.Success
+}
+
+// GetMessage returns the value of Message.
+func (s *ChatControlResponse) GetMessage() OptString {
+	return s.Message
+}
+
+// SetSuccess sets the value of Success.
+func (s *ChatControlResponse) SetSuccess(val bool) {
+	s.Success = val
+}
+
+// SetMessage sets the value of Message.
+func (s *ChatControlResponse) SetMessage(val OptString) {
+	s.Message = val
 }
 
 // The first chunk has role "assistant" and content null, then each chunk has a piece of

@@ -15,6 +15,18 @@ type Handler interface {
 	//
 	// POST /apply-template
 	ApplyTemplate(ctx context.Context, req *ApplyTemplateRequest) (*ApplyTemplateResponse, error)
+	// ControlChatCompletion implements controlChatCompletion operation.
+	//
+	// The one action is "reasoning_end": the running chat completion whose id ("chatcmpl-...",
+	// the id of its chunks) is given ends its thinking block at once: the reasoning budget
+	// message and the end tag are forced from its next token on, and the answer follows. The
+	// completion must have been requested with "reasoning_control": true. A completion that
+	// is not inside a thinking block is left as it is (still "success": true). A missing or
+	// empty id, or another action, is a 400; an id no running completion has, or one whose
+	// request did not ask for control, answers 200 with "success": false and the reason.
+	//
+	// POST /v1/chat/completions/control
+	ControlChatCompletion(ctx context.Context, req *ChatControlRequest) (*ChatControlResponse, error)
 	// CountAnthropicTokens implements countAnthropicTokens operation.
 	//
 	// The number of prompt tokens an Anthropic messages request would have.

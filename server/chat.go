@@ -81,6 +81,7 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 			return s.verboseAnswer(m, pl.prompt, pl.params, stream, text, final)
 		}
 	}
+	pl.params.ControlID = run.head.id // what POST /v1/chat/completions/control names
 	tasks := generationTasks(pl.prompt, pl.params, stream, slotOf(req.IDSlot), n)
 	if resumable {
 		return s.startResumable(ctx, string(conversation), m.backend, tasks, run, w)

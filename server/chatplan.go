@@ -130,6 +130,7 @@ func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 		}
 	}
 	pl.params.ReasoningBudget = l.reasoningBudget(g.budget, cfg, forcedOpen)
+	pl.params.ReasoningControl = g.budget.control
 	pl.prompt = tokenize(l.tok, text)
 	pl.syntax = toolcall.Syntax{
 		Format:             format,

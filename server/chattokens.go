@@ -20,7 +20,7 @@ func (m *loaded) chatGenerationOf(req *gen.ChatCompletionRequest, stream bool) c
 		parallel:        req.ParallelToolCalls.Or(false),
 		reasoningFormat: req.ReasoningFormat,
 		stream:          stream,
-		budget:          reasoningBudget{tokens: req.ReasoningBudgetTokens, alias: req.ThinkingBudgetTokens, message: req.ReasoningBudgetMessage},
+		budget:          reasoningBudget{tokens: req.ReasoningBudgetTokens, alias: req.ThinkingBudgetTokens, message: req.ReasoningBudgetMessage, control: req.ReasoningControl.Or(false)},
 		sampling:        m.samplingFields(req, firstSet(req.NPredict, req.MaxCompletionTokens, req.MaxTokens)),
 	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -91,6 +92,7 @@ type reasoningBudget struct {
 	tokens  gen.OptNilInt
 	alias   gen.OptNilInt // thinking_budget_tokens
 	message gen.OptNilString
+	control bool // reasoning_control: a control request may end the block
 }
 
 // The thinking block markers a budget watches; llama-server takes them from the template's
@@ -105,6 +107,9 @@ func (l *loaded) reasoningBudget(b reasoningBudget, cfg Config, open bool) *engi
 	tokens := b.tokens.Or(b.alias.Or(-1))
 	if tokens == -1 && cfg.ReasoningBudget != nil {
 		tokens = *cfg.ReasoningBudget
+	}
+	if tokens < 0 && b.control {
+		tokens = math.MaxInt32 // armed for reasoning_end only, as llama-server's INT_MAX budget
 	}
 	thinks := open || l.template.SupportsThinking() && strings.Contains(l.template.Source, thinkStart)
 	if tokens < 0 || !thinks {

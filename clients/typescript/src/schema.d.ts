@@ -444,6 +444,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/chat/completions/control": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Act on a running chat completion (llama-server's realtime control).
+         * @description The one action is "reasoning_end": the running chat completion whose id ("chatcmpl-...",
+         *     the id of its chunks) is given ends its thinking block at once: the reasoning budget
+         *     message and the end tag are forced from its next token on, and the answer follows. The
+         *     completion must have been requested with "reasoning_control": true. A completion that
+         *     is not inside a thinking block is left as it is (still "success": true). A missing or
+         *     empty id, or another action, is a 400; an id no running completion has, or one whose
+         *     request did not ask for control, answers 200 with "success": false and the reason.
+         */
+        post: operations["controlChatCompletion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/apply-template": {
         parameters: {
             query?: never;
@@ -878,6 +904,12 @@ export interface components {
             thinking_budget_tokens?: number | null;
             /** @description Text forced before the end of a thinking block cut by the budget. */
             reasoning_budget_message?: string | null;
+            /**
+             * @description Let POST /v1/chat/completions/control end this completion's thinking block while it
+             *     runs (action "reasoning_end"). Without a reasoning budget, an unbounded one is armed
+             *     for it. Default false.
+             */
+            reasoning_control?: boolean | null;
             max_tokens?: number | null;
             /** @description OpenAI's newer name for max_tokens; wins over it. */
             max_completion_tokens?: number | null;
@@ -1494,6 +1526,22 @@ export interface components {
         };
         /** @description Our answer to `ids`, or llama-server's to `conversation_ids`. */
         StreamLookupResult: components["schemas"]["StreamLookupResponse"] | components["schemas"]["StreamSession"][];
+        ChatControlRequest: {
+            /** @description The chat completion's id ("chatcmpl-..."); required. */
+            id?: string;
+            /** @description The action; "reasoning_end" is the only one. */
+            action?: string;
+            /** @description Ignored here (llama-server's router picks the model by it). */
+            model?: string;
+        };
+        ChatControlResponse: {
+            success: boolean;
+            /**
+             * @description Why nothing was done: "no active completion for this id" or "reasoning control not
+             *     enabled for this completion"; absent on success.
+             */
+            message?: string;
+        };
         /** @description A stream as llama-server's lookup reports it. */
         StreamSession: {
             conversation_id: components["schemas"]["StreamId"];
@@ -2685,6 +2733,31 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ChatTokenCount"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    controlChatCompletion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChatControlRequest"];
+            };
+        };
+        responses: {
+            /** @description Whether the action was taken. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChatControlResponse"];
                 };
             };
             default: components["responses"]["Error"];
