@@ -149,6 +149,19 @@ func TestResumableLlamaIDs(t *testing.T) {
 	if !strings.HasPrefix(lookup.Body.String(), `[{"conversation_id":"`+id+`","is_done":true,`) || strings.Count(lookup.Body.String(), "conversation_id") != 1 {
 		t.Errorf("lookup by the conversation's id: %s", lookup.Body)
 	}
+	// GET and DELETE match the whole id only, as llama-server's: the conversation's bare id
+	// neither replays nor stops its ID::MODEL stream (DELETE still answers 204).
+	wantError(t, h.do(t, "GET", "/v1/stream?conv_id=conv-stream-test", ""), http.StatusNotFound, "not_found_error", "no stream with id")
+	if del := h.do(t, "DELETE", "/v1/stream?conv_id=conv-stream-test", ""); del.Code != http.StatusNoContent {
+		t.Errorf("DELETE by the bare id: %d %s", del.Code, del.Body)
+	}
+	if got := h.do(t, "GET", "/v1/stream?"+qs, ""); got.Code != http.StatusOK || got.Body.String() != rec.Body.String() {
+		t.Errorf("GET after DELETE by the bare id: %d %.200s", got.Code, got.Body)
+	}
+	exact := h.do(t, "POST", "/v1/streams/lookup", `{"conversation_ids":["`+id+`"]}`)
+	if !strings.HasPrefix(exact.Body.String(), `[{"conversation_id":"`+id+`","is_done":true,`) || strings.Count(exact.Body.String(), "conversation_id") != 1 {
+		t.Errorf("lookup by the whole id: %s", exact.Body)
+	}
 	if del := h.do(t, "DELETE", "/v1/stream?"+qs, ""); del.Code != http.StatusNoContent {
 		t.Errorf("DELETE: %d %s", del.Code, del.Body)
 	}
