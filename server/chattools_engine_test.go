@@ -3,15 +3,12 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/openai/openai-go"
-
-	"github.com/wgpu-llama/wgpu-llama/engine/enginetest"
 )
 
 // timeToolSchema is the parameter schema of the get_time tool the engine test offers.
@@ -91,12 +88,7 @@ Tools:{% for t in tools %} {{ t.function.name }}{% endfor %}<|im_end|>
 // tool-call format, which tool_choice "required" constrains by a grammar to a call of one of the
 // tools. Greedy, the call is the same whole and streamed, and its arguments fit the tool's schema.
 func TestToolCallsEngine(t *testing.T) {
-	b := enginetest.Load(t, "models", "stories260K.gguf")
-	srv := New(Config{Alias: "stories260K", ChatTemplate: mustTemplate(t, toolListingTemplate)}, testLogger())
-	srv.SetBackend(b)
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	t.Cleanup(srv.Close)
+	ts := serveStories(t, Config{Alias: "stories260K", ChatTemplate: mustTemplate(t, toolListingTemplate)})
 	client := openaiClient(ts.URL)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -208,12 +200,7 @@ func webUIToolParams(choice string) openai.ChatCompletionNewParams {
 // tokens, no tool text), the answer is free content (no grammar), streamed as content deltas
 // without tool-call deltas; tool_choice "required" and parallel calls change nothing there.
 func TestToolsIgnoredEngine(t *testing.T) {
-	b := enginetest.Load(t, "models", "stories260K.gguf")
-	srv := New(Config{Alias: "stories260K"}, testLogger())
-	srv.SetBackend(b)
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	t.Cleanup(srv.Close)
+	ts := serveStories(t, Config{Alias: "stories260K"})
 	client := openaiClient(ts.URL)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

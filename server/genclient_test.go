@@ -16,16 +16,23 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/gen"
 )
 
-// genClient serves stories260K on the real engine and returns the client ogen generated from
-// the same specification, pointed at it.
-func genClient(t *testing.T) *gen.Client {
+// serveStories serves stories260K on the real engine with cfg over HTTP until the test ends.
+func serveStories(t *testing.T, cfg Config) *httptest.Server {
 	t.Helper()
 	b := enginetest.Load(t, "models", "stories260K.gguf")
-	srv := New(Config{Alias: "stories260K"}, testLogger())
+	srv := New(cfg, testLogger())
 	srv.SetBackend(b)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	t.Cleanup(srv.Close)
+	return ts
+}
+
+// genClient serves stories260K on the real engine and returns the client ogen generated from
+// the same specification, pointed at it.
+func genClient(t *testing.T) *gen.Client {
+	t.Helper()
+	ts := serveStories(t, Config{Alias: "stories260K"})
 	c, err := gen.NewClient(ts.URL, gen.WithClient(ts.Client()))
 	if err != nil {
 		t.Fatal(err)
