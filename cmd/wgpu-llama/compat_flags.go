@@ -39,9 +39,7 @@ func (c *compatFlags) register(fs *flag.FlagSet) {
 	}
 	stringVar(fs, &c.mmprojURL, "", "URL of a multimodal projector; refused: image and audio input are not supported yet", "mmu", "mmproj-url")
 	fs.BoolVar(&c.noMmproj, "no-mmproj", false, "load no multimodal projector (there is none to load here)")
-	for _, n := range []string{"bs", "backend-sampling"} {
-		fs.BoolVar(&c.backendSampling, n, false, "sample on the GPU backend; accepted for compatibility (the GPU already picks the candidates, sampling gives the same draws either way)")
-	}
+	boolVar(fs, &c.backendSampling, false, "sample on the GPU backend; accepted for compatibility (the GPU already picks the candidates, sampling gives the same draws either way)", "bs", "backend-sampling")
 	stringVar(fs, &c.mediaPath, "", "directory of local media files (llama-server's file:// URLs); accepted for compatibility and checked to be a directory, but nothing reads it: there is no image or audio input yet", "media-path")
 }
 

@@ -38,6 +38,12 @@ func floatVar(fs *flag.FlagSet, p *float64, value float64, usage string, names .
 	}
 }
 
+func boolVar(fs *flag.FlagSet, p *bool, value bool, usage string, names ...string) {
+	for _, n := range names {
+		fs.BoolVar(p, n, value, usage)
+	}
+}
+
 // newFlagSet returns a flag set that reports errors instead of exiting, with usage text.
 func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -135,9 +141,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	intVar(fs, &m.batch, 512, "prompt tokens per forward pass", "ub", "ubatch-size")
 	intVar(fs, &m.device, -1, "GPU adapter index from `wgpu-llama devices` (-1: best)", "device")
 	intVar(fs, &m.slots, -1, "sequences served at once; -1 (auto, as llama-server): 4 slots sharing the whole context (--kv-unified), else the context is split between them", "np", "parallel")
-	for _, n := range []string{"v", "verbose", "log-verbose"} {
-		fs.BoolVar(&m.verbose, n, false, "verbose logging; serve also adds __verbose (the native answer) to OpenAI-style answers unless a request sets \"verbose\": false")
-	}
+	boolVar(fs, &m.verbose, false, "verbose logging; serve also adds __verbose (the native answer) to OpenAI-style answers unless a request sets \"verbose\": false", "v", "verbose", "log-verbose")
 	stringVar(fs, &m.cacheK, "f16", "KV cache type for keys: f16 or f32", "ctk", "cache-type-k")
 	stringVar(fs, &m.cacheV, "f16", "KV cache type for values: f16 or f32 (same as keys)", "ctv", "cache-type-v")
 	fs.BoolVar(&m.rawActivations, "raw-activations", false, "feed matmuls f32 activations instead of rounding them as llama.cpp's CPU backend does")

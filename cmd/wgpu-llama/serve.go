@@ -132,12 +132,8 @@ type embedFlags struct {
 }
 
 func (f *embedFlags) register(fs *flag.FlagSet) {
-	for _, n := range []string{"embeddings", "embedding"} {
-		fs.BoolVar(&f.embeddings, n, false, "serve embeddings (/embedding, /v1/embeddings)")
-	}
-	for _, n := range []string{"reranking", "rerank"} {
-		fs.BoolVar(&f.reranking, n, false, "serve reranking (/v1/rerank) with a reranker model: --embeddings with --pooling rank")
-	}
+	boolVar(fs, &f.embeddings, false, "serve embeddings (/embedding, /v1/embeddings)", "embeddings", "embedding")
+	boolVar(fs, &f.reranking, false, "serve reranking (/v1/rerank) with a reranker model: --embeddings with --pooling rank", "reranking", "rerank")
 	stringVar(fs, &f.pooling, "", "pooling of embeddings: none, mean, cls, last or rank (default: the model's)", "pooling")
 }
 
