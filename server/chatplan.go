@@ -73,8 +73,10 @@ func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 		return pl, err
 	}
 	format := toolcall.Detect(l.template.Source, tools, choice == choiceNone, schema != nil)
+	var text string // the rendered prompt, once rendered
+	rendered := false
 	if format == toolcall.Generic {
-		ignored, err := l.toolsIgnored(ci.Input)
+		with, ignored, err := l.toolsIgnored(ci.Input)
 		if err != nil {
 			return pl, err
 		}
@@ -82,6 +84,7 @@ func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 			// llama-server's autoparser finds no tool syntax in such a template: the prompt is
 			// the template's own and the output free content, whatever tool_choice says.
 			format, callable = toolcall.ContentOnly, false
+			text, rendered = with, true
 		}
 	}
 
@@ -97,9 +100,10 @@ func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 	if format == toolcall.Generic {
 		ci.Messages = withSystem(ci.Messages, toolcall.GenericInstruction)
 	}
-	text, err := l.renderChat(ci.Input)
-	if err != nil {
-		return pl, err
+	if !rendered {
+		if text, err = l.renderChat(ci.Input); err != nil {
+			return pl, err
+		}
 	}
 	forcedOpen := false
 	if strings.HasSuffix(text, "<think>\n") || strings.HasSuffix(text, "<think>") {
@@ -199,24 +203,24 @@ func parseToolChoice(raw jx.Raw, tools []toolcall.Tool) (toolChoice, []toolcall.
 }
 
 // toolsIgnored reports whether the template renders the conversation the same with the
-// request's tools as without them. llama-server (b10587) no longer has the generic JSON
-// fallback: a template without a specialized format goes to its differential autoparser, and
-// one that shows no trace of tools there gets no tool-call syntax, no grammar (not even for
-// tool_choice "required") and a content-only parser.
-func (l *loaded) toolsIgnored(in chat.Input) (bool, error) {
+// request's tools as without them, and returns the rendering with them (the prompt, when they
+// are ignored). llama-server (b10587) no longer has the generic JSON fallback: a template
+// without a specialized format goes to its differential autoparser, and one that shows no
+// trace of tools there gets no tool-call syntax, no grammar (not even for tool_choice
+// "required") and a content-only parser.
+func (l *loaded) toolsIgnored(in chat.Input) (with string, ignored bool, err error) {
 	if len(in.Tools) == 0 {
-		return false, nil
+		return "", false, nil
 	}
-	with, err := l.renderChat(in)
-	if err != nil {
-		return false, err
+	if with, err = l.renderChat(in); err != nil {
+		return "", false, err
 	}
 	in.Tools = nil
 	without, err := l.renderChat(in)
 	if err != nil {
-		return false, err
+		return "", false, err
 	}
-	return with == without, nil
+	return with, with == without, nil
 }
 
 // withSystem adds text to the system message, or starts the conversation with one (minja's
