@@ -279,3 +279,36 @@ func (t Template) probe() caps {
 	c.thinking = try([]Message{user}, true, true) != try([]Message{user}, true, false)
 	return c
 }
+
+// RenderJSON renders messages and tools given as JSON arrays (tool-call arguments as objects,
+// content possibly null), as llama.cpp's autoparser renders its probe conversations: no date
+// variables, no role fix-ups, add_generation_prompt set only when true and tools only when
+// non-empty. The caller shapes the contents for the template's caps.
+func (t Template) RenderJSON(messages, tools json.RawMessage, addGenerationPrompt, enableThinking bool) (string, error) {
+	if t.tmpl == nil {
+		return "", errors.New("not a Jinja template")
+	}
+	mv, err := jinja.DecodeJSON(messages)
+	if err != nil {
+		return "", fmt.Errorf("messages: %w", err)
+	}
+	msgs, _ := mv.([]any)
+	vars := jinja.NewDict()
+	vars.Set("messages", msgs)
+	vars.Set("bos_token", t.BOS)
+	vars.Set("eos_token", t.EOS)
+	vars.Set("enable_thinking", enableThinking)
+	if len(tools) > 0 {
+		tv, err := jinja.DecodeJSON(tools)
+		if err != nil {
+			return "", fmt.Errorf("tools: %w", err)
+		}
+		if l, ok := tv.([]any); ok && len(l) > 0 {
+			vars.Set("tools", l)
+		}
+	}
+	if addGenerationPrompt {
+		vars.Set("add_generation_prompt", true)
+	}
+	return t.tmpl.Render(vars)
+}
