@@ -202,6 +202,7 @@ type analyzer struct {
 func Analyze(src string, caps Caps, render Renderer) (a *Analysis, err error) {
 	z := &analyzer{src: src, caps: caps, render: render}
 	z.a.Tools.Format = defaultFormat()
+	z.a.PreservedTokens = []string{}
 	defer func() {
 		if r := recover(); r != nil {
 			if ae, ok := r.(analysisError); ok {
