@@ -239,7 +239,7 @@ func TestAnthropicToolUse(t *testing.T) {
 		}
 	}
 	clean := func(s string) string { return strings.ReplaceAll(s, "<nil>", "") }
-	if clean(thinking.String()) != "Weather needs a tool." || clean(text.String()) != "I will check.\n" || clean(input.String()) != `{"city":"Paris"}` {
+	if clean(thinking.String()) != "Weather needs a tool." || clean(text.String()) != "I will check.\n" || clean(input.String()) != `{"city": "Paris"}` {
 		t.Errorf("streamed thinking %q, text %q, input %q", thinking.String(), text.String(), input.String())
 	}
 	if lookup(t, events[len(events)-2].data, "delta.stop_reason") != "tool_use" {
@@ -277,20 +277,20 @@ func TestAnthropicConversion(t *testing.T) {
 		t.Errorf("params: n_predict %d temperature %v top_k %d stop %q grammar %v", p.NPredict, p.Temperature, p.TopK, p.Stop, p.Grammar != nil)
 	}
 
-	// tool_choice: auto lets the generic format answer or call; any and tool require a call
-	// (tool the named one).
-	for _, tc := range []struct{ choice, has, hasNot string }{
-		{`{"type":"auto"}`, "response", ""},
-		{`{"type":"any"}`, "tool-call", "response"},
-		{`{"type":"tool","name":"get_weather"}`, "get_weather", "response"},
-	} {
+	// tool_choice: auto makes the grammar lazy, from the template's call marker; any and tool
+	// require a call (tool the named one), with a grammar over the whole answer.
+	h = newTemplateHarness(t, hermesTemplate, nil)
+	for _, tc := range []struct {
+		choice string
+		lazy   bool
+	}{{`{"type":"auto"}`, true}, {`{"type":"any"}`, false}, {`{"type":"tool","name":"get_weather"}`, false}} {
 		rec := h.do(t, "POST", "/v1/messages", `{"max_tokens":1,"tool_choice":`+tc.choice+`,`+conversation+"}")
 		if rec.Code != http.StatusOK {
 			t.Fatalf("%s: status %d: %s", tc.choice, rec.Code, rec.Body)
 		}
-		g := h.fake.lastTask(t).Params.Grammar
-		if g == nil || !strings.Contains(g.Source(), tc.has) || (tc.hasNot != "" && strings.Contains(g.Source(), tc.hasNot)) {
-			t.Errorf("%s: grammar %v", tc.choice, g)
+		p := h.fake.lastTask(t).Params
+		if p.Grammar == nil || !strings.Contains(p.Grammar.Source(), "get_weather") || (len(p.GrammarTriggers) > 0) != tc.lazy {
+			t.Errorf("%s: grammar %v triggers %v, want lazy %v", tc.choice, p.Grammar, p.GrammarTriggers, tc.lazy)
 		}
 	}
 }

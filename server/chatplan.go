@@ -9,7 +9,6 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/engine"
 	"github.com/wgpu-llama/wgpu-llama/engine/grammar"
 	"github.com/wgpu-llama/wgpu-llama/gen"
-	"github.com/wgpu-llama/wgpu-llama/model/chat"
 	"github.com/wgpu-llama/wgpu-llama/model/chat/toolcall"
 )
 
@@ -42,11 +41,11 @@ const (
 )
 
 // plan prepares a chat generation as llama-server's oaicompat_chat_params_parse and
-// common_chat_templates_apply do: the output format comes from the template and the tools (a
-// template that ignores the tools answers in free content); the generic format adds its
-// instruction to the system message; with tools that must be called (or
-// the generic format) the output is constrained by a grammar; a prompt that ends inside an open
-// <think> block starts the output in reasoning, or is closed when thinking is off.
+// common_chat_templates_apply do: the prompt is the template's own rendering; the output is
+// read by the parser built from the template's analysis (planOutput), and constrained by a
+// grammar where tools must be called, after a trigger where they may be, or by a response
+// format; a prompt that ends inside an open <think> block starts the output in reasoning, or is
+// closed when thinking is off.
 func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 	var pl chatPlan
 	ci, err := l.chatInput(g.chatRequest, cfg)
@@ -72,22 +71,6 @@ func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 	if err != nil {
 		return pl, err
 	}
-	format := toolcall.Detect(l.template.Source, tools, choice == choiceNone, schema != nil)
-	var text string // the rendered prompt, once rendered
-	rendered := false
-	if format == toolcall.Generic {
-		with, ignored, err := l.toolsIgnored(ci.Input)
-		if err != nil {
-			return pl, err
-		}
-		if ignored {
-			// llama-server's autoparser finds no tool syntax in such a template: the prompt is
-			// the template's own and the output free content, whatever tool_choice says.
-			format, callable = toolcall.ContentOnly, false
-			text, rendered = with, true
-		}
-	}
-
 	reasoning := cfg.ReasoningFormat
 	if name, ok := g.reasoningFormat.Get(); ok {
 		if reasoning, err = toolcall.ParseReasoningFormat(name); err != nil {
@@ -97,13 +80,9 @@ func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 	if ci.prefilled {
 		reasoning = toolcall.ReasoningNone // as llama-server, which leaves a continued answer whole
 	}
-	if format == toolcall.Generic {
-		ci.Messages = withSystem(ci.Messages, toolcall.GenericInstruction)
-	}
-	if !rendered {
-		if text, err = l.renderChat(ci.Input); err != nil {
-			return pl, err
-		}
+	text, err := l.renderChat(ci.Input)
+	if err != nil {
+		return pl, err
 	}
 	forcedOpen := false
 	if strings.HasSuffix(text, "<think>\n") || strings.HasSuffix(text, "<think>") {
@@ -113,36 +92,35 @@ func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 			text += "</think>"
 		}
 	}
-	text += ci.prefill
-
+	pl.syntax = toolcall.Syntax{
+		Format:             toolcall.ContentOnly,
+		Reasoning:          reasoning,
+		ReasoningInContent: g.stream && reasoning == toolcall.ReasoningDeepseekLegacy,
+		ThinkingForcedOpen: forcedOpen,
+	}
 	if pl.params, err = g.sampling.params(); err != nil {
 		return pl, err
 	}
-	if c, ok := toolcall.NewConstraint(format, tools, choice == choiceRequired, g.parallel, forcedOpen, json.RawMessage(schema)); ok {
-		src, err := grammar.FromJSONSchema(c.Schema)
+	if l.analysis != nil {
+		gp := l.generationPrompt(ci.Input, text)
+		if err := l.planOutput(&pl, tools, choice, g.parallel, schema, field, gp); err != nil {
+			return pl, err
+		}
+	}
+	text += ci.prefill
+	if schema != nil {
+		// A response format constrains the whole answer to the schema's JSON.
+		src, err := grammar.FromJSONSchema(schema)
 		if err != nil {
-			if schema != nil {
-				return pl, invalidRequest("%s: %v", quoteField(field), err)
-			}
-			return pl, invalidRequest("'tools': %v", err)
+			return pl, invalidRequest("%s: %v", quoteField(field), err)
 		}
-		if pl.params.Grammar, err = grammar.Parse(c.Grammar(src)); err != nil {
-			return pl, invalidRequest("'tools': %v", err)
-		}
-		for _, t := range c.Triggers {
-			pl.params.GrammarTriggers = append(pl.params.GrammarTriggers, engine.GrammarTrigger{Word: t.Word, AtStart: t.AtStart})
+		if pl.params.Grammar, err = grammar.Parse(src); err != nil {
+			return pl, invalidRequest("%s: %v", quoteField(field), err)
 		}
 	}
 	pl.params.ReasoningBudget = l.reasoningBudget(g.budget, cfg, forcedOpen)
 	pl.params.ReasoningControl = g.budget.control
 	pl.prompt = tokenize(l.tok, text)
-	pl.syntax = toolcall.Syntax{
-		Format:             format,
-		Reasoning:          reasoning,
-		ReasoningInContent: g.stream && reasoning == toolcall.ReasoningDeepseekLegacy,
-		ThinkingForcedOpen: forcedOpen,
-		ParseToolCalls:     callable,
-	}
 	return pl, nil
 }
 
@@ -200,36 +178,4 @@ func parseToolChoice(raw jx.Raw, tools []toolcall.Tool) (toolChoice, []toolcall.
 		return 0, nil, invalidRequest("'tool_choice' names the function %q, which is not in 'tools'", obj.Function.Name)
 	}
 	return 0, nil, invalidRequest(`'tool_choice' must be "auto", "none", "required" or {"type": "function", "function": {"name": ...}}`)
-}
-
-// toolsIgnored reports whether the template renders the conversation the same with the
-// request's tools as without them, and returns the rendering with them (the prompt, when they
-// are ignored). llama-server (b10587) no longer has the generic JSON fallback: a template
-// without a specialized format goes to its differential autoparser, and one that shows no
-// trace of tools there gets no tool-call syntax, no grammar (not even for tool_choice
-// "required") and a content-only parser.
-func (l *loaded) toolsIgnored(in chat.Input) (with string, ignored bool, err error) {
-	if len(in.Tools) == 0 {
-		return "", false, nil
-	}
-	if with, err = l.renderChat(in); err != nil {
-		return "", false, err
-	}
-	in.Tools = nil
-	without, err := l.renderChat(in)
-	if err != nil {
-		return "", false, err
-	}
-	return with, with == without, nil
-}
-
-// withSystem adds text to the system message, or starts the conversation with one (minja's
-// add_system, which llama.cpp's generic format uses).
-func withSystem(msgs []chat.Message, text string) []chat.Message {
-	out := append([]chat.Message(nil), msgs...)
-	if len(out) > 0 && out[0].Role == "system" {
-		out[0].Content += "\n\n" + text
-		return out
-	}
-	return append([]chat.Message{{Role: "system", Content: text}}, out...)
 }

@@ -11,19 +11,23 @@ import (
 	"github.com/openai/openai-go"
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
-	"github.com/wgpu-llama/wgpu-llama/model/chat/toolcall"
 )
 
-// Templates that select each tool-call format (the markers llama.cpp looks for in the source).
+// Templates for the tool-call tests. Like real ones, they render tool calls in their own
+// syntax, which llama.cpp's autoparser (and ours) reads off the template.
 const (
+	// hermesTemplate writes each call as <tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>,
+	// as Hermes 2 Pro and Qwen 2.5 do, and earlier reasoning between <think> and </think> as
+	// Qwen 3 does.
 	hermesTemplate = `{%- for m in messages %}<|im_start|>{{ m.role }}
-{{ m.content }}<|im_end|>
+{% if m.reasoning_content %}<think>{{ m.reasoning_content }}</think>{% endif %}{% if m.content %}{{ m.content }}{% endif %}{% for tc in m.tool_calls %}
+<tool_call>
+{"name": "{{ tc.function.name }}", "arguments": {{ tc.function.arguments | tojson }}}
+</tool_call>{% endfor %}<|im_end|>
 {% endfor %}{%- if tools %}<tools>{{ tools | tojson }}</tools> answer with <tool_call>{"name": ..., "arguments": ...}</tool_call>
 {% endif %}{%- if add_generation_prompt %}<|im_start|>assistant
 {% endif %}`
-	llama3Template  = `{# <|start_header_id|>ipython<|end_header_id|> #}` + hermesFreeTemplate
-	mistralTemplate = `{# [TOOL_CALLS] #}` + hermesFreeTemplate
-	// hermesFreeTemplate is plain ChatML without any tool marker.
+	// hermesFreeTemplate is plain ChatML without any tool syntax.
 	hermesFreeTemplate = `{%- for m in messages %}<|im_start|>{{ m.role }}
 {{ m.content }}<|im_end|>
 {% endfor %}{%- if add_generation_prompt %}<|im_start|>assistant
@@ -76,14 +80,14 @@ func TestChatToolCallsClient(t *testing.T) {
 		t.Fatalf("choice %s", ch.RawJSON())
 	}
 	call := ch.Message.ToolCalls[0]
-	if call.Type != "function" || call.Function.Name != "get_weather" || call.Function.Arguments != `{"city":"Paris"}` || len(call.ID) != 32 {
+	if call.Type != "function" || call.Function.Name != "get_weather" || call.Function.Arguments != `{"city": "Paris"}` || len(call.ID) != 32 {
 		t.Errorf("tool call %s", call.RawJSON())
 	}
 	if !strings.Contains(h.fake.tok.Detokenize(h.fake.lastTask(t).Prompt, false, true), `<tools>[{"type": "function", "function": {"name": "get_weather"`) {
 		t.Error("the template did not render the tools")
 	}
-	if p := h.fake.lastTask(t).Params; p.Grammar == nil || !slices.Equal(p.GrammarTriggers, []engine.GrammarTrigger{{Word: "<tool_call>"}}) {
-		t.Errorf("tool_choice auto: grammar %v triggers %v, want a grammar lazy from <tool_call>", p.Grammar != nil, p.GrammarTriggers)
+	if p := h.fake.lastTask(t).Params; p.Grammar == nil || !slices.Equal(p.GrammarTriggers, []engine.GrammarTrigger{{Word: "<tool_call>\n"}}) {
+		t.Errorf("tool_choice auto: grammar %v triggers %v, want a grammar lazy from the template's <tool_call>\\n", p.Grammar != nil, p.GrammarTriggers)
 	}
 
 	stream := client.Chat.Completions.NewStreaming(ctx, weatherParams())
@@ -106,7 +110,7 @@ func TestChatToolCallsClient(t *testing.T) {
 	}
 	got := acc.Choices[0]
 	if got.FinishReason != "tool_calls" || got.Message.Content != "Let me check.\n" || len(got.Message.ToolCalls) != 1 ||
-		got.Message.ToolCalls[0].Function.Name != "get_weather" || got.Message.ToolCalls[0].Function.Arguments != `{"city":"Paris"}` {
+		got.Message.ToolCalls[0].Function.Name != "get_weather" || got.Message.ToolCalls[0].Function.Arguments != `{"city": "Paris"}` {
 		t.Fatalf("accumulated %s", got.RawJSON())
 	}
 	// The call is announced (index, id, type, name, no arguments), then its arguments follow.
@@ -129,6 +133,7 @@ func TestChatToolCallsClient(t *testing.T) {
 func TestChatToolFormats(t *testing.T) {
 	tests := []struct {
 		name, template string
+		shared         string // a template of ../shared's upstream models/templates, instead
 		output         []string
 		extra          string // more request fields
 		wantContent    any    // string or nil (null)
@@ -137,16 +142,16 @@ func TestChatToolFormats(t *testing.T) {
 		grammarHas     []string // substrings of the output grammar; nil: no grammar
 		promptHas      string
 	}{
-		{name: "llama3", template: llama3Template, output: []string{`{"name": "get_weather", `, `"parameters": {"city": "Paris"}}`},
-			wantContent: nil, wantCalls: `get_weather:{"city":"Paris"}:*`, wantFinish: "tool_calls"},
-		{name: "mistral", template: mistralTemplate,
+		{name: "llama3", shared: "meta-llama-Llama-3.1-8B-Instruct", output: []string{`{"name": "get_weather", `, `"parameters": {"city": "Paris"}}`},
+			wantContent: nil, wantCalls: `get_weather:{"city": "Paris"}:*`, wantFinish: "tool_calls"},
+		{name: "mistral", shared: "mistralai-Mistral-Nemo-Instruct-2407",
 			output:      []string{"[TOOL_CALLS]", `[{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "abcDEF123"}]`},
-			wantContent: nil, wantCalls: `get_weather:{"city":"Paris"}:abcDEF123`, wantFinish: "tool_calls"},
-		{name: "generic call", template: toolListingTemplate, output: []string{`{"tool_call": {"name": "get_weather", "arguments": {"city": "Paris"}}}`},
-			wantContent: nil, wantCalls: `get_weather:{"city":"Paris"}:*`, wantFinish: "tool_calls",
-			grammarHas: []string{`tool-call`, `response`}, promptHas: "Respond in JSON format, either with `tool_call`"},
-		{name: "generic response", template: toolListingTemplate, output: []string{`{"response": "Sunny."}`},
-			wantContent: "Sunny.", wantFinish: "stop", grammarHas: []string{`response`}},
+			wantContent: nil, wantCalls: `get_weather:{"city": "Paris"}:abcDEF123`, wantFinish: "tool_calls"},
+		// A template that lists the tools but never renders a call has no call syntax to read:
+		// the answer is content (llama.cpp's old generic JSON format is gone).
+		{name: "tools listed, no call syntax", template: toolListingTemplate, output: []string{`{"tool_call": {"name": "get_weather", "arguments": {"city": "Paris"}}}`},
+			wantContent: `{"tool_call": {"name": "get_weather", "arguments": {"city": "Paris"}}}`, wantFinish: "stop",
+			promptHas: "Tools: get_weather get_time"},
 		// ChatML (the fallback template) shows no tool syntax: as llama-server's autoparser,
 		// no grammar, no tool-call parsing, whatever tool_choice says.
 		{name: "chatml auto", output: []string{`{"tool_call": {"name": "get_weather", "arguments": {"city": "Paris"}}}`},
@@ -156,21 +161,27 @@ func TestChatToolFormats(t *testing.T) {
 		{name: "hermes tool_choice none", template: hermesTemplate, output: hermesOutput, extra: `"tool_choice":"none"`,
 			wantContent: strings.Join(hermesOutput, ""), wantFinish: "stop"},
 		{name: "hermes required", template: hermesTemplate, output: hermesCall, extra: `"tool_choice":"required"`,
-			wantContent: nil, wantCalls: `get_weather:{"city":"Paris"}:*`, wantFinish: "tool_calls",
-			grammarHas: []string{`"<tool_call>"`, `get_weather`, `get_time`}},
+			wantContent: nil, wantCalls: `get_weather:{"city": "Paris"}:*`, wantFinish: "tool_calls",
+			grammarHas: []string{`"<tool_call>\n"`, `get_weather`, `get_time`}},
 		{name: "hermes named function", template: hermesTemplate, output: hermesCall,
 			extra:       `"tool_choice":{"type":"function","function":{"name":"get_weather"}},"parallel_tool_calls":true`,
-			wantContent: nil, wantCalls: `get_weather:{"city":"Paris"}:*`, wantFinish: "tool_calls", grammarHas: []string{`get_weather`, `)+`}},
-		{name: "two hermes calls", template: hermesTemplate,
-			output:      []string{`<tool_call>{"name": "get_time", "arguments": {}}</tool_call>`, "\n", `<function=get_weather>{"city": "Rome"}</function>`},
-			wantContent: nil, wantCalls: `get_time:{}:*;get_weather:{"city":"Rome"}:*`, wantFinish: "tool_calls"},
-		// Cut short, the call does not parse: the whole text is content, as in llama-server.
+			wantContent: nil, wantCalls: `get_weather:{"city": "Paris"}:*`, wantFinish: "tool_calls", grammarHas: []string{`get_weather`, `)+`}},
+		{name: "two hermes calls", template: hermesTemplate, extra: `"parallel_tool_calls":true`,
+			output: []string{"<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>", "\n",
+				"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}\n</tool_call>"},
+			wantContent: nil, wantCalls: `get_time:{}:*;get_weather:{"city": "Rome"}:*`, wantFinish: "tool_calls"},
+		// Cut short before the function name is whole: no call, the text before it is content, and
+		// the unfinished call is dropped (llama-server parses the end leniently too).
 		{name: "cut-off call", template: hermesTemplate, output: hermesOutput, extra: `"max_tokens":3`,
-			wantContent: strings.Join(hermesOutput[:3], ""), wantFinish: "length"},
+			wantContent: "Let me check.\n", wantFinish: "length"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newTemplateHarness(t, tt.template, nil)
+			tmpl := tt.template
+			if tt.shared != "" {
+				tmpl = sharedTemplate(t, tt.shared)
+			}
+			h := newTemplateHarness(t, tmpl, nil)
 			h.fake.output = tt.output
 			body := `{"messages":[{"role":"user","content":"Weather in Paris?"}],` + weatherTools
 			if tt.extra != "" {
@@ -230,7 +241,7 @@ func TestChatToolFormats(t *testing.T) {
 
 // TestToolsIgnoredPrompt checks that a template without tool syntax (ChatML, the fallback)
 // gets the same prompt with tools as without, for every tool_choice, and no output grammar, as
-// llama-server b10587 renders it; a template that shows the tools keeps the generic format.
+// llama-server b10587 renders it.
 func TestToolsIgnoredPrompt(t *testing.T) {
 	prompt := func(h *harness, extra string) (string, bool) {
 		t.Helper()
@@ -256,11 +267,13 @@ func TestToolsIgnoredPrompt(t *testing.T) {
 		}
 	}
 
+	// A template that lists the tools but renders no calls: its own prompt, nothing added, no
+	// grammar (it has no call syntax to constrain to).
 	h = newTemplateHarness(t, toolListingTemplate, nil)
-	h.fake.output = []string{`{"response": "Sunny."}`}
-	got, grammar := prompt(h, ","+weatherTools)
-	if !strings.Contains(got, "Tools: get_weather get_time") || !strings.Contains(got, toolcall.GenericInstruction) || !grammar {
-		t.Errorf("tool-listing template: prompt %q (grammar %v), want the tools, the generic instruction and a grammar", got, grammar)
+	h.fake.output = []string{"Sunny."}
+	got, grammar := prompt(h, ","+weatherTools+`,"tool_choice":"required"`)
+	if !strings.HasPrefix(got, "<s> <|im_start|>system\nTools: get_weather get_time<|im_end|>\n<|im_start|>user\nWeather in Paris?") || grammar {
+		t.Errorf("tool-listing template: prompt %q (grammar %v), want the template's own prompt and no grammar", got, grammar)
 	}
 }
 

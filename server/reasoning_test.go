@@ -62,6 +62,17 @@ func chatAnswer(t *testing.T, h *harness, body string) chatResult {
 	return r
 }
 
+// reasoningTemplate is ChatML that writes an earlier answer's reasoning_content between
+// <think> and </think>, as reasoning models' templates do: the autoparser reads its markers.
+const reasoningTemplate = `{%- for m in messages %}<|im_start|>{{ m.role }}
+{% if m.reasoning_content %}<think>
+{{ m.reasoning_content }}
+</think>
+
+{% endif %}{{ m.content }}<|im_end|>
+{% endfor %}{%- if add_generation_prompt %}<|im_start|>assistant
+{% endif %}`
+
 func TestReasoningFormats(t *testing.T) {
 	const raw = "<think>Let me think.</think>\n\nHello there."
 	tests := []struct {
@@ -86,7 +97,7 @@ func TestReasoningFormats(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarnessConfig(t, Config{Alias: "stories260K", ReasoningFormat: tt.cfg})
+			h := newHarnessConfig(t, Config{Alias: "stories260K", ReasoningFormat: tt.cfg, ChatTemplate: mustTemplate(t, reasoningTemplate)})
 			h.fake.output = thinkingOutput
 			body := `{"messages":[{"role":"user","content":"Hi"}]`
 			if tt.extra != "" {
@@ -103,15 +114,21 @@ func TestReasoningFormats(t *testing.T) {
 			}
 		})
 	}
+	// A template that shows no reasoning (ChatML, the fallback) gives the autoparser no markers:
+	// as llama-server b10587, the <think> block stays in the content.
+	h := newHarnessConfig(t, Config{Alias: "stories260K"})
+	h.fake.output = thinkingOutput
+	if got := chatAnswer(t, h, `{"messages":[{"role":"user","content":"Hi"}]}`); got.content != raw || got.reasoning != "" {
+		t.Errorf("ChatML: %+v, want the whole text as content", got)
+	}
 }
 
 // thinkingTemplate opens a <think> block in the generation prompt, as QwQ's and DeepSeek R1's
-// do, and shows enable_thinking. (Its final newline is dropped, as Jinja drops a template's.)
+// do, writes earlier reasoning in such blocks and shows enable_thinking.
 const thinkingTemplate = `{%- for m in messages %}<|im_start|>{{ m.role }}
-{{ m.content }}<|im_end|>
-{% endfor %}[thinking={{ enable_thinking }}]<|im_start|>assistant
-<think>
-`
+{% if m.reasoning_content %}<think>{{ m.reasoning_content }}</think>{% endif %}{{ m.content }}<|im_end|>
+{% endfor %}[thinking={{ enable_thinking }}]{% if add_generation_prompt %}<|im_start|>assistant
+<think>{% endif %}`
 
 func TestThinkingForcedOpen(t *testing.T) {
 	// The prompt ends inside <think>: the answer starts with reasoning.

@@ -312,7 +312,7 @@ func TestResponsesToolCalls(t *testing.T) {
 	}
 	callID := strings.TrimPrefix(fc["id"].(string), "fc_")
 	if keys(fc) != "arguments,call_id,id,name,status,type" || fc["type"] != "function_call" || fc["name"] != "get_weather" ||
-		fc["arguments"] != `{"city":"Paris"}` || fc["call_id"] != "call_"+callID || len(callID) != 32 || fc["status"] != "completed" {
+		fc["arguments"] != `{"city": "Paris"}` || fc["call_id"] != "call_"+callID || len(callID) != 32 || fc["status"] != "completed" {
 		t.Errorf("function_call %v", fc)
 	}
 
@@ -348,11 +348,11 @@ func TestResponsesToolCalls(t *testing.T) {
 			}
 		}
 	}
-	if reasoning.String() != "Weather needs a tool." || text.String() != "I will check.\n" || args.String() != `{"city":"Paris"}` {
+	if reasoning.String() != "Weather needs a tool." || text.String() != "I will check.\n" || args.String() != `{"city": "Paris"}` {
 		t.Errorf("streamed reasoning %q, text %q, arguments %q", reasoning.String(), text.String(), args.String())
 	}
 	done := events[len(events)-1].data
-	if lookup(t, done, "response.output.2.id") != fcID || lookup(t, done, "response.output.2.arguments") != `{"city":"Paris"}` {
+	if lookup(t, done, "response.output.2.id") != fcID || lookup(t, done, "response.output.2.arguments") != `{"city": "Paris"}` {
 		t.Errorf("completed %v", done)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/engine"
 	"github.com/wgpu-llama/wgpu-llama/gen"
 	"github.com/wgpu-llama/wgpu-llama/model/chat"
+	"github.com/wgpu-llama/wgpu-llama/model/chat/autoparse"
 	"github.com/wgpu-llama/wgpu-llama/model/chat/toolcall"
 	"github.com/wgpu-llama/wgpu-llama/model/tokenizer"
 	"github.com/wgpu-llama/wgpu-llama/server/resumable"
@@ -163,7 +164,10 @@ type loaded struct {
 	info     engine.ModelInfo
 	name     string
 	template chat.Template
-	caps     chat.Caps      // the template's capabilities, for /props
+	caps     chat.Caps // the template's capabilities, for /props
+	// analysis is what llama.cpp's autoparser found in a Jinja template (nil for built-in
+	// formats, or when the analysis failed): the syntax of reasoning, content and tool calls.
+	analysis *autoparse.Analysis
 	defaults *engine.Params // Config.Defaults
 	created  int64          // Unix time the model became ready, the "created" of /v1/models
 }
@@ -225,8 +229,26 @@ func (s *Server) SetBackend(b Backend) {
 		defaults: s.cfg.Defaults,
 		created:  time.Now().Unix(),
 	}
+	l.analysis = s.analyzeTemplate(l)
 	s.ready.Store(l)
 	s.logger.Info("model ready", "model", name, "n_ctx", info.NCtx, "slots", info.NSlots, "chat_template", l.template.Name)
+}
+
+// analyzeTemplate runs llama.cpp's differential autoparser analysis on a Jinja template.
+// llama-server fails every chat request of a template it cannot analyse; here the failure is
+// logged once and such a template answers in plain content.
+func (s *Server) analyzeTemplate(l *loaded) *autoparse.Analysis {
+	if l.template.Builtin() || !l.template.IsJinja() {
+		return nil
+	}
+	caps := autoparse.Caps{StringContent: l.caps.StringContent, TypedContent: l.caps.TypedContent,
+		ToolCalls: l.caps.ToolCalls, ParallelToolCalls: l.caps.ParallelToolCalls}
+	a, err := autoparse.Analyze(l.template.Source, caps, l.template.RenderJSON)
+	if err != nil {
+		s.logger.Warn("the chat template's tool-call and reasoning syntax could not be analysed; chat answers are read as plain content", "err", err)
+		return nil
+	}
+	return a
 }
 
 // chatTemplate is the template chat requests render with: the configured override, else the

@@ -2,9 +2,11 @@ package server
 
 import (
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
+	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
 	"github.com/wgpu-llama/wgpu-llama/model/chat"
 )
 
@@ -37,7 +39,7 @@ func newTemplateHarness(t *testing.T, modelTmpl string, cfgTmpl *chat.Template) 
 	t.Helper()
 	fake := newFakeBackend(t)
 	fake.info.ChatTemplate = modelTmpl
-	fake.info.NCtx = 2048 // the fake vocabulary spends a token per character
+	fake.info.NCtx = 8192 // the fake vocabulary spends a token per character
 	srv := New(Config{Alias: "stories260K", ChatTemplate: cfgTmpl}, testLogger())
 	srv.SetBackend(fake)
 	return &harness{srv: srv, fake: fake, h: srv.Handler()}
@@ -178,4 +180,15 @@ func TestEnableThinkingKwarg(t *testing.T) {
 			t.Errorf("%s: prompt %q, want %q", body, got, want)
 		}
 	}
+}
+
+// sharedTemplate reads a template of llama.cpp's test models (../shared), skipping the test
+// without the shared data.
+func sharedTemplate(t *testing.T, name string) string {
+	t.Helper()
+	src, err := os.ReadFile(shareddata.Path(t, "llama-server-tests", "upstream", "models", "templates", name+".jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(src)
 }

@@ -66,9 +66,10 @@ func (t Template) Caps() Caps {
 	tool.Set("function", fn)
 	c.Tools = has(t.messages([]Message{user}), []any{tool}, nil, needle+"-tool")
 
-	call := func(name string) ToolCall { return ToolCall{ID: "call_" + name, Name: name, Arguments: `{"a": 1}`} }
-	one := Message{Role: "assistant", ToolCalls: []ToolCall{call(needle + "-a")}}
-	two := Message{Role: "assistant", ToolCalls: []ToolCall{call(needle + "-a"), call(needle + "-b")}}
+	// Ids of nine letters and digits, as Mistral's templates demand of every call.
+	call := func(name, id string) ToolCall { return ToolCall{ID: id, Name: name, Arguments: `{"a": 1}`} }
+	one := Message{Role: "assistant", ToolCalls: []ToolCall{call(needle+"-a", "call00001")}}
+	two := Message{Role: "assistant", ToolCalls: []ToolCall{call(needle+"-a", "call00001"), call(needle+"-b", "call00002")}}
 	c.ToolCalls = has(t.messages([]Message{user, one}), nil, nil, needle+"-a")
 	c.ParallelToolCalls = c.ToolCalls && has(t.messages([]Message{user, two}), nil, nil, needle+"-a", needle+"-b")
 

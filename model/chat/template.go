@@ -125,6 +125,9 @@ func (t Template) Apply(in Input) (string, error) {
 // tools, no enable_thinking) and never write a BOS to trim.
 func (t Template) Builtin() bool { return t.legacy != nil }
 
+// IsJinja reports whether t is a Jinja template (not llama.cpp's built-in formats).
+func (t Template) IsJinja() bool { return t.tmpl != nil && t.legacy == nil }
+
 // SupportsThinking reports whether the template reacts to enable_thinking, which llama-server
 // probes at load: only then does --reasoning auto render it true.
 func (t Template) SupportsThinking() bool { return t.caps.thinking }

@@ -203,7 +203,7 @@ func method(obj any, name string) Func {
 			return func([]any, *Dict) (any, error) {
 				out := make([]any, 0, o.Len())
 				for _, k := range o.Keys() {
-					out = append(out, []any{k, o.m[k]})
+					out = append(out, []any{o.key(k), o.m[k]})
 				}
 				return out, nil
 			}

@@ -406,7 +406,7 @@ func (r *renderer) eval(x expr, sc *scope) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			d.Set(toStr(k), v)
+			d.setTyped(k, v)
 		}
 		return d, nil
 	}

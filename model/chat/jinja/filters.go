@@ -175,12 +175,12 @@ func init() {
 			}
 			keys := make([]any, 0, d.Len())
 			for _, k := range d.Keys() {
-				keys = append(keys, k)
+				keys = append(keys, d.key(k))
 			}
 			sortValues(keys)
 			out := make([]any, len(keys))
 			for i, k := range keys {
-				out[i] = []any{k, d.m[k.(string)]}
+				out[i] = []any{k, d.m[toStr(k)]}
 			}
 			return out, nil
 		},

@@ -24,6 +24,29 @@ type Func func(args []any, kwargs *Dict) (any, error)
 type Dict struct {
 	keys []string
 	m    map[string]any
+	// typed remembers keys written as numbers or booleans in a dict literal ({0: ...}), which
+	// iteration gives back with their type, so they compare as numbers.
+	typed map[string]any
+}
+
+// setTyped sets key k (any scalar) to v, remembering a key that is not a string.
+func (d *Dict) setTyped(k, v any) {
+	ks := toStr(k)
+	d.Set(ks, v)
+	if _, isStr := k.(string); !isStr {
+		if d.typed == nil {
+			d.typed = map[string]any{}
+		}
+		d.typed[ks] = k
+	}
+}
+
+// key is key k as written: its number or boolean when it was one.
+func (d *Dict) key(k string) any {
+	if t, ok := d.typed[k]; ok {
+		return t
+	}
+	return k
 }
 
 // NewDict returns an empty Dict.
@@ -287,7 +310,7 @@ func iterate(v any) ([]any, error) {
 	case *Dict:
 		out := make([]any, len(x.keys))
 		for i, k := range x.keys {
-			out[i] = k
+			out[i] = x.key(k)
 		}
 		return out, nil
 	case string:

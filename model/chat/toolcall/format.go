@@ -14,6 +14,8 @@ package toolcall
 import (
 	"fmt"
 	"strings"
+
+	"github.com/wgpu-llama/wgpu-llama/model/chat/peg"
 )
 
 // Format is how a model writes tool calls, named as llama.cpp's chat_format.
@@ -27,6 +29,7 @@ const (
 	Llama3
 	Llama3Builtin
 	MistralNemo
+	PEGNative // read by a PEG parser built for the template (Syntax.Parser)
 )
 
 // String is llama.cpp's name for the format (common_chat_format_name).
@@ -42,6 +45,8 @@ func (f Format) String() string {
 		return "Llama 3.x with builtin tools"
 	case MistralNemo:
 		return "Mistral Nemo"
+	case PEGNative:
+		return "peg-native"
 	}
 	return "Content-only"
 }
@@ -95,6 +100,13 @@ type Syntax struct {
 	ThinkingForcedOpen bool
 	// ParseToolCalls is set when the request has tools the model may call.
 	ParseToolCalls bool
+	// Parser reads the output in the PEGNative format, after GenerationPrompt: the text
+	// add_generation_prompt ended the prompt with, which the output continues.
+	Parser           *peg.P
+	GenerationPrompt string
+	// ReasoningTags open and close reasoning in the PEGNative format, which
+	// ReasoningInContent writes back around it.
+	ReasoningTags [2]string
 }
 
 // Template markers that identify a format (common_chat_templates_apply_jinja).

@@ -34,6 +34,9 @@ var errIncomplete = errors.New("toolcall: incomplete output")
 // whatever could still turn out to be part of a tool call (or of a tag) is held back, and the
 // last tool call may be unfinished.
 func Parse(text string, partial bool, syn Syntax) Message {
+	if syn.Format == PEGNative && syn.Parser != nil {
+		return parsePEG(text, partial, syn)
+	}
 	p := &parser{in: text, partial: partial, syn: syn}
 	if err := p.run(); err != nil && !partial {
 		p = &parser{in: text, syn: syn}

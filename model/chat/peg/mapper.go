@@ -1,0 +1,236 @@
+package peg
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Message is what a chat parse finds in a model's output.
+type Message struct {
+	Content   string
+	Reasoning string
+	Calls     []Call
+}
+
+// Call is one tool call; Arguments is JSON text, which is still growing (unclosed) while the
+// call is being generated.
+type Call struct {
+	ID, Name, Arguments string
+}
+
+// mapper turns tagged spans into a message as llama.cpp's common_chat_peg_mapper does.
+type mapper struct {
+	in        string
+	msg       Message
+	current   *Call // the call being read, also in msg.Calls once it has a name
+	pending   bool  // current is not yet in msg.Calls
+	argCount  int
+	quoteOpen bool
+	buffer    string // arguments read before the name
+	seen      map[string]bool
+	err       error
+}
+
+// Map turns the spans of a parse of in into a message.
+func Map(in string, nodes []*Node) (Message, error) {
+	m := &mapper{in: in}
+	for _, n := range nodes {
+		m.visit(n)
+	}
+	if m.err != nil {
+		return Message{}, m.err
+	}
+	// A call cut off by the end of the output is already in the message, its arguments as far
+	// as they go: nothing is closed here, so a later parse only ever extends them.
+	if strings.TrimLeft(m.msg.Reasoning, " \n\r\t") == "" {
+		m.msg.Reasoning = ""
+	}
+	return m.msg, nil
+}
+
+// target is where argument text goes: the named call, or the buffer before the name.
+func (m *mapper) target() *string {
+	if m.current != nil && m.current.Name != "" {
+		if m.pending {
+			return &m.current.Arguments
+		}
+		return &m.msg.Calls[len(m.msg.Calls)-1].Arguments
+	}
+	return &m.buffer
+}
+
+func (m *mapper) closeQuote() {
+	if m.quoteOpen {
+		*m.target() += `"`
+		m.quoteOpen = false
+	}
+}
+
+func (m *mapper) visit(n *Node) {
+	if m.err != nil {
+		return
+	}
+	text := m.in[n.Start:n.End]
+	switch n.Tag {
+	case TagReasoning:
+		m.msg.Reasoning += text
+	case TagContent:
+		m.msg.Content += text
+	case TagToolOpen:
+		m.current, m.pending = &Call{}, true
+		m.argCount, m.buffer, m.quoteOpen = 0, "", false
+		m.seen = map[string]bool{}
+	case TagToolID:
+		id := strings.TrimRight(text, " \t\n\r")
+		if len(id) >= 2 && id[0] == '"' && id[len(id)-1] == '"' {
+			id = id[1 : len(id)-1]
+		}
+		if m.current != nil {
+			if m.pending {
+				m.current.ID = id
+			} else {
+				m.msg.Calls[len(m.msg.Calls)-1].ID = id
+			}
+		}
+	case TagToolName:
+		if m.current == nil {
+			m.current, m.pending = &Call{}, true
+		}
+		m.current.Name = strings.TrimRight(text, " \t\n\r")
+		switch {
+		case m.buffer != "":
+			m.current.Arguments, m.buffer = m.buffer, ""
+		case m.current.Arguments == "":
+			m.current.Arguments = "{"
+		}
+		// The call is pushed at once, so a streamed call appears with its name.
+		m.msg.Calls = append(m.msg.Calls, *m.current)
+		m.pending = false
+	case TagToolArgs:
+		t := strings.TrimRight(text, " \t\n\r")
+		if strings.HasPrefix(t, "{") {
+			*m.target() = t
+		}
+	case TagArgOpen:
+		m.quoteOpen = false
+	case TagArgName:
+		name := strings.TrimRight(strings.TrimPrefix(text, " "), " \t\n\r")
+		if m.seen == nil {
+			m.seen = map[string]bool{}
+		}
+		if m.seen[name] {
+			m.err = fmt.Errorf("Duplicate tool argument: %s", name)
+			return
+		}
+		m.seen[name] = true
+		t := m.target()
+		if *t == "" {
+			*t = "{"
+		}
+		if m.argCount > 0 {
+			*t += ","
+		}
+		key, _ := json.Marshal(name)
+		*t += string(key) + ":"
+		m.argCount++
+	case TagArgString:
+		t := m.target()
+		if !m.quoteOpen {
+			*t += `"`
+			m.quoteOpen = true
+		}
+		if text != "" {
+			esc, _ := json.Marshal(text)
+			*t += string(esc[1 : len(esc)-1])
+		}
+	case TagArgJSON:
+		if text != "" {
+			*m.target() += normalizeValue(text)
+		}
+	case TagArgClose:
+		m.closeQuote()
+	case TagToolClose:
+		m.closeQuote()
+		if m.current != nil {
+			t := m.target()
+			for d := openBraces(*t); d > 0; d-- {
+				*t += "}"
+			}
+			if m.pending && m.current.Name != "" {
+				m.msg.Calls = append(m.msg.Calls, *m.current)
+			}
+			m.current, m.pending = nil, false
+		}
+	}
+	for _, k := range n.Kids {
+		m.visit(k)
+	}
+}
+
+// openBraces counts the braces of s not yet closed, outside strings.
+func openBraces(s string) int {
+	depth, inStr, esc := 0, false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case esc:
+			esc = false
+		case inStr && c == '\\':
+			esc = true
+		case c == '"':
+			inStr = !inStr
+		case inStr:
+		case c == '{':
+			depth++
+		case c == '}':
+			depth--
+		}
+	}
+	return depth
+}
+
+// normalizeValue turns a Python literal (single-quoted strings, True, False, None) into JSON;
+// JSON passes through.
+func normalizeValue(v string) string {
+	t := strings.TrimSpace(v)
+	if json.Valid([]byte(t)) {
+		return t
+	}
+	var b strings.Builder
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		switch {
+		case c == '\'' || c == '"':
+			j := i + 1
+			var s strings.Builder
+			for j < len(t) && t[j] != c {
+				if t[j] == '\\' && j+1 < len(t) {
+					s.WriteByte(t[j+1])
+					j += 2
+					continue
+				}
+				s.WriteByte(t[j])
+				j++
+			}
+			q, _ := json.Marshal(s.String())
+			if j >= len(t) { // cut off: leave the string open
+				q = q[:len(q)-1]
+			}
+			b.Write(q)
+			i = j
+		case strings.HasPrefix(t[i:], "True"):
+			b.WriteString("true")
+			i += 3
+		case strings.HasPrefix(t[i:], "False"):
+			b.WriteString("false")
+			i += 4
+		case strings.HasPrefix(t[i:], "None"):
+			b.WriteString("null")
+			i += 3
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
