@@ -93,10 +93,8 @@ func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 		}
 	}
 	pl.syntax = toolcall.Syntax{
-		Format:             toolcall.ContentOnly,
 		Reasoning:          reasoning,
 		ReasoningInContent: g.stream && reasoning == toolcall.ReasoningDeepseekLegacy,
-		ThinkingForcedOpen: forcedOpen,
 	}
 	if pl.params, err = g.sampling.params(); err != nil {
 		return pl, err

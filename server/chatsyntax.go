@@ -53,11 +53,9 @@ func (l *loaded) planOutput(pl *chatPlan, tools []toolcall.Tool, choice toolChoi
 		p.Tools = append(p.Tools, autoparse.Tool{Name: t.Name, Parameters: t.Parameters})
 	}
 	out := l.analysis.Build(p)
-	pl.syntax.Format = toolcall.PEGNative
 	pl.syntax.Parser = out.Parser
 	pl.syntax.GenerationPrompt = gp
 	pl.syntax.ReasoningTags = [2]string{strings.TrimSpace(l.analysis.Reasoning.Start), strings.TrimSpace(l.analysis.Reasoning.End)}
-	pl.syntax.ParseToolCalls = len(p.Tools) > 0 && p.Choice != autoparse.ChoiceNone && l.analysis.Tools.Format.Mode != autoparse.FormatNone
 	if !out.Grammar || schema != nil {
 		return nil // a response format's grammar is the schema's own
 	}
