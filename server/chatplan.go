@@ -99,7 +99,7 @@ func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 	if pl.params, err = g.sampling.params(); err != nil {
 		return pl, err
 	}
-	if l.analysis != nil {
+	if l.format != nil {
 		gp := l.generationPrompt(ci.Input, text)
 		if err := l.planOutput(&pl, tools, choice, g.parallel, schema, field, gp); err != nil {
 			return pl, err

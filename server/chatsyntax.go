@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"strings"
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
 	"github.com/wgpu-llama/wgpu-llama/engine/grammar"
@@ -52,10 +51,10 @@ func (l *loaded) planOutput(pl *chatPlan, tools []toolcall.Tool, choice toolChoi
 	for _, t := range tools {
 		p.Tools = append(p.Tools, autoparse.Tool{Name: t.Name, Parameters: t.Parameters})
 	}
-	out := l.analysis.Build(p)
+	out := l.format.Build(p)
 	pl.syntax.Parser = out.Parser
 	pl.syntax.GenerationPrompt = gp
-	pl.syntax.ReasoningTags = [2]string{strings.TrimSpace(l.analysis.Reasoning.Start), strings.TrimSpace(l.analysis.Reasoning.End)}
+	pl.syntax.ReasoningTags[0], pl.syntax.ReasoningTags[1] = l.format.ReasoningTags()
 	if !out.Grammar || schema != nil {
 		return nil // a response format's grammar is the schema's own
 	}
@@ -64,7 +63,7 @@ func (l *loaded) planOutput(pl *chatPlan, tools []toolcall.Tool, choice toolChoi
 		// The grammar starts where the output does: without the generation prompt, which the
 		// engine does not feed it.
 		p.GenerationPrompt = ""
-		root = l.analysis.Build(p).Parser
+		root = l.format.Build(p).Parser
 	}
 	src, err := peg.Grammar(root, out.Lazy, func(s json.RawMessage) (string, error) { return grammar.FromJSONSchema(s) })
 	if err != nil {

@@ -165,9 +165,10 @@ type loaded struct {
 	name     string
 	template chat.Template
 	caps     chat.Caps // the template's capabilities, for /props
-	// analysis is what llama.cpp's autoparser found in a Jinja template (nil for built-in
-	// formats, or when the analysis failed): the syntax of reasoning, content and tool calls.
-	analysis *autoparse.Analysis
+	// format reads the output of a Jinja template: one of llama.cpp's dedicated formats, or what
+	// its autoparser found in the template (nil for built-in formats, or when the analysis
+	// failed): the syntax of reasoning, content and tool calls.
+	format autoparse.Builder
 	defaults *engine.Params // Config.Defaults
 	created  int64          // Unix time the model became ready, the "created" of /v1/models
 }
@@ -229,17 +230,21 @@ func (s *Server) SetBackend(b Backend) {
 		defaults: s.cfg.Defaults,
 		created:  time.Now().Unix(),
 	}
-	l.analysis = s.analyzeTemplate(l)
+	l.format = s.outputFormat(l)
 	s.ready.Store(l)
 	s.logger.Info("model ready", "model", name, "n_ctx", info.NCtx, "slots", info.NSlots, "chat_template", l.template.Name)
 }
 
-// analyzeTemplate runs llama.cpp's differential autoparser analysis on a Jinja template.
-// llama-server fails every chat request of a template it cannot analyse; here the failure is
-// logged once and such a template answers in plain content.
-func (s *Server) analyzeTemplate(l *loaded) *autoparse.Analysis {
+// outputFormat picks how a Jinja template's output is read, as common_chat_templates_apply_jinja
+// does: a dedicated format when the template's source matches one, else the differential
+// autoparser's analysis. llama-server fails every chat request of a template it cannot
+// analyse; here the failure is logged once and such a template answers in plain content.
+func (s *Server) outputFormat(l *loaded) autoparse.Builder {
 	if l.template.Builtin() || !l.template.IsJinja() {
 		return nil
+	}
+	if f := autoparse.Specialized(l.template.Source); f != nil {
+		return f
 	}
 	caps := autoparse.Caps{StringContent: l.caps.StringContent, TypedContent: l.caps.TypedContent,
 		ToolCalls: l.caps.ToolCalls, ParallelToolCalls: l.caps.ParallelToolCalls}

@@ -37,6 +37,21 @@ type Params struct {
 	GenerationPrompt string
 }
 
+// Builder builds a request's parser: an Analysis (the autoparser's outcome) or one of
+// llama.cpp's dedicated formats (Specialized).
+type Builder interface {
+	// Build makes the parser, and says which grammar, for one request.
+	Build(p Params) Output
+	// ReasoningTags are the markers that open and close reasoning ("" when the format has
+	// none): what deepseek-legacy writes back around reasoning kept in the content.
+	ReasoningTags() (start, end string)
+}
+
+// ReasoningTags are the analysed reasoning markers without surrounding whitespace.
+func (a *Analysis) ReasoningTags() (string, string) {
+	return strings.TrimSpace(a.Reasoning.Start), strings.TrimSpace(a.Reasoning.End)
+}
+
 // Output is how a request's output is read and constrained (llama.cpp's common_chat_params).
 type Output struct {
 	Parser *peg.P
