@@ -44,7 +44,18 @@ type parseCase struct {
 // analyses caches one analysis per template file.
 var analyses = map[string]*autoparse.Analysis{}
 
-func loadTemplate(t *testing.T, name string) (chat.Template, *autoparse.Analysis) {
+// loadTemplate reads a template of llama.cpp's test models and the parser builder llama.cpp
+// would use for it: a dedicated format if one matches, else the autoparser's analysis.
+func loadTemplate(t *testing.T, name string) (chat.Template, autoparse.Builder) {
+	t.Helper()
+	tmpl, a := analyzeTemplate(t, name)
+	if f := autoparse.Specialized(tmpl.Source); f != nil {
+		return tmpl, f
+	}
+	return tmpl, a
+}
+
+func analyzeTemplate(t *testing.T, name string) (chat.Template, *autoparse.Analysis) {
 	t.Helper()
 	path := shareddata.Path(t, "llama-server-tests", "upstream", "models", "templates", name+".jinja")
 	src, err := os.ReadFile(path)
@@ -72,8 +83,16 @@ func loadTemplate(t *testing.T, name string) (chat.Template, *autoparse.Analysis
 // TestLlamaCppParseCases reads each recorded model output with the parser built for its
 // template and request, and compares with llama.cpp's message as its tests do: content and
 // reasoning without surrounding whitespace, names and ids exactly, arguments as JSON.
-func TestLlamaCppParseCases(t *testing.T) {
-	raw, err := os.ReadFile("testdata/llama_cpp_parse_cases.json")
+func TestLlamaCppParseCases(t *testing.T) { runParseCases(t, "testdata/llama_cpp_parse_cases.json", false) }
+
+// TestLlamaCppSpecializedCases runs llama.cpp's parser tests of the templates it reads with a
+// dedicated format instead of the autoparser.
+func TestLlamaCppSpecializedCases(t *testing.T) {
+	runParseCases(t, "testdata/llama_cpp_specialized_cases.json", true)
+}
+
+func runParseCases(t *testing.T, file string, specialized bool) {
+	raw, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +103,9 @@ func TestLlamaCppParseCases(t *testing.T) {
 	for i, c := range cases {
 		t.Run(c.Template, func(t *testing.T) {
 			tmpl, a := loadTemplate(t, c.Template)
+			if _, analysed := a.(*autoparse.Analysis); analysed == specialized {
+				t.Fatalf("%s: specialized format %v, want %v", c.Template, !analysed, specialized)
+			}
 			in := chat.Input{Messages: c.Messages, AddGenerationPrompt: c.AddGenPrompt}
 			if isArray(c.Tools) {
 				in.Tools = c.Tools
