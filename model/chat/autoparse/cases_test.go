@@ -57,7 +57,12 @@ func loadTemplate(t *testing.T, name string) (chat.Template, autoparse.Builder) 
 
 func analyzeTemplate(t *testing.T, name string) (chat.Template, *autoparse.Analysis) {
 	t.Helper()
-	path := shareddata.Path(t, "llama-server-tests", "upstream", "models", "templates", name+".jinja")
+	var path string
+	if ref, ok := strings.CutPrefix(name, "reference/"); ok {
+		path = shareddata.Path(t, "reference", "chat-templates", ref+".jinja")
+	} else {
+		path = shareddata.Path(t, "llama-server-tests", "upstream", "models", "templates", name+".jinja")
+	}
 	src, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
