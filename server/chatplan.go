@@ -84,13 +84,8 @@ func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 	if err != nil {
 		return pl, err
 	}
-	forcedOpen := false
-	if strings.HasSuffix(text, "<think>\n") || strings.HasSuffix(text, "<think>") {
-		if ci.mayThink {
-			forcedOpen = true
-		} else {
-			text += "</think>"
-		}
+	if !ci.mayThink && (strings.HasSuffix(text, "<think>\n") || strings.HasSuffix(text, "<think>")) {
+		text += "</think>" // thinking is off: the block the template opened is closed
 	}
 	pl.syntax = toolcall.Syntax{
 		Reasoning:          reasoning,
@@ -99,8 +94,9 @@ func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 	if pl.params, err = g.sampling.params(); err != nil {
 		return pl, err
 	}
+	gp := ""
 	if l.format != nil {
-		gp := l.generationPrompt(ci.Input, text)
+		gp = l.generationPrompt(ci.Input, text)
 		if err := l.planOutput(&pl, tools, choice, g.parallel, schema, field, gp); err != nil {
 			return pl, err
 		}
@@ -116,7 +112,7 @@ func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 			return pl, invalidRequest("%s: %v", quoteField(field), err)
 		}
 	}
-	pl.params.ReasoningBudget = l.reasoningBudget(g.budget, cfg, forcedOpen)
+	pl.params.ReasoningBudget = l.reasoningBudget(g.budget, cfg, gp)
 	pl.params.ReasoningControl = g.budget.control
 	pl.prompt = tokenize(l.tok, text)
 	return pl, nil

@@ -95,15 +95,12 @@ type reasoningBudget struct {
 	control bool // reasoning_control: a control request may end the block
 }
 
-// The thinking block markers a budget watches; llama-server takes them from the template's
-// reasoning format, which for the templates this server reads reasoning from is <think>.
-const thinkStart, thinkEnd = "<think>", "</think>"
-
 // reasoningBudget is the engine's reasoning budget for a chat request, as llama-server sets
 // it: the request's reasoning_budget_tokens (else thinking_budget_tokens), where -1 or absent
-// takes --reasoning-budget; nil when that is unbounded or the template does not think in
-// <think> blocks. open says the prompt ends inside a block, so counting starts at once.
-func (l *loaded) reasoningBudget(b reasoningBudget, cfg Config, open bool) *engine.ReasoningBudget {
+// takes --reasoning-budget; nil when that is unbounded or the template's format has no
+// reasoning markers. The budget watches the markers the template's analysis found; gp is the
+// generation prompt, and when it leaves a reasoning block open, counting starts at once.
+func (l *loaded) reasoningBudget(b reasoningBudget, cfg Config, gp string) *engine.ReasoningBudget {
 	tokens := b.tokens.Or(b.alias.Or(-1))
 	if tokens == -1 && cfg.ReasoningBudget != nil {
 		tokens = *cfg.ReasoningBudget
@@ -111,16 +108,24 @@ func (l *loaded) reasoningBudget(b reasoningBudget, cfg Config, open bool) *engi
 	if tokens < 0 && b.control {
 		tokens = math.MaxInt32 // armed for reasoning_end only, as llama-server's INT_MAX budget
 	}
-	thinks := open || l.template.SupportsThinking() && strings.Contains(l.template.Source, thinkStart)
-	if tokens < 0 || !thinks {
+	if tokens < 0 || l.format == nil {
 		return nil
+	}
+	start, end := l.format.ReasoningTags()
+	if end == "" {
+		return nil
+	}
+	// Without an opening marker the output starts in reasoning (a delimiter-style format).
+	open := start == ""
+	if i := strings.LastIndex(gp, start); start != "" && i >= 0 {
+		open = !strings.Contains(gp[i:], end)
 	}
 	encode := func(s string) []int32 { return l.tok.Encode(s, false, true) }
 	return &engine.ReasoningBudget{
 		Tokens: tokens,
-		Start:  encode(thinkStart),
-		End:    encode(thinkEnd),
-		Forced: encode(b.message.Or(cfg.ReasoningBudgetMessage) + thinkEnd),
+		Start:  encode(start),
+		End:    encode(end),
+		Forced: encode(b.message.Or(cfg.ReasoningBudgetMessage) + end),
 		Open:   open,
 	}
 }
