@@ -3,6 +3,7 @@ package jinja
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -266,6 +267,8 @@ func stringMethod(s, name string) Func {
 	}
 	space := func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\v' || r == '\f' }
 	switch name {
+	case "format":
+		return func(args []any, kw *Dict) (any, error) { return formatString(s, args, kw) }
 	case "strip":
 		return strip(strings.Trim, func(s string) string { return strings.TrimFunc(s, space) })
 	case "lstrip":
@@ -414,4 +417,52 @@ func capitalize(s string) string {
 	}
 	r := []rune(s)
 	return strings.ToUpper(string(r[0])) + strings.ToLower(string(r[1:]))
+}
+
+// formatString is Python's str.format for the fields templates use: {} in turn, {N} by
+// position and {name} by keyword, with {{ and }} for braces.
+func formatString(s string, args []any, kw *Dict) (string, error) {
+	var b strings.Builder
+	next := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '{' && i+1 < len(s) && s[i+1] == '{', c == '}' && i+1 < len(s) && s[i+1] == '}':
+			b.WriteByte(c)
+			i++
+		case c == '{':
+			j := strings.IndexByte(s[i:], '}')
+			if j < 0 {
+				return "", errors.New("format: single '{' encountered in format string")
+			}
+			field := s[i+1 : i+j]
+			i += j
+			var v any
+			switch n, err := strconv.Atoi(field); {
+			case field == "":
+				if next >= len(args) {
+					return "", fmt.Errorf("format: replacement index %d out of range", next)
+				}
+				v = args[next]
+				next++
+			case err == nil:
+				if n < 0 || n >= len(args) {
+					return "", fmt.Errorf("format: replacement index %d out of range", n)
+				}
+				v = args[n]
+			default:
+				val, ok := kw.Get(field)
+				if !ok {
+					return "", fmt.Errorf("format: no value for field %q", field)
+				}
+				v = val
+			}
+			b.WriteString(toStr(v))
+		case c == '}':
+			return "", errors.New("format: single '}' encountered in format string")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), nil
 }

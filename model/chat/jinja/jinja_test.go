@@ -31,6 +31,9 @@ func TestRender(t *testing.T) {
 		{"{{ d.get('zz', 'dflt') }}{{ d.get('b') }}{{ (xs | first) + (xs | last) }}", "dflt14"},
 		// As llama.cpp's engine: none or undefined joined to a string by + or ~ counts as "".
 		{"{{ 'a' + missing + 'b' }}|{{ none + 'c' }}|{{ 'd' ~ none }}|{{ missing ~ 'e' }}", "ab|c|d|e"},
+		{"{{ '<t{}>{}'.format('1', 2) }}|{{ '{1}{0}{{x}}'.format('a', 'b') }}|{{ '{n}!'.format(n=3) }}", "<t1>2|ba{x}|3!"},
+		// Number keys of a dict literal stay numbers, as in Python.
+		{"{% set m = {512: 'b', 0: 'a'} %}{% for k, v in m | dictsort %}{{ k + 1 }}{{ v }}{% endfor %}{{ m[0] }}", "1a513ba"},
 	}
 	for _, tt := range tests {
 		tmpl, err := Parse(tt.src)
