@@ -168,7 +168,7 @@ type loaded struct {
 	// format reads the output of a Jinja template: one of llama.cpp's dedicated formats, or what
 	// its autoparser found in the template (nil for built-in formats, or when the analysis
 	// failed): the syntax of reasoning, content and tool calls.
-	format autoparse.Builder
+	format   autoparse.Builder
 	defaults *engine.Params // Config.Defaults
 	created  int64          // Unix time the model became ready, the "created" of /v1/models
 }

@@ -88,7 +88,9 @@ func analyzeTemplate(t *testing.T, name string) (chat.Template, *autoparse.Analy
 // TestLlamaCppParseCases reads each recorded model output with the parser built for its
 // template and request, and compares with llama.cpp's message as its tests do: content and
 // reasoning without surrounding whitespace, names and ids exactly, arguments as JSON.
-func TestLlamaCppParseCases(t *testing.T) { runParseCases(t, "testdata/llama_cpp_parse_cases.json", false) }
+func TestLlamaCppParseCases(t *testing.T) {
+	runParseCases(t, "testdata/llama_cpp_parse_cases.json", false)
+}
 
 // TestLlamaCppSpecializedCases runs llama.cpp's parser tests of the templates it reads with a
 // dedicated format instead of the autoparser.
