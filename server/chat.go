@@ -72,6 +72,8 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 		ping:        s.pingInterval(req.SsePingInterval),
 		nPrompt:     len(pl.prompt),
 		nCtx:        m.info.NCtx,
+		// timingsPerToken: every chunk carries the timings so far, as llama-server's.
+		timingsPerToken: pl.params.TimingsPerToken,
 	}
 	if so, ok := req.StreamOptions.Get(); ok {
 		run.includeUsage = so.IncludeUsage.Or(false)

@@ -21,7 +21,9 @@ type chatRun struct {
 	logprobs     bool
 	topLogprobs  int
 	includeUsage bool
-	n            int
+	// timingsPerToken puts the timings so far on every chunk of a stream (timings_per_token).
+	timingsPerToken bool
+	n               int
 	// ping is how long the stream may stay silent before a keep-alive (0: never).
 	ping time.Duration
 	// nPrompt and nCtx explain a prompt that does not fit.
@@ -134,6 +136,9 @@ func (r *chatRun) stream(ctx context.Context, set *taskSet, sse *sseWriter) erro
 			c.announced = true
 			pc := r.head.chunk(i, gen.ChatDelta{Role: gen.NewOptString("assistant"), Content: gen.OptNilString{Set: true, Null: true}})
 			pc.PromptProgress = gen.NewOptPromptProgress(promptProgress(res.Progress))
+			if r.timingsPerToken {
+				pc.Timings = gen.NewOptTimings(timings(res.Timings))
+			}
 			if sse.data(&pc) != nil {
 				return nil
 			}
@@ -154,6 +159,9 @@ func (r *chatRun) stream(ctx context.Context, set *taskSet, sse *sseWriter) erro
 			if j == len(deltas)-1 && len(c.probs) > 0 {
 				piece.Choices[0].Logprobs = r.chatLogprobs(c.probs)
 				c.probs = nil
+			}
+			if r.timingsPerToken {
+				piece.Timings = gen.NewOptTimings(timings(res.Timings))
 			}
 			if sse.data(&piece) != nil {
 				return nil

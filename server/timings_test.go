@@ -27,3 +27,40 @@ func TestTimingsRatesCountDecodeSteps(t *testing.T) {
 		t.Errorf("nothing timed: %+v", none)
 	}
 }
+
+// TestChatTimingsPerToken checks that with timings_per_token every streamed chat chunk that
+// carries text has the timings so far, as llama-server's; without it only the last has them.
+func TestChatTimingsPerToken(t *testing.T) {
+	h := newHarnessConfig(t, Config{Alias: "stories260K"})
+	h.fake.output = []string{"Hel", "lo", "."}
+	for _, perToken := range []bool{true, false} {
+		body := `{"messages":[{"role":"user","content":"Hi"}],"stream":true`
+		if perToken {
+			body += `,"timings_per_token":true`
+		}
+		rec := h.do(t, "POST", "/v1/chat/completions", body+"}")
+		events := jsonEvents(t, sseEvents(t, rec.Body.String()))
+		var text, timed int
+		for _, ev := range events {
+			choices, _ := ev["choices"].([]any)
+			if len(choices) == 0 {
+				continue
+			}
+			d := choices[0].(map[string]any)["delta"].(map[string]any)
+			_, hasTimings := ev["timings"].(map[string]any)
+			if _, ok := d["content"].(string); ok {
+				text++
+				if hasTimings {
+					timed++
+				}
+			}
+		}
+		last := events[len(events)-1]
+		if _, ok := last["timings"].(map[string]any); text != 3 || !ok {
+			t.Fatalf("timings_per_token %v: %d text chunks, last %v", perToken, text, last)
+		}
+		if want := map[bool]int{true: 3, false: 0}[perToken]; timed != want {
+			t.Errorf("timings_per_token %v: %d of %d text chunks have timings, want %d", perToken, timed, text, want)
+		}
+	}
+}
