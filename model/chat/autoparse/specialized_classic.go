@@ -349,7 +349,7 @@ func pythonString() *peg.P {
 // None, true, false or null (llama.cpp's python_or_json_value), nested up to depth levels.
 func pythonValue(depth int) *peg.P {
 	number := peg.Seq(peg.Opt(peg.Lit("-")), peg.Chars("0-9", 1, -1), peg.Opt(peg.Seq(peg.Lit("."), peg.Chars("0-9", 1, -1))),
-		peg.Opt(peg.Seq(peg.Chars("eE", 1, 1), peg.Opt(peg.Chars("+-", 1, 1)), peg.Chars("0-9", 1, -1))))
+		peg.Opt(peg.Seq(peg.Choice(peg.Lit("e"), peg.Lit("E")), peg.Opt(peg.Choice(peg.Lit("+"), peg.Lit("-"))), peg.Chars("0-9", 1, -1))))
 	words := peg.Choice(peg.Lit("True"), peg.Lit("False"), peg.Lit("None"), peg.Lit("true"), peg.Lit("false"), peg.Lit("null"))
 	alts := []*peg.P{pythonString(), number, words}
 	if depth > 0 {
