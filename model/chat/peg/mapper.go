@@ -191,46 +191,72 @@ func openBraces(s string) int {
 }
 
 // normalizeValue turns a Python literal (single-quoted strings, True, False, None) into JSON;
-// JSON passes through.
+// JSON passes through. As llama.cpp's normalize_quotes_to_json it keeps escapes as written
+// (a single-quoted string's \' becomes ', a " inside it gets escaped) and converts a word that
+// is only the start of True, False or None to the start of its JSON word, so a value cut off
+// while streaming only ever grows.
 func normalizeValue(v string) string {
 	t := strings.TrimSpace(v)
 	if json.Valid([]byte(t)) {
 		return t
 	}
 	var b strings.Builder
+	inSingle, inDouble := false, false
 	for i := 0; i < len(t); i++ {
 		c := t[i]
 		switch {
-		case c == '\'' || c == '"':
-			j := i + 1
-			var s strings.Builder
-			for j < len(t) && t[j] != c {
-				if t[j] == '\\' && j+1 < len(t) {
-					s.WriteByte(t[j+1])
-					j += 2
-					continue
+		case c == '\\' && i+1 < len(t):
+			switch next := t[i+1]; {
+			case inSingle && next == '\'':
+				b.WriteByte('\'')
+				i++
+			case inSingle || inDouble:
+				b.WriteByte(c)
+				b.WriteByte(next)
+				i++
+			default:
+				b.WriteByte(c)
+			}
+		case c == '"':
+			if inSingle {
+				b.WriteString(`\"`)
+			} else {
+				inDouble = !inDouble
+				b.WriteByte(c)
+			}
+		case c == '\'':
+			switch {
+			case inDouble:
+				b.WriteByte(c)
+			default:
+				inSingle = !inSingle
+				b.WriteByte('"')
+			}
+		case !inSingle && !inDouble && (c == 'T' || c == 'F' || c == 'N') && (i == 0 || !isWordChar(t[i-1])):
+			n := 0
+			for i+n < len(t) && isWordChar(t[i+n]) {
+				n++
+			}
+			word, converted := t[i:i+n], ""
+			for _, l := range [][2]string{{"True", "true"}, {"False", "false"}, {"None", "null"}} {
+				if n <= len(l[0]) && l[0][:n] == word {
+					converted = l[1][:n]
+					break
 				}
-				s.WriteByte(t[j])
-				j++
 			}
-			q, _ := json.Marshal(s.String())
-			if j >= len(t) { // cut off: leave the string open
-				q = q[:len(q)-1]
+			if converted == "" {
+				b.WriteByte(c)
+				continue
 			}
-			b.Write(q)
-			i = j
-		case strings.HasPrefix(t[i:], "True"):
-			b.WriteString("true")
-			i += 3
-		case strings.HasPrefix(t[i:], "False"):
-			b.WriteString("false")
-			i += 4
-		case strings.HasPrefix(t[i:], "None"):
-			b.WriteString("null")
-			i += 3
+			b.WriteString(converted)
+			i += n - 1
 		default:
 			b.WriteByte(c)
 		}
 	}
 	return b.String()
+}
+
+func isWordChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
 }
