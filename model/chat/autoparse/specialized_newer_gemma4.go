@@ -106,7 +106,8 @@ func gemmaString() *peg.P {
 	return peg.Rule("gemma4-string", peg.Seq(peg.Lit(gemmaQuote), peg.ToolArgString(peg.Until(gemmaQuote)), peg.ToolArgClose(peg.Lit(gemmaQuote))))
 }
 
-// gemmaValue is a value nesting at most depth containers deep.
+// gemmaValue is a value nesting at most depth containers deep. The scalar rules are shared
+// by all depths.
 func gemmaValue(depth int) *peg.P {
 	scalars := []*peg.P{
 		gemmaString(),
@@ -114,17 +115,18 @@ func gemmaValue(depth int) *peg.P {
 		peg.Rule("gemma4-bool", peg.ToolArgJSON(peg.Choice(peg.Lit("true"), peg.Lit("false")))),
 		peg.Rule("gemma4-null", peg.ToolArgJSON(peg.Lit("null"))),
 	}
-	if depth == 0 {
-		return peg.Rule("gemma4-value-0", peg.Choice(scalars...))
+	value := peg.Rule("gemma4-value-0", peg.Choice(scalars...))
+	for d := 1; d <= depth; d++ {
+		inner := value
+		kv := peg.Seq(peg.ToolArgString(gemmaKey()), peg.ToolArgClose(peg.Peek(peg.Lit(":"))), gemmaJSON(":"), peg.Space(), inner)
+		dict := peg.Seq(gemmaJSON("{"), peg.Space(), peg.Choice(gemmaJSON("}"),
+			peg.Seq(kv, peg.Star(peg.Seq(gemmaJSON(","), peg.Space(), kv)), peg.Space(), gemmaJSON("}"))))
+		array := peg.Seq(gemmaJSON("["), peg.Space(), peg.Choice(gemmaJSON("]"),
+			peg.Seq(inner, peg.Star(peg.Seq(gemmaJSON(","), peg.Space(), inner)), peg.Space(), gemmaJSON("]"))))
+		alts := []*peg.P{scalars[0], peg.Rule(fmt.Sprintf("gemma4-dict-%d", d), dict), peg.Rule(fmt.Sprintf("gemma4-array-%d", d), array)}
+		value = peg.Rule(fmt.Sprintf("gemma4-value-%d", d), peg.Choice(append(alts, scalars[1:]...)...))
 	}
-	inner := gemmaValue(depth - 1)
-	kv := peg.Seq(peg.ToolArgString(gemmaKey()), peg.ToolArgClose(peg.Peek(peg.Lit(":"))), gemmaJSON(":"), peg.Space(), inner)
-	dict := peg.Seq(gemmaJSON("{"), peg.Space(), peg.Choice(gemmaJSON("}"),
-		peg.Seq(kv, peg.Star(peg.Seq(gemmaJSON(","), peg.Space(), kv)), peg.Space(), gemmaJSON("}"))))
-	array := peg.Seq(gemmaJSON("["), peg.Space(), peg.Choice(gemmaJSON("]"),
-		peg.Seq(inner, peg.Star(peg.Seq(gemmaJSON(","), peg.Space(), inner)), peg.Space(), gemmaJSON("]"))))
-	alts := append([]*peg.P{scalars[0], peg.Rule(fmt.Sprintf("gemma4-dict-%d", depth), dict), peg.Rule(fmt.Sprintf("gemma4-array-%d", depth), array)}, scalars[1:]...)
-	return peg.Rule(fmt.Sprintf("gemma4-value-%d", depth), peg.Choice(alts...))
+	return value
 }
 
 // gemmaArgs is a call's argument dictionary: its keys are the argument names, and its closing
