@@ -10,7 +10,9 @@ import (
 )
 
 // parsePrefix parses text whole, as the server does each time the output grows.
-func parsePrefix(out Output, text string) ([]*peg.Node, bool, int) { return peg.Parse(out.Parser, text) }
+func parsePrefix(out Output, text string) ([]*peg.Node, bool, int) {
+	return peg.Parse(out.Parser, text)
+}
 
 func TestSpecializedNewerDetection(t *testing.T) {
 	cases := []struct {
