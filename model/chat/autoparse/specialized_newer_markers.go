@@ -84,6 +84,8 @@ func (kimiK3) ReasoningTags() (string, string) { return k3ThinkStart, k3ThinkEnd
 // Build makes the parser for one request.
 func (kimiK3) Build(p Params) Output {
 	r := newRequest(p)
+	// llama.cpp's K3 handler has no response-format parser or grammar.
+	r.hasResponse = false
 	start := peg.Opt(peg.Lit(k3MsgStart))
 	// The think section is always read (the generation prompt opens it); with extraction off
 	// its text is content.
