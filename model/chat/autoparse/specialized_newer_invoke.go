@@ -1,6 +1,7 @@
 package autoparse
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/wgpu-llama/wgpu-llama/model/chat/peg"
@@ -161,20 +162,30 @@ func (miniMaxM3) Build(p Params) Output {
 	return out
 }
 
-// miniMaxElement reads one argument element. Strings are read raw; other scalars as JSON.
-// llama.cpp also reads objects and arrays as nested elements (<item> for array items), which
+// miniMaxElement reads one argument element: strings raw, other values as JSON. llama.cpp
+// reads arrays and objects with properties as nested elements (<item> for array items), which
 // its own MiniMax mapper turns into JSON; the chat mapper here writes only text the output
 // holds, so such a value is kept as the raw text of the element.
 func miniMaxElement(pr property, rule string) *peg.P {
 	closer := mmNS + "</" + pr.name + ">"
 	closeTag := peg.ToolArgClose(peg.Lit(closer))
-	types := jsonTypes(pr.schema)
 	var value *peg.P
-	if types["string"] || types["object"] || types["array"] {
+	if mayBeString(pr.schema) || nestsElements(pr.schema) {
 		value = peg.Seq(peg.ToolArgString(peg.Until(closer)), closeTag)
 	} else {
 		value = peg.Seq(peg.ToolArgJSON(peg.Schema(peg.JSON(), rule+"-schema", pr.schema)), closeTag)
 	}
 	open := peg.ToolArgOpen(peg.Seq(peg.Lit(mmNS+"<"), peg.ToolArgName(peg.Lit(pr.name)), peg.Lit(">")))
 	return peg.Rule(rule, peg.ToolArg(peg.Seq(open, value)))
+}
+
+// nestsElements reports whether MiniMax writes a value as nested elements: an array, or an
+// object with properties (an object without them is written as JSON).
+func nestsElements(schema json.RawMessage) bool {
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	ts := jsonTypes(schema)
+	_ = json.Unmarshal(schema, &s)
+	return len(ts) == 1 && (ts["array"] || ts["object"] && len(s.Properties) > 0)
 }

@@ -203,3 +203,15 @@ func TestPermuteEachOnce(t *testing.T) {
 		t.Fatal("a required argument read twice")
 	}
 }
+
+func TestMiniMaxM3ObjectWithoutProperties(t *testing.T) {
+	cfg := Tool{Name: "set_config", Parameters: json.RawMessage(`{"type":"object","properties":{"config":{"type":"object"}},"required":["config"]}`)}
+	gp := "]~b]ai\n"
+	out := miniMaxM3{}.Build(Params{Tools: []Tool{cfg}, ExtractReasoning: true, GenerationPrompt: gp})
+	text := "]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name=\"set_config\">]<]minimax[>[<config>{\"a\": [1]}]<]minimax[>[</config>]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>"
+	m := parse(t, out, gp, text)
+	if len(m.Calls) != 1 || m.Calls[0].Arguments != `{"config":{"a": [1]}}` {
+		t.Fatalf("%+v", m)
+	}
+	checkStream(t, out, gp, text)
+}
