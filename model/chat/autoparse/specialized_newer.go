@@ -37,14 +37,14 @@ func specializedNewer(src string) Builder {
 	return nil
 }
 
-// request is what the dedicated formats derive from Params, as llama.cpp's handlers do.
-type request struct {
+// callRequest is what the dedicated formats derive from Params, as llama.cpp's handlers do.
+type callRequest struct {
 	Params
 	hasTools, hasResponse, callTools, required bool
 }
 
-func newRequest(p Params) request {
-	r := request{Params: p, hasTools: len(p.Tools) > 0, hasResponse: isObject(p.ResponseSchema)}
+func newRequest(p Params) callRequest {
+	r := callRequest{Params: p, hasTools: len(p.Tools) > 0, hasResponse: isObject(p.ResponseSchema)}
 	r.callTools = r.hasTools && p.Choice != ChoiceNone
 	r.required = r.callTools && p.Choice == ChoiceRequired
 	return r
@@ -76,7 +76,7 @@ func generationLiteral(gp, opener, reasoningStart string) *peg.P {
 // lazyGrammar fills in an Output's grammar: constrained when there is a response format or a
 // call is possible, lazy (from the triggers) when calls are optional. A response format's
 // parser has no trigger rule, so it never gets a lazy grammar.
-func lazyGrammar(out *Output, r request, triggers ...string) {
+func lazyGrammar(out *Output, r callRequest, triggers ...string) {
 	out.Grammar = r.hasResponse || r.callTools
 	out.Lazy = out.Grammar && !r.hasResponse && !r.required
 	if out.Lazy {

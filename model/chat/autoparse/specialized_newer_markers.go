@@ -199,7 +199,7 @@ func (museGlimmer) Build(p Params) Output {
 	return out
 }
 
-func museCalls(r request, start *peg.P) *peg.P {
+func museCalls(r callRequest, start *peg.P) *peg.P {
 	const closer = "</atem:parameter>"
 	str := peg.Seq(peg.ToolArgString(peg.Until(closer)), peg.ToolArgClose(peg.Lit(closer)))
 	var fns []*peg.P

@@ -56,7 +56,7 @@ func (q qwen3Coder) Build(p Params) Output {
 	return out
 }
 
-func (q qwen3Coder) calls(r request) *peg.P {
+func (q qwen3Coder) calls(r callRequest) *peg.P {
 	argClose := peg.ToolArgClose(peg.Lit(qwenArgClose))
 	argString := peg.Rule("xml-arg-string", peg.Seq(peg.ToolArgString(peg.Until(qwenArgClose)), argClose))
 	var fns []*peg.P
@@ -137,7 +137,7 @@ func (miniCPM5) Build(p Params) Output {
 	return out
 }
 
-func miniCPM5Calls(r request) *peg.P {
+func miniCPM5Calls(r callRequest) *peg.P {
 	closer := peg.ToolArgClose(peg.Lit("</param>"))
 	str := peg.Choice(
 		peg.Seq(peg.Lit("<![CDATA["), peg.ToolArgString(peg.Until("]]>")), peg.Lit("]]>"), closer),
