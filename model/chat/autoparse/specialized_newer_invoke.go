@@ -162,21 +162,47 @@ func (miniMaxM3) Build(p Params) Output {
 	return out
 }
 
-// miniMaxElement reads one argument element: strings raw, other values as JSON. llama.cpp
-// reads arrays and objects with properties as nested elements (<item> for array items), which
-// its own MiniMax mapper turns into JSON; the chat mapper here writes only text the output
-// holds, so such a value is kept as the raw text of the element.
+// miniMaxElement reads one argument element: strings raw, other scalars as JSON, and arrays
+// and objects with properties as nested elements (<item> for array items), which llama.cpp's
+// MiniMax mapper turns into JSON; here the parser writes the JSON punctuation itself.
 func miniMaxElement(pr property, rule string) *peg.P {
 	closer := mmNS + "</" + pr.name + ">"
-	closeTag := peg.ToolArgClose(peg.Lit(closer))
-	var value *peg.P
-	if mayBeString(pr.schema) || nestsElements(pr.schema) {
-		value = peg.Seq(peg.ToolArgString(peg.Until(closer)), closeTag)
-	} else {
-		value = peg.Seq(peg.ToolArgJSON(peg.Schema(peg.JSON(), rule+"-schema", pr.schema)), closeTag)
-	}
 	open := peg.ToolArgOpen(peg.Seq(peg.Lit(mmNS+"<"), peg.ToolArgName(peg.Lit(pr.name)), peg.Lit(">")))
-	return peg.Rule(rule, peg.ToolArg(peg.Seq(open, value)))
+	return peg.Rule(rule, peg.ToolArg(peg.Seq(open, miniMaxValue(pr.schema, rule, closer, 0), peg.Lit(closer))))
+}
+
+// miniMaxMaxDepth bounds the nesting read as elements (the combinators cannot recurse); a
+// value nested deeper is read as raw text.
+const miniMaxMaxDepth = 4
+
+// miniMaxValue reads an element's value up to (not including) closer.
+func miniMaxValue(schema json.RawMessage, rule, closer string, depth int) *peg.P {
+	closeValue := peg.ToolArgClose(peg.Peek(peg.Lit(closer)))
+	if !nestsElements(schema) || depth >= miniMaxMaxDepth {
+		if mayBeString(schema) || nestsElements(schema) {
+			return peg.Seq(peg.ToolArgString(peg.Until(closer)), closeValue)
+		}
+		return peg.Seq(peg.ToolArgJSON(peg.Schema(peg.JSON(), rule+"-schema", schema)), closeValue)
+	}
+	var s struct {
+		Items json.RawMessage `json:"items"`
+	}
+	_ = json.Unmarshal(schema, &s)
+	if jsonTypes(schema)["array"] {
+		end := mmNS + "</item>"
+		item := peg.Seq(peg.Atomic(peg.Seq(peg.Lit(mmNS+"<item>"), peg.EmitItem())),
+			miniMaxValue(s.Items, rule+"-item", end, depth+1), peg.Lit(end))
+		return peg.Seq(peg.Emit("["), peg.Star(peg.Seq(peg.Space(), item)), peg.Space(), peg.Peek(peg.Lit(closer)), peg.Emit("]"))
+	}
+	props, _ := properties(schema)
+	var children []*peg.P
+	for _, pr := range props {
+		end := mmNS + "</" + pr.name + ">"
+		children = append(children, peg.Seq(peg.Atomic(peg.Seq(peg.Lit(mmNS+"<"+pr.name+">"), peg.EmitKey(pr.name))),
+			miniMaxValue(pr.schema, rule+"-"+pr.name, end, depth+1), peg.Lit(end)))
+	}
+	// The container closes once its closer is whole: until then more members may come.
+	return peg.Seq(peg.Emit("{"), peg.Star(peg.Seq(peg.Space(), peg.Choice(children...))), peg.Space(), peg.Peek(peg.Lit(closer)), peg.Emit("}"))
 }
 
 // nestsElements reports whether MiniMax writes a value as nested elements: an array, or an

@@ -215,3 +215,27 @@ func TestMiniMaxM3ObjectWithoutProperties(t *testing.T) {
 	}
 	checkStream(t, out, gp, text)
 }
+
+// TestMiniMaxM3NestedElements checks values written as nested elements: an array of objects
+// (<item>s) and an object, whitespace between elements, streamed prefixes that only grow.
+func TestMiniMaxM3NestedElements(t *testing.T) {
+	order := Tool{Name: "order", Parameters: json.RawMessage(`{"type":"object","properties":{
+		"items":{"type":"array","items":{"type":"object","properties":{"sku":{"type":"string"},"qty":{"type":"integer"}}}},
+		"ship":{"type":"object","properties":{"city":{"type":"string"},"tags":{"type":"array","items":{"type":"string"}}}}},
+		"required":["items","ship"]}`)}
+	gp := "]~b]ai\n"
+	out := miniMaxM3{}.Build(Params{Tools: []Tool{order}, ExtractReasoning: true, GenerationPrompt: gp})
+	const ns = "]<]minimax[>["
+	text := ns + "<tool_call>\n" + ns + `<invoke name="order">` + ns + "<items>\n" +
+		ns + "<item>" + ns + "<sku>b-1</sku>" + ns + "</sku>" + ns + "<qty>2" + ns + "</qty>" + ns + "</item>\n" +
+		ns + "<item>" + ns + "<qty>3" + ns + "</qty>" + ns + "</item>" + ns + "</items>" +
+		ns + "<ship>" + ns + "<city>Oslo" + ns + "</city>" + ns + "<tags>" + ns + "<item>a" + ns + "</item>" + ns + "<item>b" + ns + "</item>" + ns + "</tags>" + ns + "</ship>" +
+		ns + "</invoke>\n" + ns + "</tool_call>"
+	m := parse(t, out, gp, text)
+	want := `{"items":[{"sku":"b-1</sku>","qty":2},{"qty":3}],"ship":{"city":"Oslo","tags":["a","b"]}}`
+	if len(m.Calls) != 1 || m.Calls[0].Arguments != want {
+		t.Fatalf("%+v, want arguments %s", m, want)
+	}
+	checkStream(t, out, gp, text)
+	compile(t, out)
+}

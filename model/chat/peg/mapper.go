@@ -72,6 +72,13 @@ func (m *mapper) visit(n *Node) {
 		return
 	}
 	text := m.in[n.Start:n.End]
+	switch {
+	case strings.HasPrefix(n.Tag, TagEmit):
+		*m.target() += strings.TrimPrefix(n.Tag, TagEmit)
+	case strings.HasPrefix(n.Tag, TagEmitKey):
+		m.comma()
+		*m.target() += jsonString(strings.TrimPrefix(n.Tag, TagEmitKey)) + ":"
+	}
 	switch n.Tag {
 	case TagReasoning:
 		m.msg.Reasoning += text
@@ -131,7 +138,7 @@ func (m *mapper) visit(n *Node) {
 		if m.argCount > 0 {
 			*t += ","
 		}
-		key, _ := json.Marshal(name)
+		key := jsonString(name)
 		*t += string(key) + ":"
 		m.argCount++
 	case TagArgString:
@@ -141,9 +148,11 @@ func (m *mapper) visit(n *Node) {
 			m.quoteOpen = true
 		}
 		if text != "" {
-			esc, _ := json.Marshal(text)
-			*t += string(esc[1 : len(esc)-1])
+			esc := jsonString(text)
+			*t += esc[1 : len(esc)-1]
 		}
+	case TagEmitItem:
+		m.comma()
 	case TagArgJSON:
 		if text != "" {
 			*m.target() += normalizeValue(text)
@@ -166,6 +175,25 @@ func (m *mapper) visit(n *Node) {
 	for _, k := range n.Kids {
 		m.visit(k)
 	}
+}
+
+// comma writes the comma due before a value of an object or array being built, unless it
+// opens the container.
+func (m *mapper) comma() {
+	t := m.target()
+	if s := strings.TrimRight(*t, " "); s != "" && !strings.HasSuffix(s, "{") && !strings.HasSuffix(s, "[") {
+		*t += ","
+	}
+}
+
+// jsonString writes s as a JSON string as llama.cpp's JSON library does: <, > and & as they
+// are (encoding/json would escape them for HTML).
+func jsonString(s string) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // openBraces counts the braces of s not yet closed, outside strings.

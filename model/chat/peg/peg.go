@@ -198,7 +198,21 @@ const (
 	TagArgString   = "tool-arg-string-value"
 	TagArgJSON     = "tool-arg-value"
 	TagArgRequired = "tool-required-arg:"
+	// Tags that write JSON punctuation the output does not hold, for formats that write
+	// nested values as nested elements (MiniMax-M3).
+	TagEmit     = "tool-arg-emit:" // + the text to write
+	TagEmitKey  = "tool-arg-key:"  // + a key to write, after a comma when one is due
+	TagEmitItem = "tool-arg-item"  // an array item starts: a comma when one is due
 )
+
+// Emit writes text into the arguments where it matches (the empty string).
+func Emit(text string) *P { return Tag(TagEmit+text, Eps()) }
+
+// EmitKey writes an object key (and the comma before it, unless it is the first).
+func EmitKey(name string) *P { return Tag(TagEmitKey+name, Eps()) }
+
+// EmitItem starts an array item (writing the comma before it, unless it is the first).
+func EmitItem() *P { return Tag(TagEmitItem, Eps()) }
 
 // Reasoning tags p as reasoning text.
 func Reasoning(p *P) *P { return Tag(TagReasoning, p) }
