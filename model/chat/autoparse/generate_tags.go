@@ -163,17 +163,7 @@ func (a *Analysis) taggedArgs(t Tool) (*peg.P, *peg.P) {
 			opt = append(opt, named)
 		}
 	}
-	var parts []*peg.P
-	for i, r := range req {
-		if i > 0 {
-			parts = append(parts, peg.Space())
-		}
-		parts = append(parts, r)
-	}
-	if len(opt) > 0 {
-		parts = append(parts, peg.Star(peg.Seq(peg.Space(), peg.Choice(opt...))))
-	}
-	seq := peg.Seq(parts...)
+	seq := requiredThenOptional(req, opt)
 	if args.Start != "" {
 		seq = peg.Seq(peg.Lit(args.Start), seq)
 	}

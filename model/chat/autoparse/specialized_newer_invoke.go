@@ -75,8 +75,7 @@ func (d deepSeekDSML) Build(p Params) Output {
 	var out Output
 	switch {
 	case r.hasResponse:
-		rf := peg.Rule("response-format", spaced(peg.Lit("```json"), peg.Content(peg.Schema(peg.JSON(), "response-format-schema", p.ResponseSchema)), peg.Lit("```")))
-		out.Parser = peg.Seq(gen, reasoning, rf, peg.End())
+		out.Parser = peg.Seq(gen, reasoning, fencedResponse(p), peg.End())
 	case !r.callTools:
 		out.Parser = peg.Seq(gen, reasoning, peg.Content(peg.Rest()), peg.End())
 	default:
@@ -103,6 +102,11 @@ func invokeBlock(start, end string, fns []*peg.P, parallel bool) *peg.P {
 		inner = peg.Seq(choice, peg.Star(peg.Seq(peg.Space(), choice)))
 	}
 	return peg.TriggerRule("tool-call", peg.Seq(peg.Lit(start), peg.Space(), inner, peg.Space(), peg.Lit(end)))
+}
+
+// fencedResponse reads a response format's JSON in a ```json fence.
+func fencedResponse(p Params) *peg.P {
+	return peg.Rule("response-format", spaced(peg.Lit("```json"), peg.Content(peg.Schema(peg.JSON(), "response-format-schema", p.ResponseSchema)), peg.Lit("```")))
 }
 
 // miniMaxM3 is llama.cpp's MiniMax-M3 format (common/parsers/minimax-m3.cpp): every call tag
@@ -137,8 +141,7 @@ func (miniMaxM3) Build(p Params) Output {
 	var out Output
 	switch {
 	case r.hasResponse:
-		rf := peg.Rule("response-format", spaced(peg.Lit("```json"), peg.Content(peg.Schema(peg.JSON(), "response-format-schema", p.ResponseSchema)), peg.Lit("```")))
-		out.Parser = peg.Seq(gen, reasoning, rf, peg.End())
+		out.Parser = peg.Seq(gen, reasoning, fencedResponse(p), peg.End())
 	case !r.callTools:
 		out.Parser = peg.Seq(gen, reasoning, peg.Content(peg.Rest()), peg.End())
 	default:
