@@ -32,9 +32,11 @@ func BenchmarkSubmitRead(b *testing.B) {
 }
 
 // BenchmarkMatVec reports the decode kernel's weight bandwidth per type on a 2048 x 2048
-// matrix (one token), to compare with BenchmarkCopy on the same adapter.
+// matrix (one token), to compare with BenchmarkCopy on the same adapter, for each variant the
+// adapter can run: barrier-free, cooperative (workgroup reduction) and subgroup reduction.
 func BenchmarkMatVec(b *testing.B) {
 	d := gputest.Device(b)
+	defer func(v, s bool) { d.BarrierFree, d.SubgroupMath = v, s }(d.BarrierFree, d.SubgroupMath)
 	rng := rand.New(rand.NewPCG(1, 1))
 	const rows, cols = 2048, 2048
 	w := make([]float32, rows*cols)
@@ -43,6 +45,16 @@ func BenchmarkMatVec(b *testing.B) {
 	}
 	x, _ := d.NewBuffer("x", cols*4)
 	y, _ := d.NewBuffer("y", rows*4)
+	variants := []struct {
+		name          string
+		bf, subgroups bool
+	}{{"barrier-free", true, false}, {"cooperative", false, false}}
+	if d.Features.Subgroups {
+		variants = append(variants, struct {
+			name          string
+			bf, subgroups bool
+		}{"subgroups", false, true})
+	}
 	for _, typ := range []gpu.WeightType{gpu.F32, gpu.F16, gpu.Q8_0, gpu.Q4_0, gpu.Q4_K, gpu.Q6_K} {
 		gt, _ := gguf.ParseGGMLType(typ.String())
 		data, err := gguf.Quantize(gt, w)
@@ -53,16 +65,19 @@ func BenchmarkMatVec(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run(typ.String(), func(b *testing.B) {
-			b.SetBytes(int64(W.Bytes()))
-			for i := 0; i < b.N; i++ {
-				r, _ := d.Begin()
-				r.MatMul(W, x, 0, 1, y, false)
-				if _, err := r.SubmitAndRead(y, 0, 4); err != nil {
-					b.Fatal(err)
+		for _, v := range variants {
+			b.Run(typ.String()+"/"+v.name, func(b *testing.B) {
+				d.BarrierFree, d.SubgroupMath = v.bf, v.subgroups
+				b.SetBytes(int64(W.Bytes()))
+				for i := 0; i < b.N; i++ {
+					r, _ := d.Begin()
+					r.MatMul(W, x, 0, 1, y, false)
+					if _, err := r.SubmitAndRead(y, 0, 4); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
+			})
+		}
 		W.Release()
 	}
 }

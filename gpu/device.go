@@ -62,6 +62,10 @@ type Device struct {
 	// F16Math lets GPU kernels multiply in half precision (set when the adapter has
 	// shader-f16 and is not a CPU adapter, where f16 is emulated and slower).
 	F16Math bool
+	// SubgroupMath lets GPU kernels reduce across a subgroup (subgroupAdd) instead of through
+	// workgroup memory and barriers (set when the adapter has subgroups and is not a CPU
+	// adapter, whose barrier-free kernels need no reductions).
+	SubgroupMath bool
 	// MaxBinding is the largest buffer one weight chunk may use; it starts at the adapter's
 	// maxStorageBufferBindingSize, and tests lower it to exercise split weights.
 	MaxBinding uint64
@@ -139,7 +143,8 @@ func Open(index int) (*Device, error) {
 		},
 		Features:    f,
 		BarrierFree: infos[chosen].Type == "cpu",
-		F16Math:     f.ShaderF16 && infos[chosen].Type != "cpu",
+		F16Math:      f.ShaderF16 && infos[chosen].Type != "cpu",
+		SubgroupMath: f.Subgroups && infos[chosen].Type != "cpu",
 		MaxBinding:  limits.MaxStorageBufferBindingSize,
 		inst:        inst,
 		adapter:     adapter,

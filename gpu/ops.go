@@ -168,6 +168,9 @@ func (r *Recorder) MatMulAt(w Weight, x, xSums *Buffer, xRow0, nTokens int, y *B
 		if r.d.F16Math {
 			extra = append(extra, "F16_MATH")
 		}
+		if r.d.SubgroupMath {
+			extra = append(extra, "SUBGROUPS")
+		}
 		p := r.matvecKernel(w.Type, xSums != nil, extra)
 		for _, c := range w.Chunks {
 			if p != nil {

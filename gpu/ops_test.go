@@ -161,10 +161,17 @@ func TestRMSNorm(t *testing.T) {
 // and without the fused residual add.
 func TestMatMul(t *testing.T) {
 	d := gputest.Device(t)
-	defer func(v, f bool) { d.BarrierFree, d.F16Math = v, f }(d.BarrierFree, d.F16Math)
+	defer func(v, f, s bool) { d.BarrierFree, d.F16Math, d.SubgroupMath = v, f, s }(d.BarrierFree, d.F16Math, d.SubgroupMath)
 	for _, bf := range []bool{false, true} {
-		d.BarrierFree, d.F16Math = bf, false
+		d.BarrierFree, d.F16Math, d.SubgroupMath = bf, false, false
 		t.Run(fmt.Sprintf("barrier-free=%v", bf), func(t *testing.T) { testMatMul(t, d, 1) })
+	}
+	if d.Features.Subgroups {
+		d.BarrierFree, d.SubgroupMath = false, true
+		t.Run("subgroups", func(t *testing.T) { testMatMul(t, d, 1) })
+		d.SubgroupMath = false
+	} else {
+		t.Log("adapter lacks subgroups: subgroup kernels not tested here")
 	}
 	if !d.Features.ShaderF16 {
 		t.Log("adapter lacks shader-f16: half-precision kernels not tested here")

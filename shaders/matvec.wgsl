@@ -12,6 +12,10 @@
 // in ggml_vec_dot_q4_1_q8_1, instead of every activation.
 // F16_MATH (adapters with shader-f16, cooperative variant): each 4-element product is taken
 // in half precision (packed f16 arithmetic), accumulated in f32.
+// SUBGROUPS (adapters with subgroups, cooperative variant): the row sums are reduced with
+// subgroupAdd and one barrier instead of a tree of barriers through workgroup memory. (wgpu's
+// shader compiler takes subgroup operations without WGSL's `enable subgroups;`, which it does
+// not parse yet, once the device has the feature.)
 
 #ifdef F16_MATH
 enable f16;
@@ -188,9 +192,18 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 const ROWS: u32 = 4u;
 var<workgroup> partial: array<f32, 2048>; // ROWS * MAXT * WG
 
+#ifdef SUBGROUPS
+// One-dimensional, as wgpu allows subgroup builtins only there; lid is the (64, 4) position.
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) li: u32, @builtin(subgroup_size) sg_size: u32,
+        @builtin(subgroup_invocation_id) sg_lane: u32) {
+    let lid = vec2<u32>(li % WG, li / WG);
+#else
 @compute @workgroup_size(64, 4)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_id) lid: vec3<u32>) {
+#endif
     let row = (wg.x + wg.y * nwg.x) * ROWS + lid.y;
     let live = row < p.n; // every invocation reaches the barriers, live or not
     let k4 = p.k / 4u;
@@ -220,6 +233,28 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 #endif
         }
     }
+#ifdef SUBGROUPS
+    // Each subgroup sums its lanes for each of the workgroup's rows (masked, as a subgroup may
+    // be wider than a row), its first lane keeps the sums, and one invocation per row and token
+    // adds its row's subgroup sums. Subgroups have 4 to 128 lanes, so at most 64 of them.
+    let sg = li / sg_size;
+    for (var t = 0u; t < p.n_tok; t++) {
+        for (var r = 0u; r < ROWS; r++) {
+            let s = subgroupAdd(select(0.0, acc[t], lid.y == r));
+            if (sg_lane == 0u) {
+                partial[(r * MAXT + t) * WG + sg] = s;
+            }
+        }
+    }
+    workgroupBarrier();
+    if (live && lid.x < p.n_tok) {
+        var sum = 0.0;
+        for (var i = 0u; i < (WG * ROWS + sg_size - 1u) / sg_size; i++) {
+            sum += partial[(lid.y * MAXT + lid.x) * WG + i];
+        }
+        store(lid.x, row, sum);
+    }
+#else
     let slot = lid.y * MAXT * WG;
     for (var t = 0u; t < p.n_tok; t++) {
         partial[slot + t * WG + lid.x] = acc[t];
@@ -236,5 +271,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     if (live && lid.x < p.n_tok) {
         store(lid.x, row, partial[slot + lid.x * WG]);
     }
+#endif
 }
 #endif
