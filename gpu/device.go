@@ -69,6 +69,8 @@ type Device struct {
 	// MaxBinding is the largest buffer one weight chunk may use; it starts at the adapter's
 	// maxStorageBufferBindingSize, and tests lower it to exercise split weights.
 	MaxBinding uint64
+	// Profile, when set, times every dispatch on its own (one submit each) by kernel family.
+	Profile *Profile
 
 	inst    *wgpu.Instance
 	adapter *wgpu.Adapter

@@ -3,6 +3,7 @@ package gpu_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/wgpu-llama/wgpu-llama/gguf"
@@ -628,5 +629,38 @@ func TestLayerNormAndBiasAct(t *testing.T) {
 			}
 			check(t, fmt.Sprintf("bias gelu=%v", gelu), got, want, tolF32)
 		}
+	}
+}
+
+// TestProfile checks that a profiled pass gives the same result as an unprofiled one and
+// charges every dispatch to its kernel family.
+func TestProfile(t *testing.T) {
+	d := gputest.Device(t)
+	rng := rand.New(rand.NewPCG(9, 9))
+	w, _ := weight(t, d, rng, gpu.Q4_K, 40, 512)
+	x, norm := upload(t, d, randVec(rng, 2*512)), upload(t, d, randVec(rng, 40))
+	mid := upload(t, d, make([]float32, 80))
+	pass := func(out *gpu.Buffer) func(r *gpu.Recorder) {
+		return func(r *gpu.Recorder) {
+			r.MatMul(w, x, 0, 2, mid, false)
+			r.RMSNorm(mid, norm, out, 40, 2, 1e-5)
+			r.MatMul(w, x, 0, 2, out, true)
+		}
+	}
+	plain := upload(t, d, make([]float32, 80))
+	want := run(t, d, plain, 80, pass(plain))
+	d.Profile = gpu.NewProfile()
+	profiled := upload(t, d, make([]float32, 80))
+	got := run(t, d, profiled, 80, pass(profiled))
+	prof := d.Profile
+	d.Profile = nil
+	check(t, "profiled pass", got, want, 0)
+	mv, rms := prof.Kernels["matvec"], prof.Kernels["rms_norm"]
+	if len(prof.Kernels) != 2 || mv == nil || rms == nil || mv.Calls != 2 || rms.Calls != 1 || mv.Time <= 0 || mv.Bytes < 2*uint64(w.Bytes()) {
+		t.Fatalf("profile %+v", prof.Kernels)
+	}
+	var b strings.Builder
+	if err := prof.Write(&b); err != nil || !strings.Contains(b.String(), " matvec ") || !strings.Contains(b.String(), " total ") {
+		t.Fatalf("table %q %v", b.String(), err)
 	}
 }

@@ -117,6 +117,9 @@ func (r *Recorder) Dispatch(p *Pipeline, params []uint32, groups [3]uint32, bufs
 	r.pass.SetBindGroup(0, bg, []uint32{offset})
 	r.pass.DispatchWorkgroups(groups[0], groups[1], groups[2])
 	r.n++
+	if r.d.Profile != nil {
+		r.profileDispatch(p, bufs)
+	}
 }
 
 // Submit ends the pass and submits the command buffer without reading anything back.
@@ -133,6 +136,10 @@ func (r *Recorder) SubmitAndRead(b *Buffer, offset, size uint64) ([]byte, error)
 
 func (r *Recorder) finish(b *Buffer, offset, size uint64) ([]byte, error) {
 	d := r.d
+	if r.pass == nil { // a profiled pass that could not go on
+		d.paramsScratch = r.params[:0]
+		return nil, r.err
+	}
 	endErr := r.pass.TryEnd()
 	r.pass.Release()
 	defer r.enc.Release()

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"text/tabwriter"
 	"time"
+
+	"github.com/wgpu-llama/wgpu-llama/gpu"
 )
 
 // benchResult is one test's figures, also the --json shape.
@@ -17,6 +19,11 @@ type benchResult struct {
 	TokensPerSecond float64 `json:"tokens_per_second"`
 	Stddev          float64 `json:"stddev"`
 	GBPerSecond     float64 `json:"gb_per_second"`
+	// RooflineShare is the weight bandwidth as a share of the device's copy bandwidth
+	// (generation tests); GFLOPPerSecond the weights' multiply-adds per second (prompt tests).
+	RooflineShare   float64 `json:"roofline_share,omitempty"`
+	GFLOPPerSecond  float64 `json:"gflop_per_second,omitempty"`
+	CopyGBPerSecond float64 `json:"copy_gb_per_second"`
 	Adapter         string  `json:"adapter"`
 	Model           string  `json:"model"`
 	SizeBytes       uint64  `json:"size_bytes"`
@@ -26,7 +33,10 @@ type benchResult struct {
 
 // runBench implements `wgpu-llama bench`, like llama-bench: prompt processing (ppN: N prompt
 // tokens in one batch) and generation (tgN: N tokens one at a time from an empty context),
-// each repeated, reported as mean ± stddev tokens/s and the weight bytes read per second.
+// each repeated, reported as mean ± stddev tokens/s, the weight bytes read per second and how
+// far that is from the roofline: generation's bandwidth as a share of the device's measured copy
+// bandwidth, prompt processing's GFLOP/s. --profile adds a table of GPU time by kernel family
+// for one pass of each test.
 func runBench(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench", "wgpu-llama bench -m FILE [-p 512] [-n 128] [-r 5] [--json]", stderr)
 	var (
@@ -34,12 +44,14 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		nPrompt    int
 		nGen, reps int
 		jsonOut    bool
+		profile    bool
 	)
 	mf.register(fs)
 	intVar(fs, &nPrompt, 512, "prompt tokens for the pp test (0: skip)", "p", "n-prompt")
 	intVar(fs, &nGen, 128, "generated tokens for the tg test (0: skip)", "n", "n-gen")
 	intVar(fs, &reps, 5, "repetitions of each test", "r", "repetitions")
 	fs.BoolVar(&jsonOut, "json", false, "print a JSON array, one object per test")
+	fs.BoolVar(&profile, "profile", false, "also time one pass of each test by kernel family (each kernel submitted on its own)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -57,7 +69,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	defer kv.Release()
 
-	base := benchResult{Adapter: dev.Info.Name, Model: filepath.Base(mf.path), SizeBytes: m.WeightBytes(), Params: m.Params(), Reps: reps}
+	copyGBs, err := dev.CopyBandwidth(64<<20, 3)
+	if err != nil {
+		return err
+	}
+	base := benchResult{Adapter: dev.Info.Name, Model: filepath.Base(mf.path), SizeBytes: m.WeightBytes(), Params: m.Params(), Reps: reps, CopyGBPerSecond: copyGBs}
 	if mf.path == "" {
 		base.Model = "stories260K.gguf"
 	}
@@ -73,8 +89,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		r.Test, r.Adapter, r.Model, r.SizeBytes, r.Params, r.Reps = fmt.Sprintf("pp%d", nPrompt), base.Adapter, base.Model, base.SizeBytes, base.Params, reps
+		r = base.with(r, fmt.Sprintf("pp%d", nPrompt))
 		r.GBPerSecond = float64(base.SizeBytes) / 1e9 * r.TokensPerSecond / float64(nPrompt)
+		r.GFLOPPerSecond = 2 * float64(base.Params) * r.TokensPerSecond / 1e9
 		results = append(results, r)
 	}
 	if nGen > 0 {
@@ -89,9 +106,19 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		r.Test, r.Adapter, r.Model, r.SizeBytes, r.Params, r.Reps = fmt.Sprintf("tg%d", nGen), base.Adapter, base.Model, base.SizeBytes, base.Params, reps
+		r = base.with(r, fmt.Sprintf("tg%d", nGen))
 		r.GBPerSecond = float64(base.SizeBytes) / 1e9 * r.TokensPerSecond // every weight once per token
+		r.RooflineShare = r.GBPerSecond / copyGBs
 		results = append(results, r)
+	}
+	var profiles []testProfile
+	if profile {
+		if profiles, err = profilePasses(dev, nPrompt, nGen > 0, func(tokens []int32, pos int) error {
+			_, err := m.Forward(kv, tokens, pos)
+			return err
+		}, token); err != nil {
+			return err
+		}
 	}
 	if jsonOut {
 		enc := json.NewEncoder(stdout)
@@ -99,12 +126,68 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return enc.Encode(results)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 1, ' ', tabwriter.Debug)
-	fmt.Fprintln(tw, " model\t size\t params\t adapter\t test\t t/s\t GB/s")
+	fmt.Fprintln(tw, " model\t size\t params\t adapter\t test\t t/s\t GB/s\t roofline")
 	for _, r := range results {
-		fmt.Fprintf(tw, " %s\t %.2f MiB\t %.2f M\t %s\t %s\t %.2f ± %.2f\t %.2f\n", r.Model, float64(r.SizeBytes)/(1<<20),
-			float64(r.Params)/1e6, r.Adapter, r.Test, r.TokensPerSecond, r.Stddev, r.GBPerSecond)
+		roof := fmt.Sprintf("%.1f%% of copy", 100*r.RooflineShare)
+		if r.GFLOPPerSecond > 0 {
+			roof = fmt.Sprintf("%.1f GFLOP/s", r.GFLOPPerSecond)
+		}
+		fmt.Fprintf(tw, " %s\t %.2f MiB\t %.2f M\t %s\t %s\t %.2f ± %.2f\t %.2f\t %s\n", r.Model, float64(r.SizeBytes)/(1<<20),
+			float64(r.Params)/1e6, r.Adapter, r.Test, r.TokensPerSecond, r.Stddev, r.GBPerSecond, roof)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "device copy bandwidth: %.2f GB/s\n", copyGBs)
+	for _, p := range profiles {
+		fmt.Fprintf(stdout, "\n%s, one pass by kernel family (CPU-timed, one submit per kernel):\n", p.test)
+		if err := p.profile.Write(stdout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// with fills a measured result's test name and the run's common fields.
+func (b benchResult) with(r benchResult, test string) benchResult {
+	r.Test, r.Adapter, r.Model, r.SizeBytes, r.Params, r.Reps, r.CopyGBPerSecond = test, b.Adapter, b.Model, b.SizeBytes, b.Params, b.Reps, b.CopyGBPerSecond
+	return r
+}
+
+// testProfile is one test's kernel profile.
+type testProfile struct {
+	test    string
+	profile *gpu.Profile
+}
+
+// profilePasses times one prompt pass (nPrompt tokens) and one generation step by kernel
+// family.
+func profilePasses(dev *gpu.Device, nPrompt int, gen bool, forward func([]int32, int) error, token func() int32) ([]testProfile, error) {
+	var out []testProfile
+	run := func(test string, tokens []int32, pos int) error {
+		dev.Profile = gpu.NewProfile()
+		defer func() { dev.Profile = nil }()
+		if err := forward(tokens, pos); err != nil {
+			return err
+		}
+		out = append(out, testProfile{test, dev.Profile})
+		return nil
+	}
+	if nPrompt > 0 {
+		prompt := make([]int32, nPrompt)
+		for i := range prompt {
+			prompt[i] = token()
+		}
+		if err := run(fmt.Sprintf("pp%d", nPrompt), prompt, 0); err != nil {
+			return nil, err
+		}
+	}
+	if gen {
+		if err := run("tg (one token)", []int32{token()}, 0); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // measure runs fn once to warm up (pipeline compilation) and then reps times, returning mean

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -76,9 +77,23 @@ func TestBench(t *testing.T) {
 		if s, _ := r["adapter"].(string); s == "" {
 			t.Errorf("%v: no adapter", r["test"])
 		}
+		if v, _ := r["copy_gb_per_second"].(float64); v <= 0 {
+			t.Errorf("%v: copy bandwidth %v", r["test"], r["copy_gb_per_second"])
+		}
 	}
-	if table := runOK(t, "bench", "-m", path, "-p", "8", "-n", "0", "-r", "1"); !strings.Contains(table, "pp8") {
-		t.Errorf("bench table:\n%s", table)
+	// The roofline: prompt processing in GFLOP/s (2 per parameter and token), generation as a
+	// share of the copy bandwidth.
+	if g, _ := res[0]["gflop_per_second"].(float64); math.Abs(g-2*res[0]["params"].(float64)*res[0]["tokens_per_second"].(float64)/1e9) > 1e-6*g || g == 0 {
+		t.Errorf("pp16 GFLOP/s %v", res[0]["gflop_per_second"])
+	}
+	if s, _ := res[1]["roofline_share"].(float64); math.Abs(s-res[1]["gb_per_second"].(float64)/res[1]["copy_gb_per_second"].(float64)) > 1e-9 || s == 0 {
+		t.Errorf("tg8 roofline share %v", res[1]["roofline_share"])
+	}
+	table := runOK(t, "bench", "-m", path, "-p", "8", "-n", "4", "-r", "1", "--profile")
+	for _, want := range []string{"pp8", "% of copy", "GFLOP/s", "device copy bandwidth:", "pp8, one pass by kernel family", "tg (one token)", " matvec ", " attention ", " total "} {
+		if !strings.Contains(table, want) {
+			t.Errorf("bench --profile lacks %q:\n%s", want, table)
+		}
 	}
 }
 
