@@ -316,6 +316,10 @@ func AttentionStateSize(nTokens, nHead, headDim int) int {
 // dimensions, the last taking 2 when headDim is not a multiple of 4.
 func attnGroups(headDim int) int { return (headDim + 3) / 4 }
 
+// attnWideTokens is the batch from which the barrier-free attention takes 16 dimensions per
+// invocation (fewer invocations, each recomputing the scores fewer times).
+const attnWideTokens = 16
+
 // AttentionChunked reports whether Attention on this device needs AttnParams.State for
 // maxKeys keys of headDim: the barrier-free kernel loops over the keys and, for each, over
 // half the head, and llvmpipe allows an invocation loopBudget iterations.
@@ -342,9 +346,15 @@ func (r *Recorder) Attention(q, kCache, vCache, pos, out *Buffer, kvF16 bool, qS
 		return
 	}
 	if r.d.BarrierFree {
-		p := r.kernel("attention", bindAttn, 64, append(kvDefines(kvF16), "ROW_PER_THREAD")...)
+		// A prompt has invocations to spare: each takes 16 dimensions instead of 4, so each
+		// query's scores are computed a quarter as often.
+		defs, groups := append(kvDefines(kvF16), "ROW_PER_THREAD"), attnGroups(headDim)
+		if nTokens >= attnWideTokens {
+			defs, groups = append(defs, "WIDE"), (headDim+15)/16
+		}
+		p := r.kernel("attention", bindAttn, 64, defs...)
 		if p != nil {
-			r.Dispatch(p, ap.params(nTokens, nHead, nKVHead, headDim, ap.Scale, qStride), r.elementwise(nTokens*nHead*attnGroups(headDim)), q, kCache, vCache, pos, out)
+			r.Dispatch(p, ap.params(nTokens, nHead, nKVHead, headDim, ap.Scale, qStride), r.elementwise(nTokens*nHead*groups), q, kCache, vCache, pos, out)
 		}
 		return
 	}

@@ -357,16 +357,20 @@ type attnCase struct {
 	nHead, nKV, headDim, nCtx int
 	softCap                   float32
 	window                    int
+	tokens                    int // prompt tokens at the end of the cache; 0 means 3
 }
 
 func testAttention(t *testing.T, d *gpu.Device) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	for _, c := range []attnCase{{8, 4, 8, 200, 0, 0}, {4, 4, 64, 70, 0, 0}, {6, 2, 128, 130, 0, 0}, {2, 1, 256, 10, 0, 0}, {4, 2, 64, 1000, 0, 0},
-		{4, 2, 16, 300, 2, 0}, {4, 2, 16, 300, 0, 40}, {4, 2, 16, 700, 1.5, 300}, {4, 4, 16, 40, 0, -1},
+	for _, c := range []attnCase{{8, 4, 8, 200, 0, 0, 0}, {4, 4, 64, 70, 0, 0, 0}, {6, 2, 128, 130, 0, 0, 0}, {2, 1, 256, 10, 0, 0, 0}, {4, 2, 64, 1000, 0, 0, 0},
+		{4, 2, 16, 300, 2, 0, 0}, {4, 2, 16, 300, 0, 40, 0}, {4, 2, 16, 700, 1.5, 300, 0}, {4, 4, 16, 40, 0, -1, 0},
 		// A head of 4n + 2 dimensions: the barrier-free kernel's last group is half full.
-		{4, 2, 6, 300, 0, 0}, {2, 1, 10, 90, 1.5, 50},
+		{4, 2, 6, 300, 0, 0, 0}, {2, 1, 10, 90, 1.5, 50, 0},
 		// Past llvmpipe's loop limit the barrier-free kernel runs in chunks (AttentionChunked).
-		{4, 2, 128, 1500, 0, 0}, {2, 1, 64, 2600, 0, 900}} {
+		{4, 2, 128, 1500, 0, 0, 0}, {2, 1, 64, 2600, 0, 900, 0},
+		// Prompts of 16 tokens and more: the barrier-free kernel's wide groups (16 dimensions,
+		// the last one partial or half full).
+		{4, 2, 64, 60, 0, 0, 20}, {3, 1, 40, 50, 1.5, 0, 17}, {2, 2, 22, 40, 0, 30, 16}} {
 		for _, f16 := range []bool{false, true} {
 			checkAttention(t, d, rng, c, f16)
 		}
@@ -379,7 +383,14 @@ func checkAttention(t *testing.T, d *gpu.Device, rng *rand.Rand, c attnCase, f16
 	t.Helper()
 	// Prompt tokens at the end of the filled cache, each attending causally to its
 	// prefix; q rows carry 5 extra floats, as the fused qkv rows carry k and v.
-	pos := []int32{int32(c.nCtx - 3), int32(c.nCtx - 2), int32(c.nCtx - 1)}
+	nt := c.tokens
+	if nt == 0 {
+		nt = 3
+	}
+	var pos []int32
+	for i := nt; i > 0; i-- {
+		pos = append(pos, int32(c.nCtx-i))
+	}
 	qWidth := c.nHead * c.headDim
 	qStride := qWidth + 5
 	qRows := randVec(rng, len(pos)*qStride)
@@ -409,7 +420,10 @@ func checkAttention(t *testing.T, d *gpu.Device, rng *rand.Rand, c attnCase, f16
 	refPos := pos
 	if c.window < 0 { // window -1 marks the non-causal case: every token sees all keys
 		ap.Window, ap.AllKeys = 0, c.nCtx
-		refPos = []int32{int32(c.nCtx - 1), int32(c.nCtx - 1), int32(c.nCtx - 1)}
+		refPos = make([]int32, nt)
+		for i := range refPos {
+			refPos[i] = int32(c.nCtx - 1)
+		}
 	}
 	want := cpuref.AttentionOpts(q, k, v, refPos, c.nHead, c.nKV, c.headDim, ap.Scale, c.softCap, ap.Window)
 	wantSeq := want

@@ -56,11 +56,21 @@ const NEG: f32 = -3.0e38;
 // Keys are taken one at a time in order, as llama.cpp's CPU flash attention does; with an f16
 // cache it also rounds as that does (q to f16, the running output kept in f16), so results
 // match llama.cpp's to the last bit that matters for greedy decoding.
-fn k_dot(q_off: u32, k_off: u32) -> f32 {
+// The query head, rounded once (q16) for all the keys it meets.
+var<private> qh: array<vec2<f32>, 128>; // MAXD / 2
+
+fn load_qh(q_off: u32) {
+    for (var i = 0u; i < p.head_dim; i += 2u) {
+        qh[i / 2u] = vec2<f32>(q16(q[q_off + i]), q16(q[q_off + i + 1u]));
+    }
+}
+
+fn k_dot(k_off: u32) -> f32 {
     var dot = 0.0;
     for (var i = 0u; i < p.head_dim; i += 2u) {
         let kv = k_pair(k_off + i);
-        dot += q16(q[q_off + i]) * kv.x + q16(q[q_off + i + 1u]) * kv.y;
+        let qv = qh[i / 2u];
+        dot += qv.x * kv.x + qv.y * kv.y;
     }
     return dot;
 }
@@ -81,10 +91,18 @@ fn acc16(v: vec4<f32>) -> vec4<f32> {
 #endif
 }
 
+// WIDE (prompts, never CHUNKED): an invocation takes 16 dimensions (four groups of 4), so a
+// query's scores are computed a quarter as often; the sums per dimension are the same.
+#ifdef WIDE
+const NV: u32 = 4u;
+#else
+const NV: u32 = 1u;
+#endif
+
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let d = p.head_dim;
-    let groups = (d + 3u) / 4u;
+    let groups = (d + 4u * NV - 1u) / (4u * NV);
     let idx = gid.x + gid.y * nwg.x * WG;
     if (idx >= p.n_tokens * p.n_head * groups) {
         return;
@@ -97,54 +115,67 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let kv_stride = p.n_kv_head * d;
     var m = NEG;
     var l = 0.0;
-    var acc = vec4<f32>(0.0);
+    var acc: array<vec4<f32>, NV>;
     var j0 = first_key(pos[t]);
     var n_keys = key_end(t);
-    // Offset of lanes z, w in the head: past its end (a half group) they reread x, y.
-    let zw = select(2u, 0u, 4u * g + 2u >= d);
+    load_qh(q_off);
 #ifdef CHUNKED
     let so = idx * 6u;
     if (p.key_lo > 0u) {
         m = state[so];
         l = state[so + 1u];
-        acc = vec4<f32>(state[so + 2u], state[so + 3u], state[so + 4u], state[so + 5u]);
+        acc[0] = vec4<f32>(state[so + 2u], state[so + 3u], state[so + 4u], state[so + 5u]);
     }
     j0 = max(j0, p.key_lo);
     n_keys = min(n_keys, p.key_hi);
 #endif
     for (var j = j0; j < n_keys; j++) {
         let off = kv_row(t, j) * kv_stride + kvh * d;
-        let s = capped(k_dot(q_off, off) * p.scale);
+        let s = capped(k_dot(off) * p.scale);
         var ms = 1.0;
         var vs = 1.0;
         if (s > m) {
             ms = exp(m - s);
             m = s;
-            acc = acc16(acc * ms);
+            for (var a = 0u; a < NV; a++) {
+                acc[a] = acc16(acc[a] * ms);
+            }
         } else {
             vs = exp(s - m);
         }
-        let vo = off + 4u * g;
-        acc = acc16(fma(vec4<f32>(v_at(vo), v_at(vo + 1u), v_at(vo + zw), v_at(vo + zw + 1u)), vec4<f32>(vs), acc));
+        for (var a = 0u; a < NV; a++) {
+            // Groups past the head's end read its first dimensions and are not stored; in a
+            // half group (head_dim 4n + 2) lanes z, w reread x, y.
+            let dim0 = select(0u, 4u * (NV * g + a), 4u * (NV * g + a) < d);
+            let zw = select(2u, 0u, dim0 + 2u >= d);
+            let vo = off + dim0;
+            acc[a] = acc16(fma(vec4<f32>(v_at(vo), v_at(vo + 1u), v_at(vo + zw), v_at(vo + zw + 1u)), vec4<f32>(vs), acc[a]));
+        }
         l = l * ms + vs;
     }
 #ifdef CHUNKED
     if (p.last == 0u) {
         state[so] = m;
         state[so + 1u] = l;
-        state[so + 2u] = acc.x;
-        state[so + 3u] = acc.y;
-        state[so + 4u] = acc.z;
-        state[so + 5u] = acc.w;
+        state[so + 2u] = acc[0].x;
+        state[so + 3u] = acc[0].y;
+        state[so + 4u] = acc[0].z;
+        state[so + 5u] = acc[0].w;
         return;
     }
 #endif
-    let o = (t * p.n_head + h) * d + 4u * g;
-    out[o] = acc.x / l;
-    out[o + 1u] = acc.y / l;
-    if (zw != 0u) {
-        out[o + 2u] = acc.z / l;
-        out[o + 3u] = acc.w / l;
+    for (var a = 0u; a < NV; a++) {
+        let dim0 = 4u * (NV * g + a);
+        if (dim0 >= d) {
+            break;
+        }
+        let o = (t * p.n_head + h) * d + dim0;
+        out[o] = acc[a].x / l;
+        out[o + 1u] = acc[a].y / l;
+        if (dim0 + 2u < d) {
+            out[o + 2u] = acc[a].z / l;
+            out[o + 3u] = acc[a].w / l;
+        }
     }
 }
 #else
