@@ -51,8 +51,9 @@ func describe(i int, a *wgpu.Adapter) AdapterInfo {
 		Vendor: info.Vendor,
 		Driver: info.Description,
 		Features: Features{
-			ShaderF16: a.HasFeature(wgpu.FeatureNameShaderF16),
-			Subgroups: subgroupFeature(a) != 0,
+			ShaderF16:      a.HasFeature(wgpu.FeatureNameShaderF16),
+			Subgroups:      subgroupFeature(a) != 0,
+			TimestampQuery: a.HasFeature(wgpu.FeatureNameTimestampQuery),
 		},
 	}
 	switch info.BackendType {

@@ -27,8 +27,11 @@ type Features struct {
 	// F16Math kernels need it, while the f16 KV cache packs halves into u32 and does not.
 	ShaderF16 bool
 	// Subgroups is WebGPU's subgroups feature (or wgpu-native's own name for it), enabled on
-	// the device when the adapter has it; no kernel depends on it yet.
+	// the device when the adapter has it; the SubgroupMath kernels use it.
 	Subgroups bool
+	// TimestampQuery lets a profile read each kernel's GPU time from timestamps written at
+	// the start and end of its compute pass.
+	TimestampQuery bool
 }
 
 // String lists the features present ("shader-f16, subgroups"), or "-" for none.
@@ -39,6 +42,9 @@ func (f Features) String() string {
 	}
 	if f.Subgroups {
 		names = append(names, "subgroups")
+	}
+	if f.TimestampQuery {
+		names = append(names, "timestamp-query")
 	}
 	if len(names) == 0 {
 		return "-"
@@ -86,6 +92,7 @@ type Device struct {
 	uniform       *wgpu.Buffer            // per-dispatch parameter slots
 	bindGroups    map[bindKey]*wgpu.BindGroup
 	paramsScratch []byte
+	queries       *wgpu.QuerySet // a profile's timestamps, made on first use
 }
 
 // Open selects an adapter (index < 0: the best available, see Adapters) and creates a device
@@ -121,6 +128,9 @@ func Open(index int) (*Device, error) {
 	if f.Subgroups {
 		feats = append(feats, subgroupFeature(adapter))
 	}
+	if f.TimestampQuery {
+		feats = append(feats, wgpu.FeatureNameTimestampQuery)
+	}
 	dev, err := adapter.RequestDevice(&wgpu.DeviceDescriptor{
 		Label:            "wgpu-llama",
 		RequiredFeatures: feats,
@@ -143,19 +153,19 @@ func Open(index int) (*Device, error) {
 			MinStorageBufferOffsetAlignment:   limits.MinStorageBufferOffsetAlignment,
 			MinUniformBufferOffsetAlignment:   limits.MinUniformBufferOffsetAlignment,
 		},
-		Features:    f,
-		BarrierFree: infos[chosen].Type == "cpu",
+		Features:     f,
+		BarrierFree:  infos[chosen].Type == "cpu",
 		F16Math:      f.ShaderF16 && infos[chosen].Type != "cpu",
 		SubgroupMath: f.Subgroups && infos[chosen].Type != "cpu",
-		MaxBinding:  limits.MaxStorageBufferBindingSize,
-		inst:        inst,
-		adapter:     adapter,
-		dev:         dev,
-		queue:       dev.GetQueue(),
-		pipelines:   map[PipelineKey]*Pipeline{},
-		layouts:     map[string]*layout{},
-		staging:     map[uint64]*wgpu.Buffer{},
-		bindGroups:  map[bindKey]*wgpu.BindGroup{},
+		MaxBinding:   limits.MaxStorageBufferBindingSize,
+		inst:         inst,
+		adapter:      adapter,
+		dev:          dev,
+		queue:        dev.GetQueue(),
+		pipelines:    map[PipelineKey]*Pipeline{},
+		layouts:      map[string]*layout{},
+		staging:      map[uint64]*wgpu.Buffer{},
+		bindGroups:   map[bindKey]*wgpu.BindGroup{},
 	}
 	return d, nil
 }
@@ -174,6 +184,9 @@ func (d *Device) Close() {
 	}
 	for _, bg := range d.bindGroups {
 		bg.Release()
+	}
+	if d.queries != nil {
+		d.queries.Release()
 	}
 	if d.uniform != nil {
 		d.uniform.Destroy()

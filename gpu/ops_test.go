@@ -663,18 +663,27 @@ func TestProfile(t *testing.T) {
 	}
 	plain := upload(t, d, make([]float32, 80))
 	want := run(t, d, plain, 80, pass(plain))
-	d.Profile = gpu.NewProfile()
-	profiled := upload(t, d, make([]float32, 80))
-	got := run(t, d, profiled, 80, pass(profiled))
-	prof := d.Profile
-	d.Profile = nil
-	check(t, "profiled pass", got, want, 0)
-	mv, rms := prof.Kernels["matvec"], prof.Kernels["rms_norm"]
-	if len(prof.Kernels) != 2 || mv == nil || rms == nil || mv.Calls != 2 || rms.Calls != 1 || mv.Time <= 0 || mv.Bytes < 2*uint64(w.Bytes()) {
-		t.Fatalf("profile %+v", prof.Kernels)
-	}
-	var b strings.Builder
-	if err := prof.Write(&b); err != nil || !strings.Contains(b.String(), " matvec ") || !strings.Contains(b.String(), " total ") {
-		t.Fatalf("table %q %v", b.String(), err)
+	defer func(v bool) { d.Features.TimestampQuery = v }(d.Features.TimestampQuery)
+	for _, stamps := range []bool{true, false} {
+		if stamps && !d.Features.TimestampQuery {
+			t.Log("adapter lacks timestamp-query: GPU-timed profile not tested here")
+			continue
+		}
+		d.Features.TimestampQuery = stamps
+		d.Profile = gpu.NewProfile()
+		profiled := upload(t, d, make([]float32, 80))
+		got := run(t, d, profiled, 80, pass(profiled))
+		prof := d.Profile
+		d.Profile = nil
+		check(t, fmt.Sprintf("profiled pass (timestamps %v)", stamps), got, want, 0)
+		mv, rms := prof.Kernels["matvec"], prof.Kernels["rms_norm"]
+		if prof.GPUTimed != stamps || len(prof.Kernels) != 2 || mv == nil || rms == nil || mv.Calls != 2 || rms.Calls != 1 ||
+			mv.Time <= 0 || mv.Bytes < 2*uint64(w.Bytes()) {
+			t.Fatalf("timestamps %v: profile %+v (GPU-timed %v)", stamps, prof.Kernels, prof.GPUTimed)
+		}
+		var b strings.Builder
+		if err := prof.Write(&b); err != nil || !strings.Contains(b.String(), " matvec ") || !strings.Contains(b.String(), " total ") {
+			t.Fatalf("table %q %v", b.String(), err)
+		}
 	}
 }

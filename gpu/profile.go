@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"sort"
@@ -10,12 +11,15 @@ import (
 	"github.com/oliverbestmann/webgpu/wgpu"
 )
 
-// Profile collects per-kernel time while Device.Profile is set: every dispatch is submitted on
-// its own and waited for, and its wall time (submit to completion, as the CPU sees it) is added
-// to its kernel family. The total is slower than one submit per pass, but each kernel's share
-// is what the pass spends on it.
+// Profile collects per-kernel time while Device.Profile is set. With the timestamp-query
+// feature each dispatch runs in a compute pass of its own whose start and end the GPU stamps,
+// all in the pass's one submit (GPUTimed); without it every dispatch is submitted on its own and
+// waited for, and its wall time (submit to completion, as the CPU sees it) is charged. Either
+// way the time goes to the dispatch's kernel family.
 type Profile struct {
 	Kernels map[string]*KernelTime
+	// GPUTimed says the times are GPU timestamps, not CPU-side timing.
+	GPUTimed bool
 }
 
 // KernelTime is one kernel family's share of the profiled work.
@@ -155,4 +159,103 @@ func (d *Device) CopyBandwidth(size uint64, reps int) (float64, error) {
 		}
 	}
 	return float64(size) / 1e9 / best.Seconds(), nil
+}
+
+// maxTimedDispatches is how many dispatches of one pass get GPU timestamps (two queries each,
+// within WebGPU's 4096 queries of a query set); any more are counted but not timed.
+const maxTimedDispatches = 2048
+
+// timed is a dispatch whose pass carries timestamps: queries 2i and 2i + 1 of the query set.
+type timed struct {
+	family string
+	bytes  uint64
+}
+
+// beginTimed ends the current pass and opens one for the next dispatch alone, with
+// timestamps at its start and end; it reports false when this dispatch goes untimed.
+func (r *Recorder) beginTimed() bool {
+	d := r.d
+	if len(r.timed) >= maxTimedDispatches {
+		return false
+	}
+	if d.queries == nil {
+		qs, err := d.dev.TryCreateQuerySet(&wgpu.QuerySetDescriptor{Label: "profile", Type: wgpu.QueryTypeTimestamp, Count: 2 * maxTimedDispatches})
+		if err != nil {
+			r.err = fmt.Errorf("gpu: profile: create query set: %w", err)
+			return false
+		}
+		d.queries = qs
+	}
+	i := uint32(2 * len(r.timed))
+	if err := r.pass.TryEnd(); err != nil {
+		r.err = fmt.Errorf("gpu: profile: %w", err)
+		return false
+	}
+	r.pass.Release()
+	r.pass = r.enc.BeginComputePass(&wgpu.ComputePassDescriptor{Label: "profiled", TimestampWrites: &wgpu.PassTimestampWrites{
+		QuerySet: d.queries, BeginningOfPassWriteIndex: i, EndOfPassWriteIndex: i + 1,
+	}})
+	return true
+}
+
+// endTimed closes the timed pass of the dispatch just recorded and opens a plain one.
+func (r *Recorder) endTimed(p *Pipeline, bufs []*Buffer) {
+	if err := r.pass.TryEnd(); err != nil {
+		r.err = fmt.Errorf("gpu: profile: %w", err)
+		return
+	}
+	r.pass.Release()
+	var bytes uint64
+	for _, b := range bufs {
+		bytes += b.size
+	}
+	r.timed = append(r.timed, timed{p.Key.Kernel, bytes})
+	r.pass = r.enc.BeginComputePass(&wgpu.ComputePassDescriptor{Label: "forward"})
+}
+
+// resolveTimed records, after the pass, the copy of the timestamps into a readable buffer.
+func (r *Recorder) resolveTimed() (*wgpu.Buffer, uint64, error) {
+	d := r.d
+	n := uint64(2 * len(r.timed))
+	resolve, err := d.dev.TryCreateBuffer(&wgpu.BufferDescriptor{Label: "profile-resolve", Size: 8 * n, Usage: wgpu.BufferUsageQueryResolve | wgpu.BufferUsageCopySrc})
+	if err != nil {
+		return nil, 0, fmt.Errorf("gpu: profile: %w", err)
+	}
+	defer resolve.Release()
+	staging, err := d.dev.TryCreateBuffer(&wgpu.BufferDescriptor{Label: "profile-read", Size: 8 * n, Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst})
+	if err != nil {
+		return nil, 0, fmt.Errorf("gpu: profile: %w", err)
+	}
+	if err := r.enc.TryResolveQuerySet(d.queries, 0, uint32(n), resolve, 0); err != nil {
+		staging.Release()
+		return nil, 0, fmt.Errorf("gpu: profile: resolve timestamps: %w", err)
+	}
+	if err := r.enc.TryCopyBufferToBuffer(resolve, 0, staging, 0, 8*n); err != nil {
+		staging.Release()
+		return nil, 0, fmt.Errorf("gpu: profile: %w", err)
+	}
+	return staging, 8 * n, nil
+}
+
+// chargeTimed reads the resolved timestamps (after the submit) into the profile.
+func (r *Recorder) chargeTimed(staging *wgpu.Buffer, size uint64) error {
+	defer staging.Release()
+	raw, err := r.d.mapStaging(staging, size)
+	if r.d.Profile == nil {
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	period := float64(r.d.queue.GetTimestampPeriod()) // nanoseconds per tick
+	for i, t := range r.timed {
+		begin := binary.LittleEndian.Uint64(raw[16*i:])
+		end := binary.LittleEndian.Uint64(raw[16*i+8:])
+		var ns float64
+		if end > begin {
+			ns = float64(end-begin) * period
+		}
+		r.d.Profile.add(t.family, time.Duration(ns), t.bytes)
+	}
+	return nil
 }

@@ -27,6 +27,7 @@ type Recorder struct {
 	params []byte
 	n      int // dispatches recorded
 	err    error
+	timed  []timed // profiled dispatches with GPU timestamps, in order
 }
 
 // Begin starts recording. Only one Recorder may be open on a device at a time.
@@ -113,11 +114,18 @@ func (r *Recorder) Dispatch(p *Pipeline, params []uint32, groups [3]uint32, bufs
 		r.err = fmt.Errorf("gpu: dispatch %s: %w", p.Key, err)
 		return
 	}
+	stamped := r.d.Profile != nil && r.d.Features.TimestampQuery && r.beginTimed()
+	if r.err != nil {
+		return
+	}
 	r.pass.SetPipeline(p.pipeline)
 	r.pass.SetBindGroup(0, bg, []uint32{offset})
 	r.pass.DispatchWorkgroups(groups[0], groups[1], groups[2])
 	r.n++
-	if r.d.Profile != nil {
+	switch {
+	case stamped:
+		r.endTimed(p, bufs)
+	case r.d.Profile != nil && !r.d.Features.TimestampQuery:
 		r.profileDispatch(p, bufs)
 	}
 }
@@ -149,7 +157,14 @@ func (r *Recorder) finish(b *Buffer, offset, size uint64) ([]byte, error) {
 	if endErr != nil {
 		return nil, fmt.Errorf("gpu: end compute pass: %w", endErr)
 	}
-	var staging *wgpu.Buffer
+	var staging, stamps *wgpu.Buffer
+	var stampBytes uint64
+	if len(r.timed) > 0 {
+		var err error
+		if stamps, stampBytes, err = r.resolveTimed(); err != nil {
+			return nil, err
+		}
+	}
 	if b != nil {
 		var err error
 		if staging, err = d.copyToStaging(r.enc, b, offset, size); err != nil {
@@ -168,6 +183,12 @@ func (r *Recorder) finish(b *Buffer, offset, size uint64) ([]byte, error) {
 	}
 	d.paramsScratch = r.params[:0]
 	d.submit(cmd)
+	if stamps != nil {
+		if err := r.chargeTimed(stamps, stampBytes); err != nil {
+			return nil, err
+		}
+		d.Profile.GPUTimed = true
+	}
 	if staging == nil {
 		return nil, nil
 	}

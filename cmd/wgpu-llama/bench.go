@@ -51,7 +51,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	intVar(fs, &nGen, 128, "generated tokens for the tg test (0: skip)", "n", "n-gen")
 	intVar(fs, &reps, 5, "repetitions of each test", "r", "repetitions")
 	fs.BoolVar(&jsonOut, "json", false, "print a JSON array, one object per test")
-	fs.BoolVar(&profile, "profile", false, "also time one pass of each test by kernel family (each kernel submitted on its own)")
+	fs.BoolVar(&profile, "profile", false, "also time one pass of each test by kernel family (GPU timestamps, else each kernel submitted on its own)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -140,7 +140,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "device copy bandwidth: %.2f GB/s\n", copyGBs)
 	for _, p := range profiles {
-		fmt.Fprintf(stdout, "\n%s, one pass by kernel family (CPU-timed, one submit per kernel):\n", p.test)
+		how := "CPU-timed, one submit per kernel"
+		if p.profile.GPUTimed {
+			how = "GPU timestamps"
+		}
+		fmt.Fprintf(stdout, "\n%s, one pass by kernel family (%s):\n", p.test, how)
 		if err := p.profile.Write(stdout); err != nil {
 			return err
 		}
