@@ -178,11 +178,14 @@ func (r *Recorder) MatMulAt(w Weight, x, xSums *Buffer, xRow0, nTokens int, y *B
 			}
 		}
 	default:
+		if r.d.F16Math {
+			extra = append(extra, "F16_MATH")
+		}
 		p := r.kernel("matmul", bindRRRW, 256, weightDefines(w.Type, extra...)...)
 		for _, c := range w.Chunks {
 			if p != nil {
 				r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, xRow0, 0, yStride, yCol+c.Row0),
-					[3]uint32{uint32((c.Rows + 31) / 32), uint32((nTokens + 31) / 32), 1}, c.Buf, x, y)
+					[3]uint32{uint32((c.Rows + matmulTile - 1) / matmulTile), uint32((nTokens + matmulTile - 1) / matmulTile), 1}, c.Buf, x, y)
 			}
 		}
 	}
@@ -315,6 +318,9 @@ func AttentionStateSize(nTokens, nHead, headDim int) int {
 // attnGroups is how many invocations the barrier-free kernel gives each head: one per 4
 // dimensions, the last taking 2 when headDim is not a multiple of 4.
 func attnGroups(headDim int) int { return (headDim + 3) / 4 }
+
+// matmulTile is the rows and the tokens of the tiled kernel's output tile.
+const matmulTile = 64
 
 // attnWideTokens is the batch from which the barrier-free attention takes 16 dimensions per
 // invocation (fewer invocations, each recomputing the scores fewer times).

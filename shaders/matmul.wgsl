@@ -1,8 +1,20 @@
-// Tiled dequantize + matrix-matrix product for prompt processing:
+// Tiled dequantize + matrix-matrix product for prompt processing on GPUs:
 // y[y_row0 + t, y_col0 + r] (+)= sum_k x[x_row0 + t, k] * W[r, k]. A 16x16 workgroup computes a
-// 32-row by 32-token tile, each invocation a 2x2 register tile; every 16-wide slice of k, the
-// weight tile is dequantized once into workgroup memory (4 elements per load, T_<TYPE> from
-// dequant.inc) and the activation tile copied beside it. Variant ADD accumulates into y.
+// 64-row by 64-token tile, each invocation a 4x4 register block (rows lx + 16i, tokens
+// ly + 16j, so neighbouring invocations read neighbouring workgroup-memory words). Every
+// 16-wide slice of k, each invocation dequantizes one 4-element group of the weight tile into
+// workgroup memory (T_<TYPE> from dequant.inc), so the tile is dequantized once for 64 tokens,
+// and copies one group of the activation tile beside it; 16 products then take 8 loads.
+// Variants: ADD accumulates into y; F16_MATH (adapters with shader-f16) keeps both tiles in
+// half precision, halving workgroup memory traffic, and takes each 4-element product in half
+// precision, accumulated in f32 (as the matrix-vector kernel's F16_MATH).
+
+#ifdef F16_MATH
+enable f16;
+alias tile_t = vec4<f16>;
+#else
+alias tile_t = vec4<f32>;
+#endif
 
 struct Params {
     k: u32,
@@ -21,11 +33,12 @@ struct Params {
 
 //#include dequant.inc
 
-const TM: u32 = 32u; // rows per tile
-const TN: u32 = 32u; // tokens per tile
+const TM: u32 = 64u; // rows per tile
+const TN: u32 = 64u; // tokens per tile
 const TK: u32 = 16u; // k per step
-var<workgroup> ws: array<vec4<f32>, 128>; // [row][k/4]: TM * TK / 4
-var<workgroup> xs: array<vec4<f32>, 128>; // [token][k/4]
+const K4: u32 = 4u;  // TK / 4: 4-element groups per tile row
+var<workgroup> ws: array<tile_t, 256>; // [row][k/4]: TM * K4
+var<workgroup> xs: array<tile_t, 256>; // [token][k/4]: TN * K4
 
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
@@ -34,48 +47,48 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let flat = lid.y * 16u + lid.x;
     let k4 = p.k / 4u;
     let nb = p.k / BS;
-    var acc = array<f32, 4>(0.0, 0.0, 0.0, 0.0); // (row 2*lx + i, token 2*ly + j) at 2*i + j
+    // This invocation's group of each tile: row (or token) flat / 4, k group flat % 4.
+    let lr = flat / K4;
+    let lk = 4u * (flat % K4);
+    var acc: array<array<f32, 4>, 4>; // [row i][token j]
     for (var k0 = 0u; k0 < p.k; k0 += TK) {
-        // Invocations 0..127 dequantize the weight tile, 128..255 copy the activation tile.
-        let slot = flat % 128u;
-        let rr = slot / 4u;
-        let kk = k0 + 4u * (slot % 4u);
-        if (flat < 128u) {
-            var v = vec4<f32>(0.0);
-            if (r0 + rr < p.n && kk < p.k) {
-                v = dq4((r0 + rr) * nb * BW + (kk / BS) * BW, kk % BS);
-            }
-            ws[slot] = v;
-        } else {
-            var v = vec4<f32>(0.0);
-            if (t0 + rr < p.n_tok && kk < p.k) {
-                v = x[(p.x_row0 + t0 + rr) * k4 + kk / 4u];
-            }
-            xs[slot] = v;
+        let kk = k0 + lk;
+        var wv = vec4<f32>(0.0);
+        if (r0 + lr < p.n && kk < p.k) {
+            wv = dq4((r0 + lr) * nb * BW + (kk / BS) * BW, kk % BS);
         }
+        ws[flat] = tile_t(wv);
+        var xv = vec4<f32>(0.0);
+        if (t0 + lr < p.n_tok && kk < p.k) {
+            xv = x[(p.x_row0 + t0 + lr) * k4 + kk / 4u];
+        }
+        xs[flat] = tile_t(xv);
         workgroupBarrier();
-        for (var q = 0u; q < TK / 4u; q++) {
-            let w0 = ws[(2u * lid.x) * 4u + q];
-            let w1 = ws[(2u * lid.x + 1u) * 4u + q];
-            let x0 = xs[(2u * lid.y) * 4u + q];
-            let x1 = xs[(2u * lid.y + 1u) * 4u + q];
-            acc[0] += dot(w0, x0);
-            acc[1] += dot(w0, x1);
-            acc[2] += dot(w1, x0);
-            acc[3] += dot(w1, x1);
+        for (var q = 0u; q < K4; q++) {
+            var wr: array<tile_t, 4>;
+            var xr: array<tile_t, 4>;
+            for (var i = 0u; i < 4u; i++) {
+                wr[i] = ws[(lid.x + 16u * i) * K4 + q];
+                xr[i] = xs[(lid.y + 16u * i) * K4 + q];
+            }
+            for (var i = 0u; i < 4u; i++) {
+                for (var j = 0u; j < 4u; j++) {
+                    acc[i][j] += f32(dot(wr[i], xr[j]));
+                }
+            }
         }
         workgroupBarrier();
     }
-    for (var i = 0u; i < 2u; i++) {
-        for (var j = 0u; j < 2u; j++) {
-            let r = r0 + 2u * lid.x + i;
-            let t = t0 + 2u * lid.y + j;
+    for (var i = 0u; i < 4u; i++) {
+        let r = r0 + lid.x + 16u * i;
+        for (var j = 0u; j < 4u; j++) {
+            let t = t0 + lid.y + 16u * j;
             if (r < p.n && t < p.n_tok) {
                 let o = (p.y_row0 + t) * p.y_stride + p.y_col0 + r;
 #ifdef ADD
-                y[o] += acc[2u * i + j];
+                y[o] += acc[i][j];
 #else
-                y[o] = acc[2u * i + j];
+                y[o] = acc[i][j];
 #endif
             }
         }
