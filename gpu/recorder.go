@@ -127,6 +127,8 @@ func (r *Recorder) Dispatch(p *Pipeline, params []uint32, groups [3]uint32, bufs
 		r.endTimed(p, bufs)
 	case r.d.Profile != nil && !r.d.Features.TimestampQuery:
 		r.profileDispatch(p, bufs)
+	case r.d.Profile != nil: // past maxTimedDispatches: counted, not timed
+		r.d.Profile.add(p.Key.Kernel, 0, 0)
 	}
 }
 
