@@ -25,6 +25,9 @@ type Template struct {
 	tmpl   *jinja.Template
 	legacy legacyFormat // set for llama.cpp's named built-in templates, which are not Jinja
 	caps   caps
+	// readsThinking: the template reads message.thinking (GPT-OSS, LFM2.5) rather than
+	// reasoning_content.
+	readsThinking bool
 }
 
 // caps are what probing found the template does (see common/jinja/caps.cpp in llama.cpp).
@@ -70,7 +73,7 @@ func New(src, name string) (Template, error) {
 	if err != nil {
 		return Template{}, fmt.Errorf("parsing chat template %s: %w", name, err)
 	}
-	t := Template{Source: src, Name: name, tmpl: p}
+	t := Template{Source: src, Name: name, tmpl: p, readsThinking: strings.Contains(src, "message.thinking")}
 	t.caps = t.probe()
 	return t, nil
 }
@@ -189,6 +192,11 @@ func (t Template) messages(msgs []Message) []any {
 		d.Set("content", m.Content)
 		if m.ReasoningContent != "" {
 			d.Set("reasoning_content", m.ReasoningContent)
+			if t.readsThinking {
+				// GPT-OSS's and LFM2.5's templates read an answer's reasoning from "thinking";
+				// llama.cpp's handlers for them copy it there.
+				d.Set("thinking", m.ReasoningContent)
+			}
 		}
 		if m.Name != "" {
 			d.Set("name", m.Name)
