@@ -1,6 +1,7 @@
 package gpu_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -102,21 +103,34 @@ func BenchmarkCopy(b *testing.B) {
 // BenchmarkAttentionPrompt is causal attention for a 128-token prompt (stories260K's shape).
 func BenchmarkAttentionPrompt(b *testing.B) {
 	d := gputest.Device(b)
-	const nTok, nHead, nKV, hd = 128, 8, 4, 8
-	q, _ := d.NewBuffer("q", nTok*nHead*hd*4)
-	k, _ := d.NewBuffer("k", nTok*nKV*hd*4)
-	v, _ := d.NewBuffer("v", nTok*nKV*hd*4)
-	out, _ := d.NewBuffer("o", nTok*nHead*hd*4)
-	pos := make([]int32, 2*nTok) // positions, then cache row bases (0)
-	for i := range nTok {
-		pos[i] = int32(i)
-	}
-	pb, _ := d.Upload("pos", gpu.Bytes(pos))
-	for i := 0; i < b.N; i++ {
-		r, _ := d.Begin()
-		r.Attention(q, k, v, pb, out, false, nHead*hd, nTok, nHead, nKV, hd, gpu.AttnParams{Scale: 0.3})
-		if _, err := r.SubmitAndRead(out, 0, 4); err != nil {
-			b.Fatal(err)
+	defer func(v bool) { d.BarrierFree = v }(d.BarrierFree)
+	const nTok, nHead, nKV = 128, 8, 4
+	for _, hd := range []int{8, 64} {
+		q, _ := d.NewBuffer("q", uint64(nTok*nHead*hd*4))
+		k, _ := d.NewBuffer("k", uint64(nTok*nKV*hd*4))
+		v, _ := d.NewBuffer("v", uint64(nTok*nKV*hd*4))
+		out, _ := d.NewBuffer("o", uint64(nTok*nHead*hd*4))
+		pos := make([]int32, 2*nTok) // positions, then cache row bases (0)
+		for i := range nTok {
+			pos[i] = int32(i)
+		}
+		pb, _ := d.Upload("pos", gpu.Bytes(pos))
+		// barrier-free: the CPU adapters' kernel; flash: the GPUs' (forced here).
+		for _, bf := range []bool{true, false} {
+			name := fmt.Sprintf("head_dim=%d/flash", hd)
+			if bf {
+				name = fmt.Sprintf("head_dim=%d/barrier-free", hd)
+			}
+			b.Run(name, func(b *testing.B) {
+				d.BarrierFree = bf
+				for i := 0; i < b.N; i++ {
+					r, _ := d.Begin()
+					r.Attention(q, k, v, pb, out, false, nHead*hd, nTok, nHead, nKV, hd, gpu.AttnParams{Scale: 0.3})
+					if _, err := r.SubmitAndRead(out, 0, 4); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
 	}
 }

@@ -364,12 +364,29 @@ func (r *Recorder) Attention(q, kCache, vCache, pos, out *Buffer, kvF16 bool, qS
 		}
 		return
 	}
+	if nTokens >= flashMinTokens && headDim <= flashMaxHeadDim {
+		// A prompt: flash attention reads each key and value tile once per block of queries.
+		p := r.kernel("attention_flash", bindAttn, 64, kvDefines(kvF16)...)
+		if p != nil {
+			r.Dispatch(p, ap.params(nTokens, nHead, nKVHead, headDim, ap.Scale, qStride),
+				[3]uint32{uint32(nHead), uint32((nTokens + flashBlock - 1) / flashBlock), 1}, q, kCache, vCache, pos, out)
+		}
+		return
+	}
 	p := r.kernel("attention", bindAttn, 64, kvDefines(kvF16)...)
 	if p == nil {
 		return
 	}
 	r.Dispatch(p, ap.params(nTokens, nHead, nKVHead, headDim, ap.Scale, qStride), [3]uint32{uint32(nHead), uint32(nTokens), 1}, q, kCache, vCache, pos, out)
 }
+
+// Flash attention (GPU prompts): queries per workgroup, the largest head it takes, and the
+// batch from which it replaces the one-workgroup-per-token kernel.
+const (
+	flashBlock      = 16
+	flashMaxHeadDim = 128
+	flashMinTokens  = 8
+)
 
 // attentionChunks runs the barrier-free kernel over ap.MaxKeys keys in chunks small enough for
 // llvmpipe's loop limit, one dispatch each, the running softmax kept in ap.State.

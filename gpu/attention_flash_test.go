@@ -1,0 +1,73 @@
+package gpu_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/wgpu-llama/wgpu-llama/gpu"
+	"github.com/wgpu-llama/wgpu-llama/gpu/cpuref"
+	"github.com/wgpu-llama/wgpu-llama/gpu/gputest"
+)
+
+// TestAttentionSequencesInBlocks checks attention for a batch whose tokens come from two
+// sequences, interleaved, so that the flash kernel's query blocks mix them: each token must see
+// only its own sequence's cache rows. Both kernel families run it.
+func TestAttentionSequencesInBlocks(t *testing.T) {
+	d := gputest.Device(t)
+	defer func(v bool) { d.BarrierFree = v }(d.BarrierFree)
+	rng := rand.New(rand.NewPCG(21, 22))
+	const nHead, nKV, headDim = 4, 2, 48
+	type seq struct {
+		base, rows int
+		k, v       []float32
+	}
+	seqs := []seq{{base: 0, rows: 40}, {base: 40, rows: 30}}
+	var kAll, vAll []float32
+	for i := range seqs {
+		seqs[i].k = randVec(rng, seqs[i].rows*nKV*headDim)
+		seqs[i].v = randVec(rng, seqs[i].rows*nKV*headDim)
+		kAll, vAll = append(kAll, seqs[i].k...), append(vAll, seqs[i].v...)
+	}
+	// 22 tokens: the last 11 positions of each sequence, alternating.
+	var pos, bases []int32
+	var which []int
+	for i := 0; i < 11; i++ {
+		for s := range seqs {
+			pos = append(pos, int32(seqs[s].rows-11+i))
+			bases = append(bases, int32(seqs[s].base))
+			which = append(which, s)
+		}
+	}
+	n := len(pos)
+	qWidth := nHead * headDim
+	q := randVec(rng, n*qWidth)
+	// The reference, one sequence at a time.
+	want := make([]float32, n*qWidth)
+	for s := range seqs {
+		var qs []float32
+		var ps []int32
+		var rows []int
+		for i := range pos {
+			if which[i] == s {
+				qs = append(qs, q[i*qWidth:(i+1)*qWidth]...)
+				ps = append(ps, pos[i])
+				rows = append(rows, i)
+			}
+		}
+		ref := cpuref.AttentionOpts(qs, seqs[s].k, seqs[s].v, ps, nHead, nKV, headDim, 0.3, 0, 0)
+		for j, i := range rows {
+			copy(want[i*qWidth:(i+1)*qWidth], ref[j*qWidth:(j+1)*qWidth])
+		}
+	}
+	posBuf := uploadU32(t, d, append(append([]int32(nil), pos...), bases...))
+	for _, bf := range []bool{false, true} {
+		d.BarrierFree = bf
+		ap := gpu.AttnParams{Scale: 0.3, MaxKeys: 40, State: empty(t, d, gpu.AttentionStateSize(n, nHead, headDim))}
+		out := empty(t, d, len(q))
+		got := run(t, d, out, len(q), func(r *gpu.Recorder) {
+			r.Attention(upload(t, d, q), upload(t, d, kAll), upload(t, d, vAll), posBuf, out, false, qWidth, n, nHead, nKV, headDim, ap)
+		})
+		check(t, fmt.Sprintf("two sequences, barrier-free=%v", bf), got, want, tolF32)
+	}
+}
