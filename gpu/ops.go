@@ -140,8 +140,12 @@ func (r *Recorder) MatMulAt(w Weight, x, xSums *Buffer, xRow0, nTokens int, y *B
 	if accumulate {
 		extra = append(extra, "ADD")
 	}
+	// Long prompts over wide weights go to the tiled kernel on CPU adapters too: dequantizing
+	// a tile once for 64 tokens outweighs its barriers there (134M Q4_K pp512 on lavapipe 26
+	// -> 29 tokens/s), while small weights and batches keep the barrier-free kernel.
+	cpuTiled := nTokens >= cpuTiledTokens && w.Cols >= cpuTiledCols
 	switch {
-	case r.d.BarrierFree:
+	case r.d.BarrierFree && !cpuTiled:
 		variant := append(extra, "ROW_PER_THREAD")
 		lanes := 1 // token lanes per invocation: as few as the batch needs, at most 8
 		switch {
@@ -321,6 +325,10 @@ func attnGroups(headDim int) int { return (headDim + 3) / 4 }
 
 // matmulTile is the rows and the tokens of the tiled kernel's output tile.
 const matmulTile = 64
+
+// CPU adapters take the tiled kernel from cpuTiledTokens tokens on weights of at least
+// cpuTiledCols columns.
+const cpuTiledTokens, cpuTiledCols = 128, 512
 
 // attnWideTokens is the batch from which the barrier-free attention takes 16 dimensions per
 // invocation (fewer invocations, each recomputing the scores fewer times).

@@ -1,5 +1,8 @@
 package gpu_test
 
+// Tests of the prompt kernels: flash attention over blocks that mix sequences, and the tiled
+// matrix product CPU adapters take for long prompts.
+
 import (
 	"fmt"
 	"math/rand/v2"
@@ -69,5 +72,22 @@ func TestAttentionSequencesInBlocks(t *testing.T) {
 			r.Attention(upload(t, d, q), upload(t, d, kAll), upload(t, d, vAll), posBuf, out, false, qWidth, n, nHead, nKV, headDim, ap)
 		})
 		check(t, fmt.Sprintf("two sequences, barrier-free=%v", bf), got, want, tolF32)
+	}
+}
+
+// TestMatMulLongPromptCPU checks the tiled kernel that CPU adapters take for long prompts over
+// wide weights (cpuTiledTokens, cpuTiledCols), tokens and rows not multiples of its tile.
+func TestMatMulLongPromptCPU(t *testing.T) {
+	d := gputest.Device(t)
+	defer func(v bool) { d.BarrierFree = v }(d.BarrierFree)
+	d.BarrierFree = true
+	rng := rand.New(rand.NewPCG(23, 24))
+	const rows, cols, tokens = 70, 512, 130
+	for _, typ := range []gpu.WeightType{gpu.Q4_K, gpu.Q8_0, gpu.F16} {
+		w, wv := weight(t, d, rng, typ, rows, cols)
+		x := randVec(rng, tokens*cols)
+		out := upload(t, d, make([]float32, tokens*rows))
+		got := run(t, d, out, tokens*rows, func(r *gpu.Recorder) { r.MatMul(w, upload(t, d, x), 0, tokens, out, false) })
+		check(t, fmt.Sprintf("%s %dx%d t=%d", typ, rows, cols, tokens), got, cpuref.MatMul(wv, rows, cols, x, tokens), tolFor(typ))
 	}
 }
