@@ -121,8 +121,8 @@ func (r *Recorder) RMSNorm(x, w, out *Buffer, n, rows int, eps float32) {
 // MatMul computes y[t, :] = W x[xRow0+t, :] for nTokens rows of x, or adds it to y when
 // accumulate is set (the residual add fused into the projection). The weight is dequantized
 // inside the kernel. CPU adapters take the barrier-free matrix-vector kernel over groups of
-// up to matvecMaxTokens tokens; GPUs take the cooperative matrix-vector kernel for few tokens
-// and the tiled kernel for more.
+// up to matvecMaxTokens tokens (the tiled kernel for long prompts over wide weights); GPUs take
+// the cooperative matrix-vector kernel for few tokens and the tiled kernel for more.
 func (r *Recorder) MatMul(w Weight, x *Buffer, xRow0, nTokens int, y *Buffer, accumulate bool) {
 	r.MatMulAt(w, x, nil, xRow0, nTokens, y, w.Rows, 0, accumulate)
 }
