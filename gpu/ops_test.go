@@ -370,7 +370,7 @@ func testAttention(t *testing.T, d *gpu.Device) {
 		{4, 2, 128, 1500, 0, 0, 0}, {2, 1, 64, 2600, 0, 900, 0},
 		// Prompts of 16 tokens and more: the barrier-free kernel's wide groups (16 dimensions,
 		// the last one partial or half full).
-		{4, 2, 64, 60, 0, 0, 20}, {3, 1, 40, 50, 1.5, 0, 17}, {2, 2, 22, 40, 0, 30, 16}} {
+		{4, 2, 64, 60, 0, 0, 20}, {3, 1, 40, 50, 1.5, 0, 17}, {2, 2, 22, 40, 0, 30, 16}, {4, 4, 16, 40, 0, -1, 20}} {
 		for _, f16 := range []bool{false, true} {
 			checkAttention(t, d, rng, c, f16)
 		}
