@@ -678,7 +678,7 @@ func TestProfile(t *testing.T) {
 		check(t, fmt.Sprintf("profiled pass (timestamps %v)", stamps), got, want, 0)
 		mv, rms := prof.Kernels["matvec"], prof.Kernels["rms_norm"]
 		if prof.GPUTimed != stamps || len(prof.Kernels) != 2 || mv == nil || rms == nil || mv.Calls != 2 || rms.Calls != 1 ||
-			mv.Time <= 0 || mv.Bytes < 2*uint64(w.Bytes()) {
+			mv.Time <= 0 || mv.Bytes != 2*uint64(w.Bytes()) {
 			t.Fatalf("timestamps %v: profile %+v (GPU-timed %v)", stamps, prof.Kernels, prof.GPUTimed)
 		}
 		var b strings.Builder

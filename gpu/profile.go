@@ -27,8 +27,9 @@ type KernelTime struct {
 	Family string
 	Calls  int
 	Time   time.Duration
-	// Bytes sums the sizes of the buffers bound to each call: for the matrix-vector kernels
-	// that is the weight they read, for others an upper bound of the traffic.
+	// Bytes is the traffic charged to the calls: the weight for the matrix kernels (what a
+	// decode step streams), the sizes of all bound buffers for the others (an upper bound, as
+	// scratch buffers are sized for the largest batch).
 	Bytes uint64
 }
 
@@ -71,7 +72,7 @@ func (p *Profile) Total() time.Duration {
 }
 
 // Write prints the table: kernel family, calls, time, share of the total and achieved GB/s of
-// the bound buffers.
+// the traffic charged (KernelTime.Bytes).
 func (p *Profile) Write(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', tabwriter.Debug)
 	fmt.Fprintln(tw, " kernel\t calls\t ms\t share\t GB/s")
@@ -127,11 +128,7 @@ func (r *Recorder) profileDispatch(p *Pipeline, bufs []*Buffer) {
 	d.submit(cmd)
 	d.dev.Poll(true, nil)
 	elapsed := time.Since(start)
-	var bytes uint64
-	for _, b := range bufs {
-		bytes += b.size
-	}
-	d.Profile.add(p.Key.Kernel, elapsed, bytes)
+	d.Profile.add(p.Key.Kernel, elapsed, traffic(p, bufs))
 }
 
 // CopyBandwidth measures the device's plain buffer-to-buffer copy rate in GB/s (bytes copied
@@ -205,11 +202,7 @@ func (r *Recorder) endTimed(p *Pipeline, bufs []*Buffer) {
 		return
 	}
 	r.pass.Release()
-	var bytes uint64
-	for _, b := range bufs {
-		bytes += b.size
-	}
-	r.timed = append(r.timed, timed{p.Key.Kernel, bytes})
+	r.timed = append(r.timed, timed{p.Key.Kernel, traffic(p, bufs)})
 	r.pass = r.enc.BeginComputePass(&wgpu.ComputePassDescriptor{Label: "forward"})
 }
 
@@ -258,4 +251,17 @@ func (r *Recorder) chargeTimed(staging *wgpu.Buffer, size uint64) error {
 		r.d.Profile.add(t.family, time.Duration(ns), t.bytes)
 	}
 	return nil
+}
+
+// traffic is the bytes a dispatch is charged: its weight (binding 1) for the matrix kernels,
+// else every bound buffer.
+func traffic(p *Pipeline, bufs []*Buffer) uint64 {
+	if (p.Key.Kernel == "matvec" || p.Key.Kernel == "matmul") && len(bufs) > 0 {
+		return bufs[0].size
+	}
+	var n uint64
+	for _, b := range bufs {
+		n += b.size
+	}
+	return n
 }
