@@ -9,6 +9,7 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/engine"
 	"github.com/wgpu-llama/wgpu-llama/engine/grammar"
 	"github.com/wgpu-llama/wgpu-llama/gen"
+	"github.com/wgpu-llama/wgpu-llama/model/chat/autoparse"
 	"github.com/wgpu-llama/wgpu-llama/model/chat/toolcall"
 )
 
@@ -119,9 +120,9 @@ func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 }
 
 // toolList reads the request's tools for the parsers and grammars.
-func toolList(tools gen.OptNilChatTools) ([]toolcall.Tool, error) {
+func toolList(tools gen.OptNilChatTools) ([]autoparse.Tool, error) {
 	list, _ := tools.Get()
-	out := make([]toolcall.Tool, 0, len(list))
+	out := make([]autoparse.Tool, 0, len(list))
 	for i, t := range list {
 		if t.Type != "function" {
 			return nil, invalidRequest("tools[%d]: tool type %q is not supported (only \"function\")", i, t.Type)
@@ -130,7 +131,7 @@ func toolList(tools gen.OptNilChatTools) ([]toolcall.Tool, error) {
 		if !isNull(t.Function.Parameters) {
 			params = json.RawMessage(t.Function.Parameters)
 		}
-		out = append(out, toolcall.Tool{Name: t.Function.Name, Description: t.Function.Description.Or(""), Parameters: params})
+		out = append(out, autoparse.Tool{Name: t.Function.Name, Parameters: params})
 	}
 	return out, nil
 }
@@ -138,7 +139,7 @@ func toolList(tools gen.OptNilChatTools) ([]toolcall.Tool, error) {
 // parseToolChoice reads OpenAI's tool_choice: "auto", "none", "required", or
 // {"type": "function", "function": {"name": NAME}}, which requires that tool (only it is
 // offered to the grammar; llama-server takes such an object as "auto").
-func parseToolChoice(raw jx.Raw, tools []toolcall.Tool) (toolChoice, []toolcall.Tool, error) {
+func parseToolChoice(raw jx.Raw, tools []autoparse.Tool) (toolChoice, []autoparse.Tool, error) {
 	if isNull(raw) {
 		return choiceAuto, tools, nil
 	}
@@ -166,7 +167,7 @@ func parseToolChoice(raw jx.Raw, tools []toolcall.Tool) (toolChoice, []toolcall.
 		}
 		for _, t := range tools {
 			if t.Name == obj.Function.Name {
-				return choiceRequired, []toolcall.Tool{t}, nil
+				return choiceRequired, []autoparse.Tool{t}, nil
 			}
 		}
 		return 0, nil, invalidRequest("'tool_choice' names the function %q, which is not in 'tools'", obj.Function.Name)

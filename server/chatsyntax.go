@@ -34,22 +34,20 @@ func (l *loaded) generationPrompt(in chat.Input, text string) string {
 // peg_generator does with the template's analysis: the PEG parser of its reasoning, content and
 // tool-call syntax; with tools that may be called, a grammar that starts at the first tool
 // marker (lazy); with tools that must be, one over the whole output.
-func (l *loaded) planOutput(pl *chatPlan, tools []toolcall.Tool, choice toolChoice, parallel bool, schema []byte, field, gp string) error {
+func (l *loaded) planOutput(pl *chatPlan, tools []autoparse.Tool, choice toolChoice, parallel bool, schema []byte, field, gp string) error {
 	p := autoparse.Params{
 		Choice:           autoparse.ChoiceAuto,
 		Parallel:         parallel,
 		ExtractReasoning: pl.syntax.Reasoning != toolcall.ReasoningNone,
 		ResponseSchema:   json.RawMessage(schema),
 		GenerationPrompt: gp,
+		Tools:            tools,
 	}
 	switch choice {
 	case choiceNone:
 		p.Choice = autoparse.ChoiceNone
 	case choiceRequired:
 		p.Choice = autoparse.ChoiceRequired
-	}
-	for _, t := range tools {
-		p.Tools = append(p.Tools, autoparse.Tool{Name: t.Name, Parameters: t.Parameters})
 	}
 	out := l.format.Build(p)
 	pl.syntax.Parser = out.Parser

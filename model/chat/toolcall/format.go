@@ -6,7 +6,6 @@
 package toolcall
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/wgpu-llama/wgpu-llama/model/chat/peg"
@@ -62,11 +61,4 @@ type Syntax struct {
 	// (deepseek-legacy while streaming).
 	ReasoningInContent bool
 	ReasoningTags      [2]string
-}
-
-// Tool is a function a request offers the model.
-type Tool struct {
-	Name        string
-	Description string          // "" when none
-	Parameters  json.RawMessage // the JSON schema of the arguments, nil when none
 }
