@@ -214,47 +214,4 @@ func properties(schema json.RawMessage) ([]property, map[string]bool) {
 }
 
 // mayBeString reports whether a property's value may be a string (then it is read as raw text).
-func mayBeString(schema json.RawMessage) bool {
-	var s struct {
-		Type  json.RawMessage   `json:"type"`
-		AnyOf []json.RawMessage `json:"anyOf"`
-		OneOf []json.RawMessage `json:"oneOf"`
-		Enum  []json.RawMessage `json:"enum"`
-		Const json.RawMessage   `json:"const"`
-	}
-	if json.Unmarshal(schema, &s) != nil {
-		return true
-	}
-	for _, alt := range append(s.AnyOf, s.OneOf...) {
-		if mayBeString(alt) {
-			return true
-		}
-	}
-	if len(s.Type) == 0 {
-		if len(s.AnyOf)+len(s.OneOf) > 0 {
-			return false
-		}
-		if len(s.Enum) > 0 || len(s.Const) > 0 {
-			for _, v := range append(s.Enum, s.Const) {
-				if bytes.HasPrefix(bytes.TrimSpace(v), []byte(`"`)) {
-					return true
-				}
-			}
-			return false
-		}
-		return true
-	}
-	var one string
-	if json.Unmarshal(s.Type, &one) == nil {
-		return one == "string"
-	}
-	var many []string
-	if json.Unmarshal(s.Type, &many) == nil {
-		for _, t := range many {
-			if t == "string" {
-				return true
-			}
-		}
-	}
-	return false
-}
+func mayBeString(schema json.RawMessage) bool { return jsonTypes(schema)["string"] }
