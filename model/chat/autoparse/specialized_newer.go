@@ -62,6 +62,26 @@ func spaced(parts ...*peg.P) *peg.P {
 	return peg.Seq(out...)
 }
 
+// argElements reads a tool's arguments written as elements, any number in any order, each
+// followed by whitespace: the opener open(name) makes (its ToolArgOpen), then the value, raw
+// text (str) where the parameter's schema allows a string, else JSON by the schema followed by
+// closeValue.
+func argElements(t Tool, open func(name string) *peg.P, str, closeValue *peg.P) *peg.P {
+	var args []*peg.P
+	props, _ := properties(parameters(t))
+	for _, pr := range props {
+		value := str
+		if !mayBeString(pr.schema) {
+			value = peg.Seq(peg.ToolArgJSON(peg.Schema(peg.JSON(), "tool-"+t.Name+"-arg-"+pr.name+"-schema", pr.schema)), closeValue)
+		}
+		args = append(args, peg.ToolArg(peg.Seq(peg.ToolArgOpen(open(pr.name)), value)))
+	}
+	if len(args) == 0 {
+		return peg.Eps()
+	}
+	return peg.Star(peg.Seq(peg.Choice(args...), peg.Space()))
+}
+
 // generationLiteral reads the part of the generation prompt a handler spells out (its fixed
 // assistant opener). The server prepends the rendered generation prompt to the output; where
 // that does not start with the opener (a template variant), its text before the reasoning

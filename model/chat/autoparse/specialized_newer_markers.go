@@ -201,23 +201,14 @@ func (museGlimmer) Build(p Params) Output {
 
 func museCalls(r callRequest, start *peg.P) *peg.P {
 	const closer = "</atem:parameter>"
-	str := peg.Seq(peg.ToolArgString(peg.Until(closer)), peg.ToolArgClose(peg.Lit(closer)))
+	closeValue := peg.ToolArgClose(peg.Lit(closer))
+	str := peg.Seq(peg.ToolArgString(peg.Until(closer)), closeValue)
+	argOpen := func(name string) *peg.P {
+		return peg.Seq(peg.Lit(`<atem:parameter name="`), peg.ToolArgName(peg.Lit(name)), peg.Lit(`">`))
+	}
 	var fns []*peg.P
 	for _, t := range r.Tools {
-		var args []*peg.P
-		props, _ := properties(parameters(t))
-		for _, pr := range props {
-			value := str
-			if !mayBeString(pr.schema) {
-				value = peg.Seq(peg.ToolArgJSON(peg.Schema(peg.JSON(), "tool-"+t.Name+"-arg-"+pr.name+"-schema", pr.schema)), peg.ToolArgClose(peg.Lit(closer)))
-			}
-			args = append(args, peg.ToolArg(peg.Seq(
-				peg.ToolArgOpen(peg.Seq(peg.Lit(`<atem:parameter name="`), peg.ToolArgName(peg.Lit(pr.name)), peg.Lit(`">`))), value)))
-		}
-		argsP := peg.Eps()
-		if len(args) > 0 {
-			argsP = peg.Star(peg.Seq(peg.Choice(args...), peg.Space()))
-		}
+		argsP := argElements(t, argOpen, str, closeValue)
 		open := peg.ToolOpen(peg.Seq(peg.Lit(" to="), peg.Until("<|message|>"), peg.Lit("<|message|><atem:function_calls>"), peg.Space(),
 			peg.Lit(`<atem:invoke name="`), peg.ToolName(peg.Lit(t.Name)), peg.Lit(`">`), peg.Space()))
 		fns = append(fns, peg.Rule("tool-"+t.Name, peg.Tool(spaced(open, peg.ToolArgs(argsP),

@@ -142,22 +142,12 @@ func miniCPM5Calls(r callRequest) *peg.P {
 	str := peg.Choice(
 		peg.Seq(peg.Lit("<![CDATA["), peg.ToolArgString(peg.Until("]]>")), peg.Lit("]]>"), closer),
 		peg.Seq(peg.Not(peg.Lit("<![CDATA[")), peg.ToolArgString(peg.Until("</param>")), closer))
+	argOpen := func(name string) *peg.P {
+		return peg.Seq(peg.Lit(`<param name="`), peg.ToolArgName(peg.Lit(name)), peg.Lit(`">`))
+	}
 	var fns []*peg.P
 	for _, t := range r.Tools {
-		var args []*peg.P
-		props, _ := properties(parameters(t))
-		for _, pr := range props {
-			value := str
-			if !mayBeString(pr.schema) {
-				value = peg.Seq(peg.ToolArgJSON(peg.Schema(peg.JSON(), "tool-"+t.Name+"-arg-"+pr.name+"-schema", pr.schema)), closer)
-			}
-			open := peg.ToolArgOpen(peg.Seq(peg.Lit(`<param name="`), peg.ToolArgName(peg.Lit(pr.name)), peg.Lit(`">`)))
-			args = append(args, peg.ToolArg(peg.Seq(open, value)))
-		}
-		argsP := peg.Eps()
-		if len(args) > 0 {
-			argsP = peg.Star(peg.Seq(peg.Choice(args...), peg.Space()))
-		}
+		argsP := argElements(t, argOpen, str, closer)
 		fn := peg.Tool(spaced(
 			peg.ToolOpen(peg.Seq(peg.Lit(`<function name="`), peg.ToolName(peg.Lit(t.Name)), peg.Lit(`">`))),
 			peg.ToolArgs(argsP),
