@@ -4,8 +4,8 @@
 // once per block instead of once per token. Four invocations share a query, each holding every
 // fourth of its dimensions (q and the running output) in registers. The block's queries are
 // taken per sequence (tokens of several sequences may share a block, each group reading its own
-// cache rows). Same Params and bindings as attention.wgsl; head_dim at most MAXDF. Define KV_F16
-// reads an f16 cache (pairs packed in u32).
+// cache rows). Same Params and bindings as attention.wgsl, whose helpers (attention.inc) it
+// shares; head_dim at most MAXDF. Define KV_F16 reads an f16 cache (pairs packed in u32).
 
 struct Params {
     n_tokens: u32,
@@ -35,14 +35,16 @@ struct Params {
 @group(0) @binding(4) var<storage, read> pos: array<u32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>; // (n_tokens, n_head, head_dim)
 
-//#include kv_row.inc
-
+const WG: u32 = 64u;
+const MAXD: u32 = 256u;
 const BQ: u32 = 16u;    // queries per workgroup
 const BK: u32 = 16u;    // keys per tile
 const QL: u32 = 4u;     // invocations per query
 const MAXDF: u32 = 128u;
 const ND: u32 = 32u;    // MAXDF / QL: dimensions an invocation holds
 const NEG: f32 = -3.0e38;
+
+//#include attention.inc
 
 var<workgroup> tile: array<f32, 2048>;      // BK * MAXDF: keys, then values
 var<workgroup> red: array<f32, 1024>;       // BQ * BK * QL: partial dots, then scores
@@ -51,43 +53,23 @@ var<workgroup> group_lo: u32;               // its keys: group_lo .. group_hi - 
 var<workgroup> group_hi: u32;
 var<workgroup> group_ref: u32;              // a token of the group, for kv_row
 
-fn first_key(at: u32) -> u32 {
-    if (p.window == 0u || at + 1u <= p.window) {
-        return 0u;
+// load_tile fills the tile with cache rows j0 .. j0 + nk - 1 (keys, or values) of kv head kvh
+// in token ref_t's sequence, zeros past nk; every invocation takes part.
+fn load_tile(values: bool, ref_t: u32, j0: u32, nk: u32, kvh: u32, li: u32) {
+    let d = p.head_dim;
+    for (var e = li; e < BK * d; e += WG) {
+        let kk = e / d;
+        var v = 0.0;
+        if (kk < nk) {
+            let off = kv_row(ref_t, j0 + kk) * p.n_kv_head * d + kvh * d + e % d;
+            if (values) {
+                v = v_at(off);
+            } else {
+                v = k_at(off);
+            }
+        }
+        tile[kk * MAXDF + e % d] = v;
     }
-    return at + 1u - p.window;
-}
-
-fn key_end(t: u32) -> u32 {
-    if (p.all_keys > 0u) {
-        return p.all_keys;
-    }
-    return pos[t] + 1u;
-}
-
-fn capped(s: f32) -> f32 {
-    if (p.softcap > 0.0) {
-        return p.softcap * tanh(s / p.softcap);
-    }
-    return s;
-}
-
-fn k_at(off: u32) -> f32 {
-#ifdef KV_F16
-    let pair = unpack2x16float(kc[off / 2u]);
-    return select(pair.x, pair.y, (off & 1u) == 1u);
-#else
-    return kc[off];
-#endif
-}
-
-fn v_at(off: u32) -> f32 {
-#ifdef KV_F16
-    let pair = unpack2x16float(vc[off / 2u]);
-    return select(pair.x, pair.y, (off & 1u) == 1u);
-#else
-    return vc[off];
-#endif
 }
 
 @compute @workgroup_size(64)
@@ -96,7 +78,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let t0 = wg.y * BQ;
     let d = p.head_dim;
     let kvh = h / (p.n_head / p.n_kv_head);
-    let kv_stride = p.n_kv_head * d;
     let qi = li / QL;   // this invocation's query in the block
     let lane = li % QL; // its dimensions: lane, lane + QL, ...
     let t = t0 + qi;
@@ -166,15 +147,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         let mine = live && my_base == workgroupUniformLoad(&group_base);
         for (var j0 = lo; j0 < hi; j0 += BK) {
             let nk = min(BK, hi - j0);
-            // Keys of the tile into workgroup memory.
-            for (var e = li; e < BK * d; e += 64u) {
-                let kk = e / d;
-                var v = 0.0;
-                if (kk < nk) {
-                    v = k_at(kv_row(ref_t, j0 + kk) * kv_stride + kvh * d + e % d);
-                }
-                tile[kk * MAXDF + e % d] = v;
-            }
+            load_tile(false, ref_t, j0, nk, kvh, li);
             workgroupBarrier();
             for (var kk = 0u; kk < BK; kk++) {
                 var s = 0.0;
@@ -200,14 +173,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                 red[o] = s;
             }
             workgroupBarrier();
-            for (var e = li; e < BK * d; e += 64u) {
-                let kk = e / d;
-                var v = 0.0;
-                if (kk < nk) {
-                    v = v_at(kv_row(ref_t, j0 + kk) * kv_stride + kvh * d + e % d);
-                }
-                tile[kk * MAXDF + e % d] = v;
-            }
+            load_tile(true, ref_t, j0, nk, kvh, li);
             workgroupBarrier();
             var cmax = NEG;
             for (var kk = 0u; kk < BK; kk++) {
