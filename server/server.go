@@ -246,9 +246,7 @@ func (s *Server) outputFormat(l *loaded) autoparse.Builder {
 	if f := autoparse.Specialized(l.template.Source); f != nil {
 		return f
 	}
-	caps := autoparse.Caps{StringContent: l.caps.StringContent, TypedContent: l.caps.TypedContent,
-		ToolCalls: l.caps.ToolCalls, ParallelToolCalls: l.caps.ParallelToolCalls}
-	a, err := autoparse.Analyze(l.template.Source, caps, l.template.RenderJSON)
+	a, err := autoparse.Analyze(l.template.Source, l.caps.ForAnalysis(), l.template.RenderJSON)
 	if err != nil {
 		s.logger.Warn("the chat template's tool-call and reasoning syntax could not be analysed; chat answers are read as plain content", "err", err)
 		return nil

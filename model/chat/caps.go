@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wgpu-llama/wgpu-llama/model/chat/autoparse"
 	"github.com/wgpu-llama/wgpu-llama/model/chat/jinja"
 )
 
@@ -20,6 +21,12 @@ type Caps struct {
 	ObjectArguments   bool // renders tool-call arguments given as objects
 	PreserveReasoning bool // renders an earlier assistant message's reasoning_content
 	ReasoningEffort   bool // reacts to a reasoning_effort variable
+}
+
+// ForAnalysis is the part of c the autoparser's template analysis reads.
+func (c Caps) ForAnalysis() autoparse.Caps {
+	return autoparse.Caps{StringContent: c.StringContent, TypedContent: c.TypedContent,
+		ToolCalls: c.ToolCalls, ParallelToolCalls: c.ParallelToolCalls}
 }
 
 // Caps probes t. It renders a few short conversations, so callers should keep the result.

@@ -45,17 +45,9 @@ type parseCase struct {
 var analyses = map[string]*autoparse.Analysis{}
 
 // loadTemplate reads a template of llama.cpp's test models and the parser builder llama.cpp
-// would use for it: a dedicated format if one matches, else the autoparser's analysis.
+// would use for it: a dedicated format if one matches, else the autoparser's analysis (made
+// once per template).
 func loadTemplate(t *testing.T, name string) (chat.Template, autoparse.Builder) {
-	t.Helper()
-	tmpl, a := analyzeTemplate(t, name)
-	if f := autoparse.Specialized(tmpl.Source); f != nil {
-		return tmpl, f
-	}
-	return tmpl, a
-}
-
-func analyzeTemplate(t *testing.T, name string) (chat.Template, *autoparse.Analysis) {
 	t.Helper()
 	var path string
 	if ref, ok := strings.CutPrefix(name, "reference/"); ok {
@@ -72,12 +64,13 @@ func analyzeTemplate(t *testing.T, name string) (chat.Template, *autoparse.Analy
 		t.Fatal(err)
 	}
 	tmpl = tmpl.WithSpecialTokens("<s>", "</s>")
+	if f := autoparse.Specialized(tmpl.Source); f != nil {
+		return tmpl, f
+	}
 	if a, ok := analyses[name]; ok {
 		return tmpl, a
 	}
-	c := tmpl.Caps()
-	a, err := autoparse.Analyze(tmpl.Source, autoparse.Caps{StringContent: c.StringContent, TypedContent: c.TypedContent,
-		ToolCalls: c.ToolCalls, ParallelToolCalls: c.ParallelToolCalls}, tmpl.RenderJSON)
+	a, err := autoparse.Analyze(tmpl.Source, tmpl.Caps().ForAnalysis(), tmpl.RenderJSON)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}

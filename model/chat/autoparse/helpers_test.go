@@ -65,9 +65,7 @@ func analyzeFile(t *testing.T, path string, patch func(string) string) (*autopar
 	tmpl = tmpl.WithSpecialTokens("<s>", "</s>")
 	caps, ok := referenceCaps(t)[strings.TrimSuffix(filepath.Base(path), ".jinja")]
 	if !ok {
-		c := tmpl.Caps()
-		caps = autoparse.Caps{StringContent: c.StringContent, TypedContent: c.TypedContent,
-			ToolCalls: c.ToolCalls, ParallelToolCalls: c.ParallelToolCalls}
+		caps = tmpl.Caps().ForAnalysis()
 	}
 	return autoparse.Analyze(string(src), caps, tmpl.RenderJSON)
 }
