@@ -72,6 +72,13 @@ type Device struct {
 	// workgroup memory and barriers (set when the adapter has subgroups and is not a CPU
 	// adapter, whose barrier-free kernels need no reductions).
 	SubgroupMath bool
+	// RowsPerInvocation, when 1, 2 or 4, fixes how many weight rows each invocation of the
+	// barrier-free matrix kernel takes; 0 picks by the weight's size (rowsPerInvocation).
+	RowsPerInvocation int
+	// TokenLanes lets barrier-free attention take the token-lane kernel (attention_lanes.wgsl)
+	// where its loops fit llvmpipe's budget. Set for CPU adapters; tests clear it to reach the
+	// head-major kernels it otherwise replaces.
+	TokenLanes bool
 	// MaxBinding is the largest buffer one weight chunk may use; it starts at the adapter's
 	// maxStorageBufferBindingSize, and tests lower it to exercise split weights.
 	MaxBinding uint64
@@ -155,6 +162,7 @@ func Open(index int) (*Device, error) {
 		},
 		Features:     f,
 		BarrierFree:  infos[chosen].Type == "cpu",
+		TokenLanes:   infos[chosen].Type == "cpu",
 		F16Math:      f.ShaderF16 && infos[chosen].Type != "cpu",
 		SubgroupMath: f.Subgroups && infos[chosen].Type != "cpu",
 		MaxBinding:   limits.MaxStorageBufferBindingSize,

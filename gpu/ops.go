@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/wgpu-llama/wgpu-llama/shaders"
 )
@@ -95,10 +96,14 @@ func (r *Recorder) GetRowsScaled(w Weight, ids, out *Buffer, nTokens int, scale 
 
 // matvecKernel returns the matrix-vector kernel for t, with block sums (XSUM) when given.
 func (r *Recorder) matvecKernel(t WeightType, sums bool, extra []string) *Pipeline {
-	if sums && (t == Q4_1 || t == Q5_1) {
-		return r.kernel("matvec", []Access{ReadOnly, ReadOnly, ReadWrite, ReadOnly}, 64, weightDefines(t, append(extra, "XSUM")...)...)
+	wg := uint32(64)
+	if slices.Contains(extra, "ROW_PER_THREAD") {
+		wg = rowsWorkgroup
 	}
-	return r.kernel("matvec", bindRRRW, 64, weightDefines(t, extra...)...)
+	if sums && (t == Q4_1 || t == Q5_1) {
+		return r.kernel("matvec", []Access{ReadOnly, ReadOnly, ReadWrite, ReadOnly}, wg, weightDefines(t, append(extra, "XSUM")...)...)
+	}
+	return r.kernel("matvec", bindRRRW, wg, weightDefines(t, extra...)...)
 }
 
 // withSums appends the block-sum binding when there is one.
@@ -120,9 +125,9 @@ func (r *Recorder) RMSNorm(x, w, out *Buffer, n, rows int, eps float32) {
 
 // MatMul computes y[t, :] = W x[xRow0+t, :] for nTokens rows of x, or adds it to y when
 // accumulate is set (the residual add fused into the projection). The weight is dequantized
-// inside the kernel. CPU adapters take the barrier-free matrix-vector kernel over groups of
-// up to matvecMaxTokens tokens (the tiled kernel for long prompts over wide weights); GPUs take
-// the cooperative matrix-vector kernel for few tokens and the tiled kernel for more.
+// inside the kernel. CPU adapters take the barrier-free matrix-vector kernel, each invocation
+// up to 4 rows and 8 tokens (the grid's z holds the groups of tokens); GPUs take the
+// cooperative matrix-vector kernel for few tokens and the tiled kernel for more.
 func (r *Recorder) MatMul(w Weight, x *Buffer, xRow0, nTokens int, y *Buffer, accumulate bool) {
 	r.MatMulAt(w, x, nil, xRow0, nTokens, y, w.Rows, 0, accumulate)
 }
@@ -140,12 +145,8 @@ func (r *Recorder) MatMulAt(w Weight, x, xSums *Buffer, xRow0, nTokens int, y *B
 	if accumulate {
 		extra = append(extra, "ADD")
 	}
-	// Long prompts over wide weights go to the tiled kernel on CPU adapters too: dequantizing
-	// a tile once for 64 tokens outweighs its barriers there (134M Q4_K pp512 on lavapipe 26
-	// -> 29 tokens/s), while small weights and batches keep the barrier-free kernel.
-	cpuTiled := nTokens >= cpuTiledTokens && w.Cols >= cpuTiledCols
 	switch {
-	case r.d.BarrierFree && !cpuTiled:
+	case r.d.BarrierFree:
 		variant := append(extra, "ROW_PER_THREAD")
 		lanes := 1 // token lanes per invocation: as few as the batch needs, at most 8
 		switch {
@@ -158,14 +159,19 @@ func (r *Recorder) MatMulAt(w Weight, x, xSums *Buffer, xRow0, nTokens int, y *B
 		case w.Type == Q4_K || w.Type == Q6_K:
 			variant = append(variant, "BLOCK_DOT") // hand-ordered block loops for decode
 		}
-		p := r.matvecKernel(w.Type, xSums != nil, variant)
+		tokenGroups := (nTokens + lanes - 1) / lanes
 		for _, c := range w.Chunks {
+			rows := r.d.RowsPerInvocation
+			if rowsDefines[rows] == nil {
+				rows = rowsPerInvocation(c.Rows, tokenGroups)
+			}
+			p := r.matvecKernel(w.Type, xSums != nil, append(variant, rowsDefines[rows]...))
 			if p == nil {
 				break
 			}
 			// One dispatch per chunk: groups of lanes tokens go in the grid's z.
-			groups := r.elementwise(c.Rows)
-			groups[2] = uint32((nTokens + lanes - 1) / lanes)
+			groups := r.grid((c.Rows + rowsWorkgroup*rows - 1) / (rowsWorkgroup * rows))
+			groups[2] = uint32(tokenGroups)
 			r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, xRow0, 0, yStride, yCol+c.Row0), groups, withSums(xSums, c.Buf, x, y)...)
 		}
 	case nTokens <= matvecMaxTokens:
@@ -193,6 +199,28 @@ func (r *Recorder) MatMulAt(w Weight, x, xSums *Buffer, xRow0, nTokens int, y *B
 			}
 		}
 	}
+}
+
+// rowsDefines are the row-per-thread kernel's defines for 1, 2 or 4 rows per invocation.
+var rowsDefines = map[int][]string{1: {}, 2: {"R2"}, 4: {"R2", "R4"}}
+
+// cpuMinGroups is the fewest workgroups a row-per-thread dispatch is cut into: enough that
+// every core of a CPU adapter has work and a slow one is not left alone with the last.
+const cpuMinGroups = 4
+
+// rowsWorkgroup is the row-per-thread kernel's workgroup size (matvec.wgsl's RWG).
+const rowsWorkgroup = 32
+
+// rowsPerInvocation picks how many rows each invocation of the row-per-thread kernel takes:
+// the most (4, 2 or 1) that still leave cpuMinGroups workgroups for rows rows and tokenGroups
+// groups of token lanes. More rows share more activation loads.
+func rowsPerInvocation(rows, tokenGroups int) int {
+	for _, n := range []int{4, 2} {
+		if (rows+rowsWorkgroup*n-1)/(rowsWorkgroup*n)*tokenGroups >= cpuMinGroups {
+			return n
+		}
+	}
+	return 1
 }
 
 // kvDefines selects the KV cache format.
@@ -303,6 +331,10 @@ type AttnParams struct {
 	// few). On CPU adapters a long range runs in chunks that carry their running softmax in
 	// State (AttentionStateSize floats), which the caller must then provide.
 	MaxKeys int
+	// Sequences is how many sequences the batch's tokens belong to (0: not known, taken as
+	// one per token). CPU adapters' token-lane kernel reads each sequence's keys in its own
+	// pass, so this bounds its loops.
+	Sequences int
 	State   *Buffer // chunked attention's running softmax; nil unless AttentionChunked
 }
 
@@ -326,13 +358,21 @@ func attnGroups(headDim int) int { return (headDim + 3) / 4 }
 // matmulTile is the rows and the tokens of the tiled kernel's output tile.
 const matmulTile = 64
 
-// CPU adapters take the tiled kernel from cpuTiledTokens tokens on weights of at least
-// cpuTiledCols columns.
-const cpuTiledTokens, cpuTiledCols = 128, 512
+// attnLanesBlock is the token-lane attention kernel's workgroup: tokens of one head
+// (attention_lanes.wgsl's RWG).
+const attnLanesBlock = 32
 
-// attnWideTokens is the batch from which the barrier-free attention takes 16 dimensions per
-// invocation (fewer invocations, each recomputing the scores fewer times).
-const attnWideTokens = 16
+// attnLanesFit reports whether the token-lane kernel's loops stay within loopBudget for the
+// batch: per sequence in a block a pass over its keys and over the block's tokens, and the
+// scans that find each pass's sequence (at most a block's tokens for each token).
+func attnLanesFit(nTokens int, ap AttnParams) bool {
+	seqs := ap.Sequences
+	if seqs <= 0 {
+		seqs = nTokens
+	}
+	keys := max(ap.MaxKeys, ap.AllKeys, 1)
+	return min(seqs, attnLanesBlock)*(keys+attnLanesBlock)+attnLanesBlock*attnLanesBlock <= loopBudget
+}
 
 // AttentionChunked reports whether Attention on this device needs AttnParams.State for
 // maxKeys keys of headDim: the barrier-free kernel loops over the keys and, for each, over
@@ -352,21 +392,26 @@ func (r *Recorder) Attention(q, kCache, vCache, pos, out *Buffer, kvF16 bool, qS
 		r.fail("gpu: attention: head_dim %d (max 256), %d heads over %d kv heads unsupported", headDim, nHead, nKVHead)
 		return
 	}
-	// CPU adapters always take the barrier-free kernel, decode included (it rounds as
+	// CPU adapters always take a barrier-free kernel, decode included (they round as
 	// llama.cpp's CPU flash attention), whatever the head size: the cooperative kernel's
 	// loops would run past llvmpipe's limit beyond about 16k keys (see loopBudget).
+	if r.d.BarrierFree && r.d.TokenLanes && attnLanesFit(nTokens, ap) {
+		// Invocations take neighbouring tokens of one head, so the keys and values a
+		// workgroup reads have shared addresses (attention_lanes.wgsl).
+		p := r.kernel("attention_lanes", bindAttn, attnLanesBlock, append(kvDefines(kvF16), fmt.Sprintf("HEAD_DIM=%d", headDim))...)
+		if p != nil {
+			r.Dispatch(p, ap.params(nTokens, nHead, nKVHead, headDim, ap.Scale, qStride),
+				[3]uint32{uint32((nTokens + attnLanesBlock - 1) / attnLanesBlock), uint32(nHead), 1}, q, kCache, vCache, pos, out)
+		}
+		return
+	}
 	if r.d.AttentionChunked(ap.MaxKeys, headDim) {
 		r.attentionChunks(q, kCache, vCache, pos, out, kvF16, qStride, nTokens, nHead, nKVHead, headDim, ap)
 		return
 	}
 	if r.d.BarrierFree {
-		// A prompt has invocations to spare: each takes 16 dimensions instead of 4, so each
-		// query's scores are computed a quarter as often.
-		defs, groups := append(kvDefines(kvF16), "ROW_PER_THREAD"), attnGroups(headDim)
-		if nTokens >= attnWideTokens {
-			defs, groups = append(defs, "WIDE"), (headDim+15)/16
-		}
-		p := r.kernel("attention", bindAttn, 64, defs...)
+		groups := attnGroups(headDim)
+		p := r.kernel("attention", bindAttn, 64, append(kvDefines(kvF16), "ROW_PER_THREAD")...)
 		if p != nil {
 			r.Dispatch(p, ap.params(nTokens, nHead, nKVHead, headDim, ap.Scale, qStride), r.elementwise(nTokens*nHead*groups), q, kCache, vCache, pos, out)
 		}

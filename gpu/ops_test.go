@@ -163,10 +163,17 @@ func TestRMSNorm(t *testing.T) {
 func TestMatMul(t *testing.T) {
 	d := gputest.Device(t)
 	defer func(v, f, s bool) { d.BarrierFree, d.F16Math, d.SubgroupMath = v, f, s }(d.BarrierFree, d.F16Math, d.SubgroupMath)
-	for _, bf := range []bool{false, true} {
-		d.BarrierFree, d.F16Math, d.SubgroupMath = bf, false, false
-		t.Run(fmt.Sprintf("barrier-free=%v", bf), func(t *testing.T) { testMatMul(t, d, 1) })
+	defer func() { d.RowsPerInvocation = 0 }()
+	d.BarrierFree, d.F16Math, d.SubgroupMath = false, false, false
+	t.Run("barrier-free=false", func(t *testing.T) { testMatMul(t, d, 1) })
+	// The barrier-free kernel with 1, 2 and 4 rows per invocation: rows past the weight's
+	// last (all the test shapes leave some) are read clamped and not stored.
+	d.BarrierFree = true
+	for _, rows := range []int{1, 2, 4} {
+		d.RowsPerInvocation = rows
+		t.Run(fmt.Sprintf("barrier-free=true/rows=%d", rows), func(t *testing.T) { testMatMul(t, d, 1) })
 	}
+	d.RowsPerInvocation = 0
 	if d.Features.Subgroups {
 		d.BarrierFree, d.SubgroupMath = false, true
 		t.Run("subgroups", func(t *testing.T) { testMatMul(t, d, 1) })
@@ -342,12 +349,14 @@ func TestHeadNorm(t *testing.T) {
 	check(t, "head norm", got, want, tolF32)
 }
 
+// TestAttention runs the cooperative (and flash) kernels, the barrier-free token-lane kernel
+// and, with token lanes off, the barrier-free head-major kernels (chunked past the loop budget).
 func TestAttention(t *testing.T) {
 	d := gputest.Device(t)
-	defer func(v bool) { d.BarrierFree = v }(d.BarrierFree)
-	for _, bf := range []bool{false, true} {
-		d.BarrierFree = bf
-		t.Run(fmt.Sprintf("barrier-free=%v", bf), func(t *testing.T) { testAttention(t, d) })
+	defer func(v, l bool) { d.BarrierFree, d.TokenLanes = v, l }(d.BarrierFree, d.TokenLanes)
+	for _, c := range []struct{ bf, lanes bool }{{false, false}, {true, true}, {true, false}} {
+		d.BarrierFree, d.TokenLanes = c.bf, c.lanes
+		t.Run(fmt.Sprintf("barrier-free=%v/token-lanes=%v", c.bf, c.lanes), func(t *testing.T) { testAttention(t, d) })
 	}
 }
 
@@ -358,19 +367,19 @@ type attnCase struct {
 	softCap                   float32
 	window                    int
 	tokens                    int // prompt tokens at the end of the cache; 0 means 3
+	seqs                      int // AttnParams.Sequences (0: not given)
 }
 
 func testAttention(t *testing.T, d *gpu.Device) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	for _, c := range []attnCase{{8, 4, 8, 200, 0, 0, 0}, {4, 4, 64, 70, 0, 0, 0}, {6, 2, 128, 130, 0, 0, 0}, {2, 1, 256, 10, 0, 0, 0}, {4, 2, 64, 1000, 0, 0, 0},
-		{4, 2, 16, 300, 2, 0, 0}, {4, 2, 16, 300, 0, 40, 0}, {4, 2, 16, 700, 1.5, 300, 0}, {4, 4, 16, 40, 0, -1, 0},
+	for _, c := range []attnCase{{8, 4, 8, 200, 0, 0, 0, 0}, {4, 4, 64, 70, 0, 0, 0, 0}, {6, 2, 128, 130, 0, 0, 0, 0}, {2, 1, 256, 10, 0, 0, 0, 0}, {4, 2, 64, 1000, 0, 0, 0, 0},
+		{4, 2, 16, 300, 2, 0, 0, 0}, {4, 2, 16, 300, 0, 40, 0, 0}, {4, 2, 16, 700, 1.5, 300, 0, 0}, {4, 4, 16, 40, 0, -1, 0, 0},
 		// A head of 4n + 2 dimensions: the barrier-free kernel's last group is half full.
-		{4, 2, 6, 300, 0, 0, 0}, {2, 1, 10, 90, 1.5, 50, 0},
+		{4, 2, 6, 300, 0, 0, 0, 0}, {2, 1, 10, 90, 1.5, 50, 0, 0},
 		// Past llvmpipe's loop limit the barrier-free kernel runs in chunks (AttentionChunked).
-		{4, 2, 128, 1500, 0, 0, 0}, {2, 1, 64, 2600, 0, 900, 0},
-		// Prompts of 16 tokens and more: the barrier-free kernel's wide groups (16 dimensions,
-		// the last one partial or half full).
-		{4, 2, 64, 60, 0, 0, 20}, {3, 1, 40, 50, 1.5, 0, 17}, {2, 2, 22, 40, 0, 30, 16}, {4, 4, 16, 40, 0, -1, 20}} {
+		{4, 2, 128, 1500, 0, 0, 0, 0}, {2, 1, 64, 2600, 0, 900, 0, 0},
+		// Prompts of 16 tokens and more: a token-lane block partly filled, heads of 4n + 2.
+		{4, 2, 64, 60, 0, 0, 20, 0}, {3, 1, 40, 50, 1.5, 0, 17, 0}, {2, 2, 22, 40, 0, 30, 16, 0}, {4, 4, 16, 40, 0, -1, 20, 0}} {
 		for _, f16 := range []bool{false, true} {
 			checkAttention(t, d, rng, c, f16)
 		}
@@ -412,7 +421,7 @@ func checkAttention(t *testing.T, d *gpu.Device, rng *rand.Rand, c attnCase, f16
 		kb, vb = uploadF16(t, d, kAll), uploadF16(t, d, vAll)
 	}
 	posBuf := uploadU32(t, d, withBase(pos, base))
-	ap := gpu.AttnParams{Scale: 0.3, SoftCap: c.softCap, Window: c.window, MaxKeys: c.nCtx,
+	ap := gpu.AttnParams{Scale: 0.3, SoftCap: c.softCap, Window: c.window, MaxKeys: c.nCtx, Sequences: c.seqs,
 		State: empty(t, d, gpu.AttentionStateSize(len(pos), c.nHead, c.headDim))}
 	if d.BarrierFree && c.nCtx > 1000 && !d.AttentionChunked(c.nCtx, c.headDim) {
 		t.Errorf("%d keys of head_dim %d: not chunked", c.nCtx, c.headDim)

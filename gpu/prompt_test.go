@@ -1,7 +1,7 @@
 package gpu_test
 
-// Tests of the prompt kernels: flash attention over blocks that mix sequences, and the tiled
-// matrix product CPU adapters take for long prompts.
+// Tests of the prompt kernels: attention over blocks that mix sequences, and the barrier-free
+// matrix product over a long prompt.
 
 import (
 	"fmt"
@@ -15,10 +15,11 @@ import (
 
 // TestAttentionSequencesInBlocks checks attention for a batch whose tokens come from two
 // sequences, interleaved, so that the flash kernel's query blocks mix them: each token must see
-// only its own sequence's cache rows. Both kernel families run it.
+// only its own sequence's cache rows (the token-lane kernel's blocks too, in two passes).
+// Every kernel family runs it.
 func TestAttentionSequencesInBlocks(t *testing.T) {
 	d := gputest.Device(t)
-	defer func(v bool) { d.BarrierFree = v }(d.BarrierFree)
+	defer func(v, l bool) { d.BarrierFree, d.TokenLanes = v, l }(d.BarrierFree, d.TokenLanes)
 	rng := rand.New(rand.NewPCG(21, 22))
 	const nHead, nKV, headDim = 4, 2, 48
 	type seq struct {
@@ -64,19 +65,19 @@ func TestAttentionSequencesInBlocks(t *testing.T) {
 		}
 	}
 	posBuf := uploadU32(t, d, append(append([]int32(nil), pos...), bases...))
-	for _, bf := range []bool{false, true} {
-		d.BarrierFree = bf
-		ap := gpu.AttnParams{Scale: 0.3, MaxKeys: 40, State: empty(t, d, gpu.AttentionStateSize(n, nHead, headDim))}
+	for _, c := range []struct{ bf, lanes bool }{{false, false}, {true, true}, {true, false}} {
+		d.BarrierFree, d.TokenLanes = c.bf, c.lanes
+		ap := gpu.AttnParams{Scale: 0.3, MaxKeys: 40, Sequences: 2, State: empty(t, d, gpu.AttentionStateSize(n, nHead, headDim))}
 		out := empty(t, d, len(q))
 		got := run(t, d, out, len(q), func(r *gpu.Recorder) {
 			r.Attention(upload(t, d, q), upload(t, d, kAll), upload(t, d, vAll), posBuf, out, false, qWidth, n, nHead, nKV, headDim, ap)
 		})
-		check(t, fmt.Sprintf("two sequences, barrier-free=%v", bf), got, want, tolF32)
+		check(t, fmt.Sprintf("two sequences, barrier-free=%v, token lanes=%v", c.bf, c.lanes), got, want, tolF32)
 	}
 }
 
-// TestMatMulLongPromptCPU checks the tiled kernel that CPU adapters take for long prompts over
-// wide weights (cpuTiledTokens, cpuTiledCols), tokens and rows not multiples of its tile.
+// TestMatMulLongPromptCPU checks the barrier-free kernel over a long prompt: 17 groups of
+// token lanes in the grid, the last partial, and rows per invocation picked by size.
 func TestMatMulLongPromptCPU(t *testing.T) {
 	d := gputest.Device(t)
 	defer func(v bool) { d.BarrierFree = v }(d.BarrierFree)

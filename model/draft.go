@@ -101,7 +101,7 @@ func (m *Model) DraftGreedy(kv *KVCache, first Batch, steps int) (ids [][]int32,
 	perPass := 0
 	for step := 0; step < steps; step++ {
 		if step == 0 {
-			m.record(r, kv, len(first.Tokens), firstKeys, first.PageBits, first.Logits)
+			m.record(r, kv, len(first.Tokens), first.sequences(), firstKeys, first.PageBits, first.Logits)
 		} else {
 			if r.Dispatches()+perPass > gpu.MaxDispatches {
 				if err := r.Submit(); err != nil {
@@ -112,7 +112,7 @@ func (m *Model) DraftGreedy(kv *KVCache, first Batch, steps int) (ids [][]int32,
 				}
 			}
 			before := r.Dispatches()
-			m.record(r, kv, seqs, lastPos+step, 0, each)
+			m.record(r, kv, seqs, seqs, lastPos+step, 0, each)
 			perPass = r.Dispatches() - before + 1
 		}
 		var feed *gpu.ArgmaxFeed

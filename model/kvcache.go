@@ -168,6 +168,15 @@ func (m *Model) ensurePos(n int) error {
 	return nil
 }
 
+// sequences counts the batch's sequences (distinct bases).
+func (b Batch) sequences() int {
+	seen := map[int32]bool{}
+	for _, base := range b.Base {
+		seen[base] = true
+	}
+	return len(seen)
+}
+
 // recordCopies records the batch's row copies in every layer.
 func (b Batch) recordCopies(r *gpu.Recorder, kv *KVCache) {
 	for _, c := range b.Copies {

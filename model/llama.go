@@ -360,7 +360,7 @@ func (m *Model) begin(kv *KVCache, b Batch) (*gpu.Recorder, error) {
 		return nil, err
 	}
 	b.recordCopies(r, kv)
-	m.recordLayers(r, kv, len(b.Tokens), maxKeys, b.PageBits)
+	m.recordLayers(r, kv, len(b.Tokens), b.sequences(), maxKeys, b.PageBits)
 	return r, nil
 }
 
@@ -404,16 +404,16 @@ func gathers(rows []int, n int) bool {
 // record records the forward pass of n tokens whose inputs are in the scratch buffers (see
 // upload), at most maxKeys positions deep, and the logits of the given rows into
 // scratch.logits, in order.
-func (m *Model) record(r *gpu.Recorder, kv *KVCache, n, maxKeys, pageBits int, logits []int) {
-	m.recordLayers(r, kv, n, maxKeys, pageBits)
+func (m *Model) record(r *gpu.Recorder, kv *KVCache, n, seqs, maxKeys, pageBits int, logits []int) {
+	m.recordLayers(r, kv, n, seqs, maxKeys, pageBits)
 	if len(logits) > 0 {
 		m.recordLogits(r, n, logits)
 	}
 }
 
-// recordLayers records the decoder's layers over n tokens whose inputs are in the scratch
-// buffers, addressing the cache with pageBits (Batch.PageBits).
-func (m *Model) recordLayers(r *gpu.Recorder, kv *KVCache, n, maxKeys, pageBits int) {
+// recordLayers records the decoder's layers over n tokens of seqs sequences whose inputs are
+// in the scratch buffers, addressing the cache with pageBits (Batch.PageBits).
+func (m *Model) recordLayers(r *gpu.Recorder, kv *KVCache, n, seqs, maxKeys, pageBits int) {
 	c, s := m.Config, &m.scratch
 	embScale := c.EmbedScale
 	if embScale == 0 {
@@ -430,7 +430,7 @@ func (m *Model) recordLayers(r *gpu.Recorder, kv *KVCache, n, maxKeys, pageBits 
 		}
 		rope, ap := m.layerAttention(i)
 		rope.PageBits, ap.PageBits = pageBits, pageBits
-		ap.MaxKeys, ap.State = maxKeys, s.attnState
+		ap.MaxKeys, ap.Sequences, ap.State = maxKeys, seqs, s.attnState
 		r.RoPEKV(s.qkv, s.pos, kv.k[i], kv.v[i], ly.qkvBias, m.kvF16, n, c.NHead, c.NKVHead, c.HeadDim, rope)
 		if kv.part != nil && n == 1 && maxKeys >= splitAttentionFrom {
 			r.AttentionSplit(s.qkv, kv.k[i], kv.v[i], s.pos, kv.part, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, maxKeys, ap)

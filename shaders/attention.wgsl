@@ -85,24 +85,16 @@ fn q16(v: f32) -> f32 {
 
 fn acc16(v: vec4<f32>) -> vec4<f32> {
 #ifdef KV_F16
-    return vec4<f32>(unpack2x16float(pack_f16(v.xy)), unpack2x16float(pack_f16(v.zw)));
+    return f16_round4(v);
 #else
     return v;
 #endif
 }
 
-// WIDE (prompts, never CHUNKED): an invocation takes 16 dimensions (four groups of 4), so a
-// query's scores are computed a quarter as often; the sums per dimension are the same.
-#ifdef WIDE
-const NV: u32 = 4u;
-#else
-const NV: u32 = 1u;
-#endif
-
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let d = p.head_dim;
-    let groups = (d + 4u * NV - 1u) / (4u * NV);
+    let groups = (d + 3u) / 4u;
     let idx = gid.x + gid.y * nwg.x * WG;
     if (idx >= p.n_tokens * p.n_head * groups) {
         return;
@@ -115,7 +107,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let kv_stride = p.n_kv_head * d;
     var m = NEG;
     var l = 0.0;
-    var acc: array<vec4<f32>, NV>;
+    var acc = vec4<f32>(0.0);
     var j0 = first_key(pos[t]);
     var n_keys = key_end(t);
     load_qh(q_off);
@@ -124,11 +116,14 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (p.key_lo > 0u) {
         m = state[so];
         l = state[so + 1u];
-        acc[0] = vec4<f32>(state[so + 2u], state[so + 3u], state[so + 4u], state[so + 5u]);
+        acc = vec4<f32>(state[so + 2u], state[so + 3u], state[so + 4u], state[so + 5u]);
     }
     j0 = max(j0, p.key_lo);
     n_keys = min(n_keys, p.key_hi);
 #endif
+    // In a half group (head_dim 4n + 2) lanes z, w reread x, y and are not stored.
+    let dim0 = 4u * g;
+    let zw = select(2u, 0u, dim0 + 2u >= d);
     for (var j = j0; j < n_keys; j++) {
         let off = kv_row(t, j) * kv_stride + kvh * d;
         let s = capped(k_dot(off) * p.scale);
@@ -137,45 +132,31 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         if (s > m) {
             ms = exp(m - s);
             m = s;
-            for (var a = 0u; a < NV; a++) {
-                acc[a] = acc16(acc[a] * ms);
-            }
+            acc = acc16(acc * ms);
         } else {
             vs = exp(s - m);
         }
-        for (var a = 0u; a < NV; a++) {
-            // Groups past the head's end read its first dimensions and are not stored; in a
-            // half group (head_dim 4n + 2) lanes z, w reread x, y.
-            let dim0 = select(0u, 4u * (NV * g + a), 4u * (NV * g + a) < d);
-            let zw = select(2u, 0u, dim0 + 2u >= d);
-            let vo = off + dim0;
-            acc[a] = acc16(fma(vec4<f32>(v_at(vo), v_at(vo + 1u), v_at(vo + zw), v_at(vo + zw + 1u)), vec4<f32>(vs), acc[a]));
-        }
+        let vo = off + dim0;
+        acc = acc16(fma(vec4<f32>(v_at(vo), v_at(vo + 1u), v_at(vo + zw), v_at(vo + zw + 1u)), vec4<f32>(vs), acc));
         l = l * ms + vs;
     }
 #ifdef CHUNKED
     if (p.last == 0u) {
         state[so] = m;
         state[so + 1u] = l;
-        state[so + 2u] = acc[0].x;
-        state[so + 3u] = acc[0].y;
-        state[so + 4u] = acc[0].z;
-        state[so + 5u] = acc[0].w;
+        state[so + 2u] = acc.x;
+        state[so + 3u] = acc.y;
+        state[so + 4u] = acc.z;
+        state[so + 5u] = acc.w;
         return;
     }
 #endif
-    for (var a = 0u; a < NV; a++) {
-        let dim0 = 4u * (NV * g + a);
-        if (dim0 >= d) {
-            break;
-        }
-        let o = (t * p.n_head + h) * d + dim0;
-        out[o] = acc[a].x / l;
-        out[o + 1u] = acc[a].y / l;
-        if (dim0 + 2u < d) {
-            out[o + 2u] = acc[a].z / l;
-            out[o + 3u] = acc[a].w / l;
-        }
+    let o = (t * p.n_head + h) * d + dim0;
+    out[o] = acc.x / l;
+    out[o + 1u] = acc.y / l;
+    if (dim0 + 2u < d) {
+        out[o + 2u] = acc.z / l;
+        out[o + 3u] = acc.w / l;
     }
 }
 #else

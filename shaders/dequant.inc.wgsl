@@ -211,29 +211,33 @@ fn k_params(base: u32, j0: u32) -> vec2<f32> {
 
 #ifdef T_Q4_K
 #ifdef BLOCK_DOT
-fn block_dot(base: u32, xb: u32) -> f32 {
-    let dm = unpack2x16float(w[base]);
-    var sum = 0.0;
+fn block_dot(base: array<u32, R>, xb: u32) -> array<f32, R> {
+    var sum = array<f32, R>();
     for (var c = 0u; c < 4u; c++) {
         // 64 elements: the low nibbles of 32 bytes, then their high nibbles.
-        var lo = vec4<f32>(0.0);
-        var hi = vec4<f32>(0.0);
+        var lo = array<vec4<f32>, R>();
+        var hi = array<vec4<f32>, R>();
         var xl = vec4<f32>(0.0);
         var xh = vec4<f32>(0.0);
         for (var i = 0u; i < 8u; i++) {
-            let b = bytes4(w[base + 4u + 8u * c + i]);
             let x0 = xload(xb + 16u * c + i);
             let x1 = xload(xb + 16u * c + 8u + i);
-            lo = fma(vec4<f32>(b & vec4<u32>(0xFu)), x0, lo);
-            hi = fma(vec4<f32>(b >> vec4<u32>(4u)), x1, hi);
+            for (var r = 0u; r < R; r++) {
+                let b = bytes4(w[base[r] + 4u + 8u * c + i]);
+                lo[r] = fma(vec4<f32>(b & vec4<u32>(0xFu)), x0, lo[r]);
+                hi[r] = fma(vec4<f32>(b >> vec4<u32>(4u)), x1, hi[r]);
+            }
             xl += x0;
             xh += x1;
         }
         let one = vec4<f32>(1.0);
-        let s0 = scale_min(base, 2u * c);
-        let s1 = scale_min(base, 2u * c + 1u);
-        sum += dm.x * s0.x * dot(lo, one) - dm.y * s0.y * dot(xl, one);
-        sum += dm.x * s1.x * dot(hi, one) - dm.y * s1.y * dot(xh, one);
+        for (var r = 0u; r < R; r++) {
+            let dm = unpack2x16float(w[base[r]]);
+            let s0 = scale_min(base[r], 2u * c);
+            let s1 = scale_min(base[r], 2u * c + 1u);
+            sum[r] += dm.x * s0.x * dot(lo[r], one) - dm.y * s0.y * dot(xl, one);
+            sum[r] += dm.x * s1.x * dot(hi[r], one) - dm.y * s1.y * dot(xh, one);
+        }
     }
     return sum;
 }
@@ -274,34 +278,42 @@ fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
 
 #ifdef T_Q6_K
 #ifdef BLOCK_DOT
-fn block_dot(base: u32, xb: u32) -> f32 {
-    let d = f16lo(w[base + 52u]);
-    var sum = 0.0;
+fn block_dot(base: array<u32, R>, xb: u32) -> array<f32, R> {
+    var sum = array<f32, R>();
     for (var n = 0u; n < 2u; n++) {
         // 128 elements: element l + 32 k (k = 0..3) takes a nibble of ql[l] or ql[l + 32]
         // and bits 2k of qh[l], with scale 16-group l / 16 + 2 k.
         for (var g = 0u; g < 2u; g++) {
-            var a = array<vec4<f32>, 4>(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+            var a = array<array<vec4<f32>, 4>, R>();
             for (var i = 0u; i < 4u; i++) {
                 let l4 = 4u * g + i; // word index of l within the 32 bytes
-                let q0 = bytes4(w[base + 16u * n + l4]);
-                let q1 = bytes4(w[base + 16u * n + 8u + l4]);
-                let h = bytes4(w[base + 32u + 8u * n + l4]);
-                let v0 = vec4<f32>((q0 & vec4<u32>(0xFu)) | ((h & vec4<u32>(3u)) << vec4<u32>(4u))) - 32.0;
-                let v1 = vec4<f32>((q1 & vec4<u32>(0xFu)) | (((h >> vec4<u32>(2u)) & vec4<u32>(3u)) << vec4<u32>(4u))) - 32.0;
-                let v2 = vec4<f32>((q0 >> vec4<u32>(4u)) | (((h >> vec4<u32>(4u)) & vec4<u32>(3u)) << vec4<u32>(4u))) - 32.0;
-                let v3 = vec4<f32>((q1 >> vec4<u32>(4u)) | ((h >> vec4<u32>(6u)) << vec4<u32>(4u))) - 32.0;
                 let xo = xb + 32u * n + l4;
-                a[0] = fma(v0, xload(xo), a[0]);
-                a[1] = fma(v1, xload(xo + 8u), a[1]);
-                a[2] = fma(v2, xload(xo + 16u), a[2]);
-                a[3] = fma(v3, xload(xo + 24u), a[3]);
+                let x0 = xload(xo);
+                let x1 = xload(xo + 8u);
+                let x2 = xload(xo + 16u);
+                let x3 = xload(xo + 24u);
+                for (var r = 0u; r < R; r++) {
+                    let q0 = bytes4(w[base[r] + 16u * n + l4]);
+                    let q1 = bytes4(w[base[r] + 16u * n + 8u + l4]);
+                    let h = bytes4(w[base[r] + 32u + 8u * n + l4]);
+                    let v0 = vec4<f32>((q0 & vec4<u32>(0xFu)) | ((h & vec4<u32>(3u)) << vec4<u32>(4u))) - 32.0;
+                    let v1 = vec4<f32>((q1 & vec4<u32>(0xFu)) | (((h >> vec4<u32>(2u)) & vec4<u32>(3u)) << vec4<u32>(4u))) - 32.0;
+                    let v2 = vec4<f32>((q0 >> vec4<u32>(4u)) | (((h >> vec4<u32>(4u)) & vec4<u32>(3u)) << vec4<u32>(4u))) - 32.0;
+                    let v3 = vec4<f32>((q1 >> vec4<u32>(4u)) | ((h >> vec4<u32>(6u)) << vec4<u32>(4u))) - 32.0;
+                    a[r][0] = fma(v0, x0, a[r][0]);
+                    a[r][1] = fma(v1, x1, a[r][1]);
+                    a[r][2] = fma(v2, x2, a[r][2]);
+                    a[r][3] = fma(v3, x3, a[r][3]);
+                }
             }
             let one = vec4<f32>(1.0);
-            for (var k = 0u; k < 4u; k++) {
-                let s = 8u * n + g + 2u * k;
-                let sc = bitcast<i32>(w[base + 48u + s / 4u] << (24u - 8u * (s % 4u))) >> 24u;
-                sum += d * f32(sc) * dot(a[k], one);
+            for (var r = 0u; r < R; r++) {
+                let d = f16lo(w[base[r] + 52u]);
+                for (var k = 0u; k < 4u; k++) {
+                    let s = 8u * n + g + 2u * k;
+                    let sc = bitcast<i32>(w[base[r] + 48u + s / 4u] << (24u - 8u * (s % 4u))) >> 24u;
+                    sum[r] += d * f32(sc) * dot(a[r][k], one);
+                }
             }
         }
     }
@@ -335,7 +347,8 @@ fn dq4(base: u32, j: u32) -> vec4<f32> {
     return sb_q4(base, j, sb_params(base, j));
 }
 
-// With BLOCK_DOT, Q4_K and Q6_K also provide block_dot(base, xb): the dot product of a whole block
-// with the activations x[xb..] (vec4 index), ordered for CPU adapters: each quant word loaded
-// once for all the elements it holds, scales applied to partial sums. The including kernel
-// provides xload(i) for the vec4 at index i.
+// With BLOCK_DOT, Q4_K and Q6_K also provide block_dot(base, xb): the dot products of the blocks
+// starting at words base[0..R] (R rows) with the activations x[xb..] (vec4 index), ordered for
+// CPU adapters: each activation loaded once for the R rows, each quant word once for all the
+// elements it holds, scales applied to partial sums. The including kernel provides the constant
+// R and xload(i) for the vec4 at index i.

@@ -29,7 +29,21 @@ fn pack_f16(v: vec2<f32>) -> u32 {
     return f16_bits(v.x) | (f16_bits(v.y) << 16u);
 }
 
-// f16_round is v rounded to the nearest half (ties to even), back in f32.
+// f16_round4 is v rounded to the nearest half (ties to even), back in f32, without branches
+// (CPU adapters run both sides of a branch that their SIMD lanes take differently): a normal
+// half is the f32 with 13 mantissa bits rounded off, a subnormal one a multiple of 2^-24.
+fn f16_round4(v: vec4<f32>) -> vec4<f32> {
+    let b = bitcast<vec4<u32>>(v);
+    let a = b & vec4<u32>(0x7FFFFFFFu);
+    let sign = b & vec4<u32>(0x80000000u);
+    let normal = sign | ((a + 0xFFFu + ((a >> vec4<u32>(13u)) & vec4<u32>(1u))) & vec4<u32>(0xFFFFE000u));
+    let sub = sign | bitcast<vec4<u32>>(round(bitcast<vec4<f32>>(a) * 16777216.0) * 5.9604644775390625e-8);
+    var r = select(normal, sub, a < vec4<u32>(0x38800000u));
+    r = select(r, sign | vec4<u32>(0x7F800000u), a >= vec4<u32>(0x477FF000u)); // 65520 and up: infinity
+    return select(bitcast<vec4<f32>>(r), v, a > vec4<u32>(0x7F800000u));      // NaN stays NaN
+}
+
+// f16_round is f16_round4 of one value.
 fn f16_round(v: f32) -> f32 {
-    return unpack2x16float(f16_bits(v)).x;
+    return f16_round4(vec4<f32>(v)).x;
 }

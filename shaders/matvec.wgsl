@@ -81,111 +81,107 @@ fn store(t: u32, row: u32, v: f32) {
 }
 
 #ifdef ROW_PER_THREAD
+// Rows per invocation of the row-per-thread kernel: R4 and R2 (cumulative, as the lanes). Its
+// rows share each activation load, which on lavapipe costs more than the quant words it meets
+// (a load whose address every invocation shares is a bounds-checked scalar load there, and
+// each row reads the same activations): 4 rows take Q4_K decode from 0.8 to 1.9 GB/s.
+// Invocations per workgroup: 32 (four of lavapipe's 8-wide SIMD batches) keeps a 768-row
+// weight at 4 rows per invocation in 6 workgroups, enough for every core.
+const RWG: u32 = 32u;
+#ifdef R4
+const R: u32 = 4u;
+#else
+#ifdef R2
+const R: u32 = 2u;
+#else
+const R: u32 = 1u;
+#endif
+#endif
+
 // xv reads activation row t (clamped to the last real row, so the unrolled token lanes past
 // n_tok read valid memory and their sums are simply not stored).
 fn xv(t: u32, xi: u32) -> vec4<f32> {
     return x[(p.x_row0 + tok0 + min(t, nt - 1u)) * (p.k / 4u) + xi];
 }
 
-// Accumulators are named variables, not an array indexed by a runtime token count, so CPU
-// compilers keep them in registers; LANES of them (1, 2, 4 or 8). Each 4-element
+// Invocation i of a workgroup takes rows i, i + RWG, ..., i + (R - 1) RWG of the workgroup's
+// RWG * R; rows past n read the last row and are not stored. The loops over rows and lanes
+// have constant bounds, so they unroll and the accumulators stay in registers. Each 4-element
 // product is added to one running sum (and each block's minimum term after the block): this
 // order keeps the near-tie greedy steps of llama.cpp's outputs on the same side.
-@compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let row = gid.x + gid.y * nwg.x * WG;
-    tok0 = gid.z * LANES;
+@compute @workgroup_size(RWG)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    let row0 = (wg.x + wg.y * nwg.x) * RWG * R + li;
+    tok0 = wg.z * LANES;
     nt = min(LANES, p.n_tok - tok0);
-    if (row >= p.n) {
-        return;
-    }
     let nb = p.k / BS;
-    let base0 = row * nb * BW;
-    var a0 = 0.0;
-#ifdef LANES2
-    var a1 = 0.0;
-#endif
-#ifdef LANES4
-    var a2 = 0.0;
-    var a3 = 0.0;
-#endif
-#ifdef LANES8
-    var a4 = 0.0;
-    var a5 = 0.0;
-    var a6 = 0.0;
-    var a7 = 0.0;
-#endif
+    var base0: array<u32, R>;
+    for (var r = 0u; r < R; r++) {
+        base0[r] = min(row0 + r * RWG, p.n - 1u) * nb * BW;
+    }
+    var acc = array<array<f32, LANES>, R>();
 #ifdef BLOCK_DOT
     // One token: the type's own block loop (see dequant.inc's block_dot).
     let xrow = (p.x_row0 + tok0) * (p.k / 4u);
     for (var b = 0u; b < nb; b++) {
-        a0 += block_dot(base0 + b * BW, xrow + b * (BS / 4u));
+        var base: array<u32, R>;
+        for (var r = 0u; r < R; r++) {
+            base[r] = base0[r] + b * BW;
+        }
+        let s = block_dot(base, xrow + b * (BS / 4u));
+        for (var r = 0u; r < R; r++) {
+            acc[r][0] += s[r];
+        }
     }
 #else
     for (var b = 0u; b < nb; b++) {
-        let base = base0 + b * BW;
-#ifdef XSUM
-        let mn = sb_params(base, 0u).y;
-#endif
+        var base: array<u32, R>;
+        for (var r = 0u; r < R; r++) {
+            base[r] = base0[r] + b * BW;
+        }
         // Scales decode once per sub-block; its SB/4 steps unroll.
         for (var j0 = 0u; j0 < BS; j0 += SB) {
+            var sp: array<vec2<f32>, R>;
+            for (var r = 0u; r < R; r++) {
 #ifdef XSUM
-            let sp = vec2<f32>(sb_params(base, j0).x, 0.0);
+                sp[r] = vec2<f32>(sb_params(base[r], j0).x, 0.0);
 #else
-            let sp = sb_params(base, j0);
+                sp[r] = sb_params(base[r], j0);
 #endif
+            }
             for (var jj = 0u; jj < SB; jj += 4u) {
-                let j = j0 + jj;
-                let wv = sb_q4(base, j, sp);
-                let xi = (b * BS + j) / 4u;
-                a0 += dot(wv, xv(0u, xi));
-#ifdef LANES2
-                a1 += dot(wv, xv(1u, xi));
-#endif
-#ifdef LANES4
-                a2 += dot(wv, xv(2u, xi));
-                a3 += dot(wv, xv(3u, xi));
-#endif
-#ifdef LANES8
-                a4 += dot(wv, xv(4u, xi));
-                a5 += dot(wv, xv(5u, xi));
-                a6 += dot(wv, xv(6u, xi));
-                a7 += dot(wv, xv(7u, xi));
-#endif
+                let xi = (b * BS + j0 + jj) / 4u;
+                var xt: array<vec4<f32>, LANES>;
+                for (var t = 0u; t < LANES; t++) {
+                    xt[t] = xv(t, xi);
+                }
+                for (var r = 0u; r < R; r++) {
+                    let wv = sb_q4(base[r], j0 + jj, sp[r]);
+                    for (var t = 0u; t < LANES; t++) {
+                        acc[r][t] += dot(wv, xt[t]);
+                    }
+                }
             }
         }
 #ifdef XSUM
-        a0 += mn * xs[(p.x_row0 + tok0) * nb + b];
-#ifdef LANES2
-        a1 += mn * xs[(p.x_row0 + tok0 + min(1u, nt - 1u)) * nb + b];
-#endif
-#ifdef LANES4
-        a2 += mn * xs[(p.x_row0 + tok0 + min(2u, nt - 1u)) * nb + b];
-        a3 += mn * xs[(p.x_row0 + tok0 + min(3u, nt - 1u)) * nb + b];
-#endif
-#ifdef LANES8
-        a4 += mn * xs[(p.x_row0 + tok0 + min(4u, nt - 1u)) * nb + b];
-        a5 += mn * xs[(p.x_row0 + tok0 + min(5u, nt - 1u)) * nb + b];
-        a6 += mn * xs[(p.x_row0 + tok0 + min(6u, nt - 1u)) * nb + b];
-        a7 += mn * xs[(p.x_row0 + tok0 + min(7u, nt - 1u)) * nb + b];
-#endif
+        for (var r = 0u; r < R; r++) {
+            let mn = sb_params(base[r], 0u).y;
+            for (var t = 0u; t < LANES; t++) {
+                acc[r][t] += mn * xs[(p.x_row0 + tok0 + min(t, nt - 1u)) * nb + b];
+            }
+        }
 #endif
     }
 #endif
-    store(0u, row, a0);
-#ifdef LANES2
-    if (nt > 1u) { store(1u, row, a1); }
-#endif
-#ifdef LANES4
-    if (nt > 2u) { store(2u, row, a2); }
-    if (nt > 3u) { store(3u, row, a3); }
-#endif
-#ifdef LANES8
-    if (nt > 4u) { store(4u, row, a4); }
-    if (nt > 5u) { store(5u, row, a5); }
-    if (nt > 6u) { store(6u, row, a6); }
-    if (nt > 7u) { store(7u, row, a7); }
-#endif
+    for (var r = 0u; r < R; r++) {
+        let row = row0 + r * RWG;
+        for (var t = 0u; t < LANES; t++) {
+            if (row < p.n && t < nt) {
+                store(t, row, acc[r][t]);
+            }
+        }
+    }
 }
 #else
 // Cooperative variant: a 64 x 4 workgroup computes 4 rows, 64 invocations sharing each row.

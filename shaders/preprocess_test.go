@@ -59,3 +59,21 @@ func TestEveryFamilyPreprocesses(t *testing.T) {
 		t.Error("unknown family: expected an error")
 	}
 }
+
+// TestValueDefines checks that NAME=N declares a u32 constant after the source (so enable
+// directives stay first) and that a malformed one fails.
+func TestValueDefines(t *testing.T) {
+	src, err := Source("attention_lanes", "HEAD_DIM=64", "KV_F16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(src, "const HEAD_DIM: u32 = 64u;\n") {
+		t.Errorf("no HEAD_DIM constant at the end: %q", src[max(0, len(src)-80):])
+	}
+	if _, err := Source("attention_lanes", "HEAD_DIM=x"); err == nil {
+		t.Error("HEAD_DIM=x: expected an error")
+	}
+	if _, err := Source("attention_lanes", "=4"); err == nil {
+		t.Error("=4: expected an error")
+	}
+}

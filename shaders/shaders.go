@@ -7,6 +7,7 @@ import (
 	"embed"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -17,17 +18,27 @@ var files embed.FS
 const includeSuffix = ".inc"
 
 // Source returns kernel family name (a file name without .wgsl) with the given defines applied
-// and its #include lines expanded.
+// and its #include lines expanded. A define NAME=N (N an unsigned integer) also declares
+// `const NAME: u32 = Nu;` (after the source: WGSL wants its enable directives first and takes
+// declarations in any order), for sizes a variant fixes so loops over them unroll.
 func Source(name string, defines ...string) (string, error) {
 	set := map[string]bool{}
+	var consts strings.Builder
 	for _, d := range defines {
+		if k, v, ok := strings.Cut(d, "="); ok {
+			if _, err := strconv.ParseUint(v, 10, 32); err != nil || k == "" {
+				return "", fmt.Errorf("shaders: %s.wgsl: define %q is not NAME=unsigned", name, d)
+			}
+			fmt.Fprintf(&consts, "const %s: u32 = %su;\n", k, v)
+			d = k
+		}
 		set[d] = true
 	}
 	out, err := expand(name, set, 0)
 	if err != nil {
 		return "", fmt.Errorf("shaders: %s.wgsl: %w", name, err)
 	}
-	return out, nil
+	return out + consts.String(), nil
 }
 
 func expand(name string, set map[string]bool, depth int) (string, error) {

@@ -1,0 +1,175 @@
+// Causal attention for prompts on CPU adapters, one invocation per (token, head), neighbouring
+// invocations taking neighbouring tokens of one head: a workgroup is a block of RWG tokens
+// and one head (grid x: token blocks, y: heads), so every key and value the block reads has
+// an address all its invocations share. On lavapipe such a load is one scalar load, while a
+// load whose address differs per invocation is a bounds-checked load per invocation; the
+// head-major barrier-free kernel (attention.wgsl) pays that for every key element.
+// The whole head is held per invocation (HEAD_DIM, a constant of the variant, so the loops
+// over dimensions unroll). Each token computes exactly what attention.wgsl's barrier-free
+// kernel computes for it, in the same order (keys one at a time, q rounded to f16 once and the
+// running output kept in f16 with an f16 cache, as llama.cpp's CPU flash attention), so the two
+// agree to the bit. The block's tokens are taken per sequence (a prompt's block has one): each
+// pass reads the keys of the sequence of its first token not yet taken, over the union of
+// the key ranges of the block's tokens in it, and each token skips the keys outside its own.
+
+struct Params {
+    n_tokens: u32,
+    n_head: u32,
+    n_kv_head: u32,
+    head_dim: u32, // HEAD_DIM
+    scale: f32,
+    q_stride: u32,
+    softcap: f32,
+    window: u32,
+    all_keys: u32,
+    page_bits: u32,
+    key_lo: u32,   // unused here (attention.wgsl's CHUNKED)
+    key_hi: u32,
+    last: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+
+@group(0) @binding(1) var<storage, read> q: array<f32>;         // (n_tokens, q_stride), heads first
+#ifdef KV_F16
+@group(0) @binding(2) var<storage, read> kc: array<u32>;        // (n_ctx, n_kv_head, head_dim / 2)
+@group(0) @binding(3) var<storage, read> vc: array<u32>;
+#else
+@group(0) @binding(2) var<storage, read> kc: array<f32>;        // (n_ctx, n_kv_head, head_dim)
+@group(0) @binding(3) var<storage, read> vc: array<f32>;
+#endif
+@group(0) @binding(4) var<storage, read> pos: array<u32>;       // positions, then cache addressing (kv_row.inc)
+@group(0) @binding(5) var<storage, read_write> out: array<f32>; // (n_tokens, n_head, head_dim)
+
+const WG: u32 = 64u; // attention.inc's cooperative helpers, unused here
+const MAXD: u32 = 256u;
+const NEG: f32 = -3.0e38;
+const RWG: u32 = 32u;                     // tokens per workgroup
+const NV: u32 = (HEAD_DIM + 3u) / 4u;     // groups of 4 dimensions, the last maybe half
+//#include attention.inc
+//#include f16_round.inc
+
+fn q16(v: f32) -> f32 {
+#ifdef KV_F16
+    return f16_round(v);
+#else
+    return v;
+#endif
+}
+
+fn acc16(v: vec4<f32>) -> vec4<f32> {
+#ifdef KV_F16
+    return f16_round4(v);
+#else
+    return v;
+#endif
+}
+
+// v_pair reads value elements off and off + 1 (off even) with one load.
+fn v_pair(off: u32) -> vec2<f32> {
+#ifdef KV_F16
+    return unpack2x16float(vc[off / 2u]);
+#else
+    return vec2<f32>(vc[off], vc[off + 1u]);
+#endif
+}
+
+// seq is the cache addressing word of token t (kv_row.inc): equal for the tokens of one sequence.
+fn seq(t: u32) -> u32 {
+    return pos[p.n_tokens + t];
+}
+
+// first_seen reports whether token i is the first of the block (from t0) of its sequence.
+fn first_seen(t0: u32, i: u32) -> bool {
+    let s = seq(i);
+    for (var k = t0; k < i; k++) {
+        if (seq(k) == s) {
+            return false;
+        }
+    }
+    return true;
+}
+
+@compute @workgroup_size(RWG)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    let t0 = wg.x * RWG;
+    let h = wg.y;
+    let end = min(t0 + RWG, p.n_tokens);
+    let t = min(t0 + li, end - 1u); // invocations past the prompt redo its last token, unstored
+    let kvh = h / (p.n_head / p.n_kv_head);
+    let kv_stride = p.n_kv_head * HEAD_DIM;
+    let q_off = t * p.q_stride + h * HEAD_DIM;
+    var qh: array<vec2<f32>, NV * 2u>;
+    for (var i = 0u; i < HEAD_DIM; i += 2u) {
+        qh[i / 2u] = vec2<f32>(q16(q[q_off + i]), q16(q[q_off + i + 1u]));
+    }
+    let my_seq = seq(t);
+    let my_lo = first_key(pos[t]);
+    let my_hi = key_end(t);
+    var m = NEG;
+    var l = 0.0;
+    var acc: array<vec4<f32>, NV>;
+    var lead = t0;
+    while (lead < end) {
+        let lead_seq = seq(lead);
+        // The keys any of this sequence's tokens in the block attend to.
+        var lo = 0xFFFFFFFFu;
+        var hi = 0u;
+        for (var i = lead; i < end; i++) {
+            if (seq(i) == lead_seq) {
+                lo = min(lo, first_key(pos[i]));
+                hi = max(hi, key_end(i));
+            }
+        }
+        let mine = my_seq == lead_seq;
+        for (var j = lo; j < hi; j++) {
+            if (mine && j >= my_lo && j < my_hi) {
+                let off = kv_row(lead, j) * kv_stride + kvh * HEAD_DIM;
+                var dot = 0.0;
+                for (var i = 0u; i < HEAD_DIM; i += 2u) {
+                    let kv = k_pair(off + i);
+                    let qv = qh[i / 2u];
+                    dot += qv.x * kv.x + qv.y * kv.y;
+                }
+                let s = capped(dot * p.scale);
+                var ms = 1.0;
+                var vs = 1.0;
+                if (s > m) {
+                    ms = exp(m - s);
+                    m = s;
+                    for (var a = 0u; a < NV; a++) {
+                        acc[a] = acc16(acc[a] * ms);
+                    }
+                } else {
+                    vs = exp(s - m);
+                }
+                for (var a = 0u; a < NV; a++) {
+                    // A half group (head_dim 4n + 2) rereads its two dimensions in z, w.
+                    let dim0 = 4u * a;
+                    let xy = v_pair(off + dim0);
+                    let zw = v_pair(off + select(dim0 + 2u, dim0, dim0 + 2u >= HEAD_DIM));
+                    acc[a] = acc16(fma(vec4<f32>(xy, zw), vec4<f32>(vs), acc[a]));
+                }
+                l = l * ms + vs;
+            }
+        }
+        // The next pass: the block's next token of a sequence not yet taken.
+        var next = lead + 1u;
+        while (next < end && !first_seen(t0, next)) {
+            next++;
+        }
+        lead = next;
+    }
+    if (t0 + li < end) {
+        for (var a = 0u; a < NV; a++) {
+            let dim0 = 4u * a;
+            let o = (t * p.n_head + h) * HEAD_DIM + dim0;
+            out[o] = acc[a].x / l;
+            out[o + 1u] = acc[a].y / l;
+            if (dim0 + 2u < HEAD_DIM) {
+                out[o + 2u] = acc[a].z / l;
+                out[o + 3u] = acc[a].w / l;
+            }
+        }
+    }
+}
