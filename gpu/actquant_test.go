@@ -16,6 +16,8 @@ import (
 // read from an offset.
 func TestQuantizeActivations(t *testing.T) {
 	d := gputest.Device(t)
+	defer func(v bool) { d.BarrierFree = v }(d.BarrierFree)
+	d.BarrierFree = false // f32 output (CPU adapters pack it: TestPackedActivations)
 	rng := rand.New(rand.NewPCG(19, 20))
 	const k, nRows, row0 = 512, 3, 2
 	x := randVec(rng, (row0+nRows)*k)
@@ -58,6 +60,8 @@ func TestF16RoundingEdges(t *testing.T) {
 	for len(x)%4 != 0 {
 		x = append(x, float32(len(x))*0.377)
 	}
+	defer func(v bool) { d.BarrierFree = v }(d.BarrierFree)
+	d.BarrierFree = false // f32 output
 	out := empty(t, d, len(x))
 	got := run(t, d, out, len(x), func(r *gpu.Recorder) {
 		r.QuantizeActivations(gpu.ActF16, upload(t, d, x), 0, 1, len(x), out, nil)
@@ -118,9 +122,49 @@ func TestMatVecBlockSums(t *testing.T) {
 				}
 				out := empty(t, d, nTok*rows)
 				got := run(t, d, out, nTok*rows, func(r *gpu.Recorder) {
-					r.MatMulAt(w, upload(t, d, xq), upload(t, d, sums), 0, nTok, out, rows, 0, false)
+					r.MatMulAt(w, gpu.Acts{X: upload(t, d, xq), Sums: upload(t, d, sums)}, nTok, out, rows, 0, false)
 				})
 				check(t, fmt.Sprintf("%s block sums barrier-free=%v tokens=%d", typ, bf, nTok), got, want, 1e-5)
+			}
+		}
+	}
+}
+
+// TestPackedActivations checks that CPU adapters' packed activations (act_quant's PACKED
+// layouts, for batches) give the matrix kernel exactly the products of the f32 rounded ones,
+// bit for bit, for every weight type that rounds its input, rows per invocation picked by
+// size; and that one token's activations stay f32.
+func TestPackedActivations(t *testing.T) {
+	d := gputest.Device(t)
+	defer func(v bool) { d.BarrierFree = v }(d.BarrierFree)
+	rng := rand.New(rand.NewPCG(23, 24))
+	const rows, k, row0 = 300, 512, 1
+	for _, typ := range allTypes {
+		a := gpu.ActFor(typ)
+		if a == gpu.ActNone {
+			continue
+		}
+		w, _ := weight(t, d, rng, typ, rows, k)
+		for _, nTok := range []int{1, 2, 9} {
+			x := upload(t, d, randVec(rng, (row0+nTok)*k))
+			var out [2][]float32
+			for i, packed := range []bool{false, true} {
+				xq, sums, y := empty(t, d, nTok*k), empty(t, d, nTok*k/32), empty(t, d, nTok*rows)
+				out[i] = run(t, d, y, nTok*rows, func(r *gpu.Recorder) {
+					d.BarrierFree = packed // f32 or packed rounding
+					acts := r.QuantizeActivations(a, x, row0, nTok, k, xq, sums)
+					if want := packed && nTok > 1; acts.Packed != gpu.ActNone != want {
+						t.Fatalf("%s t=%d: packed as %d, want packed %v", typ, nTok, acts.Packed, want)
+					}
+					d.BarrierFree = true
+					r.MatMulAt(w, acts, nTok, y, rows, 0, false)
+				})
+			}
+			for i := range out[0] {
+				if math.Float32bits(out[0][i]) != math.Float32bits(out[1][i]) {
+					t.Errorf("%s t=%d: y[%d] = %g from packed activations, %g from f32", typ, nTok, i, out[1][i], out[0][i])
+					break
+				}
 			}
 		}
 	}

@@ -129,25 +129,31 @@ func (r *Recorder) RMSNorm(x, w, out *Buffer, n, rows int, eps float32) {
 // up to 4 rows and 8 tokens (the grid's z holds the groups of tokens); GPUs take the
 // cooperative matrix-vector kernel for few tokens and the tiled kernel for more.
 func (r *Recorder) MatMul(w Weight, x *Buffer, xRow0, nTokens int, y *Buffer, accumulate bool) {
-	r.MatMulAt(w, x, nil, xRow0, nTokens, y, w.Rows, 0, accumulate)
+	r.MatMulAt(w, Acts{X: x, Row0: xRow0}, nTokens, y, w.Rows, 0, accumulate)
 }
 
-// MatMulAt is MatMul writing into rows of yStride floats of y starting at column yCol, so
-// several projections (q, k and v of different types) can fill one fused row. For Q4_1 and
-// Q5_1 weights, xSums may hold x's Q8_1 block sums (QuantizeActivations with ActQ8_1): the
-// matrix-vector kernels then apply each block minimum to the rounded sum as llama.cpp does.
-func (r *Recorder) MatMulAt(w Weight, x, xSums *Buffer, xRow0, nTokens int, y *Buffer, yStride, yCol int, accumulate bool) {
+// MatMulAt is MatMul of nTokens rows of x writing into rows of yStride floats of y starting at
+// column yCol, so several projections (q, k and v of different types) can fill one fused row.
+// For Q4_1 and Q5_1 weights, x.Sums may hold the Q8_1 block sums (QuantizeActivations with
+// ActQ8_1): the matrix-vector kernels then apply each block minimum to the rounded sum as
+// llama.cpp does. Packed activations are read by CPU adapters' kernel only.
+func (r *Recorder) MatMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, yCol int, accumulate bool) {
 	if w.Cols%4 != 0 {
 		r.fail("gpu: matmul needs a row length that is a multiple of 4, got %d", w.Cols)
+		return
+	}
+	if x.Packed != ActNone && (!r.d.BarrierFree || ActFor(w.Type) != x.Packed) {
+		r.fail("gpu: activations packed as %d do not fit a %s weight on this adapter", x.Packed, w.Type)
 		return
 	}
 	extra := []string{}
 	if accumulate {
 		extra = append(extra, "ADD")
 	}
+	xSums, xRow0 := x.Sums, x.Row0
 	switch {
 	case r.d.BarrierFree:
-		variant := append(extra, "ROW_PER_THREAD")
+		variant := append(append(extra, "ROW_PER_THREAD"), x.Packed.packedDefines()...)
 		lanes := 1 // token lanes per invocation: as few as the batch needs, at most 8
 		switch {
 		case nTokens > 4:
@@ -172,7 +178,7 @@ func (r *Recorder) MatMulAt(w Weight, x, xSums *Buffer, xRow0, nTokens int, y *B
 			// One dispatch per chunk: groups of lanes tokens go in the grid's z.
 			groups := r.grid((c.Rows + rowsWorkgroup*rows - 1) / (rowsWorkgroup * rows))
 			groups[2] = uint32(tokenGroups)
-			r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, xRow0, 0, yStride, yCol+c.Row0), groups, withSums(xSums, c.Buf, x, y)...)
+			r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, xRow0, 0, yStride, yCol+c.Row0), groups, withSums(xSums, c.Buf, x.X, y)...)
 		}
 	case nTokens <= matvecMaxTokens:
 		if r.d.F16Math {
@@ -184,7 +190,7 @@ func (r *Recorder) MatMulAt(w Weight, x, xSums *Buffer, xRow0, nTokens int, y *B
 		p := r.matvecKernel(w.Type, xSums != nil, extra)
 		for _, c := range w.Chunks {
 			if p != nil {
-				r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, xRow0, 0, yStride, yCol+c.Row0), r.grid((c.Rows+matvecRows-1)/matvecRows), withSums(xSums, c.Buf, x, y)...)
+				r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, xRow0, 0, yStride, yCol+c.Row0), r.grid((c.Rows+matvecRows-1)/matvecRows), withSums(xSums, c.Buf, x.X, y)...)
 			}
 		}
 	default:
@@ -195,7 +201,7 @@ func (r *Recorder) MatMulAt(w Weight, x, xSums *Buffer, xRow0, nTokens int, y *B
 		for _, c := range w.Chunks {
 			if p != nil {
 				r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, xRow0, 0, yStride, yCol+c.Row0),
-					[3]uint32{uint32((c.Rows + matmulTile - 1) / matmulTile), uint32((nTokens + matmulTile - 1) / matmulTile), 1}, c.Buf, x, y)
+					[3]uint32{uint32((c.Rows + matmulTile - 1) / matmulTile), uint32((nTokens + matmulTile - 1) / matmulTile), 1}, c.Buf, x.X, y)
 			}
 		}
 	}

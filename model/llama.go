@@ -495,20 +495,17 @@ func (m *Model) residual(r *gpu.Recorder, ps []proj, x *gpu.Buffer, k int, postN
 // yStride-wide rows of y, first rounding the activations as llama.cpp would for each weight
 // type (see Options.RawActivations); projections of one type share one rounding.
 func (m *Model) project(r *gpu.Recorder, ps []proj, x *gpu.Buffer, xRow0, nTokens, k int, y *gpu.Buffer, yStride int, accumulate bool) {
-	rounded := gpu.ActNone
+	rounded, acts := gpu.ActNone, gpu.Acts{}
 	for _, p := range ps {
-		in, sums, row0 := x, (*gpu.Buffer)(nil), xRow0
+		in := gpu.Acts{X: x, Row0: xRow0}
 		if a := gpu.ActFor(p.w.Type); m.actQuant && a != gpu.ActNone && k%a.Block() == 0 {
 			if a != rounded {
-				r.QuantizeActivations(a, x, xRow0, nTokens, k, m.scratch.xq, m.scratch.xsums)
+				acts = r.QuantizeActivations(a, x, xRow0, nTokens, k, m.scratch.xq, m.scratch.xsums)
 				rounded = a
 			}
-			in, row0 = m.scratch.xq, 0
-			if a == gpu.ActQ8_1 {
-				sums = m.scratch.xsums
-			}
+			in = acts
 		}
-		r.MatMulAt(p.w, in, sums, row0, nTokens, y, yStride, p.col, accumulate)
+		r.MatMulAt(p.w, in, nTokens, y, yStride, p.col, accumulate)
 	}
 }
 

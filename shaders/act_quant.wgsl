@@ -6,7 +6,11 @@
 //   Q8_K: blocks of 256 scaled by 1 / iscale, iscale = -127 / (the value of largest magnitude)
 //         (for the K-quants);
 //   F16, BF16: each value rounded to half or bfloat16 precision.
-// The output is the dequantized activation in f32: out = d * q.
+// The output is the dequantized activation in f32: out = d * q. PACKED (for CPU adapters'
+// barrier-free matrix kernel, which then reads a quarter or half as many words) writes instead
+// per block of the Q8 roundings its scale d (f32 bits) and then its q, four int8 to a word,
+// lowest first; for F16 and BF16, the rounded values' own 16 bits, two to a word. Either way
+// the matrix kernel recomputes exactly the f32 values above.
 
 struct Params {
     k: u32,      // row length
@@ -16,7 +20,11 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
+#ifdef PACKED
+@group(0) @binding(2) var<storage, read_write> out: array<u32>;
+#else
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
+#endif
 #ifdef SUMS
 @group(0) @binding(3) var<storage, read_write> sums: array<f32>; // (n_rows, k / 32)
 #endif
@@ -42,7 +50,19 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }
     let row = i / blocks;
     let src = (p.x_row0 + row) * p.k + (i % blocks) * BLOCK;
+#ifdef PACKED
+#ifdef F16
+    let dst = i * (BLOCK / 2u);      // pairs of 16-bit values
+#else
+#ifdef BF16
+    let dst = i * (BLOCK / 2u);
+#else
+    let dst = i * (1u + BLOCK / 4u); // the scale, then the block's words
+#endif
+#endif
+#else
     let dst = row * p.k + (i % blocks) * BLOCK;
+#endif
 #ifdef Q8_0
     var amax = 0.0;
     for (var j = 0u; j < BLOCK; j++) {
@@ -56,7 +76,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     var sum = 0.0;
     for (var j = 0u; j < BLOCK; j++) {
         let q = round(x[src + j] * id);
-        out[dst + j] = f16_round(d) * q;
+        put_q8(dst, j, f16_round(d), q);
         sum += q;
     }
 #ifdef SUMS
@@ -75,26 +95,64 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }
     if (amax == 0.0) {
         for (var j = 0u; j < BLOCK; j++) {
-            out[dst + j] = 0.0;
+            put_q8(dst, j, 0.0, 0.0);
         }
         return;
     }
     let iscale = -127.0 / mx;
     let d = 1.0 / iscale;
     for (var j = 0u; j < BLOCK; j++) {
-        out[dst + j] = d * min(127.0, round(iscale * x[src + j]));
+        put_q8(dst, j, d, min(127.0, round(iscale * x[src + j])));
     }
 #endif
 #ifdef F16
-    for (var j = 0u; j < BLOCK; j++) {
-        out[dst + j] = f16_round(x[src + j]);
+    for (var j = 0u; j < BLOCK; j += 2u) {
+        put_pair(dst, j, f16_round(x[src + j]), f16_round(x[src + j + 1u]));
     }
 #endif
 #ifdef BF16
-    for (var j = 0u; j < BLOCK; j++) {
-        // Round to nearest even on the 16 dropped bits, as ggml's fp32_to_bf16 does.
-        let b = bitcast<u32>(x[src + j]);
-        out[dst + j] = bitcast<f32>((b + 0x7FFFu + ((b >> 16u) & 1u)) & 0xFFFF0000u);
+    for (var j = 0u; j < BLOCK; j += 2u) {
+        put_pair(dst, j, bf16_round(x[src + j]), bf16_round(x[src + j + 1u]));
     }
+#endif
+}
+
+// bf16_round rounds to nearest even on the 16 dropped bits, as ggml's fp32_to_bf16 does.
+fn bf16_round(v: f32) -> f32 {
+    let b = bitcast<u32>(v);
+    return bitcast<f32>((b + 0x7FFFu + ((b >> 16u) & 1u)) & 0xFFFF0000u);
+}
+
+// put_q8 stores element j of a Q8 block at dst: d * q, or packed, d once and q as an int8 in
+// its block's words (each word written whole when its fourth element arrives).
+var<private> word: u32 = 0u;
+
+fn put_q8(dst: u32, j: u32, d: f32, q: f32) {
+#ifdef PACKED
+    if (j == 0u) {
+        out[dst] = bitcast<u32>(d);
+    }
+    word |= (bitcast<u32>(i32(q)) & 0xFFu) << (8u * (j % 4u));
+    if (j % 4u == 3u) {
+        out[dst + 1u + j / 4u] = word;
+        word = 0u;
+    }
+#else
+    out[dst + j] = d * q;
+#endif
+}
+
+// put_pair stores elements j and j + 1 at dst, already rounded to 16 bits: as f32, or packed,
+// their top (BF16) or half (F16) bits in one word.
+fn put_pair(dst: u32, j: u32, a: f32, b: f32) {
+#ifdef PACKED
+#ifdef F16
+    out[dst + j / 2u] = pack_f16(vec2<f32>(a, b));
+#else
+    out[dst + j / 2u] = (bitcast<u32>(a) >> 16u) | (bitcast<u32>(b) & 0xFFFF0000u);
+#endif
+#else
+    out[dst + j] = a;
+    out[dst + j + 1u] = b;
 #endif
 }

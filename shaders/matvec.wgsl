@@ -33,15 +33,23 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> w: array<u32>;            // (n, k) packed blocks
+#ifdef XPACK
+#else
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;      // (x_row0 + n_tok, k)
+#endif
+#ifdef XPACK_Q8
+@group(0) @binding(2) var<storage, read> x: array<u32>;            // act_quant's PACKED Q8 blocks
+#endif
+#ifdef XPACK_F16
+@group(0) @binding(2) var<storage, read> x: array<u32>;            // act_quant's PACKED halves
+#endif
+#ifdef XPACK_BF16
+@group(0) @binding(2) var<storage, read> x: array<u32>;            // act_quant's PACKED bfloat16s
+#endif
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;      // (y_row0 + n_tok, y_stride)
 #ifdef XSUM
 @group(0) @binding(4) var<storage, read> xs: array<f32>;           // (x_row0 + n_tok, k / 32)
 #endif
-
-fn xload(i: u32) -> vec4<f32> {
-    return x[i];
-}
 
 //#include dequant.inc
 
@@ -98,10 +106,35 @@ const R: u32 = 1u;
 #endif
 #endif
 
-// xv reads activation row t (clamped to the last real row, so the unrolled token lanes past
-// n_tok read valid memory and their sums are simply not stored).
+// xv reads elements 4 xi .. 4 xi + 3 of activation row t (clamped to the last real row, so
+// the unrolled token lanes past n_tok read valid memory and their sums are simply not stored).
+// Packed rows (XPACK_*: act_quant's PACKED layouts) give exactly the f32 values act_quant
+// would have written, from one word (and the block scale) or two instead of four.
 fn xv(t: u32, xi: u32) -> vec4<f32> {
-    return x[(p.x_row0 + tok0 + min(t, nt - 1u)) * (p.k / 4u) + xi];
+    let row = p.x_row0 + tok0 + min(t, nt - 1u);
+#ifdef XPACK_Q8
+    let base = (row * (p.k / XB) + xi / (XB / 4u)) * (1u + XB / 4u);
+    let q = bitcast<vec4<i32>>(vec4<u32>(x[base + 1u + xi % (XB / 4u)]) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u);
+    return bitcast<f32>(x[base]) * vec4<f32>(q);
+#else
+#ifdef XPACK_F16
+    let o = row * (p.k / 2u) + 2u * xi;
+    return vec4<f32>(unpack2x16float(x[o]), unpack2x16float(x[o + 1u]));
+#else
+#ifdef XPACK_BF16
+    let o = row * (p.k / 2u) + 2u * xi;
+    let lo = vec2<u32>(x[o], x[o + 1u]);
+    return bitcast<vec4<f32>>(vec4<u32>(lo.x << 16u, lo.x & 0xFFFF0000u, lo.y << 16u, lo.y & 0xFFFF0000u));
+#else
+    return x[row * (p.k / 4u) + xi];
+#endif
+#endif
+#endif
+}
+
+// xload is dequant.inc's block_dot reader: token 0's activations.
+fn xload(i: u32) -> vec4<f32> {
+    return xv(0u, i);
 }
 
 // Invocation i of a workgroup takes rows i, i + RWG, ..., i + (R - 1) RWG of the workgroup's
@@ -123,13 +156,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     var acc = array<array<f32, LANES>, R>();
 #ifdef BLOCK_DOT
     // One token: the type's own block loop (see dequant.inc's block_dot).
-    let xrow = (p.x_row0 + tok0) * (p.k / 4u);
     for (var b = 0u; b < nb; b++) {
         var base: array<u32, R>;
         for (var r = 0u; r < R; r++) {
             base[r] = base0[r] + b * BW;
         }
-        let s = block_dot(base, xrow + b * (BS / 4u));
+        let s = block_dot(base, b * (BS / 4u));
         for (var r = 0u; r < R; r++) {
             acc[r][0] += s[r];
         }
