@@ -378,8 +378,9 @@ func testAttention(t *testing.T, d *gpu.Device) {
 		{4, 2, 6, 300, 0, 0, 0, 0}, {2, 1, 10, 90, 1.5, 50, 0, 0},
 		// Past llvmpipe's loop limit the barrier-free kernel runs in chunks (AttentionChunked).
 		{4, 2, 128, 1500, 0, 0, 0, 0}, {2, 1, 64, 2600, 0, 900, 0, 0},
-		// Prompts of 16 tokens and more: a token-lane block partly filled, heads of 4n + 2.
-		{4, 2, 64, 60, 0, 0, 20, 0}, {3, 1, 40, 50, 1.5, 0, 17, 0}, {2, 2, 22, 40, 0, 30, 16, 0}, {4, 4, 16, 40, 0, -1, 20, 0}} {
+		// Prompts of 16 tokens and more of one sequence: token-lane blocks (the last partly
+		// filled) whatever the head, heads of 4n + 2, soft-capping, a window, all keys.
+		{4, 2, 64, 60, 0, 0, 20, 1}, {3, 1, 40, 50, 1.5, 0, 17, 1}, {2, 2, 22, 40, 0, 30, 16, 1}, {4, 4, 16, 40, 0, -1, 20, 1}} {
 		for _, f16 := range []bool{false, true} {
 			checkAttention(t, d, rng, c, f16)
 		}

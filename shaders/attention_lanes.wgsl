@@ -44,7 +44,7 @@ struct Params {
 const WG: u32 = 64u; // attention.inc's cooperative helpers, unused here
 const MAXD: u32 = 256u;
 const NEG: f32 = -3.0e38;
-const RWG: u32 = 32u;                     // tokens per workgroup
+const RWG: u32 = 8u;                      // tokens per workgroup: one of lavapipe's 8-wide SIMD batches
 const NV: u32 = (HEAD_DIM + 3u) / 4u;     // groups of 4 dimensions, the last maybe half
 //#include attention.inc
 //#include f16_round.inc

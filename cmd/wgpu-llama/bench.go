@@ -38,32 +38,35 @@ type benchResult struct {
 // bandwidth, prompt processing's GFLOP/s. --profile adds a table of GPU time by kernel family
 // for one pass of each test.
 func runBench(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench", "wgpu-llama bench -m FILE [-p 512] [-n 128] [-r 5] [--json]", stderr)
+	fs := newFlagSet("bench", "wgpu-llama bench -m FILE [-p 512] [-n 128] [-d 0] [-r 5] [--json]", stderr)
 	var (
 		mf         modelFlags
 		nPrompt    int
 		nGen, reps int
+		depth      int
 		jsonOut    bool
 		profile    bool
 	)
 	mf.register(fs)
 	intVar(fs, &nPrompt, 512, "prompt tokens for the pp test (0: skip)", "p", "n-prompt")
 	intVar(fs, &nGen, 128, "generated tokens for the tg test (0: skip)", "n", "n-gen")
+	intVar(fs, &depth, 0, "tokens already in the cache when each test runs, as llama-bench's -d", "d", "n-depth")
 	intVar(fs, &reps, 5, "repetitions of each test", "r", "repetitions")
 	fs.BoolVar(&jsonOut, "json", false, "print a JSON array, one object per test")
 	fs.BoolVar(&profile, "profile", false, "also time one pass of each test by kernel family (GPU timestamps, else each kernel submitted on its own)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if reps < 1 || nPrompt < 0 || nGen < 0 {
-		return fmt.Errorf("bench: -r must be at least 1 and -p, -n not negative")
+	if reps < 1 || nPrompt < 0 || nGen < 0 || depth < 0 {
+		return fmt.Errorf("bench: -r must be at least 1 and -p, -n, -d not negative")
 	}
-	m, dev, closeModel, err := mf.loadModel(stderr, nPrompt)
+	batch := max(nPrompt, min(depth, 512), 1) // the depth is filled in batches of this size
+	m, dev, closeModel, err := mf.loadModel(stderr, batch)
 	if err != nil {
 		return err
 	}
 	defer closeModel()
-	kv, err := m.NewKVCache(max(nPrompt, nGen, 1))
+	kv, err := m.NewKVCache(depth + max(nPrompt, nGen, 1))
 	if err != nil {
 		return err
 	}
@@ -79,24 +82,38 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	token := func() int32 { return int32(3 + rng.IntN(m.Config.NVocab-3)) }
+	// The depth's tokens go into the cache once; the tests write after them and leave them.
+	for pos := 0; pos < depth; pos += batch {
+		fill := make([]int32, min(batch, depth-pos))
+		for i := range fill {
+			fill[i] = token()
+		}
+		if _, err := m.Forward(kv, fill, pos); err != nil {
+			return err
+		}
+	}
+	at := "" // llama-bench's name for a test at a depth
+	if depth > 0 {
+		at = fmt.Sprintf(" @ d%d", depth)
+	}
 	var results []benchResult
 	if nPrompt > 0 {
 		prompt := make([]int32, nPrompt)
 		for i := range prompt {
 			prompt[i] = token()
 		}
-		r, err := measure(reps, nPrompt, func() error { _, err := m.Forward(kv, prompt, 0); return err })
+		r, err := measure(reps, nPrompt, func() error { _, err := m.Forward(kv, prompt, depth); return err })
 		if err != nil {
 			return err
 		}
-		r = base.with(r, fmt.Sprintf("pp%d", nPrompt))
+		r = base.with(r, fmt.Sprintf("pp%d%s", nPrompt, at))
 		r.GBPerSecond = float64(base.SizeBytes) / 1e9 * r.TokensPerSecond / float64(nPrompt)
 		r.GFLOPPerSecond = 2 * float64(base.Params) * r.TokensPerSecond / 1e9
 		results = append(results, r)
 	}
 	if nGen > 0 {
 		r, err := measure(reps, nGen, func() error {
-			for pos := 0; pos < nGen; pos++ {
+			for pos := depth; pos < depth+nGen; pos++ {
 				if _, err := m.Forward(kv, []int32{token()}, pos); err != nil {
 					return err
 				}
@@ -106,7 +123,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		r = base.with(r, fmt.Sprintf("tg%d", nGen))
+		r = base.with(r, fmt.Sprintf("tg%d%s", nGen, at))
 		r.GBPerSecond = float64(base.SizeBytes) / 1e9 * r.TokensPerSecond // every weight once per token
 		r.RooflineShare = r.GBPerSecond / copyGBs
 		results = append(results, r)
@@ -114,7 +131,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	var profiles []testProfile
 	if profile {
 		if profiles, err = profilePasses(dev, nPrompt, nGen > 0, func(tokens []int32, pos int) error {
-			_, err := m.Forward(kv, tokens, pos)
+			_, err := m.Forward(kv, tokens, depth+pos)
 			return err
 		}, token); err != nil {
 			return err

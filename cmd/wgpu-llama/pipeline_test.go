@@ -89,8 +89,13 @@ func TestBench(t *testing.T) {
 	if s, _ := res[1]["roofline_share"].(float64); math.Abs(s-res[1]["gb_per_second"].(float64)/res[1]["copy_gb_per_second"].(float64)) > 1e-9 || s == 0 {
 		t.Errorf("tg8 roofline share %v", res[1]["roofline_share"])
 	}
+	// At a depth, as llama-bench's -d: the tests run after 20 tokens in the cache.
+	out = runOK(t, "bench", "-m", path, "-p", "8", "-n", "4", "-d", "20", "-r", "1", "--json")
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res) != 2 || res[0]["test"] != "pp8 @ d20" || res[1]["test"] != "tg4 @ d20" {
+		t.Fatalf("bench -d 20: %v %v\n%s", err, res, out)
+	}
 	table := runOK(t, "bench", "-m", path, "-p", "8", "-n", "4", "-r", "1", "--profile")
-	for _, want := range []string{"pp8", "% of copy", "GFLOP/s", "device copy bandwidth:", "pp8, one pass by kernel family (", "tg (one token)", " matvec ", " attention ", " total "} {
+	for _, want := range []string{"pp8", "% of copy", "GFLOP/s", "device copy bandwidth:", "pp8, one pass by kernel family (", "tg (one token)", " matvec ", " attention_lanes ", " attention ", " total "} {
 		if !strings.Contains(table, want) {
 			t.Errorf("bench --profile lacks %q:\n%s", want, table)
 		}
