@@ -341,7 +341,7 @@ type AttnParams struct {
 	// one per token). CPU adapters' token-lane kernel reads each sequence's keys in its own
 	// pass, so this bounds its loops.
 	Sequences int
-	State   *Buffer // chunked attention's running softmax; nil unless AttentionChunked
+	State     *Buffer // chunked attention's running softmax; nil unless AttentionChunked
 }
 
 func (a AttnParams) params(base ...any) []uint32 {
