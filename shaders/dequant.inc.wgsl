@@ -192,13 +192,23 @@ fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
 // scale_min returns the 6-bit scale and min number `is` of a Q4_K/Q5_K block (ggml's
 // get_scale_min_k4) from the 12 scale bytes at words base+1..base+3.
 fn scale_min(base: u32, is: u32) -> vec2<f32> {
-    let sb = base + 1u;
+    return scale_min_of(vec3<u32>(w[base + 1u], w[base + 2u], w[base + 3u]), is);
+}
+
+// scale_min_of is scale_min from the 3 scale words already loaded (block_dot loads them once
+// for the block's 8 pairs).
+fn scale_min_of(h: vec3<u32>, is: u32) -> vec2<f32> {
     if (is < 4u) {
-        return vec2<f32>(f32(byte_at(sb, is) & 63u), f32(byte_at(sb, is + 4u) & 63u));
+        return vec2<f32>(f32(word_byte(h, is) & 63u), f32(word_byte(h, is + 4u) & 63u));
     }
-    let sc = (byte_at(sb, is + 4u) & 0xFu) | ((byte_at(sb, is - 4u) >> 6u) << 4u);
-    let m = (byte_at(sb, is + 4u) >> 4u) | ((byte_at(sb, is) >> 6u) << 4u);
+    let sc = (word_byte(h, is + 4u) & 0xFu) | ((word_byte(h, is - 4u) >> 6u) << 4u);
+    let m = (word_byte(h, is + 4u) >> 4u) | ((word_byte(h, is) >> 6u) << 4u);
     return vec2<f32>(f32(sc), f32(m));
+}
+
+// word_byte is byte k of three words.
+fn word_byte(h: vec3<u32>, k: u32) -> u32 {
+    return (h[k / 4u] >> (8u * (k % 4u))) & 0xFFu;
 }
 
 // k_params is the sub-block's d * sc and dmin * m.
@@ -213,6 +223,13 @@ fn k_params(base: u32, j0: u32) -> vec2<f32> {
 #ifdef BLOCK_DOT
 fn block_dot(base: array<u32, R>, xb: u32) -> array<f32, R> {
     var sum = array<f32, R>();
+    // Each row's d, dmin and scale words, loaded once.
+    var dm: array<vec2<f32>, R>;
+    var sw: array<vec3<u32>, R>;
+    for (var r = 0u; r < R; r++) {
+        dm[r] = unpack2x16float(w[base[r]]);
+        sw[r] = vec3<u32>(w[base[r] + 1u], w[base[r] + 2u], w[base[r] + 3u]);
+    }
     for (var c = 0u; c < 4u; c++) {
         // 64 elements: the low nibbles of 32 bytes, then their high nibbles.
         var lo = array<vec4<f32>, R>();
@@ -232,11 +249,10 @@ fn block_dot(base: array<u32, R>, xb: u32) -> array<f32, R> {
         }
         let one = vec4<f32>(1.0);
         for (var r = 0u; r < R; r++) {
-            let dm = unpack2x16float(w[base[r]]);
-            let s0 = scale_min(base[r], 2u * c);
-            let s1 = scale_min(base[r], 2u * c + 1u);
-            sum[r] += dm.x * s0.x * dot(lo[r], one) - dm.y * s0.y * dot(xl, one);
-            sum[r] += dm.x * s1.x * dot(hi[r], one) - dm.y * s1.y * dot(xh, one);
+            let s0 = scale_min_of(sw[r], 2u * c);
+            let s1 = scale_min_of(sw[r], 2u * c + 1u);
+            sum[r] += dm[r].x * s0.x * dot(lo[r], one) - dm[r].y * s0.y * dot(xl, one);
+            sum[r] += dm[r].x * s1.x * dot(hi[r], one) - dm[r].y * s1.y * dot(xh, one);
         }
     }
     return sum;
@@ -280,6 +296,13 @@ fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
 #ifdef BLOCK_DOT
 fn block_dot(base: array<u32, R>, xb: u32) -> array<f32, R> {
     var sum = array<f32, R>();
+    // Each row's d and 16 scale bytes, loaded once.
+    var d: array<f32, R>;
+    var sw: array<vec4<u32>, R>;
+    for (var r = 0u; r < R; r++) {
+        d[r] = f16lo(w[base[r] + 52u]);
+        sw[r] = vec4<u32>(w[base[r] + 48u], w[base[r] + 49u], w[base[r] + 50u], w[base[r] + 51u]);
+    }
     for (var n = 0u; n < 2u; n++) {
         // 128 elements: element l + 32 k (k = 0..3) takes a nibble of ql[l] or ql[l + 32]
         // and bits 2k of qh[l], with scale 16-group l / 16 + 2 k.
@@ -308,11 +331,10 @@ fn block_dot(base: array<u32, R>, xb: u32) -> array<f32, R> {
             }
             let one = vec4<f32>(1.0);
             for (var r = 0u; r < R; r++) {
-                let d = f16lo(w[base[r] + 52u]);
                 for (var k = 0u; k < 4u; k++) {
                     let s = 8u * n + g + 2u * k;
-                    let sc = bitcast<i32>(w[base[r] + 48u + s / 4u] << (24u - 8u * (s % 4u))) >> 24u;
-                    sum[r] += d * f32(sc) * dot(a[r][k], one);
+                    let sc = bitcast<i32>(sw[r][s / 4u] << (24u - 8u * (s % 4u))) >> 24u;
+                    sum[r] += d[r] * f32(sc) * dot(a[r][k], one);
                 }
             }
         }
