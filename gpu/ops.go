@@ -64,6 +64,9 @@ func weightDefines(t WeightType, extra ...string) []string {
 	if t == Q4_K || t == Q5_K {
 		defs = append(defs, "K_SCALES")
 	}
+	if t == Q4_K || t == Q5_K || t == Q6_K {
+		defs = append(defs, "HDR") // dequant.inc's block header: Hdr, hdr, sb_params_of
+	}
 	return append(defs, extra...)
 }
 

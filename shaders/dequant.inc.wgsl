@@ -6,6 +6,9 @@
 //   BW   u32 words per packed block
 //   dq4(base, j): elements j..j+3 (j a multiple of 4) of the block starting at word base,
 //                 dequantized exactly as llama.cpp's dequantize_row_* computes them.
+// Types whose blocks hold several sub-blocks (Q4_K, Q5_K, Q6_K; the define HDR) also provide
+// Hdr, hdr(base) and sb_params_of(h, j0): the block's scale words loaded once, then each
+// sub-block's parameters from them, as sb_params(base, j0) gives them.
 
 fn f16lo(v: u32) -> f32 {
     return unpack2x16float(v).x;
@@ -213,8 +216,19 @@ fn word_byte(h: vec3<u32>, k: u32) -> u32 {
 
 // k_params is the sub-block's d * sc and dmin * m.
 fn k_params(base: u32, j0: u32) -> vec2<f32> {
-    let sm = scale_min(base, 2u * (j0 / 64u) + (j0 % 64u) / 32u);
-    let dm = unpack2x16float(w[base]);
+    return sb_params_of(hdr(base), j0);
+}
+
+// A Q4_K/Q5_K block's header (HDR): its first four words, d and dmin, then the scale words.
+alias Hdr = vec4<u32>;
+
+fn hdr(base: u32) -> Hdr {
+    return vec4<u32>(w[base], w[base + 1u], w[base + 2u], w[base + 3u]);
+}
+
+fn sb_params_of(h: Hdr, j0: u32) -> vec2<f32> {
+    let sm = scale_min_of(h.yzw, 2u * (j0 / 64u) + (j0 % 64u) / 32u);
+    let dm = unpack2x16float(h.x);
     return vec2<f32>(dm.x * sm.x, dm.y * sm.y);
 }
 #endif
@@ -227,8 +241,9 @@ fn block_dot(base: array<u32, R>, xb: u32) -> array<f32, R> {
     var dm: array<vec2<f32>, R>;
     var sw: array<vec3<u32>, R>;
     for (var r = 0u; r < R; r++) {
-        dm[r] = unpack2x16float(w[base[r]]);
-        sw[r] = vec3<u32>(w[base[r] + 1u], w[base[r] + 2u], w[base[r] + 3u]);
+        let h = hdr(base[r]);
+        dm[r] = unpack2x16float(h.x);
+        sw[r] = h.yzw;
     }
     for (var c = 0u; c < 4u; c++) {
         // 64 elements: the low nibbles of 32 bytes, then their high nibbles.
@@ -297,11 +312,9 @@ fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
 fn block_dot(base: array<u32, R>, xb: u32) -> array<f32, R> {
     var sum = array<f32, R>();
     // Each row's d and 16 scale bytes, loaded once.
-    var d: array<f32, R>;
-    var sw: array<vec4<u32>, R>;
+    var h: array<Hdr, R>;
     for (var r = 0u; r < R; r++) {
-        d[r] = f16lo(w[base[r] + 52u]);
-        sw[r] = vec4<u32>(w[base[r] + 48u], w[base[r] + 49u], w[base[r] + 50u], w[base[r] + 51u]);
+        h[r] = hdr(base[r]);
     }
     for (var n = 0u; n < 2u; n++) {
         // 128 elements: element l + 32 k (k = 0..3) takes a nibble of ql[l] or ql[l + 32]
@@ -333,8 +346,8 @@ fn block_dot(base: array<u32, R>, xb: u32) -> array<f32, R> {
             for (var r = 0u; r < R; r++) {
                 for (var k = 0u; k < 4u; k++) {
                     let s = 8u * n + g + 2u * k;
-                    let sc = bitcast<i32>(sw[r][s / 4u] << (24u - 8u * (s % 4u))) >> 24u;
-                    sum[r] += d[r] * f32(sc) * dot(a[r][k], one);
+                    let sc = bitcast<i32>(h[r].scales[s / 4u] << (24u - 8u * (s % 4u))) >> 24u;
+                    sum[r] += h[r].d * f32(sc) * dot(a[r][k], one);
                 }
             }
         }
@@ -348,10 +361,24 @@ const BS: u32 = 256u;
 const BW: u32 = 53u;
 const SB: u32 = 16u;
 fn sb_params(base: u32, j0: u32) -> vec2<f32> {
+    return sb_params_of(hdr(base), j0);
+}
+
+// A Q6_K block's header (HDR): its 16 scale bytes and d.
+struct Hdr {
+    scales: vec4<u32>,
+    d: f32,
+}
+
+fn hdr(base: u32) -> Hdr {
+    return Hdr(vec4<u32>(w[base + 48u], w[base + 49u], w[base + 50u], w[base + 51u]), f16lo(w[base + 52u]));
+}
+
+fn sb_params_of(h: Hdr, j0: u32) -> vec2<f32> {
     let r = j0 % 128u;
     let s = 8u * (j0 / 128u) + (r % 32u) / 16u + 2u * (r / 32u);
-    let sc = bitcast<i32>(w[base + 48u + s / 4u] << (24u - 8u * (s % 4u))) >> 24u;
-    return vec2<f32>(f16lo(w[base + 52u]) * f32(sc), 0.0);
+    let sc = bitcast<i32>(h.scales[s / 4u] << (24u - 8u * (s % 4u))) >> 24u;
+    return vec2<f32>(h.d * f32(sc), 0.0);
 }
 fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
     let n = j / 128u;

@@ -172,6 +172,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         for (var r = 0u; r < R; r++) {
             base[r] = base0[r] + b * BW;
         }
+#ifdef HDR
+        var hw: array<Hdr, R>; // each row's block header, loaded once for its sub-blocks
+        for (var r = 0u; r < R; r++) {
+            hw[r] = hdr(base[r]);
+        }
+#endif
         // Scales decode once per sub-block; its SB/4 steps unroll.
         for (var j0 = 0u; j0 < BS; j0 += SB) {
             var sp: array<vec2<f32>, R>;
@@ -179,7 +185,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 #ifdef XSUM
                 sp[r] = vec2<f32>(sb_params(base[r], j0).x, 0.0);
 #else
+#ifdef HDR
+                sp[r] = sb_params_of(hw[r], j0);
+#else
                 sp[r] = sb_params(base[r], j0);
+#endif
 #endif
             }
             for (var jj = 0u; jj < SB; jj += 4u) {
