@@ -171,7 +171,7 @@ func (r *Recorder) MatMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, y
 		tokenGroups := (nTokens + lanes - 1) / lanes
 		for _, c := range w.Chunks {
 			rows := r.d.RowsPerInvocation
-			if rowsDefines[rows] == nil {
+			if rowsDefines[rows] == nil { // 0 (or not 1, 2, 4): by size
 				rows = rowsPerInvocation(c.Rows, tokenGroups)
 			}
 			p := r.matvecKernel(w.Type, xSums != nil, append(variant, rowsDefines[rows]...))

@@ -1,9 +1,10 @@
-// Causal attention for prompts on CPU adapters, one invocation per (token, head), neighbouring
-// invocations taking neighbouring tokens of one head: a workgroup is a block of RWG tokens
-// and one head (grid x: token blocks, y: heads), so every key and value the block reads has
-// an address all its invocations share. On lavapipe such a load is one scalar load, while a
-// load whose address differs per invocation is a bounds-checked load per invocation; the
-// head-major barrier-free kernel (attention.wgsl) pays that for every key element.
+// Causal attention on CPU adapters (prompts, and decode with wide heads: gpu.attnLanes), one
+// invocation per (token, head), neighbouring invocations taking neighbouring tokens of one
+// head: a workgroup is a block of RWG tokens and one head (grid x: token blocks, y: heads),
+// so every key and value the block reads has an address all its invocations share. On
+// lavapipe such a load is one scalar load, while a load whose address differs per invocation
+// is a bounds-checked load per invocation; the head-major barrier-free kernel (attention.wgsl)
+// pays that for every key element.
 // The whole head is held per invocation (HEAD_DIM, a constant of the variant, so the loops
 // over dimensions unroll). Each token computes exactly what attention.wgsl's barrier-free
 // kernel computes for it, in the same order (keys one at a time, q rounded to f16 once and the

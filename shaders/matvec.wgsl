@@ -33,8 +33,7 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> w: array<u32>;            // (n, k) packed blocks
-#ifdef XPACK
-#else
+#ifndef XPACK
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;      // (x_row0 + n_tok, k)
 #endif
 #ifdef XPACK_Q8
