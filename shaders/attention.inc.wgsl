@@ -28,12 +28,21 @@ fn capped(s: f32) -> f32 {
     return s;
 }
 
-// k_pair, k_at and v_at read the cache in either format; offsets are in elements.
+// k_pair, v_pair, k_at and v_at read the cache in either format; offsets are in elements, a
+// pair's even.
 fn k_pair(off: u32) -> vec2<f32> {
 #ifdef KV_F16
     return unpack2x16float(kc[off / 2u]);
 #else
     return vec2<f32>(kc[off], kc[off + 1u]);
+#endif
+}
+
+fn v_pair(off: u32) -> vec2<f32> {
+#ifdef KV_F16
+    return unpack2x16float(vc[off / 2u]);
+#else
+    return vec2<f32>(vc[off], vc[off + 1u]);
 #endif
 }
 

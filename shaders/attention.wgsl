@@ -45,7 +45,7 @@ const WG: u32 = 64u;
 const MAXD: u32 = 256u;
 const NEG: f32 = -3.0e38;
 //#include attention.inc
-//#include f16_round.inc
+//#include attention_f16.inc
 
 #ifdef ROW_PER_THREAD
 // One invocation per (token, head, group of 4 dimensions), no barriers: each recomputes the
@@ -75,21 +75,6 @@ fn k_dot(k_off: u32) -> f32 {
     return dot;
 }
 
-fn q16(v: f32) -> f32 {
-#ifdef KV_F16
-    return f16_round(v);
-#else
-    return v;
-#endif
-}
-
-fn acc16(v: vec4<f32>) -> vec4<f32> {
-#ifdef KV_F16
-    return f16_round4(v);
-#else
-    return v;
-#endif
-}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {

@@ -48,32 +48,8 @@ const NEG: f32 = -3.0e38;
 const RWG: u32 = 8u;                      // tokens per workgroup: one of lavapipe's 8-wide SIMD batches
 const NV: u32 = (HEAD_DIM + 3u) / 4u;     // groups of 4 dimensions, the last maybe half
 //#include attention.inc
-//#include f16_round.inc
+//#include attention_f16.inc
 
-fn q16(v: f32) -> f32 {
-#ifdef KV_F16
-    return f16_round(v);
-#else
-    return v;
-#endif
-}
-
-fn acc16(v: vec4<f32>) -> vec4<f32> {
-#ifdef KV_F16
-    return f16_round4(v);
-#else
-    return v;
-#endif
-}
-
-// v_pair reads value elements off and off + 1 (off even) with one load.
-fn v_pair(off: u32) -> vec2<f32> {
-#ifdef KV_F16
-    return unpack2x16float(vc[off / 2u]);
-#else
-    return vec2<f32>(vc[off], vc[off + 1u]);
-#endif
-}
 
 // seq is the cache addressing word of token t (kv_row.inc): equal for the tokens of one sequence.
 fn seq(t: u32) -> u32 {
