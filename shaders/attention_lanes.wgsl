@@ -13,34 +13,7 @@
 // pass reads the keys of the sequence of its first token not yet taken, over the union of
 // the key ranges of the block's tokens in it, and each token skips the keys outside its own.
 
-struct Params {
-    n_tokens: u32,
-    n_head: u32,
-    n_kv_head: u32,
-    head_dim: u32, // HEAD_DIM
-    scale: f32,
-    q_stride: u32,
-    softcap: f32,
-    window: u32,
-    all_keys: u32,
-    page_bits: u32,
-    key_lo: u32,   // unused here (attention.wgsl's CHUNKED)
-    key_hi: u32,
-    last: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-
-@group(0) @binding(1) var<storage, read> q: array<f32>;         // (n_tokens, q_stride), heads first
-#ifdef KV_F16
-@group(0) @binding(2) var<storage, read> kc: array<u32>;        // (n_ctx, n_kv_head, head_dim / 2)
-@group(0) @binding(3) var<storage, read> vc: array<u32>;
-#else
-@group(0) @binding(2) var<storage, read> kc: array<f32>;        // (n_ctx, n_kv_head, head_dim)
-@group(0) @binding(3) var<storage, read> vc: array<f32>;
-#endif
-@group(0) @binding(4) var<storage, read> pos: array<u32>;       // positions, then cache addressing (kv_row.inc)
-@group(0) @binding(5) var<storage, read_write> out: array<f32>; // (n_tokens, n_head, head_dim)
+//#include attention_io.inc
 
 const WG: u32 = 64u; // attention.inc's cooperative helpers, unused here
 const MAXD: u32 = 256u;
