@@ -112,9 +112,7 @@ const R: u32 = 1u;
 fn xv(t: u32, xi: u32) -> vec4<f32> {
     let row = p.x_row0 + tok0 + min(t, nt - 1u);
 #ifdef XPACK_Q8
-    let base = (row * (p.k / XB) + xi / (XB / 4u)) * (1u + XB / 4u);
-    let q = bitcast<vec4<i32>>(vec4<u32>(x[base + 1u + xi % (XB / 4u)]) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u);
-    return bitcast<f32>(x[base]) * vec4<f32>(q);
+    return xscale(t, xi) * xq(t, xi);
 #else
 #ifdef XPACK_F16
     let o = row * (p.k / 2u) + 2u * xi;
@@ -130,6 +128,26 @@ fn xv(t: u32, xi: u32) -> vec4<f32> {
 #endif
 #endif
 }
+
+#ifdef XPACK_Q8
+// xblock is the first word (the scale) of the Q8 block holding element 4 xi of token t's row.
+fn xblock(t: u32, xi: u32) -> u32 {
+    let row = p.x_row0 + tok0 + min(t, nt - 1u);
+    return (row * (p.k / XB) + xi / (XB / 4u)) * (1u + XB / 4u);
+}
+
+// xscale is that block's scale, xq its elements 4 xi .. 4 xi + 3 (xv is their product). A
+// weight block never straddles two activation blocks (XB divides BS), so the matrix loop
+// loads each scale once per weight block.
+fn xscale(t: u32, xi: u32) -> f32 {
+    return bitcast<f32>(x[xblock(t, xi)]);
+}
+
+fn xq(t: u32, xi: u32) -> vec4<f32> {
+    let w = x[xblock(t, xi) + 1u + xi % (XB / 4u)];
+    return vec4<f32>(bitcast<vec4<i32>>(vec4<u32>(w) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
+}
+#endif
 
 // xload is dequant.inc's block_dot reader: token 0's activations.
 fn xload(i: u32) -> vec4<f32> {
@@ -171,6 +189,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         for (var r = 0u; r < R; r++) {
             base[r] = base0[r] + b * BW;
         }
+#ifdef XPACK_Q8
+        var xd: array<f32, LANES>; // each token's activation scale for this block
+        for (var t = 0u; t < LANES; t++) {
+            xd[t] = xscale(t, b * (BS / 4u));
+        }
+#endif
 #ifdef HDR
         var hw: array<Hdr, R>; // each row's block header, loaded once for its sub-blocks
         for (var r = 0u; r < R; r++) {
@@ -195,7 +219,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                 let xi = (b * BS + j0 + jj) / 4u;
                 var xt: array<vec4<f32>, LANES>;
                 for (var t = 0u; t < LANES; t++) {
+#ifdef XPACK_Q8
+                    xt[t] = xd[t] * xq(t, xi);
+#else
                     xt[t] = xv(t, xi);
+#endif
                 }
                 for (var r = 0u; r < R; r++) {
                     let wv = sb_q4(base[r], j0 + jj, sp[r]);
