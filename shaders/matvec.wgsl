@@ -138,13 +138,18 @@ fn xblock(t: u32, xi: u32) -> u32 {
 
 // xscale is that block's scale, xq its elements 4 xi .. 4 xi + 3 (xv is their product). A
 // weight block never straddles two activation blocks (XB divides BS), so the matrix loop
-// loads each scale once per weight block.
+// finds each token's block and loads its scale once per weight block.
 fn xscale(t: u32, xi: u32) -> f32 {
     return bitcast<f32>(x[xblock(t, xi)]);
 }
 
 fn xq(t: u32, xi: u32) -> vec4<f32> {
-    let w = x[xblock(t, xi) + 1u + xi % (XB / 4u)];
+    return xq_in(xblock(t, xi), xi);
+}
+
+// xq_in is xq from the block's first word.
+fn xq_in(blk: u32, xi: u32) -> vec4<f32> {
+    let w = x[blk + 1u + xi % (XB / 4u)];
     return vec4<f32>(bitcast<vec4<i32>>(vec4<u32>(w) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
 }
 #endif
@@ -190,9 +195,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             base[r] = base0[r] + b * BW;
         }
 #ifdef XPACK_Q8
-        var xd: array<f32, LANES>; // each token's activation scale for this block
+        var xb: array<u32, LANES>; // each token's activation block for this block
+        var xd: array<f32, LANES>; // and its scale
         for (var t = 0u; t < LANES; t++) {
-            xd[t] = xscale(t, b * (BS / 4u));
+            xb[t] = xblock(t, b * (BS / 4u));
+            xd[t] = bitcast<f32>(x[xb[t]]);
         }
 #endif
 #ifdef HDR
@@ -220,7 +227,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                 var xt: array<vec4<f32>, LANES>;
                 for (var t = 0u; t < LANES; t++) {
 #ifdef XPACK_Q8
-                    xt[t] = xd[t] * xq(t, xi);
+                    xt[t] = xd[t] * xq_in(xb[t], xi);
 #else
                     xt[t] = xv(t, xi);
 #endif
