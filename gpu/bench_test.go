@@ -103,7 +103,7 @@ func BenchmarkCopy(b *testing.B) {
 // BenchmarkAttentionPrompt is causal attention for a 128-token prompt (stories260K's shape).
 func BenchmarkAttentionPrompt(b *testing.B) {
 	d := gputest.Device(b)
-	defer func(v bool) { d.BarrierFree = v }(d.BarrierFree)
+	defer func(v, l bool) { d.BarrierFree, d.TokenLanes = v, l }(d.BarrierFree, d.TokenLanes)
 	const nTok, nHead, nKV = 128, 8, 4
 	for _, hd := range []int{8, 64} {
 		q, _ := d.NewBuffer("q", uint64(nTok*nHead*hd*4))
@@ -115,17 +115,16 @@ func BenchmarkAttentionPrompt(b *testing.B) {
 			pos[i] = int32(i)
 		}
 		pb, _ := d.Upload("pos", gpu.Bytes(pos))
-		// barrier-free: the CPU adapters' kernel; flash: the GPUs' (forced here).
-		for _, bf := range []bool{true, false} {
-			name := fmt.Sprintf("head_dim=%d/flash", hd)
-			if bf {
-				name = fmt.Sprintf("head_dim=%d/barrier-free", hd)
-			}
-			b.Run(name, func(b *testing.B) {
-				d.BarrierFree = bf
+		// token-lanes and head-major: the CPU adapters' kernels; flash: the GPUs' (forced here).
+		for _, c := range []struct {
+			name      string
+			bf, lanes bool
+		}{{"token-lanes", true, true}, {"head-major", true, false}, {"flash", false, false}} {
+			b.Run(fmt.Sprintf("head_dim=%d/%s", hd, c.name), func(b *testing.B) {
+				d.BarrierFree, d.TokenLanes = c.bf, c.lanes
 				for i := 0; i < b.N; i++ {
 					r, _ := d.Begin()
-					r.Attention(q, k, v, pb, out, false, nHead*hd, nTok, nHead, nKV, hd, gpu.AttnParams{Scale: 0.3})
+					r.Attention(q, k, v, pb, out, false, nHead*hd, nTok, nHead, nKV, hd, gpu.AttnParams{Scale: 0.3, MaxKeys: nTok, Sequences: 1})
 					if _, err := r.SubmitAndRead(out, 0, 4); err != nil {
 						b.Fatal(err)
 					}
@@ -135,8 +134,8 @@ func BenchmarkAttentionPrompt(b *testing.B) {
 	}
 }
 
-// BenchmarkMatMulTiled is the GPU prompt kernel (the tiled one, forced on any adapter) on a
-// 1024 x 1024 Q4_K weight and 128 tokens, in GFLOP/s.
+// BenchmarkMatMulTiled is the GPU prompt kernel (the tiled one, forced on any adapter) and the
+// CPU adapters' barrier-free one on a 1024 x 1024 Q4_K weight and 128 tokens, in GFLOP/s.
 func BenchmarkMatMulTiled(b *testing.B) {
 	d := gputest.Device(b)
 	defer func(v bool) { d.BarrierFree = v }(d.BarrierFree)
@@ -156,17 +155,26 @@ func BenchmarkMatMulTiled(b *testing.B) {
 	}
 	defer W.Release()
 	x, _ := d.NewBuffer("x", tokens*cols*4)
+	xq, _ := d.NewBuffer("xq", tokens*cols*4)
 	y, _ := d.NewBuffer("y", tokens*rows*4)
-	for _, bf := range []bool{false, true} {
-		name := "tiled"
-		if bf {
-			name = "barrier-free"
-		}
-		b.Run(name, func(b *testing.B) {
-			d.BarrierFree = bf
+	// barrier-free-packed: the CPU adapters' kernel on activations rounded and packed as a
+	// model's are (QuantizeActivations); the others read f32.
+	d.BarrierFree = true
+	r, _ := d.Begin()
+	packed := r.QuantizeActivations(gpu.ActQ8_K, x, 0, tokens, cols, xq, nil)
+	if err := r.Submit(); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		bf   bool
+		x    gpu.Acts
+	}{{"tiled", false, gpu.Acts{X: x}}, {"barrier-free", true, gpu.Acts{X: x}}, {"barrier-free-packed", true, packed}} {
+		b.Run(c.name, func(b *testing.B) {
+			d.BarrierFree = c.bf
 			for i := 0; i < b.N; i++ {
 				r, _ := d.Begin()
-				r.MatMul(W, x, 0, tokens, y, false)
+				r.MatMulAt(W, c.x, tokens, y, rows, 0, false)
 				if _, err := r.SubmitAndRead(y, 0, 4); err != nil {
 					b.Fatal(err)
 				}
