@@ -31,13 +31,17 @@ struct Params {
 
 //#include f16_round.inc
 
+// BLOCK values share a scale; PACKED stores a block in WORDS words.
 #ifdef Q8_K
 const BLOCK: u32 = 256u;
+const WORDS: u32 = 1u + BLOCK / 4u; // the scale, then four int8 to a word
 #else
 #ifdef Q8_0
 const BLOCK: u32 = 32u;
+const WORDS: u32 = 1u + BLOCK / 4u;
 #else
 const BLOCK: u32 = 4u;
+const WORDS: u32 = BLOCK / 2u;      // F16, BF16: two 16-bit values to a word
 #endif
 #endif
 
@@ -51,15 +55,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let row = i / blocks;
     let src = (p.x_row0 + row) * p.k + (i % blocks) * BLOCK;
 #ifdef PACKED
-#ifdef F16
-    let dst = i * (BLOCK / 2u);      // pairs of 16-bit values
-#else
-#ifdef BF16
-    let dst = i * (BLOCK / 2u);
-#else
-    let dst = i * (1u + BLOCK / 4u); // the scale, then the block's words
-#endif
-#endif
+    let dst = i * WORDS;
 #else
     let dst = row * p.k + (i % blocks) * BLOCK;
 #endif

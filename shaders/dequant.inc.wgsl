@@ -192,14 +192,9 @@ fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
 #endif
 
 #ifdef K_SCALES
-// scale_min returns the 6-bit scale and min number `is` of a Q4_K/Q5_K block (ggml's
-// get_scale_min_k4) from the 12 scale bytes at words base+1..base+3.
-fn scale_min(base: u32, is: u32) -> vec2<f32> {
-    return scale_min_of(vec3<u32>(w[base + 1u], w[base + 2u], w[base + 3u]), is);
-}
-
-// scale_min_of is scale_min from the 3 scale words already loaded (block_dot loads them once
-// for the block's 8 pairs).
+// scale_min_of returns the 6-bit scale and min number `is` of a Q4_K/Q5_K block (ggml's
+// get_scale_min_k4) from its 12 scale bytes, the words base+1..base+3 of the block, loaded
+// once for the block's 8 pairs (hdr).
 fn scale_min_of(h: vec3<u32>, is: u32) -> vec2<f32> {
     if (is < 4u) {
         return vec2<f32>(f32(word_byte(h, is) & 63u), f32(word_byte(h, is + 4u) & 63u));

@@ -110,10 +110,11 @@ const R: u32 = 1u;
 // Packed rows (XPACK_*: act_quant's PACKED layouts) give exactly the f32 values act_quant
 // would have written, from one word (and the block scale) or two instead of four.
 fn xv(t: u32, xi: u32) -> vec4<f32> {
-    let row = p.x_row0 + tok0 + min(t, nt - 1u);
 #ifdef XPACK_Q8
-    return xscale(t, xi) * xq(t, xi);
+    let blk = xblock(t, xi);
+    return bitcast<f32>(x[blk]) * xq(blk, xi);
 #else
+    let row = xrow(t);
 #ifdef XPACK_F16
     let o = row * (p.k / 2u) + 2u * xi;
     return vec4<f32>(unpack2x16float(x[o]), unpack2x16float(x[o + 1u]));
@@ -129,26 +130,22 @@ fn xv(t: u32, xi: u32) -> vec4<f32> {
 #endif
 }
 
+// xrow is the activation row of token lane t.
+fn xrow(t: u32) -> u32 {
+    return p.x_row0 + tok0 + min(t, nt - 1u);
+}
+
 #ifdef XPACK_Q8
 // xblock is the first word (the scale) of the Q8 block holding element 4 xi of token t's row.
 fn xblock(t: u32, xi: u32) -> u32 {
-    let row = p.x_row0 + tok0 + min(t, nt - 1u);
-    return (row * (p.k / XB) + xi / (XB / 4u)) * (1u + XB / 4u);
+    return (xrow(t) * (p.k / XB) + xi / (XB / 4u)) * (1u + XB / 4u);
 }
 
-// xscale is that block's scale, xq its elements 4 xi .. 4 xi + 3 (xv is their product). A
-// weight block never straddles two activation blocks (XB divides BS), so the matrix loop
-// finds each token's block and loads its scale once per weight block.
-fn xscale(t: u32, xi: u32) -> f32 {
-    return bitcast<f32>(x[xblock(t, xi)]);
-}
-
-fn xq(t: u32, xi: u32) -> vec4<f32> {
-    return xq_in(xblock(t, xi), xi);
-}
-
-// xq_in is xq from the block's first word.
-fn xq_in(blk: u32, xi: u32) -> vec4<f32> {
+// xq is elements 4 xi .. 4 xi + 3 of the Q8 block starting at word blk, unscaled (xv
+// multiplies them by the scale). A weight block never straddles two activation blocks (XB
+// divides BS), so the matrix loop finds each token's block and loads its scale once per
+// weight block.
+fn xq(blk: u32, xi: u32) -> vec4<f32> {
     let w = x[blk + 1u + xi % (XB / 4u)];
     return vec4<f32>(bitcast<vec4<i32>>(vec4<u32>(w) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
 }
@@ -227,7 +224,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                 var xt: array<vec4<f32>, LANES>;
                 for (var t = 0u; t < LANES; t++) {
 #ifdef XPACK_Q8
-                    xt[t] = xd[t] * xq_in(xb[t], xi);
+                    xt[t] = xd[t] * xq(xb[t], xi);
 #else
                     xt[t] = xv(t, xi);
 #endif
@@ -244,7 +241,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         for (var r = 0u; r < R; r++) {
             let mn = sb_params(base[r], 0u).y;
             for (var t = 0u; t < LANES; t++) {
-                acc[r][t] += mn * xs[(p.x_row0 + tok0 + min(t, nt - 1u)) * nb + b];
+                acc[r][t] += mn * xs[xrow(t) * nb + b];
             }
         }
 #endif
