@@ -74,6 +74,9 @@ func (a ActQuant) packedDefines() []string {
 	return nil
 }
 
+// actQuantSpan is the values of a row that act_quant's cooperative (COOP) workgroup takes.
+const actQuantSpan = 256
+
 // QuantizeActivations rounds rows xRow0 .. xRow0+nRows of x (rows of k floats) as a into out
 // (rows from 0; for ActQ8_1 each 32-block's sum goes to sums, else nil) and returns them as a
 // matrix product's input: packed for a batch on CPU adapters, f32 otherwise. (Packed rows
@@ -95,6 +98,13 @@ func (r *Recorder) QuantizeActivations(a ActQuant, x *Buffer, xRow0, nRows, k in
 	}
 	if a == ActQ8_1 {
 		bind, bufs, acts.Sums = append(bind, ReadWrite), append(bufs, sums), sums
+	}
+	if !r.d.BarrierFree {
+		// GPUs: a workgroup per actQuantSpan values of a row, each value an invocation.
+		if p := r.kernel("act_quant", bind, actQuantSpan, append(defs, "COOP")...); p != nil {
+			r.Dispatch(p, Params(k, nRows, xRow0), r.grid((k+actQuantSpan-1)/actQuantSpan*nRows), bufs...)
+		}
+		return acts
 	}
 	if p := r.kernel("act_quant", bind, 64, defs...); p != nil {
 		r.Dispatch(p, Params(k, nRows, xRow0), r.elementwise(k/a.Block()*nRows), bufs...)

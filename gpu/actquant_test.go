@@ -13,33 +13,46 @@ import (
 )
 
 // TestQuantizeActivations checks each activation rounding against its Go reference, on rows
-// read from an offset.
+// read from an offset, in both kernels: the cooperative one of GPUs (rows of a length that
+// leaves its last workgroup part full) and the per-block one of CPU adapters (one row, which
+// they do not pack).
 func TestQuantizeActivations(t *testing.T) {
 	d := gputest.Device(t)
 	defer func(v bool) { d.BarrierFree = v }(d.BarrierFree)
-	d.BarrierFree = false // f32 output (CPU adapters pack it: TestPackedActivations)
 	rng := rand.New(rand.NewPCG(19, 20))
-	const k, nRows, row0 = 512, 3, 2
-	x := randVec(rng, (row0+nRows)*k)
-	x[row0*k+5] = 0 // a zero and an all-zero block
-	for i := 0; i < 32; i++ {
-		x[(row0+1)*k+i] = 0
-	}
-	src := x[row0*k:]
 	for _, c := range []struct {
 		a   gpu.ActQuant
 		ref func([]float32) []float32
 	}{{gpu.ActQ8_0, cpuref.ActQ8_0}, {gpu.ActQ8_1, cpuref.ActQ8_0}, {gpu.ActQ8_K, cpuref.ActQ8_K}, {gpu.ActF16, cpuref.ActF16}, {gpu.ActBF16, cpuref.ActBF16}} {
-		out := empty(t, d, nRows*k)
-		sums := empty(t, d, nRows*k/32)
-		got := run(t, d, out, nRows*k, func(r *gpu.Recorder) { r.QuantizeActivations(c.a, upload(t, d, x), row0, nRows, k, out, sums) })
-		check(t, fmt.Sprintf("act %d", c.a), got, c.ref(src), 1e-6)
-		if c.a == gpu.ActQ8_1 {
-			got, err := d.Read(sums, 0, uint64(nRows*k/32*4))
-			if err != nil {
-				t.Fatal(err)
+		k := 800 // 3 workgroups of 256 and 32 values
+		if c.a == gpu.ActQ8_K {
+			k = 768
+		}
+		for _, v := range []struct {
+			barrierFree bool
+			nRows       int
+		}{{false, 3}, {true, 1}} {
+			d.BarrierFree = v.barrierFree
+			const row0 = 2
+			x := randVec(rng, (row0+v.nRows)*k)
+			x[row0*k+5] = 0 // a zero, an all-zero block, and a largest magnitude held twice
+			for i := 0; i < 32; i++ {
+				x[(row0+v.nRows-1)*k+i] = 0
 			}
-			check(t, "act Q8_1 sums", gpu.Float32s(got), cpuref.ActQ8_1Sums(src), 1e-6)
+			x[row0*k+40], x[row0*k+200] = 1.5, -1.5
+			src := x[row0*k:]
+			out := empty(t, d, v.nRows*k)
+			sums := empty(t, d, v.nRows*k/32)
+			got := run(t, d, out, v.nRows*k, func(r *gpu.Recorder) { r.QuantizeActivations(c.a, upload(t, d, x), row0, v.nRows, k, out, sums) })
+			name := fmt.Sprintf("act %d barrier-free=%v", c.a, v.barrierFree)
+			check(t, name, got, c.ref(src), 1e-6)
+			if c.a == gpu.ActQ8_1 {
+				got, err := d.Read(sums, 0, uint64(v.nRows*k/32*4))
+				if err != nil {
+					t.Fatal(err)
+				}
+				check(t, name+" sums", gpu.Float32s(got), cpuref.ActQ8_1Sums(src), 1e-6)
+			}
 		}
 	}
 }

@@ -106,26 +106,6 @@ func (d *Device) Read(b *Buffer, offset, size uint64) ([]byte, error) {
 	return d.mapStaging(staging, size)
 }
 
-// Copy copies size bytes from the start of src to the start of dst and waits for it.
-func (d *Device) Copy(src, dst *Buffer, size uint64) error {
-	enc, err := d.dev.TryCreateCommandEncoder(nil)
-	if err != nil {
-		return fmt.Errorf("gpu: copy: %w", err)
-	}
-	defer enc.Release()
-	if err := enc.TryCopyBufferToBuffer(src.buf, 0, dst.buf, 0, roundUp4(size)); err != nil {
-		return fmt.Errorf("gpu: copy %q to %q: %w", src.label, dst.label, err)
-	}
-	cmd, err := enc.TryFinish(nil)
-	if err != nil {
-		return fmt.Errorf("gpu: copy: %w", err)
-	}
-	d.submit(cmd)
-	cmd.Release()
-	d.dev.Poll(true, nil)
-	return nil
-}
-
 // copyToStaging records a copy of b[offset:offset+size] into a cached map-readable buffer.
 func (d *Device) copyToStaging(enc *wgpu.CommandEncoder, b *Buffer, offset, size uint64) (*wgpu.Buffer, error) {
 	if offset%4 != 0 || offset+size > b.size {

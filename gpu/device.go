@@ -65,7 +65,7 @@ type Device struct {
 	// (lavapipe runs a barrier as a context switch of every invocation); tests flip it to
 	// cover both families on one adapter.
 	BarrierFree bool
-	// F16Math lets GPU kernels multiply in half precision (set when the adapter has
+	// F16Math lets the prompt matmul tile and multiply in half precision (set when the adapter has
 	// shader-f16 and is not a CPU adapter, where f16 is emulated and slower).
 	F16Math bool
 	// SubgroupMath lets GPU kernels reduce across a subgroup (subgroupAdd) instead of through

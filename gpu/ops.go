@@ -119,7 +119,11 @@ func withSums(sums *Buffer, bufs ...*Buffer) []*Buffer {
 
 // RMSNorm normalises each of rows rows of n values of x and multiplies by w, into out.
 func (r *Recorder) RMSNorm(x, w, out *Buffer, n, rows int, eps float32) {
-	p := r.kernel("rms_norm", bindRRRW, 64)
+	wg := uint32(256) // GPUs: a row's loads in fewer rounds of memory latency
+	if r.d.BarrierFree {
+		wg = 64 // a barrier switches every invocation on CPU adapters
+	}
+	p := r.kernel("rms_norm", bindRRRW, wg, fmt.Sprintf("WG=%d", wg))
 	if p == nil {
 		return
 	}
@@ -184,11 +188,11 @@ func (r *Recorder) MatMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, y
 			r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, xRow0, 0, yStride, yCol+c.Row0), groups, withSums(xSums, c.Buf, x.X, y)...)
 		}
 	case nTokens <= matvecMaxTokens:
-		if r.d.F16Math {
-			extra = append(extra, "F16_MATH")
-		}
 		if r.d.SubgroupMath {
 			extra = append(extra, "SUBGROUPS")
+		}
+		if nTokens == 1 {
+			extra = append(extra, "ONE")
 		}
 		p := r.matvecKernel(w.Type, xSums != nil, extra)
 		for _, c := range w.Chunks {
@@ -435,7 +439,7 @@ func (r *Recorder) Attention(q, kCache, vCache, pos, out *Buffer, kvF16 bool, qS
 	}
 	if nTokens >= flashMinTokens && headDim <= flashMaxHeadDim {
 		// A prompt: flash attention reads each key and value tile once per block of queries.
-		p := r.kernel("attention_flash", bindAttn, 64, kvDefines(kvF16)...)
+		p := r.kernel("attention_flash", bindAttn, 256, kvDefines(kvF16)...)
 		if p != nil {
 			r.Dispatch(p, ap.params(nTokens, nHead, nKVHead, headDim, ap.Scale, qStride),
 				[3]uint32{uint32(nHead), uint32((nTokens + flashBlock - 1) / flashBlock), 1}, q, kCache, vCache, pos, out)

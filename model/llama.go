@@ -256,6 +256,9 @@ func (m *Model) attnStateSize() int {
 	return gpu.AttentionStateSize(m.maxBatch, m.Config.NHead, m.Config.HeadDim)
 }
 
+// Device is the GPU device the model's weights and passes live on.
+func (m *Model) Device() *gpu.Device { return m.dev }
+
 // Close releases the model's device memory.
 func (m *Model) Close() {
 	for _, b := range m.vectors {

@@ -17,6 +17,16 @@ func load(t testing.TB, parts ...string) *model.Model {
 	return loadBatch(t, 16, parts...)
 }
 
+// pathTol is tol for comparing a batch's outputs with one token's. On adapters with
+// shader-f16 (GPUs; gpu.Device.F16Math) prompts multiply with f16 tiles and single tokens in
+// f32, which an H100 showed as up to 1e-3 of relative error in the logits.
+func pathTol(m *model.Model, tol float64) float64 {
+	if m.Device().F16Math {
+		return max(tol, 2e-3)
+	}
+	return tol
+}
+
 func loadB(b *testing.B) *model.Model {
 	return loadBatch(b, 512, "models", "stories260K.gguf")
 }
@@ -165,7 +175,7 @@ func TestPromptChunksMatchOnePass(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if e := cpuref.RelErr(whole, last); e > 1e-4 {
+	if e := cpuref.RelErr(whole, last); e > pathTol(m, 1e-4) {
 		t.Errorf("chunked vs token-by-token logits: relative error %.3g", e)
 	}
 }
@@ -329,7 +339,7 @@ func TestBatchMatchesSeparate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range seqs {
-		if e := cpuref.RelErr(got[i], alone[i]); e > 1e-4 {
+		if e := cpuref.RelErr(got[i], alone[i]); e > pathTol(m, 1e-4) {
 			t.Errorf("sequence %d: batched vs alone logits: relative error %.3g", i, e)
 		}
 		if argmax(got[i]) != argmax(alone[i]) {

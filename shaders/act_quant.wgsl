@@ -45,6 +45,90 @@ const WORDS: u32 = BLOCK / 2u;      // F16, BF16: two 16-bit values to a word
 #endif
 #endif
 
+#ifdef COOP
+// The cooperative variant (GPUs): a workgroup of CW invocations takes CW consecutive values of
+// a row, one each, and finds a block's largest magnitude (and Q8_1's sum) by a tree through
+// workgroup memory, so every load is one coalesced row read instead of a serial walk through a
+// block (64 us for one token of a 1B model on an H100). Same rounding, bit for bit: the tree
+// keeps the left (earlier) value on a tie, as the serial loop keeps the first.
+const CW: u32 = 256u; // a multiple of every BLOCK
+var<workgroup> red: array<f32, CW>;
+
+// block_max returns the value of largest magnitude (the first of equals) in v's block.
+fn block_max(li: u32, v: f32) -> f32 {
+    red[li] = v;
+    for (var s = BLOCK / 2u; s > 0u; s /= 2u) {
+        workgroupBarrier();
+        if (li % BLOCK < s && abs(red[li + s]) > abs(red[li])) {
+            red[li] = red[li + s];
+        }
+    }
+    workgroupBarrier();
+    let m = red[li - li % BLOCK];
+    workgroupBarrier();
+    return m;
+}
+
+// block_sum returns the sum of q over q's block (whole numbers: exact in any order).
+fn block_sum(li: u32, q: f32) -> f32 {
+    red[li] = q;
+    for (var s = BLOCK / 2u; s > 0u; s /= 2u) {
+        workgroupBarrier();
+        if (li % BLOCK < s) {
+            red[li] += red[li + s];
+        }
+    }
+    workgroupBarrier();
+    return red[li - li % BLOCK];
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+    let segs = (p.k + CW - 1u) / CW;
+    let seg = wg.x + wg.y * nwg.x;
+    let row = seg / segs;
+    let j = (seg % segs) * CW + li;
+    // Every invocation reaches the barriers; a block lies wholly inside or past the row.
+    let live = row < p.n_rows && j < p.k;
+    var v = 0.0;
+    if (live) {
+        v = x[(p.x_row0 + row) * p.k + j];
+    }
+    var o = 0.0;
+#ifdef Q8_0
+    let amax = abs(block_max(li, v));
+    var id = 0.0;
+    if (amax != 0.0) {
+        id = 127.0 / amax;
+    }
+    let q = round(v * id);
+    o = f16_round(amax / 127.0) * q;
+#ifdef SUMS
+    let sum = block_sum(li, q);
+    if (live && li % BLOCK == 0u) {
+        sums[(row * p.k + j) / BLOCK] = f16_round(amax / 127.0 * sum);
+    }
+#endif
+#endif
+#ifdef Q8_K
+    let mx = block_max(li, v);
+    if (mx != 0.0) {
+        let iscale = -127.0 / mx;
+        o = (1.0 / iscale) * min(127.0, round(iscale * v));
+    }
+#endif
+#ifdef F16
+    o = f16_round(v);
+#endif
+#ifdef BF16
+    o = bf16_round(v);
+#endif
+    if (live) {
+        out[row * p.k + j] = o;
+    }
+}
+#else
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let blocks = p.k / BLOCK;
@@ -112,6 +196,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }
 #endif
 }
+
+#endif
 
 // bf16_round rounds to nearest even on the 16 dropped bits, as ggml's fp32_to_bf16 does.
 fn bf16_round(v: f32) -> f32 {

@@ -2,12 +2,12 @@
 // y[y_row0 + t, y_col0 + r] (+)= sum_k x[x_row0 + t, k] * W[r, k]. A 16x16 workgroup computes a
 // 64-row by 64-token tile, each invocation a 4x4 register block (rows lx + 16i, tokens
 // ly + 16j, so neighbouring invocations read neighbouring workgroup-memory words). Every
-// 16-wide slice of k, each invocation dequantizes one 4-element group of the weight tile into
+// 32-wide slice of k, each invocation dequantizes two 4-element groups of the weight tile into
 // workgroup memory (T_<TYPE> from dequant.inc), so the tile is dequantized once for 64 tokens,
-// and copies one group of the activation tile beside it; 16 products then take 8 loads.
+// and copies two groups of the activation tile beside it; 16 products then take 8 loads.
 // Variants: ADD accumulates into y; F16_MATH (adapters with shader-f16) keeps both tiles in
 // half precision, halving workgroup memory traffic, and takes each 4-element product in half
-// precision, accumulated in f32 (as the matrix-vector kernel's F16_MATH).
+// precision, accumulated in f32 (the tiles are what llama.cpp's Vulkan mul_mm keeps in f16).
 
 #ifdef F16_MATH
 enable f16;
@@ -35,10 +35,15 @@ struct Params {
 
 const TM: u32 = 64u; // rows per tile
 const TN: u32 = 64u; // tokens per tile
-const TK: u32 = 16u; // k per step
-const K4: u32 = 4u;  // TK / 4: 4-element groups per tile row
-var<workgroup> ws: array<tile_t, 256>; // [row][k/4]: TM * K4
-var<workgroup> xs: array<tile_t, 256>; // [token][k/4]: TN * K4
+const TK: u32 = 32u; // k per step
+const K4: u32 = 8u;  // TK / 4: 4-element groups per tile row
+// The tiles are stored k-group major, [k/4][row or token], a row of TM + 1 (so the groups that
+// neighbouring invocations store in one step fall in different banks): the products then read
+// neighbouring words for neighbouring invocations, where a row-major tile read words 64 bytes
+// apart and served a warp's reads eight at a time on an H100.
+const TS: u32 = TM + 1u;
+var<workgroup> ws: array<tile_t, 520>; // K4 * TS
+var<workgroup> xs: array<tile_t, 520>;
 
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
@@ -47,38 +52,49 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let flat = lid.y * 16u + lid.x;
     let k4 = p.k / 4u;
     let nb = p.k / BS;
-    // This invocation's group of each tile: row (or token) flat / 4, k group flat % 4.
-    let lr = flat / K4;
-    let lk = 4u * (flat % K4);
-    var acc: array<array<f32, 4>, 4>; // [row i][token j]
+    // The 4 x 4 block as four vectors (row i, tokens 0..3), not an array: a GPU compiler may
+    // keep a dynamically indexed array in local memory.
+    var a0 = vec4<f32>(0.0);
+    var a1 = vec4<f32>(0.0);
+    var a2 = vec4<f32>(0.0);
+    var a3 = vec4<f32>(0.0);
     for (var k0 = 0u; k0 < p.k; k0 += TK) {
-        let kk = k0 + lk;
-        var wv = vec4<f32>(0.0);
-        if (r0 + lr < p.n && kk < p.k) {
-            wv = dq4((r0 + lr) * nb * BW + (kk / BS) * BW, kk % BS);
+        // Each invocation fills two groups of each tile: row (or token) g / K4, k group g % K4,
+        // so neighbouring invocations read neighbouring weight bytes and activations.
+        for (var h = 0u; h < 2u; h++) {
+            let g = flat + 256u * h;
+            let lr = g / K4;
+            let lq = g % K4;
+            let kk = k0 + 4u * lq;
+            var wv = vec4<f32>(0.0);
+            if (r0 + lr < p.n && kk < p.k) {
+                wv = dq4((r0 + lr) * nb * BW + (kk / BS) * BW, kk % BS);
+            }
+            ws[lq * TS + lr] = tile_t(wv);
+            var xv = vec4<f32>(0.0);
+            if (t0 + lr < p.n_tok && kk < p.k) {
+                xv = x[(p.x_row0 + t0 + lr) * k4 + kk / 4u];
+            }
+            xs[lq * TS + lr] = tile_t(xv);
         }
-        ws[flat] = tile_t(wv);
-        var xv = vec4<f32>(0.0);
-        if (t0 + lr < p.n_tok && kk < p.k) {
-            xv = x[(p.x_row0 + t0 + lr) * k4 + kk / 4u];
-        }
-        xs[flat] = tile_t(xv);
         workgroupBarrier();
         for (var q = 0u; q < K4; q++) {
-            var wr: array<tile_t, 4>;
-            var xr: array<tile_t, 4>;
-            for (var i = 0u; i < 4u; i++) {
-                wr[i] = ws[(lid.x + 16u * i) * K4 + q];
-                xr[i] = xs[(lid.y + 16u * i) * K4 + q];
-            }
-            for (var i = 0u; i < 4u; i++) {
-                for (var j = 0u; j < 4u; j++) {
-                    acc[i][j] += f32(dot(wr[i], xr[j]));
-                }
-            }
+            let w0 = ws[q * TS + lid.x];
+            let w1 = ws[q * TS + lid.x + 16u];
+            let w2 = ws[q * TS + lid.x + 32u];
+            let w3 = ws[q * TS + lid.x + 48u];
+            let x0 = xs[q * TS + lid.y];
+            let x1 = xs[q * TS + lid.y + 16u];
+            let x2 = xs[q * TS + lid.y + 32u];
+            let x3 = xs[q * TS + lid.y + 48u];
+            a0 += vec4<f32>(f32(dot(w0, x0)), f32(dot(w0, x1)), f32(dot(w0, x2)), f32(dot(w0, x3)));
+            a1 += vec4<f32>(f32(dot(w1, x0)), f32(dot(w1, x1)), f32(dot(w1, x2)), f32(dot(w1, x3)));
+            a2 += vec4<f32>(f32(dot(w2, x0)), f32(dot(w2, x1)), f32(dot(w2, x2)), f32(dot(w2, x3)));
+            a3 += vec4<f32>(f32(dot(w3, x0)), f32(dot(w3, x1)), f32(dot(w3, x2)), f32(dot(w3, x3)));
         }
         workgroupBarrier();
     }
+    let acc = array<vec4<f32>, 4>(a0, a1, a2, a3);
     for (var i = 0u; i < 4u; i++) {
         let r = r0 + lid.x + 16u * i;
         for (var j = 0u; j < 4u; j++) {

@@ -10,16 +10,12 @@
 // XSUM (Q4_1, Q5_1): x holds Q8_1-rounded activations and xs their per-32 block sums as
 // llama.cpp's Q8_1 stores them (f16 of d * sum q); the block minimum multiplies that sum, as
 // in ggml_vec_dot_q4_1_q8_1, instead of every activation.
-// F16_MATH (adapters with shader-f16, cooperative variant): each 4-element product is taken
-// in half precision (packed f16 arithmetic), accumulated in f32.
+// Products stay in f32 on every adapter: decode streams the weights once, so half-precision
+// arithmetic saves no time, and on a real GPU it cost 1e-3 of relative error against llama.cpp.
 // SUBGROUPS (adapters with subgroups, cooperative variant): the row sums are reduced with
 // subgroupAdd and one barrier instead of a tree of barriers through workgroup memory. (wgpu's
 // shader compiler takes subgroup operations without WGSL's `enable subgroups;`, which it does
 // not parse yet, once the device has the feature.)
-
-#ifdef F16_MATH
-enable f16;
-#endif
 
 struct Params {
     k: u32,       // row length (input features)
@@ -259,6 +255,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 #else
 // Cooperative variant: a 64 x 4 workgroup computes 4 rows, 64 invocations sharing each row.
 const ROWS: u32 = 4u;
+// ONE (decode, a single token): the token loops have the constant bound 1, so a GPU compiler
+// keeps the one sum in a register instead of an array in local memory.
+#ifdef ONE
+const NT_MAX: u32 = 1u;
+#else
+const NT_MAX: u32 = MAXT;
+#endif
 var<workgroup> partial: array<f32, 2048>; // ROWS * MAXT * WG
 
 #ifdef SUBGROUPS
@@ -277,9 +280,30 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     let live = row < p.n; // every invocation reaches the barriers, live or not
     let k4 = p.k / 4u;
     let base0 = row * (p.k / BS) * BW;
-    var acc: array<f32, MAXT>;
+    let nt = min(p.n_tok, NT_MAX);
+    var acc: array<f32, NT_MAX>;
     // Neighbouring invocations take neighbouring 4-element groups, so their loads coalesce.
+#ifndef XSUM
+    // Four groups at once, WG apart: their weight loads are all in flight before the first
+    // is used. One group at a time left a GPU's memory mostly idle (a few bytes in flight per
+    // invocation), decode at 8% of an H100's copy bandwidth.
+    // (Named variables, not arrays: a GPU compiler may keep a dynamically indexed array in
+    // local memory.)
+    var c = lid.x;
+    for (; live && c + 3u * WG < k4; c += 4u * WG) {
+        let w0 = dq4(base0 + (4u * c / BS) * BW, 4u * c % BS);
+        let w1 = dq4(base0 + (4u * (c + WG) / BS) * BW, 4u * (c + WG) % BS);
+        let w2 = dq4(base0 + (4u * (c + 2u * WG) / BS) * BW, 4u * (c + 2u * WG) % BS);
+        let w3 = dq4(base0 + (4u * (c + 3u * WG) / BS) * BW, 4u * (c + 3u * WG) % BS);
+        for (var t = 0u; t < nt; t++) {
+            let xr = (p.x_row0 + t) * k4 + c;
+            acc[t] += dot(w0, x[xr]) + dot(w1, x[xr + WG]) + dot(w2, x[xr + 2u * WG]) + dot(w3, x[xr + 3u * WG]);
+        }
+    }
+    for (; live && c < k4; c += WG) {
+#else
     for (var c = lid.x; live && c < k4; c += WG) {
+#endif
         let e = 4u * c;
         let base = base0 + (e / BS) * BW;
 #ifdef XSUM
@@ -287,19 +311,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         let wv = sb_q4(base, e % BS, vec2<f32>(sp.x, 0.0));
         if (e % BS == 0u) {
             let mn = sp.y;
-            for (var t = 0u; t < p.n_tok; t++) {
+            for (var t = 0u; t < nt; t++) {
                 acc[t] += mn * xs[(p.x_row0 + t) * (p.k / BS) + e / BS];
             }
         }
 #else
         let wv = dq4(base, e % BS);
 #endif
-        for (var t = 0u; t < p.n_tok; t++) {
-#ifdef F16_MATH
-            acc[t] += f32(dot(vec4<f16>(wv), vec4<f16>(x[(p.x_row0 + t) * k4 + c])));
-#else
+        for (var t = 0u; t < nt; t++) {
             acc[t] += dot(wv, x[(p.x_row0 + t) * k4 + c]);
-#endif
         }
     }
 #ifdef SUBGROUPS
@@ -307,7 +327,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     // be wider than a row), its first lane keeps the sums, and one invocation per row and token
     // adds its row's subgroup sums. Subgroups have 4 to 128 lanes, so at most 64 of them.
     let sg = li / sg_size;
-    for (var t = 0u; t < p.n_tok; t++) {
+    for (var t = 0u; t < nt; t++) {
         for (var r = 0u; r < ROWS; r++) {
             let s = subgroupAdd(select(0.0, acc[t], lid.y == r));
             if (sg_lane == 0u) {
@@ -325,13 +345,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     }
 #else
     let slot = lid.y * MAXT * WG;
-    for (var t = 0u; t < p.n_tok; t++) {
+    for (var t = 0u; t < nt; t++) {
         partial[slot + t * WG + lid.x] = acc[t];
     }
     workgroupBarrier();
     for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
         if (lid.x < stride) {
-            for (var t = 0u; t < p.n_tok; t++) {
+            for (var t = 0u; t < nt; t++) {
                 partial[slot + t * WG + lid.x] += partial[slot + t * WG + lid.x + stride];
             }
         }

@@ -1,5 +1,5 @@
 // RMSNorm with the weight multiply fused: out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w.
-// One workgroup per row.
+// One workgroup of WG (a define, a power of two) invocations per row.
 
 struct Params {
     n: u32,     // row length
@@ -12,7 +12,6 @@ struct Params {
 @group(0) @binding(2) var<storage, read> w: array<f32>;         // (n)
 @group(0) @binding(3) var<storage, read_write> out: array<f32>; // (rows, n)
 
-const WG: u32 = 64u;
 var<workgroup> partial: array<f32, WG>;
 
 @compute @workgroup_size(WG)

@@ -12,6 +12,15 @@ fn rope_theta(at: f32, i: u32) -> f32 {
 #endif
 }
 
+// turn_reduce returns th less the nearest multiple of 2 pi, in [-pi, pi]. GPUs' sin and cos
+// reduce large angles with one f32 multiply by 1 / (2 pi), off by 1e-3 radians at position
+// 8000; here 2 pi is split (Cody-Waite) into 6.28125, whose multiples are exact below 2^16
+// turns, and the remainder, so the reduction loses no more than the angle's own rounding.
+fn turn_reduce(th: f32) -> f32 {
+    let k = round(th * 0.15915494);
+    return (th - k * 6.28125) - k * 1.9353072e-3;
+}
+
 // rope_turn turns v by the angle of frequency i at position at, as ggml's rope_yarn does (with
 // ext_factor 0 it is plain, linearly scaled RoPE), scaling by attn_factor. The angle is linear
 // in the position, so turning by a position difference moves a rotated key to a new position.
@@ -25,7 +34,8 @@ fn rope_turn(v: vec2<f32>, at: f32, i: u32, attn_factor: f32) -> vec2<f32> {
         th = th * (1.0 - ramp) + extrap * ramp;
         mscale *= 1.0 + 0.1 * log(1.0 / p.freq_scale);
     }
-    let c = cos(th) * mscale;
-    let s = sin(th) * mscale;
+    let r = turn_reduce(th);
+    let c = cos(r) * mscale;
+    let s = sin(r) * mscale;
     return vec2<f32>(v.x * c - v.y * s, v.x * s + v.y * c);
 }

@@ -28,7 +28,7 @@ func runEmbed(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	m, _, closeModel, err := mf.loadModel(stderr, 1)
+	m, _, closeModel, err := mf.loadModel(stderr, 1, nil)
 	if err != nil {
 		return err
 	}

@@ -191,7 +191,7 @@ func (m *modelFlags) engineConfig(alias string, logger *log.Logger) (engine.Conf
 
 // loadModel opens the device and loads the model directly, for commands that drive the model
 // themselves (bench, embed) rather than through the engine. close releases both.
-func (m *modelFlags) loadModel(stderr io.Writer, minBatch int) (mdl *model.Model, dev *gpu.Device, close func(), err error) {
+func (m *modelFlags) loadModel(stderr io.Writer, minBatch int, onDevice func(*gpu.Device) error) (mdl *model.Model, dev *gpu.Device, close func(), err error) {
 	cfg, err := m.engineConfig("", newLogger(stderr, m.verbose))
 	if err != nil {
 		return nil, nil, nil, err
@@ -201,6 +201,12 @@ func (m *modelFlags) loadModel(stderr io.Writer, minBatch int) (mdl *model.Model
 	}
 	if dev, err = gpu.Open(cfg.Device); err != nil {
 		return nil, nil, nil, err
+	}
+	if onDevice != nil {
+		if err := onDevice(dev); err != nil {
+			dev.Close()
+			return nil, nil, nil, err
+		}
 	}
 	f, err := gguf.Open(cfg.ModelPath)
 	if err != nil {
