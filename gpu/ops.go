@@ -194,6 +194,9 @@ func (r *Recorder) MatMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, y
 		if nTokens == 1 {
 			extra = append(extra, "ONE")
 		}
+		if w.Type == Q4_K {
+			extra = append(extra, "CHUNK_DOT")
+		}
 		p := r.matvecKernel(w.Type, xSums != nil, extra)
 		for _, c := range w.Chunks {
 			if p != nil {

@@ -268,6 +268,39 @@ fn block_dot(base: array<u32, R>, xb: u32) -> array<f32, R> {
     return sum;
 }
 #endif
+#ifdef CHUNK_DOT
+// chunk_dot is the dot product of chunk u (of 8) of the Q4_K block at word base with the
+// activations from x[xb..] (vec4 index, the block's first element): the 16 quant bytes
+// 16u .. 16u + 15, whose low nibbles are elements 64c + 16(u % 2) .. + 15 and high nibbles the
+// same + 32 (c = u / 2), with the two sub-blocks' scales applied to partial sums, as block_dot.
+// For GPUs' cooperative kernel: 32 weights an invocation reads its block header for, where a
+// 4-element group a step read it for 4. The including kernel provides xload(i).
+fn chunk_dot(base: u32, u: u32, xb: u32) -> f32 {
+    let h = hdr(base);
+    let dm = unpack2x16float(h.x);
+    let c = u / 2u;
+    let s0 = scale_min_of(h.yzw, 2u * c);
+    let s1 = scale_min_of(h.yzw, 2u * c + 1u);
+    let q0 = base + 4u + 4u * u;
+    let xl0 = xb + 16u * c + 4u * (u % 2u);
+    var lo = vec4<f32>(0.0);
+    var hi = vec4<f32>(0.0);
+    var xl = vec4<f32>(0.0);
+    var xh = vec4<f32>(0.0);
+    for (var i = 0u; i < 4u; i++) {
+        let b = bytes4(w[q0 + i]);
+        let x0 = xload(xl0 + i);
+        let x1 = xload(xl0 + 8u + i);
+        lo = fma(vec4<f32>(b & vec4<u32>(0xFu)), x0, lo);
+        hi = fma(vec4<f32>(b >> vec4<u32>(4u)), x1, hi);
+        xl += x0;
+        xh += x1;
+    }
+    let one = vec4<f32>(1.0);
+    return dm.x * s0.x * dot(lo, one) - dm.y * s0.y * dot(xl, one)
+         + dm.x * s1.x * dot(hi, one) - dm.y * s1.y * dot(xh, one);
+}
+#endif
 // block_q4_K { f16 d, dmin; u8 scales[12]; u8 qs[128] }: per 32 elements a 6-bit scale and min;
 // y = (d * sc) * q - dmin * m
 const BS: u32 = 256u;

@@ -254,6 +254,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 }
 #else
 // Cooperative variant: a 64 x 4 workgroup computes 4 rows, 64 invocations sharing each row.
+#ifdef CHUNK_DOT
+// xload is chunk_dot's reader: the activations of the token whose row starts at xrow_c.
+var<private> xrow_c: u32;
+
+fn xload(i: u32) -> vec4<f32> {
+    return x[xrow_c + i];
+}
+#endif
 const ROWS: u32 = 4u;
 // ONE (decode, a single token): the token loops have the constant bound 1, so a GPU compiler
 // keeps the one sum in a register instead of an array in local memory.
@@ -282,6 +290,17 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     let base0 = row * (p.k / BS) * BW;
     let nt = min(p.n_tok, NT_MAX);
     var acc: array<f32, NT_MAX>;
+#ifdef CHUNK_DOT
+    // Q4_K: each invocation takes chunks of 32 weights (16 quant bytes, see chunk_dot),
+    // neighbouring invocations neighbouring chunks.
+    for (var ch = lid.x; live && ch < (p.k / BS) * 8u; ch += WG) {
+        let b = ch / 8u;
+        for (var t = 0u; t < nt; t++) {
+            xrow_c = (p.x_row0 + t) * k4;
+            acc[t] += chunk_dot(base0 + b * BW, ch % 8u, b * (BS / 4u));
+        }
+    }
+#else
     // Neighbouring invocations take neighbouring 4-element groups, so their loads coalesce.
 #ifndef XSUM
     // Four groups at once, WG apart: their weight loads are all in flight before the first
@@ -322,6 +341,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
             acc[t] += dot(wv, x[(p.x_row0 + t) * k4 + c]);
         }
     }
+#endif
 #ifdef SUBGROUPS
     // Each subgroup sums its lanes for each of the workgroup's rows (masked, as a subgroup may
     // be wider than a row), its first lane keeps the sums, and one invocation per row and token
