@@ -17,6 +17,7 @@ test:
     go test -race ./gguf/... ./model/tokenizer/... ./model/chat/... ./model/reference/... ./engine/grammar/... ./shaders/... ./server/...
     go test -count=1 ./...
     just llama-server-tests
+    just webui-test
 
 # llama.cpp's own llama-server test suite (../shared/llama-server-tests) against a fresh build;
 # fails when a test of .ci/llama-server-tests.txt (the ones we pass so far) fails.
@@ -50,3 +51,24 @@ check-ts: ts-client
 # List GPU adapters.
 devices:
     go run ./cmd/wgpu-llama devices
+
+# Install the web UI's pinned dependencies (webui/package-lock.json), and the TypeScript
+# client's, which the UI imports from its sources.
+webui-deps: ts-deps
+    cd webui && npm ci --silent --no-audit --no-fund --prefer-offline
+
+# Build the web UI into webui/dist, which the binary embeds; prints the first-load size.
+webui: webui-deps
+    cd webui && npm run --silent build
+
+# Fail when the committed webui/dist differs from what the sources build.
+check-webui: webui
+    git diff --exit-code --stat -- webui/dist
+    @test -z "$(git status --porcelain -- webui/dist)" || { echo "webui/dist has files not committed"; git status --porcelain -- webui/dist; exit 1; }
+
+# The web UI's type check and unit tests, then its browser tests (Debian's chromium) against a
+# fresh build of the binary, which embeds webui/dist.
+webui-test: build webui-deps
+    cd webui && npm run --silent check
+    cd webui && npm test --silent
+    cd webui && WGPU_LLAMA_BIN={{justfile_directory()}}/wgpu-llama npm run --silent e2e

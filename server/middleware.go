@@ -4,8 +4,11 @@ import (
 	"context"
 	"mime"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/wgpu-llama/wgpu-llama/server/static"
 )
 
 // middleware wraps a handler; chain applies them so the first listed runs first.
@@ -138,11 +141,36 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 	})
 }
 
-// requireBackend answers 503 "Loading model" on every route (health included) until SetBackend.
+// requireBackend answers 503 "Loading model" on every route (health included) until SetBackend;
+// with a web UI, "/" and .html pages answer 503 with a page that opens the app once the model
+// is ready, as llama-server's loading.html.
 func (s *Server) requireBackend(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.model() == nil {
+			if s.ui != nil && (r.URL.Path == "/" || strings.HasSuffix(r.URL.Path, ".html")) {
+				w.Header().Set("Content-Type", "text/html; charset=utf-8")
+				w.Header().Set("Cache-Control", "no-store")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write(static.LoadingPage)
+				return
+			}
 			writeError(w, errLoading)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// serveUI answers GET and HEAD of the web UI's files (Config.UI) before the API key check:
+// the app's own files need none (llama-server: "/", "/sw.js", "/manifest.webmanifest",
+// "/_app/version.json"); the app sends its key with its API requests.
+func (s *Server) serveUI(next http.Handler) http.Handler {
+	if s.ui == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && s.ui.Has(r.URL.Path) {
+			s.ui.ServeHTTP(w, r)
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -13,6 +13,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/model/chat/toolcall"
 	"github.com/wgpu-llama/wgpu-llama/model/tokenizer"
 	"github.com/wgpu-llama/wgpu-llama/server/resumable"
+	"github.com/wgpu-llama/wgpu-llama/server/static"
 )
 
 // Backend generates text for the server; the engine satisfies it.
@@ -137,6 +139,9 @@ type Config struct {
 	// SlotSavePath is the directory POST /slots/{id}?action=save|restore uses
 	// (--slot-save-path); empty disables slot actions.
 	SlotSavePath string
+	// UI is the web app served at "/" (index.html at its root; the other files at their paths,
+	// needing no API key); nil serves none, and "/" answers 404 as llama-server's --no-ui.
+	UI fs.FS
 	// Defaults are the generation settings a request's unset fields take (llama-server's -n,
 	// --temp, --top-k, --top-p, --min-p, --seed); nil means engine.DefaultParams().
 	Defaults *engine.Params
@@ -152,6 +157,8 @@ type Server struct {
 
 	mediaMarker string       // /props' media_marker, random per server as in llama-server
 	metrics     metricsState // see metrics.go
+
+	ui *static.Handler // Config.UI's files, or nil
 
 	vertex        *Vertex                  // Google Cloud Vertex AI routes, when served (gcp.go)
 	vertexFormats map[string]predictTarget // the routes a predict instance may name
@@ -203,6 +210,9 @@ func New(cfg Config, logger *log.Logger) *Server {
 		panic("server: building the generated router: " + err.Error())
 	}
 	s.api = api
+	if cfg.UI != nil {
+		s.ui = static.New(cfg.UI)
+	}
 	return s
 }
 
@@ -286,13 +296,14 @@ func specialText(tok *tokenizer.Tokenizer, id int32) string {
 }
 
 // Handler returns the HTTP handler: the generated router behind logging, CORS, the loading
-// gate, the API key check, the request body limit and the body's text checks, in llama-server's
+// gate, the web UI's files (which need no key), the API key check, the request body limit and the body's text checks, in llama-server's
 // order.
 func (s *Server) Handler() http.Handler {
 	return chain(s.routes(),
 		s.logRequests,
 		s.cors,
 		s.requireBackend,
+		s.serveUI,
 		s.requireKey,
 		s.writeDeadlines,
 		s.limitBody,

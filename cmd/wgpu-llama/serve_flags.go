@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/hf"
 	"github.com/wgpu-llama/wgpu-llama/model/chat"
 	"github.com/wgpu-llama/wgpu-llama/server"
+	"github.com/wgpu-llama/wgpu-llama/webui"
 )
 
 // serveFlags are llama-server's flags: the model flags every command shares and the server's.
@@ -43,6 +45,8 @@ type serveFlags struct {
 	metrics      bool
 	props        bool
 	slots        bool
+	ui           bool   // serve the web UI at /
+	uiPath       string // --path: the UI from this directory instead of the built-in one
 	slotSavePath string
 	timeout      int
 	ssePing      int // --sse-ping-interval, seconds
@@ -142,6 +146,12 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.slots = true
 	fs.Var(&pairFlag{&f.slots, true}, "slots", "enable GET /slots (the default)")
 	fs.Var(&pairFlag{&f.slots, false}, "no-slots", "disable GET /slots")
+	f.ui = true
+	fs.Var(&pairFlag{&f.ui, true}, "ui", "serve the web UI at / (the default)")
+	fs.Var(&pairFlag{&f.ui, true}, "webui", "same as --ui")
+	fs.Var(&pairFlag{&f.ui, false}, "no-ui", "do not serve the web UI: / answers 404")
+	fs.Var(&pairFlag{&f.ui, false}, "no-webui", "same as --no-ui")
+	stringVar(fs, &f.uiPath, "", "serve the web UI from this directory (a build of webui/: index.html at its root) instead of the built-in one", "path")
 	stringVar(fs, &f.slotSavePath, "", "directory for slot files (POST /slots/{id}?action=save|restore); default: disabled", "slot-save-path")
 	intVar(fs, &f.timeout, 600, "read and write timeout in seconds (0: none)", "to", "timeout")
 	intVar(fs, &f.ssePing, 30, "seconds of silence after which a stream sends a keep-alive comment; requests may override it with sse_ping_interval (-1: none)", "sse-ping-interval")
@@ -403,6 +413,15 @@ func (f *serveFlags) serverConfig() (server.Config, error) {
 		WriteTimeout:    time.Duration(f.timeout) * time.Second,
 		SSEPingInterval: ping,
 		Defaults:        &d,
+	}
+	if f.ui {
+		cfg.UI = webui.Files()
+		if f.uiPath != "" {
+			if st, err := os.Stat(filepath.Join(f.uiPath, "index.html")); err != nil || !st.Mode().IsRegular() {
+				return server.Config{}, fmt.Errorf("--path %s: no index.html there (a build of webui/ is needed)", f.uiPath)
+			}
+			cfg.UI = os.DirFS(f.uiPath)
+		}
 	}
 	return cfg, f.chat.apply(&cfg)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -187,5 +188,36 @@ func TestHFRepoResolvesOffline(t *testing.T) {
 	}
 	if progress.Len() != 0 {
 		t.Errorf("progress output without a download: %q", progress.String())
+	}
+}
+
+// The built-in UI by default; --no-ui (and llama-server's older --no-webui) serve none; --path
+// serves a directory's build, and refuses one without index.html.
+func TestServeUIFlags(t *testing.T) {
+	cfg, err := parseServe(t, nil).serverConfig()
+	if err != nil || cfg.UI == nil {
+		t.Fatalf("default: UI %v (%v), want the built-in one", cfg.UI, err)
+	}
+	if _, err := fs.Stat(cfg.UI, "index.html"); err != nil {
+		t.Errorf("built-in UI: %v", err)
+	}
+	for _, flag := range []string{"--no-ui", "--no-webui"} {
+		if cfg, err := parseServe(t, nil, flag).serverConfig(); err != nil || cfg.UI != nil {
+			t.Errorf("%s: UI %v (%v), want none", flag, cfg.UI, err)
+		}
+	}
+	dir := t.TempDir()
+	if _, err := parseServe(t, nil, "--path", dir).serverConfig(); err == nil || !strings.Contains(err.Error(), "no index.html") {
+		t.Errorf("--path without index.html: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "index.html"), []byte("<!doctype html>dev"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = parseServe(t, nil, "--path", dir).serverConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := fs.ReadFile(cfg.UI, "index.html"); err != nil || string(b) != "<!doctype html>dev" {
+		t.Errorf("--path: index %q (%v)", b, err)
 	}
 }

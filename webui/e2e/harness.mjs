@@ -1,0 +1,84 @@
+// Starting wgpu-llama with stories260K and the built UI, and a headless Chromium on it.
+import { spawn } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+
+import { chromium } from "playwright-core";
+
+const bin = process.env.WGPU_LLAMA_BIN;
+const shared = process.env.WGPU_LLAMA_SHARED;
+if (!bin || !shared) throw new Error("set WGPU_LLAMA_BIN (the server binary) and WGPU_LLAMA_SHARED (the shared data directory)");
+
+const webui = new URL("..", import.meta.url).pathname;
+export const screenshots = join(webui, "e2e", "screenshots");
+mkdirSync(screenshots, { recursive: true });
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+    s.on("error", reject);
+  });
+}
+
+/**
+ * Starts the server on a free port, serving the UI it has built in (what users get), or with
+ * WGPU_LLAMA_UI_DIST set (while working on the UI) webui/dist through --path, so that a rebuild
+ * of the UI needs no rebuild of the binary.
+ */
+export async function startServer(extraArgs = []) {
+  const port = await freePort();
+  const args = ["--port", String(port), "-m", join(shared, "models", "stories260K.gguf"), ...extraArgs];
+  if (process.env.WGPU_LLAMA_UI_DIST) args.push("--path", join(webui, "dist"));
+  const proc = spawn(bin, args, { stdio: ["ignore", "ignore", "pipe"] });
+  let log = "";
+  proc.stderr.on("data", (d) => (log += d));
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 200; i++) {
+    if (proc.exitCode !== null) throw new Error(`server exited: ${log}`);
+    try {
+      if ((await fetch(`${url}/health`)).ok) break;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    url,
+    stop: () => new Promise((resolve) => (proc.exitCode !== null ? resolve() : (proc.once("exit", resolve), proc.kill()))),
+  };
+}
+
+export async function launchBrowser() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+}
+
+/** Polls fn until it returns a truthy value. */
+export async function until(fn, what, timeout = 15000) {
+  const end = Date.now() + timeout;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Sets values in the settings dialog (by label) and saves. */
+export async function setSettings(page, values) {
+  await page.getByRole("button", { name: "Settings" }).click();
+  const dialog = page.getByRole("dialog", { name: "Settings" });
+  for (const [label, value] of Object.entries(values)) {
+    if (label === "Theme") await dialog.getByLabel("Theme").selectOption(value);
+    else await dialog.getByLabel(label, { exact: true }).fill(String(value));
+  }
+  await dialog.getByRole("button", { name: "Save" }).click();
+  await dialog.waitFor({ state: "detached" });
+}
