@@ -68,7 +68,7 @@ type embedJob struct {
 }
 
 // splits says whether an embedding input may span several passes.
-func (e *Engine) splits() bool { return !e.model.Config.Encoder && e.info.Pooling == model.PoolLast }
+func (e *Engine) splits() bool { return !e.encoder && e.info.Pooling == model.PoolLast }
 
 // checkKind checks what Submit can check of a task beyond generation's checks: that the model
 // generates, for generation; for embedding and rerank tasks, that they are served and that the
@@ -76,7 +76,7 @@ func (e *Engine) splits() bool { return !e.model.Config.Encoder && e.info.Poolin
 func (e *Engine) checkKind(t Task) error {
 	switch t.Kind {
 	case TaskGenerate:
-		if e.model.Config.Encoder {
+		if e.encoder {
 			return ErrNoGeneration
 		}
 		return nil
@@ -108,8 +108,8 @@ func (e *Engine) checkKind(t Task) error {
 		return nil
 	}
 	limit := e.slotCtx
-	if e.model.Config.Encoder {
-		limit = min(limit, e.model.Config.NCtxTrain)
+	if e.encoder {
+		limit = min(limit, e.info.NCtxTrain)
 	}
 	switch {
 	case n > e.batch:
@@ -132,7 +132,7 @@ func (e *Engine) startJob(s *slot, r *request) error {
 // input that fits whole in what is left of the batch (or, when inputs may span passes, the
 // next part of it), and delivers the tasks that are complete.
 func (e *Engine) runJobs() {
-	encoder := e.model.Config.Encoder
+	encoder := e.encoder
 	b := model.Batch{PageBits: pageBits}
 	if encoder {
 		// An encoder keeps nothing between passes: each input just needs rows of its own for
@@ -207,7 +207,7 @@ func (e *Engine) runJobs() {
 		}
 		prompt := j.r.task.Prompt
 		j.done += p.count
-		if !e.model.Config.Encoder {
+		if !e.encoder {
 			s.cached = append(s.cached[:0], prompt[:j.done]...) // a decoder's cache rows hold them
 		}
 		if j.done < len(prompt) {

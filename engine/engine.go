@@ -67,7 +67,14 @@ type Config struct {
 	// the GPU finds, where every sampler in a batch can work from them; the zero value is
 	// ReadbackAuto.
 	Readback Readback
-	Logger   *log.Logger
+	// SleepIdle, when positive, is how long the engine waits with no request running or queued
+	// before it sleeps (llama-server's --sleep-idle-seconds): it frees the device and the model
+	// on it, and loads them again for the next request (sleep.go).
+	SleepIdle time.Duration
+	// OnSleep, when set, is called on the engine goroutine once the engine has fallen asleep
+	// (true) and once it is awake again (false).
+	OnSleep func(asleep bool)
+	Logger  *log.Logger
 }
 
 // InlineSoftwareBelow is the model file size under which a software adapter runs dispatches
@@ -77,12 +84,18 @@ const InlineSoftwareBelow = 16 << 20
 
 // Engine owns the device, the model and the KV cache; see the package comment.
 type Engine struct {
-	info  ModelInfo
-	tok   *tokenizer.Tokenizer
-	dev   *gpu.Device
-	model *model.Model
-	kv    *model.KVCache
-	log   *log.Logger
+	cfg     Config
+	info    ModelInfo
+	tok     *tokenizer.Tokenizer
+	encoder bool // the model is an encoder (bert): it embeds and cannot generate
+	// dev, model and kv are nil while the engine sleeps (sleep.go); only the engine goroutine
+	// touches them.
+	dev       *gpu.Device
+	model     *model.Model
+	kv        *model.KVCache
+	modelOpts model.Options // how model was loaded, to load it again on waking
+	sleeping  atomic.Bool
+	log       *log.Logger
 
 	queue   chan *request
 	waiting []*request   // taken from queue, waiting for the busy slot they asked for
@@ -150,7 +163,6 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 	}
 	defer f.Close()
 	start := time.Now()
-	lastPct := -1
 	nSlots := max(cfg.Slots, 1)
 	batch := cfg.BatchSize
 	if batch <= 0 {
@@ -164,23 +176,10 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 	if spec.Type != SpecNone { // each slot may verify NMax drafted tokens after its next one
 		outputs = nSlots * (spec.NMax + 1)
 	}
-	m, err := model.Load(dev, f, model.Options{
-		MaxBatch:       batch,
-		MaxOutputs:     outputs,
-		KVF32:          cfg.KVF32,
-		RawActivations: cfg.RawActivations,
-		Progress: func(done, total uint64) {
-			if total == 0 {
-				return
-			}
-			if pct := int(done * 100 / total); pct/10 > lastPct/10 {
-				lastPct = pct
-				logger.Info("loading model", "progress", fmt.Sprintf("%d%%", pct), "MiB", done>>20)
-			}
-		},
-	})
+	opts := model.Options{MaxBatch: batch, MaxOutputs: outputs, KVF32: cfg.KVF32, RawActivations: cfg.RawActivations}
+	m, err := loadWeights(dev, f, cfg.ModelPath, opts, logger)
 	if err != nil {
-		return nil, fmt.Errorf("load %s: %w", cfg.ModelPath, err)
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		m.Close()
@@ -225,8 +224,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 	var sp *speculator
 	switch spec.Type {
 	case SpecDraft:
-		opts := model.Options{MaxBatch: batch, KVF32: cfg.KVF32, RawActivations: cfg.RawActivations}
-		if sp, err = loadDraft(dev, spec, m, opts, nSlots, slotCtx, logger); err != nil {
+		if sp, err = loadDraft(dev, spec, m, draftOptions(cfg, batch), nSlots, slotCtx, logger); err != nil {
 			kv.Release()
 			m.Close()
 			return nil, err
@@ -250,7 +248,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 			ChatTemplate: c.ChatTmpl, NSlots: nSlots, SpecType: spec.Type,
 			Embeddings: cfg.Embeddings, Pooling: pooling, RerankTemplate: c.RerankTmpl,
 		},
-		tok: m.Tokenizer, dev: dev, model: m, kv: kv, log: logger,
+		cfg: cfg, tok: m.Tokenizer, encoder: c.Encoder, dev: dev, model: m, kv: kv, modelOpts: opts, log: logger,
 		queue:      make(chan *request, 256),
 		control:    make(chan *control, 16),
 		quit:       make(chan struct{}),
@@ -283,6 +281,30 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		"vocab", c.NVocab, "n_ctx", nCtx, "slots", nSlots, "type", c.FileType, "took", time.Since(start).Round(time.Millisecond))
 	go e.loop()
 	return e, nil
+}
+
+// loadWeights loads the model in f (read from path) onto dev, logging progress every 10%.
+func loadWeights(dev *gpu.Device, f *gguf.File, path string, opts model.Options, logger *log.Logger) (*model.Model, error) {
+	lastPct := -1
+	opts.Progress = func(done, total uint64) {
+		if total == 0 {
+			return
+		}
+		if pct := int(done * 100 / total); pct/10 > lastPct/10 {
+			lastPct = pct
+			logger.Info("loading model", "progress", fmt.Sprintf("%d%%", pct), "MiB", done>>20)
+		}
+	}
+	m, err := model.Load(dev, f, opts)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// draftOptions are the draft model's load options: one output per slot is set by loadDraft.
+func draftOptions(cfg Config, batch int) model.Options {
+	return model.Options{MaxBatch: batch, KVF32: cfg.KVF32, RawActivations: cfg.RawActivations}
 }
 
 // Tokenizer returns the model's tokenizer; it is safe for concurrent use.
@@ -342,13 +364,7 @@ func (e *Engine) Close() error {
 	e.closeMu.Do(func() {
 		close(e.quit)
 		<-e.done
-		if e.spec != nil && e.spec.draft != nil {
-			e.spec.kv.Release()
-			e.spec.draft.Close()
-		}
-		e.kv.Release()
-		e.model.Close()
-		e.dev.Close()
+		e.freeDevice()
 	})
 	return nil
 }

@@ -39,7 +39,8 @@ func (e *Engine) loop() {
 }
 
 // admit moves queued requests into idle slots, blocking while no slot is busy (once draining,
-// it fails them instead). It reports false when the engine is closing. Requests waiting for a
+// it fails them instead); blocked for Config.SleepIdle, it puts the engine to sleep, and the
+// next request or control message wakes it (sleep.go). It reports false when the engine is closing. Requests waiting for a
 // particular busy slot go first once it is free, in the order they came.
 func (e *Engine) admit() bool {
 	if e.draining() {
@@ -63,15 +64,25 @@ func (e *Engine) admit() bool {
 				return true
 			}
 		} else {
+			sleepAt, stop := e.idleTimer()
 			select {
 			case r = <-e.queue:
 			case c := <-e.control:
+				stop()
+				if err := e.wakeUp(); err != nil {
+					c.finish(err)
+					continue
+				}
 				e.pending = append(e.pending, c)
 				e.runControls()
 				continue
 			case <-e.quit:
 				return false
+			case <-sleepAt:
+				e.sleep()
+				continue
 			}
+			stop()
 		}
 		if r.ctx.Err() != nil {
 			r.fail(r.ctx.Err())
@@ -79,6 +90,10 @@ func (e *Engine) admit() bool {
 		}
 		if e.draining() {
 			r.fail(ErrClosed)
+			continue
+		}
+		if err := e.wakeUp(); err != nil {
+			r.fail(err)
 			continue
 		}
 		if r.task.Slot == nil {
