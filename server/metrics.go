@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -16,11 +17,13 @@ import (
 
 // metricsState is what /metrics keeps between scrapes: the engine's counters at the previous
 // scrape (llama-server's throughput gauges average over the time since it, resetting their
-// "bucket" at each scrape) and this server's request counts.
+// "bucket" at each scrape), this server's request counts, and those the previous scrape
+// reported.
 type metricsState struct {
-	mu       sync.Mutex
-	last     engine.Stats
-	requests map[requestCount]uint64
+	mu           sync.Mutex
+	last         engine.Stats
+	lastRequests map[requestCount]uint64
+	requests     map[requestCount]uint64
 }
 
 // requestCount labels the wgpu_llama_http_requests_total series.
@@ -53,6 +56,13 @@ func (s *Server) routeLabel(r *http.Request) string {
 // GetMetrics implements GET /metrics in Prometheus' text format: llama-server's llamacpp:*
 // series, with its names, help texts and types, then wgpu-llama's own wgpu_llama_* series.
 // It answers 501 unless enabled (--metrics).
+//
+// A sleeping engine's counters are those it had on falling asleep, so scraping a sleeping
+// server answers as llama-server's snapshot does: the gauges cover the window since the
+// previous scrape (the last generation's throughput once, then nothing). Its request counts
+// too stay as the previous scrape reported them once the engine has done nothing since:
+// repeated scrapes of a sleeping server read the same, whatever polled its /health or /props
+// meanwhile; they catch up once it wakes.
 func (s *Server) GetMetrics(_ context.Context, w http.ResponseWriter) error {
 	if !s.cfg.Metrics {
 		return &apiError{typ: errNotSupported, message: "This server does not support metrics endpoint. Start it with `--metrics`"}
@@ -65,14 +75,15 @@ func (s *Server) GetMetrics(_ context.Context, w http.ResponseWriter) error {
 	if !ok {
 		return &apiError{typ: errNotSupported, message: "this backend keeps no statistics"}
 	}
+	asleep := m.sleeping()
 	st := sb.Stats()
 	s.metrics.mu.Lock()
 	prev := s.metrics.last
-	s.metrics.last = st
-	requests := make(map[requestCount]uint64, len(s.metrics.requests))
-	for k, v := range s.metrics.requests {
-		requests[k] = v
+	requests := s.metrics.lastRequests
+	if !asleep || st != prev || requests == nil {
+		requests = maps.Clone(s.metrics.requests)
 	}
+	s.metrics.last, s.metrics.lastRequests = st, requests
 	s.metrics.mu.Unlock()
 
 	var b strings.Builder

@@ -8,7 +8,8 @@ import (
 )
 
 // GetProps implements GET /props: the server's settings, the default generation settings and
-// the chat template, with every key llama-server's /props has.
+// the chat template, with every key llama-server's /props has. Nothing in it needs the model,
+// so a sleeping server answers it as it is, with is_sleeping true.
 func (s *Server) GetProps(context.Context) (*gen.PropsResponse, error) {
 	m := s.model()
 	if m == nil {
@@ -56,7 +57,7 @@ func (s *Server) GetProps(context.Context) (*gen.PropsResponse, error) {
 		BosToken:         m.template.BOS,
 		EosToken:         m.template.EOS,
 		BuildInfo:        s.cfg.SystemFingerprint,
-		IsSleeping:       false,
+		IsSleeping:       m.sleeping(),
 		CorsProxyEnabled: false,
 	}, nil
 }

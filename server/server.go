@@ -296,8 +296,8 @@ func specialText(tok *tokenizer.Tokenizer, id int32) string {
 }
 
 // Handler returns the HTTP handler: the generated router behind logging, CORS, the loading
-// gate, the web UI's files (which need no key), the API key check, the request body limit and the body's text checks, in llama-server's
-// order.
+// gate, the web UI's files (which need no key), the API key check, waking a sleeping model, the
+// request body limit and the body's text checks, in llama-server's order.
 func (s *Server) Handler() http.Handler {
 	return chain(s.routes(),
 		s.logRequests,
@@ -305,6 +305,7 @@ func (s *Server) Handler() http.Handler {
 		s.requireBackend,
 		s.serveUI,
 		s.requireKey,
+		s.wakeBackend,
 		s.writeDeadlines,
 		s.limitBody,
 		s.checkJSONBody,

@@ -79,6 +79,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		httpSrv.Close()
 		return err
 	}
+	sf.sleep.apply(&cfg, os.Getenv, os.Stdout)
 	eng, err := engine.Load(ctx, cfg)
 	if err != nil {
 		httpSrv.Close()

@@ -62,6 +62,7 @@ type serveFlags struct {
 	spec     specFlags
 	embed    embedFlags
 	chat     chatFlags
+	sleep    sleepFlags
 }
 
 // envFlags maps llama.cpp's environment variables to the flag each sets (its first name);
@@ -172,6 +173,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.spec.register(fs)
 	f.embed.register(fs)
 	f.chat.register(fs)
+	f.sleep.register(fs)
 }
 
 // parseServeFlags parses serve's command line, then fills what it leaves unset from
@@ -281,6 +283,9 @@ func (f *serveFlags) check() error {
 		return errors.New("--hf-file needs --hf-repo")
 	}
 	if err := f.compat.check(); err != nil {
+		return err
+	}
+	if err := f.sleep.check(); err != nil {
 		return err
 	}
 	if f.model.cacheRAM < -1 {
