@@ -141,6 +141,8 @@ func TestServeFlagErrors(t *testing.T) {
 		{[]string{"-m", "a.gguf", "-hf", "org/name"}, "not both"},
 		{[]string{"--hf-file", "x.gguf"}, "--hf-file needs --hf-repo"},
 		{[]string{"positional"}, `unexpected argument "positional"`},
+		{[]string{"--sleep-idle-seconds", "0"}, "--sleep-idle-seconds must be -1 (never) or a positive number of seconds, got 0"},
+		{[]string{"--sleep-idle-seconds", "-2"}, "--sleep-idle-seconds must be -1"},
 	} {
 		_, err := parseServeFlags(tt.args, io.Discard, func(string) string { return "" })
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
