@@ -63,8 +63,9 @@ describe("model selector (router mode)", () => {
       }).observe(document.body, { childList: true, subtree: true });
     });
 
-    const pick = async (id) => {
+    const pick = async (id, shot) => {
       await select.selectOption(id);
+      if (shot) await page.screenshot({ path: join(screenshots, shot) });
       await until(async () => /\(loaded\)/.test(await statusOf(id)), `${id} loaded`, 60000);
       await page.getByRole("button", { name: "Unload model" }).waitFor();
       assert.equal(await serverStatus(id), "loaded");
@@ -79,9 +80,14 @@ describe("model selector (router mode)", () => {
       return bodies.at(-1);
     };
 
-    await pick(stories);
+    await pick(stories, "models-loading.png");
     assert.ok(await page.evaluate(() => window.__sawProgress), "a progress bar named Loading model showed while loading");
     assert.equal((await send("Once upon a time")).model, stories);
+    // stories260K takes no images: an image attached is refused, saying so.
+    await page.getByLabel("Files to attach").setInputFiles({ name: "cat.png", mimeType: "image/png", buffer: Buffer.from([0x89, 0x50, 0x4e, 0x47]) });
+    const refused = page.getByRole("alert").filter({ hasText: "cat.png" });
+    await refused.waitFor();
+    assert.match(await refused.innerText(), new RegExp(`cat\\.png: ${stories} does not take images`));
     const heading = () => page.getByRole("heading", { level: 1 }).innerText();
     const first = await heading();
 
