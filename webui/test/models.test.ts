@@ -325,7 +325,7 @@ describe("attachments and the model", () => {
       "hi.wav: stories260K does not take audio",
     ]);
     expect(refusedAttachments([text, image], { vision: true, audio: false })).toEqual([]);
-    expect(refusedAttachments([image], null)).toEqual(["cat.png: the model does not take images"]);
+    expect(refusedAttachments([image], null, "tiny")).toEqual(["cat.png: tiny is not loaded, so whether it takes images is not known yet; load it first"]);
     const file = new File([new Uint8Array([1, 2, 3])], "cat.png", { type: "image/png" });
     expect(await readAttachment(file, { vision: false, audio: false }, "tiny")).toBe("cat.png: tiny does not take images");
     expect(await readAttachment(file, { vision: true, audio: false }, "tiny")).toMatchObject({ kind: "image", name: "cat.png" });

@@ -25,11 +25,11 @@ export function isPdfFile(f: { name: string; type: string }): boolean {
 /** The attachment for file, or an error message saying why it cannot be attached. */
 export async function readAttachment(file: File, modalities: Modalities | null | undefined, model = "the model"): Promise<Attachment | string> {
   if (file.type.startsWith("image/")) {
-    if (!modalities?.vision) return `${file.name}: ${model} does not take images`;
+    if (!modalities?.vision) return refusal(file.name, "images", modalities, model);
     return { name: file.name, kind: "image", data: await dataUrl(file) };
   }
   if (file.type.startsWith("audio/")) {
-    if (!modalities?.audio) return `${file.name}: ${model} does not take audio`;
+    if (!modalities?.audio) return refusal(file.name, "audio", modalities, model);
     return { name: file.name, kind: "audio", data: await dataUrl(file) };
   }
   if (isPdfFile(file)) return pdfAttachment(file);
@@ -41,10 +41,16 @@ export async function readAttachment(file: File, modalities: Modalities | null |
 export function refusedAttachments(files: Attachment[], modalities: Modalities | null | undefined, model = "the model"): string[] {
   const out: string[] = [];
   for (const f of files) {
-    if (f.kind === "image" && !modalities?.vision) out.push(`${f.name}: ${model} does not take images`);
-    if (f.kind === "audio" && !modalities?.audio) out.push(`${f.name}: ${model} does not take audio`);
+    if (f.kind === "image" && !modalities?.vision) out.push(refusal(f.name, "images", modalities, model));
+    if (f.kind === "audio" && !modalities?.audio) out.push(refusal(f.name, "audio", modalities, model));
   }
   return out;
+}
+
+/** Why a file is refused: the model does not take the kind, or (modalities unknown) it is not loaded yet. */
+function refusal(name: string, kind: "images" | "audio", modalities: Modalities | null | undefined, model: string): string {
+  if (!modalities) return `${name}: ${model} is not loaded, so whether it takes ${kind} is not known yet; load it first`;
+  return `${name}: ${model} does not take ${kind}`;
 }
 
 /**
