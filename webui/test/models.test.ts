@@ -181,6 +181,7 @@ describe("/models/sse events", () => {
     fake.setStatus("a", "loaded");
     await until(() => state.models[0]!.status === "loaded", "the poll to see a loaded");
     expect(state.live).toBe(false);
+    expect(state.error).toBe(""); // no stream is no error to show
     stop();
   });
 });

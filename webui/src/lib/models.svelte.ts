@@ -146,7 +146,8 @@ export class ModelsState {
     // A list asked for before a load or unload started may not show it yet: the events will.
     if (epoch !== this.#epoch) return;
     const { router, models } = parseModelList(list);
-    this.router = router;
+    // A router with no models yet is still a router.
+    this.router = router || (models.length === 0 && this.router);
     this.#set(models);
     if (!this.selected || !models.some((m) => m.id === this.selected)) {
       const last = this.storage.getItem(LAST_MODEL_KEY) ?? "";
@@ -184,14 +185,15 @@ export class ModelsState {
           for (let r = await first; !r.done; r = await events.next()) this.#onEvent(r.value);
         } catch (e) {
           if (signal.aborted) return;
-          this.error = errorText(e);
+          // Not an error to show: the list is polled instead.
+          console.warn(`/models/sse: ${errorText(e)}`);
         }
         this.live = false;
         // No stream (or it ended): poll a while, then try the stream again.
         for (let i = 0; i < 5 && !signal.aborted; i++) {
           await sleep(pollMs);
           if (signal.aborted) return;
-          await this.refresh().catch((e) => (this.error = errorText(e)));
+          await this.refresh().catch((e) => console.warn(`/v1/models: ${errorText(e)}`));
         }
       }
     })();
