@@ -82,3 +82,41 @@ export async function setSettings(page, values) {
   await dialog.getByRole("button", { name: "Save" }).click();
   await dialog.waitFor({ state: "detached" });
 }
+
+/**
+ * Starts the server as a router (no -m) over --models-dir dir. When the binary is not a router
+ * (it exits, or /v1/models has no status per model), it is stopped and `skip` says why.
+ */
+export async function startRouter(dir, extraArgs = []) {
+  const port = await freePort();
+  const args = ["--port", String(port), "--models-dir", dir, ...extraArgs];
+  if (process.env.WGPU_LLAMA_UI_DIST) args.push("--path", join(webui, "dist"));
+  const proc = spawn(bin, args, { stdio: ["ignore", "ignore", "pipe"] });
+  let log = "";
+  proc.stderr.on("data", (d) => (log += d));
+  const url = `http://127.0.0.1:${port}`;
+  const stop = () => new Promise((resolve) => (proc.exitCode !== null ? resolve() : (proc.once("exit", resolve), proc.kill())));
+  let up = false;
+  for (let i = 0; i < 200 && proc.exitCode === null; i++) {
+    try {
+      if ((await fetch(`${url}/health`)).ok) {
+        up = true;
+        break;
+      }
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const tail = () => log.trim().split("\n").slice(-3).join(" | ");
+  if (!up) {
+    await stop();
+    return { skip: `the server binary does not run as a router yet (started without -m, it ${proc.exitCode !== null ? "exited" : "never answered /health"}: ${tail()})` };
+  }
+  const list = await (await fetch(`${url}/v1/models`)).json().catch(() => ({}));
+  if (!Array.isArray(list.data) || list.data.length === 0 || !list.data.every((m) => typeof m.status?.value === "string")) {
+    await stop();
+    return { skip: "the server binary does not run as a router yet (its /v1/models has no status per model)" };
+  }
+  return { url, stop, log: () => log };
+}

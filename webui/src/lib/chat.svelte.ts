@@ -32,6 +32,8 @@ export class ChatState {
     private readonly settings: () => Settings,
     private readonly defaults: () => Sampling | null,
     private readonly nCtx: () => number | undefined,
+    /** The model picked (router mode), sent as the request's `model`; undefined for a single-model server. */
+    private readonly model: () => string | undefined = () => undefined,
   ) {}
 
   async init(): Promise<void> {
@@ -67,7 +69,7 @@ export class ChatState {
 
   /** Sends a user message after the current leaf and generates the reply. */
   async send(text: string, attachments: Attachment[] = []): Promise<void> {
-    const conv = this.current ?? (await store.createConversation(this.db));
+    const conv = this.current ?? (await store.createConversation(this.db, "New chat", this.model()));
     if (!this.current) {
       this.current = conv;
       this.messages = {};
@@ -133,6 +135,14 @@ export class ChatState {
     this.current = { ...this.current, currentLeaf: leaf };
   }
 
+  /** Makes the open conversation use model from its next reply on. */
+  async setModel(model: string): Promise<void> {
+    const conv = this.current;
+    if (!conv || conv.model === model) return;
+    await store.setConversationModel(this.db, conv.id, model);
+    if (this.current?.id === conv.id) this.current = { ...this.current, model };
+  }
+
   async rename(id: string, title: string): Promise<void> {
     await store.renameConversation(this.db, id, title);
     if (this.current?.id === id) this.current = (await this.db.conversations.get(id)) ?? null;
@@ -163,6 +173,11 @@ export class ChatState {
     const conv = this.current;
     if (!conv) return;
     const request = buildChatRequest(pathTo(this.messages, parent), this.settings(), this.defaults());
+    const model = this.model();
+    if (model) {
+      request.model = model;
+      await this.setModel(model);
+    }
     const streamId = newId();
     const reply = await store.addMessage(this.db, conv.id, parent, {
       role: "assistant",

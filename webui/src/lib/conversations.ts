@@ -6,9 +6,9 @@ import type { Conversation, Message } from "./types";
 
 const TITLE_LENGTH = 60;
 
-export async function createConversation(db: ChatDatabase, title = "New chat"): Promise<Conversation> {
+export async function createConversation(db: ChatDatabase, title = "New chat", model?: string): Promise<Conversation> {
   const now = Date.now();
-  const c: Conversation = { id: newId(), title, createdAt: now, updatedAt: now, currentLeaf: null };
+  const c: Conversation = { id: newId(), title, createdAt: now, updatedAt: now, currentLeaf: null, ...(model ? { model } : {}) };
   await db.conversations.add(c);
   return c;
 }
@@ -56,6 +56,11 @@ export async function updateMessage(db: ChatDatabase, id: string, changes: Parti
 
 export async function setCurrentLeaf(db: ChatDatabase, convId: string, leaf: string | null): Promise<void> {
   await db.conversations.update(convId, { currentLeaf: leaf });
+}
+
+/** Which model (router mode) the conversation talks to from now on. */
+export async function setConversationModel(db: ChatDatabase, id: string, model: string): Promise<void> {
+  await db.conversations.update(id, { model });
 }
 
 export async function renameConversation(db: ChatDatabase, id: string, title: string): Promise<void> {

@@ -1,8 +1,9 @@
 // The one way the UI reaches the server: @wgpu-llama/client, with the API key as a Bearer header
 // and a prompt for the key whenever the server answers 401.
-import { ApiError, WgpuLlama } from "@wgpu-llama/client";
+import { ApiError, EventReader, WgpuLlama } from "@wgpu-llama/client";
+import type { Client } from "openapi-fetch";
 
-import type { Props } from "./types";
+import type { ModelsEvent, Props, RouterModelList, RouterPaths, RouterProps } from "./types";
 
 type SlotInfo = import("@wgpu-llama/client").components["schemas"]["SlotInfo"];
 
@@ -59,13 +60,53 @@ export class Server {
   }
 
   // The client has no methods for /props and /slots; its typed openapi-fetch client covers them.
-  props(): Promise<Props> {
+  props(): Promise<Props & RouterProps> {
     return this.call(async (c) => unwrap(await c.api.GET("/props")));
+  }
+
+  /** GET /props?model=id: a router's answer for one of its models (it must be loaded). */
+  modelProps(model: string): Promise<Props> {
+    return this.call(async (c) => unwrap(await router(c).GET("/props", { params: { query: { model, autoload: false } } })));
+  }
+
+  /** GET /v1/models with llama-server's router fields (status, architecture) where the server has them. */
+  listModels(): Promise<RouterModelList> {
+    return this.call(async (c) => unwrap(await router(c).GET("/v1/models")));
+  }
+
+  /** POST /models/load: answers once the load has started; /models/sse tells when it is done. */
+  async loadModel(model: string): Promise<void> {
+    await this.call(async (c) => unwrap(await router(c).POST("/models/load", { body: { model } })));
+  }
+
+  async unloadModel(model: string): Promise<void> {
+    await this.call(async (c) => unwrap(await router(c).POST("/models/unload", { body: { model } })));
+  }
+
+  /** GET /models/sse: the router's model events, until signal aborts or the server closes the stream. */
+  async *modelEvents(signal: AbortSignal): AsyncGenerator<ModelsEvent> {
+    const body = await this.call(async (c) =>
+      unwrap(await router(c).GET("/models/sse", { parseAs: "stream", signal })),
+    );
+    for await (const payload of new EventReader(body as ReadableStream<Uint8Array>)) {
+      let event: unknown;
+      try {
+        event = JSON.parse(payload);
+      } catch {
+        continue; // not an event this UI knows
+      }
+      if (event && typeof event === "object" && "model" in event && "event" in event) yield event as ModelsEvent;
+    }
   }
 
   slots(): Promise<SlotInfo[]> {
     return this.call(async (c) => unwrap(await c.api.GET("/slots", { params: { query: {} } })));
   }
+}
+
+/** The client's openapi-fetch instance, typed for the router routes the spec does not cover yet. */
+function router(c: WgpuLlama): Client<RouterPaths, "application/json"> {
+  return c.api as unknown as Client<RouterPaths, "application/json">;
 }
 
 function unwrap<T>(r: { data?: T; error?: unknown; response: Response }): T {

@@ -53,4 +53,89 @@ export interface Conversation {
   updatedAt: number;
   /** The last message of the branch on show. */
   currentLeaf: string | null;
+  /** The model the conversation talks to, when the server is a router (absent: the server's one model). */
+  model?: string;
+}
+
+// The router API below is not in openapi/openapi.yaml yet: these types follow llama-server's
+// router mode (tools/server/server-models.cpp), which wgpu-llama's router answers alike.
+
+/** A model's state: llama-server reports a failed load as "unloaded" with status.failed. */
+export type ModelStatusValue = "unloaded" | "loading" | "loaded" | "sleeping" | "failed" | "downloading" | "downloaded";
+
+/** One entry of GET /v1/models. In router mode every entry carries `status`. */
+export interface RouterModelEntry {
+  id: string;
+  aliases?: string[];
+  tags?: string[];
+  object?: string;
+  owned_by?: string;
+  created?: number;
+  status?: {
+    value: ModelStatusValue | string;
+    args?: string[];
+    preset?: string;
+    exit_code?: number;
+    failed?: boolean;
+    /** Load progress, a fraction (0 to 1) or, from some servers, an object of per-file counts. */
+    progress?: unknown;
+  };
+  /** Router mode: what the model takes as input ("text", "image", "audio"). */
+  architecture?: { input_modalities?: string[]; output_modalities?: string[] };
+  source?: string;
+  can_remove?: boolean;
+}
+
+export interface RouterModelList {
+  object?: string;
+  data: RouterModelEntry[];
+}
+
+/** One GET /models/sse event: status_change, model_status, download_progress, download_finished, download_failed, model_remove, models_reload. */
+export interface ModelsEvent {
+  model: string;
+  event: string;
+  data?: {
+    status?: string;
+    exit_code?: number;
+    progress?: unknown;
+    info?: unknown;
+    [key: string]: unknown;
+  };
+}
+
+/** GET /props of a router (no ?model=): the router's own settings. */
+export interface RouterProps {
+  role?: string;
+  max_instances?: number;
+  models_autoload?: boolean;
+  build_info?: string;
+}
+
+/** The router API's paths, in openapi-typescript's shape, for the client's openapi-fetch instance. */
+export interface RouterPaths {
+  "/v1/models": {
+    get: { parameters: { query?: { reload?: number } }; responses: { 200: { content: { "application/json": RouterModelList } } } };
+  };
+  "/models/load": {
+    post: {
+      requestBody: { content: { "application/json": { model: string } } };
+      responses: { 200: { content: { "application/json": { success: boolean } } }; default: { content: { "application/json": unknown } } };
+    };
+  };
+  "/models/unload": {
+    post: {
+      requestBody: { content: { "application/json": { model: string } } };
+      responses: { 200: { content: { "application/json": { success: boolean } } }; default: { content: { "application/json": unknown } } };
+    };
+  };
+  "/models/sse": {
+    get: { responses: { 200: { content: { "text/event-stream": string } } } };
+  };
+  "/props": {
+    get: {
+      parameters: { query?: { model?: string; autoload?: boolean } };
+      responses: { 200: { content: { "application/json": Props & RouterProps } }; default: { content: { "application/json": unknown } } };
+    };
+  };
 }
