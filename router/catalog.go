@@ -36,6 +36,9 @@ type Model struct {
 	Name    string
 	Source  string
 	Options map[string]string
+	// Hidden is a cache entry a preset stands for (dedup-cache-models): still usable by
+	// name, left out of GET /models.
+	Hidden bool
 }
 
 // Args renders the options as the child's command-line flags, sorted by name so that the
@@ -152,11 +155,11 @@ func (c Catalog) Scan() (map[string]*Model, error) {
 	return models, nil
 }
 
-// hideCacheEntry drops the cache entry a preset's hf-repo stands for (dedup-cache-models).
+// hideCacheEntry hides the cache entries a preset's hf-repo stands for (dedup-cache-models).
 func hideCacheEntry(models map[string]*Model, repo string) {
 	for name, m := range models {
 		if m.Source == SourceCache && (name == repo || strings.HasPrefix(name, repo+":")) {
-			delete(models, name)
+			m.Hidden = true
 		}
 	}
 }

@@ -150,7 +150,9 @@ func (r *Router) listModels(w http.ResponseWriter, req *http.Request) {
 	now := time.Now().Unix()
 	data := make([]map[string]any, 0, len(names))
 	for _, n := range names {
-		data = append(data, r.modelJSON(n, r.models[n], now))
+		if !r.models[n].model.Hidden {
+			data = append(data, r.modelJSON(n, r.models[n], now))
+		}
 	}
 	r.mu.Unlock()
 	writeJSON(w, 200, map[string]any{"data": data, "object": "list"})

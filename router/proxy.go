@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 )
 
 // hopHeaders are connection-level headers a proxy does not forward.
@@ -56,6 +57,13 @@ func (r *Router) proxyByModel(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	defer r.release(in)
+	if r.cfg.FakeTiming {
+		select { // the model is busy meanwhile
+		case <-time.After(fakeDelay):
+		case <-req.Context().Done():
+			return
+		}
+	}
 	if conv := req.Header.Get("X-Conversation-Id"); conv != "" && req.Method == http.MethodPost {
 		r.mu.Lock()
 		r.convs[conv] = name

@@ -41,6 +41,9 @@ type Config struct {
 	Autoload bool
 	// APIKeys, when any, are required of clients as by a single server.
 	APIKeys []string
+	// FakeTiming delays every load and every request by two seconds, as llama-server's
+	// LLAMA_SERVER_DEBUG_FAKE_TIMING, so that tests can watch queued, loading and busy models.
+	FakeTiming bool
 	// BuildInfo is reported by GET /props.
 	BuildInfo string
 	// Offline keeps downloads (POST /models) from reaching the network.
@@ -225,23 +228,43 @@ func (r *Router) pump() {
 	}
 }
 
-// start spawns name's child. Callers hold r.mu.
+// start marks name loading and spawns its child. Callers hold r.mu.
 func (r *Router) start(name string, in *instance) {
 	in.loads++
 	in.failed, in.exitCode, in.progress, in.stopping = false, 0, nil, false
 	in.lastUsed = time.Now()
+	r.logger.Info("loading model", "model", name)
+	r.setStatus(name, in, StatusLoading)
+	go r.spawn(name, in, in.loads)
+}
+
+// spawn starts the child of one load attempt, unless it was called off meanwhile.
+func (r *Router) spawn(name string, in *instance, attempt int) {
+	if r.cfg.FakeTiming {
+		time.Sleep(fakeDelay)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if in.loads != attempt || in.stopping || r.closed {
+		if in.loads == attempt {
+			in.stopping = false
+			r.setStatus(name, in, StatusUnloaded)
+			r.pump()
+		}
+		return
+	}
 	argv := append(append(append([]string{}, r.cfg.Command...), in.model.Args()...), r.cfg.Inherited...)
 	argv = append(argv, "--alias", name)
-	r.logger.Info("loading model", "model", name)
+	// started under r.mu so that the child's first state line finds in.child set
 	c, err := startChild(name, argv, func(st ChildState) { r.childState(name, st) }, r.logger)
 	if err != nil {
 		r.logger.Error("model failed to start", "model", name, "err", err)
 		in.failed, in.exitCode = true, -1
 		r.setStatus(name, in, StatusFailed)
+		r.pump()
 		return
 	}
 	in.child = c
-	r.setStatus(name, in, StatusLoading)
 	go r.reap(name, in, c)
 }
 
@@ -295,10 +318,14 @@ func (r *Router) reap(name string, in *instance, c *child) {
 
 // stop asks a model's child to exit (killing one still loading). Callers hold r.mu.
 func (r *Router) stop(in *instance) {
-	if in.child == nil || in.stopping {
+	if !in.running() || in.stopping {
 		return
 	}
 	in.stopping = true
+	if in.child == nil {
+		r.notify() // not spawned yet: spawn sees stopping and calls the load off
+		return
+	}
 	timeout := in.model.StopTimeout()
 	if in.status == StatusLoading {
 		timeout = 0
@@ -306,6 +333,9 @@ func (r *Router) stop(in *instance) {
 	in.child.stop(timeout)
 	r.notify()
 }
+
+// fakeDelay is FakeTiming's delay.
+const fakeDelay = 2 * time.Second
 
 // errNotLoaded answers a request for an unloaded model when autoload is off.
 var errNotLoaded = errors.New("model is not loaded")

@@ -101,6 +101,8 @@ func runRouter(ctx context.Context, sf *serveFlags, inherited []string, logger *
 		APIKeys:   sf.apiKeys,
 		BuildInfo: server.DefaultSystemFingerprint,
 		Offline:   sf.hf.offline,
+		// llama-server's test hook: loads and requests take two seconds more
+		FakeTiming: os.Getenv("LLAMA_SERVER_DEBUG_FAKE_TIMING") != "",
 	}
 	r, err := router.New(cfg, logger)
 	if err != nil {
