@@ -31,11 +31,6 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	logger := newLogger(stderr, sf.model.verbose)
 	sf.logAccepted(logger)
-	if sf.routerMode() {
-		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-		(&serveFlags{}).register(fs)
-		return runRouter(ctx, sf, inheritedArgs(fs, dashFlagNames(fs, args)), logger)
-	}
 	report := &childReporter{on: sf.router.child, w: os.Stdout}
 	if sf.router.child {
 		logger.SetReportTimestamp(false) // the router's log line has the time
@@ -48,6 +43,11 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	scfg, err := sf.serverConfig()
 	if err != nil {
 		return err
+	}
+	if sf.routerMode() {
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		(&serveFlags{}).register(fs)
+		return runRouter(ctx, sf, inheritedArgs(fs, dashFlagNames(fs, args)), logger)
 	}
 	srv := server.New(scfg, logger)
 	port, err := serveVertex(srv, sf.port, os.Getenv, logger)
