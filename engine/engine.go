@@ -24,6 +24,9 @@ import (
 // Config says what to load and how to run it.
 type Config struct {
 	ModelPath string
+	// LoadProgress, when set, hears how many of the model's bytes are loaded (a router's
+	// child reports it to the router); it is called from Load's goroutine.
+	LoadProgress func(done, total uint64)
 	// Alias is the model name clients see; default the file name without extension.
 	Alias string
 	// CtxSize is the context in tokens; 0 takes the model's training context.
@@ -172,6 +175,9 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		Progress: func(done, total uint64) {
 			if total == 0 {
 				return
+			}
+			if cfg.LoadProgress != nil {
+				cfg.LoadProgress(done, total)
 			}
 			if pct := int(done * 100 / total); pct/10 > lastPct/10 {
 				lastPct = pct

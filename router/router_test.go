@@ -303,3 +303,51 @@ func TestRouterQueueClientLeaves(t *testing.T) {
 		t.Errorf("statuses %v, want a kept and b not loaded", got)
 	}
 }
+
+// TestRouterStatusEvents follows a load on GET /models/sse: loading (then the child's load
+// progress, up to the whole model) and loaded.
+func TestRouterStatusEvents(t *testing.T) {
+	_, ts := startRouter(t, 4, map[string]string{"stories": "stories260K.gguf"})
+	resp, err := http.Get(ts.URL + "/models/sse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if code, body := post(t, ts.URL+"/models/load", `{"model":"stories"}`); code != 200 {
+		t.Fatalf("load: %d %v", code, body)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	var statuses []string
+	maxProgress := 0.0
+	for sc.Scan() {
+		js, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var e struct {
+			Model, Event string
+			Data         struct {
+				Status   string
+				Progress *float64
+			}
+		}
+		if err := json.Unmarshal([]byte(js), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Model != "stories" || e.Event != "status_change" {
+			t.Fatalf("event %s", js)
+		}
+		if e.Data.Progress != nil {
+			maxProgress = max(maxProgress, *e.Data.Progress)
+		}
+		if n := len(statuses); n == 0 || statuses[n-1] != e.Data.Status {
+			statuses = append(statuses, e.Data.Status)
+		}
+		if e.Data.Status == StatusLoaded {
+			break
+		}
+	}
+	if strings.Join(statuses, ",") != "loading,loaded" || maxProgress != 1 {
+		t.Errorf("statuses %v, progress up to %v; want loading,loaded and 1", statuses, maxProgress)
+	}
+}

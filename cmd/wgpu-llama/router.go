@@ -130,9 +130,10 @@ func runRouter(ctx context.Context, sf *serveFlags, inherited []string, logger *
 
 // childReporter prints a router child's state lines on stdout; outside a router it does nothing.
 type childReporter struct {
-	on bool
-	mu sync.Mutex
-	w  io.Writer
+	on      bool
+	mu      sync.Mutex
+	w       io.Writer
+	lastPct int // 1 + the last whole percent of the load reported
 }
 
 // state reports st (router.StateLoading, StateReady, StateSleeping) to the router.
@@ -143,6 +144,19 @@ func (c *childReporter) state(st string, progress *float64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	fmt.Fprintln(c.w, router.StateLine(router.ChildState{State: st, Progress: progress}))
+}
+
+// loadProgress reports the loaded fraction of the model, at most once per whole percent.
+func (c *childReporter) loadProgress(done, total uint64) {
+	pct := done * 100 / total
+	c.mu.Lock()
+	seen := c.lastPct
+	c.lastPct = int(pct) + 1
+	c.mu.Unlock()
+	if int(pct)+1 > seen {
+		f := float64(done) / float64(total)
+		c.state(router.StateLoading, &f)
+	}
 }
 
 // watchRouter cancels the child's context when the router says exit or its pipe closes

@@ -94,6 +94,9 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		httpSrv.Close()
 		return err
 	}
+	if sf.router.child {
+		cfg.LoadProgress = report.loadProgress
+	}
 	eng, err := engine.Load(ctx, cfg)
 	if err != nil {
 		httpSrv.Close()
