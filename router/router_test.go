@@ -144,7 +144,7 @@ func chat(t *testing.T, ts *httptest.Server, model string) (int, map[string]any)
 // TestRouterLoadChatUnload lists two models, chats with both at once (each loads on its
 // first request, in its own child), unloads one and rejects an unknown model.
 func TestRouterLoadChatUnload(t *testing.T) {
-	_, ts := startRouter(t, 4, map[string]string{"stories": "stories260K.gguf", "tiny": "llama-2-tiny-random.gguf"})
+	r, ts := startRouter(t, 4, map[string]string{"stories": "stories260K.gguf", "tiny": "llama-2-tiny-random.gguf"})
 	if got := statuses(t, ts); got["stories"] != StatusUnloaded || got["tiny"] != StatusUnloaded || len(got) != 2 {
 		t.Fatalf("statuses %v, want both unloaded", got)
 	}
@@ -170,10 +170,17 @@ func TestRouterLoadChatUnload(t *testing.T) {
 		t.Fatalf("statuses %v, want both loaded", got)
 	}
 
+	r.mu.Lock()
+	pid := r.models["tiny"].child.cmd.Process.Pid
+	r.mu.Unlock()
 	if code, body := post(t, ts.URL+"/models/unload", `{"model":"tiny"}`); code != 200 || body["success"] != true {
 		t.Fatalf("unload: %d %v", code, body)
 	}
 	waitStatus(t, ts, "tiny", StatusUnloaded)
+	// the child process is gone, and all its memory with it
+	if err := syscall.Kill(pid, 0); err != syscall.ESRCH {
+		t.Errorf("child %d after unload: %v, want no such process", pid, err)
+	}
 	if code, body := post(t, ts.URL+"/models/unload", `{"model":"tiny"}`); code != 400 || !strings.Contains(fmt.Sprint(body), "model is not running") {
 		t.Errorf("second unload: %d %v", code, body)
 	}
@@ -349,5 +356,44 @@ func TestRouterStatusEvents(t *testing.T) {
 	}
 	if strings.Join(statuses, ",") != "loading,loaded" || maxProgress != 1 {
 		t.Errorf("statuses %v, progress up to %v; want loading,loaded and 1", statuses, maxProgress)
+	}
+}
+
+// TestIdleRouterMemory starts the binary as a router with no model loaded and checks its
+// peak resident memory stays under 60 MB (Linux: VmHWM of /proc/PID/status).
+func TestIdleRouterMemory(t *testing.T) {
+	dir := shareddata.Path(t, "models")
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		t.Skip("no /proc")
+	}
+	cmd := exec.Command(binary, "--models-dir", dir, "--port", "0")
+	cmd.Env = append(os.Environ(), "LLAMA_CACHE="+t.TempDir())
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() && !strings.Contains(sc.Text(), "router listening") {
+	}
+	go io.Copy(io.Discard, stderr)
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kb int
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kb)
+		}
+	}
+	if kb == 0 || kb > 60<<10 {
+		t.Errorf("idle router peak memory %d kB, want under 60 MB", kb)
 	}
 }
