@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -152,11 +153,16 @@ func isEventStream(h http.Header) bool {
 	return bytes.HasPrefix([]byte(h.Get("Content-Type")), []byte("text/event-stream"))
 }
 
-// proxyStream routes GET and DELETE /v1/stream/{id} to the child that runs the conversation.
+// proxyStream routes GET and DELETE /v1/stream/{id} to the child that runs the conversation:
+// the one its chat request went to, else the model named after "::" in the id.
 func (r *Router) proxyStream(w http.ResponseWriter, req *http.Request) {
 	id := req.PathValue("id")
 	r.mu.Lock()
 	name, ok := r.convs[id]
+	if i := strings.LastIndex(id, "::"); !ok && i >= 0 {
+		// the web UI names the model after "::" in the conversation id
+		name, ok = id[i+2:], true
+	}
 	var in *instance
 	if ok {
 		in = r.models[name]

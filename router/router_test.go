@@ -397,3 +397,38 @@ func TestIdleRouterMemory(t *testing.T) {
 		t.Errorf("idle router peak memory %d kB, want under 60 MB", kb)
 	}
 }
+
+// TestRouterResumableStreams routes GET /v1/stream/{id} to the child that ran the
+// conversation's chat, and answers 404 for a conversation no child has.
+func TestRouterResumableStreams(t *testing.T) {
+	_, ts := startRouter(t, 4, map[string]string{"stories": "stories260K.gguf", "tiny": "llama-2-tiny-random.gguf"})
+	if code, body := chat(t, ts, "tiny"); code != 200 { // another child, which must not be asked
+		t.Fatalf("tiny: %d %v", code, body)
+	}
+	req, _ := http.NewRequest("POST", ts.URL+"/v1/chat/completions",
+		strings.NewReader(`{"model":"stories","messages":[{"role":"user","content":"hi"}],"max_tokens":4,"stream":true}`))
+	req.Header.Set("X-Conversation-Id", "conv-1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	resp, err = http.Get(ts.URL + "/v1/stream/conv-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	replay, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(replay), `"model":"stories"`) || !strings.Contains(string(first), "data: ") {
+		t.Errorf("replay: %d %s", resp.StatusCode, replay)
+	}
+	resp, err = http.Get(ts.URL + "/v1/stream/conv-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Errorf("unknown conversation: %d, want 404", resp.StatusCode)
+	}
+}
