@@ -24,6 +24,9 @@ import (
 // Config says what to load and how to run it.
 type Config struct {
 	ModelPath string
+	// LoadProgress, when set, hears how many of the model's bytes are loaded (a router's
+	// child reports it to the router); it is called from Load's goroutine.
+	LoadProgress func(done, total uint64)
 	// Alias is the model name clients see; default the file name without extension.
 	Alias string
 	// CtxSize is the context in tokens; 0 takes the model's training context.
@@ -177,7 +180,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		outputs = nSlots * (spec.NMax + 1)
 	}
 	opts := model.Options{MaxBatch: batch, MaxOutputs: outputs, KVF32: cfg.KVF32, RawActivations: cfg.RawActivations}
-	m, err := loadWeights(dev, f, cfg.ModelPath, opts, logger)
+	m, err := loadWeights(dev, f, cfg.ModelPath, opts, cfg.LoadProgress, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -283,12 +286,16 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 	return e, nil
 }
 
-// loadWeights loads the model in f (read from path) onto dev, logging progress every 10%.
-func loadWeights(dev *gpu.Device, f *gguf.File, path string, opts model.Options, logger *log.Logger) (*model.Model, error) {
+// loadWeights loads the model in f (read from path) onto dev, logging progress every 10% and
+// handing every step to onProgress (Config.LoadProgress) when set.
+func loadWeights(dev *gpu.Device, f *gguf.File, path string, opts model.Options, onProgress func(done, total uint64), logger *log.Logger) (*model.Model, error) {
 	lastPct := -1
 	opts.Progress = func(done, total uint64) {
 		if total == 0 {
 			return
+		}
+		if onProgress != nil {
+			onProgress(done, total)
 		}
 		if pct := int(done * 100 / total); pct/10 > lastPct/10 {
 			lastPct = pct

@@ -125,7 +125,7 @@ func (e *Engine) reload() error {
 		return err
 	}
 	defer f.Close()
-	m, err := loadWeights(dev, f, e.cfg.ModelPath, e.modelOpts, e.log)
+	m, err := loadWeights(dev, f, e.cfg.ModelPath, e.modelOpts, e.cfg.LoadProgress, e.log)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/hf"
 	"github.com/wgpu-llama/wgpu-llama/model"
 	"github.com/wgpu-llama/wgpu-llama/model/chat"
+	"github.com/wgpu-llama/wgpu-llama/router"
 	"github.com/wgpu-llama/wgpu-llama/server"
 )
 
@@ -30,9 +31,23 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	logger := newLogger(stderr, sf.model.verbose)
 	sf.logAccepted(logger)
+	report := &childReporter{on: sf.router.child, w: os.Stdout}
+	if sf.router.child {
+		logger.SetReportTimestamp(false) // the router's log line has the time
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go watchRouter(os.Stdin, cancel, logger)
+		report.state(router.StateLoading, nil)
+	}
 	scfg, err := sf.serverConfig()
 	if err != nil {
 		return err
+	}
+	if sf.routerMode() {
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		(&serveFlags{}).register(fs)
+		return runRouter(ctx, sf, inheritedArgs(fs, dashFlagNames(fs, args)), logger)
 	}
 	srv := server.New(scfg, logger)
 	port, err := serveVertex(srv, sf.port, os.Getenv, logger)
@@ -79,7 +94,11 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		httpSrv.Close()
 		return err
 	}
-	sf.sleep.apply(&cfg, os.Getenv, os.Stdout)
+	sf.sleep.apply(&cfg)
+	if sf.router.child {
+		cfg.LoadProgress = report.loadProgress
+		cfg.OnSleep = report.sleeping
+	}
 	eng, err := engine.Load(ctx, cfg)
 	if err != nil {
 		httpSrv.Close()
@@ -89,6 +108,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	defer eng.Close()
 	srv.SetBackend(eng)
 	logger.Info("ready", "model", eng.Info().Name)
+	report.state(router.StateReady, nil)
 
 	select {
 	case err := <-serveErr:

@@ -63,6 +63,7 @@ type serveFlags struct {
 	embed    embedFlags
 	chat     chatFlags
 	sleep    sleepFlags
+	router   routerFlags
 }
 
 // envFlags maps llama.cpp's environment variables to the flag each sets (its first name);
@@ -120,6 +121,10 @@ var envFlags = []struct {
 	{"LLAMA_ARG_MMPROJ_URL", []string{"mmu", "mmproj-url"}},
 	{"LLAMA_ARG_NO_MMPROJ", []string{"no-mmproj"}},
 	{"LLAMA_ARG_BACKEND_SAMPLING", []string{"bs", "backend-sampling"}},
+	{"LLAMA_ARG_MODELS_DIR", []string{"models-dir"}},
+	{"LLAMA_ARG_MODELS_PRESET", []string{"models-preset"}},
+	{"LLAMA_ARG_MODELS_MAX", []string{"models-max"}},
+	{"LLAMA_ARG_MODELS_AUTOLOAD", []string{"models-autoload", "no-models-autoload"}},
 }
 
 // register adds the flags to fs, with llama-server's names and defaults.
@@ -174,6 +179,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.embed.register(fs)
 	f.chat.register(fs)
 	f.sleep.register(fs)
+	f.router.register(fs)
 }
 
 // parseServeFlags parses serve's command line, then fills what it leaves unset from
