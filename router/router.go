@@ -9,11 +9,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/charmbracelet/log"
+
+	"github.com/wgpu-llama/wgpu-llama/server/static"
 )
 
 // Model statuses as GET /models reports them.
@@ -41,6 +44,9 @@ type Config struct {
 	Autoload bool
 	// APIKeys, when any, are required of clients as by a single server.
 	APIKeys []string
+	// UI is the web app served at "/" (as server.Config.UI: its files need no API key); nil
+	// serves none.
+	UI fs.FS
 	// FakeTiming delays every load and every request by two seconds, as llama-server's
 	// LLAMA_SERVER_DEBUG_FAKE_TIMING, so that tests can watch queued, loading and busy models.
 	FakeTiming bool
@@ -90,12 +96,16 @@ type Router struct {
 	rescan    bool // a finished download asks for a rescan before the next listing
 	downloads map[string]context.CancelFunc
 	closed    bool
+	ui        *static.Handler // Config.UI's files, or nil
 }
 
 // New scans the catalog and starts the models whose preset says load-on-startup.
 func New(cfg Config, logger *log.Logger) (*Router, error) {
 	r := &Router{cfg: cfg, logger: logger, models: map[string]*instance{}, changed: make(chan struct{}),
 		convs: map[string]string{}, sse: newBroadcaster(), downloads: map[string]context.CancelFunc{}}
+	if cfg.UI != nil {
+		r.ui = static.New(cfg.UI)
+	}
 	found, err := cfg.Catalog.Scan()
 	if err != nil {
 		return nil, err

@@ -92,13 +92,18 @@ func runRouter(ctx context.Context, sf *serveFlags, inherited []string, logger *
 	if err != nil {
 		logger.Warn("router: no Hugging Face cache", "err", err)
 	}
+	ui, err := sf.uiFiles()
+	if err != nil {
+		return err
+	}
 	cfg := router.Config{
 		Catalog:   router.Catalog{CacheDir: cache, ModelsDir: sf.router.modelsDir, PresetFile: sf.router.modelsPreset},
-		Command:   []string{exe, "serve", "--router-child"},
+		Command:   []string{exe, "serve", "--router-child", "--no-ui"}, // the router serves the UI
 		Inherited: inherited,
 		MaxModels: sf.router.modelsMax,
 		Autoload:  sf.router.autoload,
 		APIKeys:   sf.apiKeys,
+		UI:        ui,
 		BuildInfo: server.DefaultSystemFingerprint,
 		Offline:   sf.hf.offline,
 		// llama-server's test hook: loads and requests take two seconds more

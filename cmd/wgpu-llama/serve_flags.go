@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -425,16 +426,24 @@ func (f *serveFlags) serverConfig() (server.Config, error) {
 		SSEPingInterval: ping,
 		Defaults:        &d,
 	}
-	if f.ui {
-		cfg.UI = webui.Files()
-		if f.uiPath != "" {
-			if st, err := os.Stat(filepath.Join(f.uiPath, "index.html")); err != nil || !st.Mode().IsRegular() {
-				return server.Config{}, fmt.Errorf("--path %s: no index.html there (a build of webui/ is needed)", f.uiPath)
-			}
-			cfg.UI = os.DirFS(f.uiPath)
-		}
+	if cfg.UI, err = f.uiFiles(); err != nil {
+		return server.Config{}, err
 	}
 	return cfg, f.chat.apply(&cfg)
+}
+
+// uiFiles is the web UI to serve: the built-in one, --path's directory, or none (--no-ui).
+func (f *serveFlags) uiFiles() (fs.FS, error) {
+	if !f.ui {
+		return nil, nil
+	}
+	if f.uiPath == "" {
+		return webui.Files(), nil
+	}
+	if st, err := os.Stat(filepath.Join(f.uiPath, "index.html")); err != nil || !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("--path %s: no index.html there (a build of webui/ is needed)", f.uiPath)
+	}
+	return os.DirFS(f.uiPath), nil
 }
 
 // logAccepted notes the flags that are accepted for compatibility but change nothing.
