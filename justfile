@@ -2,9 +2,15 @@
 
 export WGPU_LLAMA_SHARED := env_var_or_default("WGPU_LLAMA_SHARED", parent_directory(justfile_directory()) / "shared")
 
-# Start the server on the default model (stories260K from the shared data); extra flags pass through.
+# Start the server on stories260K from the shared data, with its web UI; extra flags pass
+# through (a later -m picks another model).
 serve *ARGS:
-    go run ./cmd/wgpu-llama {{ARGS}}
+    go run ./cmd/wgpu-llama -m "$WGPU_LLAMA_SHARED/models/stories260K.gguf" {{ARGS}}
+
+# Start a router (many models, each loaded on demand) over the shared models, with the web UI;
+# extra flags pass through (--models-dir, --models-preset, --models-max ...).
+router *ARGS:
+    go run ./cmd/wgpu-llama --models-dir "$WGPU_LLAMA_SHARED/models" {{ARGS}}
 
 # Build the binary into ./wgpu-llama.
 build:

@@ -49,6 +49,12 @@ func TestMain(m *testing.M) {
 // models) with real children.
 func startRouter(t *testing.T, maxModels int, models map[string]string) (*Router, *httptest.Server) {
 	t.Helper()
+	return startRouterWith(t, maxModels, models)
+}
+
+// startRouterWith is startRouter whose children also get the flags extra.
+func startRouterWith(t *testing.T, maxModels int, models map[string]string, extra ...string) (*Router, *httptest.Server) {
+	t.Helper()
 	dir := t.TempDir()
 	for name, file := range models {
 		if err := os.Symlink(shareddata.Path(t, "models", file), filepath.Join(dir, name+".gguf")); err != nil {
@@ -58,7 +64,7 @@ func startRouter(t *testing.T, maxModels int, models map[string]string) (*Router
 	r, err := New(Config{
 		Catalog:   Catalog{ModelsDir: dir},
 		Command:   []string{binary, "serve", "--router-child"},
-		Inherited: []string{"-c", "256", "--temp", "0"},
+		Inherited: append([]string{"-c", "256", "--temp", "0"}, extra...),
 		MaxModels: maxModels,
 		Autoload:  true,
 		BuildInfo: "b1-test",
@@ -431,4 +437,19 @@ func TestRouterResumableStreams(t *testing.T) {
 	if resp.StatusCode != 404 {
 		t.Errorf("unknown conversation: %d, want 404", resp.StatusCode)
 	}
+}
+
+// TestRouterChildSleepsAndWakes runs a child with --sleep-idle-seconds 1: idle, it frees its
+// model and the router lists it sleeping (the child stays); a chat wakes it with an answer.
+func TestRouterChildSleepsAndWakes(t *testing.T) {
+	_, ts := startRouterWith(t, 4, map[string]string{"stories": "stories260K.gguf"}, "--sleep-idle-seconds", "1")
+	if code, body := chat(t, ts, "stories"); code != 200 {
+		t.Fatalf("first chat: %d %v", code, body)
+	}
+	waitStatus(t, ts, "stories", StatusSleeping)
+	code, body := chat(t, ts, "stories")
+	if code != 200 || len(body["choices"].([]any)) != 1 {
+		t.Fatalf("chat with the sleeping model: %d %v", code, body)
+	}
+	waitStatus(t, ts, "stories", StatusLoaded)
 }

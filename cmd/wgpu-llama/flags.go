@@ -136,7 +136,7 @@ type modelFlags struct {
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
-	stringVar(fs, &m.path, "", "model GGUF file (default: stories260K from the shared test data)", "m", "model")
+	stringVar(fs, &m.path, "", "model GGUF file (default: stories260K from the shared test data; serve without a model is a router)", "m", "model")
 	intVar(fs, &m.ctxSize, 4096, "context size in tokens (0: the model's)", "c", "ctx-size")
 	intVar(fs, &m.batch, 512, "prompt tokens per forward pass", "ub", "ubatch-size")
 	intVar(fs, &m.device, -1, "GPU adapter index from `wgpu-llama devices` (-1: best)", "device")
