@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/charmbracelet/log"
 )
 
 // CORS defaults, llama-server's.
@@ -73,8 +75,11 @@ func originIsLocalhost(origin string) bool {
 // cors sets the CORS headers of every response and answers preflight (OPTIONS) requests for any
 // path itself, before the loading and API key checks, as llama-server does (browsers send no
 // credentials with a preflight).
-func (s *Server) cors(next http.Handler) http.Handler {
-	c := s.cfg.CORS
+func (s *Server) cors(next http.Handler) http.Handler { return CORSHandler(s.cfg.CORS, s.logger, next) }
+
+// CORSHandler is the CORS layer of the server's handler for any other handler (a router's):
+// it sets the CORS headers of every response and answers preflight requests itself.
+func CORSHandler(c CORS, logger *log.Logger, next http.Handler) http.Handler {
 	methods, headers := c.Methods, c.Headers
 	if methods == "" {
 		methods = DefaultCORSMethods
@@ -94,7 +99,7 @@ func (s *Server) cors(next http.Handler) http.Handler {
 		if ok {
 			h.Set("Access-Control-Allow-Origin", value)
 		} else if origin != "" && strings.TrimSpace(c.Origins) == "localhost" {
-			s.logger.Warn("(CORS) skip non-localhost origin", "origin", origin)
+			logger.Warn("(CORS) skip non-localhost origin", "origin", origin)
 		}
 		if reflects {
 			h.Add("Vary", "Origin")

@@ -118,7 +118,12 @@ func runRouter(ctx context.Context, sf *serveFlags, inherited []string, logger *
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	httpSrv := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 5 * time.Second}
+	cors, err := sf.cors.policy()
+	if err != nil {
+		return err
+	}
+	// CORS as a single server's: before the API key check, preflights answered for every path.
+	httpSrv := &http.Server{Handler: server.CORSHandler(cors, logger, r.Handler()), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 5 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
 	logger.Info("router listening", "url", "http://"+ln.Addr().String())
