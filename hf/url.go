@@ -81,7 +81,7 @@ func FetchURL(ctx context.Context, rawURL string, opt URLOptions) (string, error
 	if h.client == nil {
 		h.client = http.DefaultClient
 	}
-	if err := h.downloadRetrying(ctx, rawURL, dst, name, opt.Progress); err != nil {
+	if err := h.downloadRetrying(ctx, rawURL, dst, "", name, reporter{bar: opt.Progress}); err != nil {
 		return "", err
 	}
 	return dst, nil
