@@ -54,6 +54,10 @@ type Config struct {
 	BuildInfo string
 	// Offline keeps downloads (POST /models) from reaching the network.
 	Offline bool
+	// DownloadCommand is the command line of a download child (POST /models) without its
+	// arguments: the router appends --cache-dir DIR, --offline when Offline, and the model.
+	// It prints the lines of DownloadProgressLine and DownloadResultLine. Empty: no downloads.
+	DownloadCommand []string
 }
 
 // instance is the router's record of one model: its options and its child, if any.
@@ -430,7 +434,7 @@ func (r *Router) release(in *instance) {
 	}
 }
 
-// Close stops every child and waits for them to exit.
+// Close stops every child, model and download, and waits for them to exit.
 func (r *Router) Close() {
 	r.mu.Lock()
 	r.closed = true
@@ -449,5 +453,13 @@ func (r *Router) Close() {
 	for _, c := range kids {
 		<-c.done
 	}
+	r.mu.Lock()
+	for len(r.downloads) > 0 { // their children are killed: wait until they are gone
+		ch := r.changed
+		r.mu.Unlock()
+		<-ch
+		r.mu.Lock()
+	}
+	r.mu.Unlock()
 	r.sse.close()
 }
