@@ -72,6 +72,8 @@ type instance struct {
 	exitCode int
 	failed   bool
 	progress *float64
+	// loggedTenth is 1 + the tenth of the load last logged on the console (0: none yet)
+	loggedTenth int
 }
 
 // running reports whether the instance holds (or is about to hold) a child.
@@ -245,7 +247,7 @@ func (r *Router) pump() {
 // start marks name loading and spawns its child. Callers hold r.mu.
 func (r *Router) start(name string, in *instance) {
 	in.loads++
-	in.failed, in.exitCode, in.progress, in.stopping = false, 0, nil, false
+	in.failed, in.exitCode, in.progress, in.stopping, in.loggedTenth = false, 0, nil, false, 0
 	in.lastUsed = time.Now()
 	r.logger.Info("loading model", "model", name)
 	r.setStatus(name, in, StatusLoading)
@@ -293,6 +295,11 @@ func (r *Router) childState(name string, st ChildState) {
 	switch st.State {
 	case StateLoading:
 		in.progress = st.Progress
+		if p := st.Progress; p != nil && int(*p*10)+1 > in.loggedTenth {
+			// the console's load progress: a line every tenth, as downloads log theirs
+			in.loggedTenth = int(*p*10) + 1
+			r.logger.Info("loading model", "model", name, "percent", int(*p*100))
+		}
 		r.setStatus(name, in, StatusLoading)
 	case StateReady:
 		r.logger.Info("model loaded", "model", name, "port", in.child.port)
