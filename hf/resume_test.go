@@ -47,8 +47,8 @@ func TestResolveResumesInterruptedDownload(t *testing.T) {
 }
 
 // A partial file left by an earlier run (the process was killed) is continued by the next
-// one; a partial file as long as the file (416) or a server that ignores Range makes it start
-// over.
+// one; a partial file as long as the file (416) or a server that ignores Range (200) makes
+// it start over.
 func TestResolveResumesAcrossRuns(t *testing.T) {
 	model := strings.Repeat("abcdefgh", 500)
 	hub := &fakeHub{repo: "org/name", files: map[string]string{"name-Q4_K_M.gguf": model}}
@@ -58,12 +58,14 @@ func TestResolveResumesAcrossRuns(t *testing.T) {
 	blob := filepath.Join(repoDir(cache, "org/name"), "blobs", hub.oid("name-Q4_K_M.gguf"))
 	for _, tt := range []struct {
 		partial, wantRange string
+		ignoreRange        bool
 	}{
-		{model[:1234], "bytes=1234-"},
-		{model + "stale", "bytes=4005-"}, // 416, then the whole file
+		{model[:1234], "bytes=1234-", false},
+		{model + "stale", "bytes=4005-", false}, // 416, then the whole file
+		{"garbage", "bytes=7-", true},           // 200: the whole file, written over the partial one
 	} {
 		os.RemoveAll(cache)
-		hub.ranges = nil
+		hub.ranges, hub.ignoreRange = nil, tt.ignoreRange
 		if err := os.MkdirAll(filepath.Dir(blob), 0o755); err != nil {
 			t.Fatal(err)
 		}

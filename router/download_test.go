@@ -130,8 +130,9 @@ func progressOf(e Event) (done, total float64) {
 }
 
 // TestRouterDownloadResumes downloads a model from a fake hub through a download child:
-// the first try is cut off by the router's shutdown (the child killed mid-file), a new
-// router continues from the bytes kept, with progress events, and lists the model after.
+// the first try is cancelled by DELETE and the second by the router's shutdown (the child
+// killed mid-file each time); each next try continues from the bytes kept, with progress
+// events, and the model is listed once it is whole.
 func TestRouterDownloadResumes(t *testing.T) {
 	if binary == "" {
 		t.Skip("no shared data: the wgpu-llama binary was not built")
@@ -146,25 +147,57 @@ func TestRouterDownloadResumes(t *testing.T) {
 	const model = "org/name:Q4_K_M"
 
 	r1, ts1 := startDownloadRouter(t, cache)
-	events := downloadEvents(t, ts1, model, func(e Event) bool {
-		done, _ := progressOf(e)
-		return e.Event == "download_progress" && done == 100000
-	})
+	blobs := filepath.Join(cache, "models--org--name", "blobs")
+	partialSize := func() int64 {
+		m, _ := filepath.Glob(filepath.Join(blobs, "*.incomplete"))
+		if len(m) != 1 {
+			t.Fatalf("partial files %v, want one", m)
+		}
+		st, err := os.Stat(m[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Size()
+	}
+	stallAt := func(n float64) func(Event) bool {
+		return func(e Event) bool {
+			done, _ := progressOf(e)
+			return e.Event == "download_progress" && done == n
+		}
+	}
+	// DELETE cancels the download: the child is killed, the partial file stays.
+	downloadEvents(t, ts1, model, stallAt(100000))
 	if st := statuses(t, ts1)[model]; st != StatusDownloading {
 		t.Errorf("status while downloading %q", st)
 	}
+	req, _ := http.NewRequest(http.MethodDelete, ts1.URL+"/models?model="+model, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("DELETE while downloading: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if _, ok := statuses(t, ts1)[model]; ok {
+		t.Errorf("listed after the download was cancelled")
+	}
+	if n := partialSize(); n != 100000 {
+		t.Fatalf("partial file of %d bytes after DELETE, want 100000", n)
+	}
+	// The next POST continues it, and the router's shutdown stops it again.
+	hub.mu.Lock()
+	hub.stall = 200000
+	hub.mu.Unlock()
+	downloadEvents(t, ts1, model, stallAt(300000))
 	ts1.Close()
 	r1.Close() // kills the download child
-	partial := filepath.Join(cache, "models--org--name", "blobs")
-	if m, _ := filepath.Glob(filepath.Join(partial, "*.incomplete")); len(m) != 1 {
-		t.Fatalf("partial files after the child was killed: %v (events %v)", m, events)
+	if n := partialSize(); n != 300000 {
+		t.Fatalf("partial file of %d bytes after the router stopped, want 300000", n)
 	}
 
 	hub.mu.Lock()
 	hub.stall = 0
 	hub.mu.Unlock()
 	_, ts2 := startDownloadRouter(t, cache)
-	events = downloadEvents(t, ts2, model, nil)
+	events := downloadEvents(t, ts2, model, nil)
 	last := events[len(events)-1]
 	if data, _ := last.Data.(map[string]any); data["success"] != true {
 		t.Fatalf("download_finished %v", last.Data)
@@ -182,14 +215,14 @@ func TestRouterDownloadResumes(t *testing.T) {
 			lastDone = done
 		}
 	}
-	if first != 100000 || lastDone != float64(len(body)) {
-		t.Errorf("progress from %v to %v, want from 100000 (resumed) to %d", first, lastDone, len(body))
+	if first != 300000 || lastDone != float64(len(body)) {
+		t.Errorf("progress from %v to %v, want from 300000 (resumed) to %d", first, lastDone, len(body))
 	}
 	hub.mu.Lock()
 	ranges := append([]string{}, hub.ranges...)
 	hub.mu.Unlock()
-	if len(ranges) != 2 || ranges[0] != "" || ranges[1] != "bytes=100000-" {
-		t.Errorf("Range headers %q, want none, then bytes=100000-", ranges)
+	if strings.Join(ranges, ",") != ",bytes=100000-,bytes=300000-" {
+		t.Errorf("Range headers %q, want none, then bytes=100000- and bytes=300000-", ranges)
 	}
 	waitStatus(t, ts2, model, StatusUnloaded)
 	got, err := os.ReadFile(filepath.Join(cache, "models--org--name", "snapshots", hubCommit, "name-Q4_K_M.gguf"))

@@ -57,7 +57,9 @@ func (r *Router) needsRescan() bool {
 }
 
 // deleteModel answers DELETE /models?model=NAME: a cache model is unloaded and its
-// repository removed from the cache. Models of other sources cannot be removed.
+// repository removed from the cache; a model being downloaded has its download cancelled
+// instead (its child killed), the cache left as it is. Models of other sources cannot be
+// removed.
 func (r *Router) deleteModel(w http.ResponseWriter, req *http.Request) {
 	name := req.URL.Query().Get("model")
 	if name == "" {
@@ -66,6 +68,7 @@ func (r *Router) deleteModel(w http.ResponseWriter, req *http.Request) {
 	}
 	r.mu.Lock()
 	in := r.models[name]
+	cancelled := false
 	switch {
 	case in == nil:
 		r.mu.Unlock()
@@ -76,6 +79,7 @@ func (r *Router) deleteModel(w http.ResponseWriter, req *http.Request) {
 		writeError(w, 400, errInvalidRequest, fmt.Sprintf("model '%s' is not removable (not from the cache)", name))
 		return
 	case in.status == StatusDownloading:
+		cancelled = true
 		r.downloads[name]()
 	case in.running():
 		r.stop(in)
@@ -92,6 +96,14 @@ func (r *Router) deleteModel(w http.ResponseWriter, req *http.Request) {
 	}
 	delete(r.models, name)
 	r.mu.Unlock()
+	if cancelled {
+		// The repository's other files stay, and so does the partial download: the next
+		// POST /models of the model continues it.
+		r.logger.Info("download cancelled; its partial file stays for the next download", "model", name)
+		r.sse.send(Event{Model: name, Event: "model_remove"})
+		writeJSON(w, 200, map[string]any{"success": true})
+		return
+	}
 	repo, _, _ := hf.ParseRepo(name)
 	removed, err := hf.RemoveFromCache(r.cfg.Catalog.CacheDir, repo)
 	if err != nil {
