@@ -178,6 +178,14 @@ type fakeHub struct {
 	files  map[string]string // path -> contents
 	token  string
 	failAt string // a path whose download answers 500
+	// cutAfter, when > 0, makes the next download send that many bytes of the file and then
+	// drop the connection (once).
+	cutAfter int
+	// served, when set for a path, is what its download sends instead of the listed file
+	// (whose sha256 the tree gives).
+	served      map[string]string
+	ranges      []string // the Range header of each download
+	ignoreRange bool     // answer every download with the whole file (200)
 
 	mu       sync.Mutex
 	requests []string
@@ -191,6 +199,11 @@ func (h *fakeHub) oid(p string) string {
 func (h *fakeHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	h.requests = append(h.requests, r.URL.Path)
+	cut := h.cutAfter
+	if strings.Contains(r.URL.Path, "/resolve/") {
+		h.ranges = append(h.ranges, r.Header.Get("Range"))
+		h.cutAfter = 0
+	}
 	h.mu.Unlock()
 	if h.token != "" && r.Header.Get("Authorization") != "Bearer "+h.token {
 		http.Error(w, `{"error":"Invalid credentials"}`, http.StatusUnauthorized)
@@ -217,8 +230,28 @@ func (h *fakeHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case !ok:
 			http.NotFound(w, r)
 		default:
-			w.Header().Set("Content-Length", fmt.Sprint(len(body)))
-			w.Write([]byte(body))
+			if alt, ok := h.served[name]; ok {
+				body = alt
+			}
+			start := 0
+			if rg, ok := strings.CutPrefix(r.Header.Get("Range"), "bytes="); ok && !h.ignoreRange {
+				fmt.Sscanf(rg, "%d-", &start)
+				if start >= len(body) {
+					http.Error(w, "range not satisfiable", http.StatusRequestedRangeNotSatisfiable)
+					return
+				}
+				w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, len(body)-1, len(body)))
+			}
+			w.Header().Set("Content-Length", fmt.Sprint(len(body)-start))
+			if start > 0 {
+				w.WriteHeader(http.StatusPartialContent)
+			}
+			if cut > 0 {
+				w.Write([]byte(body[start : start+cut]))
+				w.(http.Flusher).Flush()
+				panic(http.ErrAbortHandler) // drops the connection mid-body
+			}
+			w.Write([]byte(body[start:]))
 		}
 	default:
 		http.NotFound(w, r)

@@ -35,7 +35,8 @@ type hub struct {
 	client   *http.Client
 }
 
-// get fetches url, with the token when there is one, and fails on any status but 200.
+// get fetches url, with the token when there is one, and fails on any status but 200 (and
+// 206, the answer to a Range header).
 func (h *hub) get(ctx context.Context, u string, header http.Header) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -52,7 +53,7 @@ func (h *hub) get(ctx context.Context, u string, header http.Header) (*http.Resp
 	if err != nil {
 		return nil, err
 	}
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != http.StatusOK && (resp.StatusCode != http.StatusPartialContent || header.Get("Range") == "") {
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		msg := strings.TrimSpace(string(body))

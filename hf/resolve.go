@@ -25,8 +25,11 @@ type Options struct {
 	Offline bool
 	// Client makes the requests; nil means http.DefaultClient.
 	Client *http.Client
-	// Progress, when set, receives a progress bar for each download (the CLI's stderr).
+	// Progress, when set, receives a progress bar for each download (a terminal).
 	Progress io.Writer
+	// OnProgress, when set, is called as each download goes, at every whole percent (where
+	// no terminal shows a bar: see LogProgress, and the router's download child).
+	OnProgress func(Progress)
 	// Logger receives warnings (a Hub listing that failed and fell back to the cache); nil
 	// means log.Default().
 	Logger *log.Logger
@@ -82,7 +85,7 @@ func Resolve(ctx context.Context, repoTag string, opt Options) (string, error) {
 	for _, f := range modelParts(files, primary) {
 		p := filepath.Join(repoDir(cache, repo), "snapshots", commit, filepath.FromSlash(f.path))
 		if online {
-			if p, err = h.fetch(ctx, cache, repo, commit, f, opt.Progress); err != nil {
+			if p, err = h.fetch(ctx, cache, repo, commit, f, reporter{bar: opt.Progress, fn: opt.OnProgress}); err != nil {
 				return "", fmt.Errorf("hf: %s: %w", repo, err)
 			}
 		} else if _, err := os.Stat(p); err != nil {

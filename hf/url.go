@@ -21,8 +21,10 @@ type URLOptions struct {
 	Offline bool
 	// Client makes the request; nil means http.DefaultClient.
 	Client *http.Client
-	// Progress, when set, receives a progress bar for the download.
+	// Progress, when set, receives a progress bar for the download (a terminal).
 	Progress io.Writer
+	// OnProgress, when set, is called at every whole percent of the download.
+	OnProgress func(Progress)
 }
 
 // URLCacheDir is where llama.cpp keeps files downloaded from plain URLs: $LLAMA_CACHE, else
@@ -81,7 +83,12 @@ func FetchURL(ctx context.Context, rawURL string, opt URLOptions) (string, error
 	if h.client == nil {
 		h.client = http.DefaultClient
 	}
-	if err := h.downloadRetrying(ctx, rawURL, dst, name, opt.Progress); err != nil {
+	// Without a hash to check a continued file against, a plain URL's download starts afresh
+	// and leaves nothing behind when it fails (retries within it still continue).
+	tmp := dst + ".incomplete"
+	os.Remove(tmp)
+	if err := h.downloadRetrying(ctx, rawURL, dst, "", name, reporter{bar: opt.Progress, fn: opt.OnProgress}); err != nil {
+		os.Remove(tmp)
 		return "", err
 	}
 	return dst, nil

@@ -1,10 +1,8 @@
 package router
 
 import (
-	"context"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/wgpu-llama/wgpu-llama/hf"
 )
@@ -58,77 +56,10 @@ func (r *Router) needsRescan() bool {
 	return r.rescan
 }
 
-// progressEvents turns the download's progress output into download_progress events.
-type progressEvents struct {
-	r    *Router
-	name string
-}
-
-func (p progressEvents) Write(b []byte) (int, error) {
-	text := strings.TrimSpace(strings.Trim(string(b), "\r\n"))
-	if text != "" {
-		p.r.sse.send(Event{Model: p.name, Event: "download_progress", Data: map[string]any{"progress": text}})
-	}
-	return len(b), nil
-}
-
-// download answers POST /models {"model": "ORG/NAME[:QUANT]"}: the model is fetched into
-// the Hugging Face cache in the background, listed as downloading meanwhile, with
-// download_progress events and one download_finished event at the end (its data says
-// whether it succeeded, and why not). The finished entry gives way to the rescanned cache.
-func (r *Router) download(w http.ResponseWriter, req *http.Request) {
-	name, _, err := modelOfBody(req)
-	if err != nil {
-		writeError(w, 400, errInvalidRequest, err.Error())
-		return
-	}
-	if name == "" {
-		writeError(w, 400, errInvalidRequest, "model must be a non-empty string")
-		return
-	}
-	if _, _, err := hf.ParseRepo(name); err != nil {
-		writeError(w, 400, errInvalidRequest, err.Error())
-		return
-	}
-	if r.cfg.Catalog.CacheDir == "" {
-		writeError(w, 400, errInvalidRequest, "no Hugging Face cache to download into")
-		return
-	}
-	r.mu.Lock()
-	if _, ok := r.models[name]; ok {
-		r.mu.Unlock()
-		writeError(w, 400, errInvalidRequest, fmt.Sprintf("model '%s' already exists", name))
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	in := &instance{model: &Model{Name: name, Source: SourceCache, Options: map[string]string{"hf-repo": name}}}
-	r.models[name] = in
-	r.downloads[name] = cancel
-	r.setStatus(name, in, StatusDownloading)
-	r.mu.Unlock()
-	go func() {
-		defer cancel()
-		r.sse.send(Event{Model: name, Event: "download_progress", Data: map[string]any{"progress": "starting"}})
-		_, err := hf.Resolve(ctx, name, hf.Options{CacheDir: r.cfg.Catalog.CacheDir, Offline: r.cfg.Offline,
-			Progress: progressEvents{r, name}, Logger: r.logger})
-		data := map[string]any{"success": err == nil}
-		if err != nil {
-			data["error"] = err.Error()
-			r.logger.Warn("download failed", "model", name, "err", err)
-		}
-		r.mu.Lock()
-		delete(r.downloads, name)
-		in.status = StatusUnloaded
-		r.rescan = true
-		r.notify()
-		r.mu.Unlock()
-		r.sse.send(Event{Model: name, Event: "download_finished", Data: data})
-	}()
-	writeJSON(w, 200, map[string]any{"success": true})
-}
-
 // deleteModel answers DELETE /models?model=NAME: a cache model is unloaded and its
-// repository removed from the cache. Models of other sources cannot be removed.
+// repository removed from the cache; a model being downloaded has its download cancelled
+// instead (its child killed), the cache left as it is. Models of other sources cannot be
+// removed.
 func (r *Router) deleteModel(w http.ResponseWriter, req *http.Request) {
 	name := req.URL.Query().Get("model")
 	if name == "" {
@@ -137,6 +68,7 @@ func (r *Router) deleteModel(w http.ResponseWriter, req *http.Request) {
 	}
 	r.mu.Lock()
 	in := r.models[name]
+	cancelled := false
 	switch {
 	case in == nil:
 		r.mu.Unlock()
@@ -147,6 +79,7 @@ func (r *Router) deleteModel(w http.ResponseWriter, req *http.Request) {
 		writeError(w, 400, errInvalidRequest, fmt.Sprintf("model '%s' is not removable (not from the cache)", name))
 		return
 	case in.status == StatusDownloading:
+		cancelled = true
 		r.downloads[name]()
 	case in.running():
 		r.stop(in)
@@ -163,6 +96,14 @@ func (r *Router) deleteModel(w http.ResponseWriter, req *http.Request) {
 	}
 	delete(r.models, name)
 	r.mu.Unlock()
+	if cancelled {
+		// The repository's other files stay, and so does the partial download: the next
+		// POST /models of the model continues it.
+		r.logger.Info("download cancelled; its partial file stays for the next download", "model", name)
+		r.sse.send(Event{Model: name, Event: "model_remove"})
+		writeJSON(w, 200, map[string]any{"success": true})
+		return
+	}
 	repo, _, _ := hf.ParseRepo(name)
 	removed, err := hf.RemoveFromCache(r.cfg.Catalog.CacheDir, repo)
 	if err != nil {

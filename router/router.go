@@ -54,6 +54,10 @@ type Config struct {
 	BuildInfo string
 	// Offline keeps downloads (POST /models) from reaching the network.
 	Offline bool
+	// DownloadCommand is the command line of a download child (POST /models) without its
+	// arguments: the router appends --cache-dir DIR, --offline when Offline, and the model.
+	// It prints the lines of DownloadProgressLine and DownloadResultLine. Empty: no downloads.
+	DownloadCommand []string
 }
 
 // instance is the router's record of one model: its options and its child, if any.
@@ -68,6 +72,8 @@ type instance struct {
 	exitCode int
 	failed   bool
 	progress *float64
+	// loggedTenth is 1 + the tenth of the load last logged on the console (0: none yet)
+	loggedTenth int
 }
 
 // running reports whether the instance holds (or is about to hold) a child.
@@ -241,7 +247,7 @@ func (r *Router) pump() {
 // start marks name loading and spawns its child. Callers hold r.mu.
 func (r *Router) start(name string, in *instance) {
 	in.loads++
-	in.failed, in.exitCode, in.progress, in.stopping = false, 0, nil, false
+	in.failed, in.exitCode, in.progress, in.stopping, in.loggedTenth = false, 0, nil, false, 0
 	in.lastUsed = time.Now()
 	r.logger.Info("loading model", "model", name)
 	r.setStatus(name, in, StatusLoading)
@@ -289,6 +295,11 @@ func (r *Router) childState(name string, st ChildState) {
 	switch st.State {
 	case StateLoading:
 		in.progress = st.Progress
+		if p := st.Progress; p != nil && int(*p*10)+1 > in.loggedTenth {
+			// the console's load progress: a line every tenth, as downloads log theirs
+			in.loggedTenth = int(*p*10) + 1
+			r.logger.Info("loading model", "model", name, "percent", int(*p*100))
+		}
 		r.setStatus(name, in, StatusLoading)
 	case StateReady:
 		r.logger.Info("model loaded", "model", name, "port", in.child.port)
@@ -430,7 +441,7 @@ func (r *Router) release(in *instance) {
 	}
 }
 
-// Close stops every child and waits for them to exit.
+// Close stops every child, model and download, and waits for them to exit.
 func (r *Router) Close() {
 	r.mu.Lock()
 	r.closed = true
@@ -449,5 +460,13 @@ func (r *Router) Close() {
 	for _, c := range kids {
 		<-c.done
 	}
+	r.mu.Lock()
+	for len(r.downloads) > 0 { // their children are killed: wait until they are gone
+		ch := r.changed
+		r.mu.Unlock()
+		<-ch
+		r.mu.Lock()
+	}
+	r.mu.Unlock()
 	r.sse.close()
 }

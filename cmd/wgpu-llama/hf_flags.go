@@ -16,10 +16,11 @@ type hfFlags struct {
 }
 
 // resolve returns the local path of the -hf model, from the Hub cache or, unless offline,
-// downloaded into it with a progress bar on progress.
-func (h hfFlags) resolve(ctx context.Context, progress io.Writer, logger *log.Logger) (string, error) {
+// downloaded into it with its progress on the console (see consoleProgress).
+func (h hfFlags) resolve(ctx context.Context, console io.Writer, logger *log.Logger) (string, error) {
 	logger.Info("resolving Hugging Face model", "repo", h.repo, "file", h.file, "offline", h.offline)
-	path, err := hf.Resolve(ctx, h.repo, hf.Options{File: h.file, Token: h.token, Offline: h.offline, Progress: progress, Logger: logger})
+	bar, lines := consoleProgress(console, logger)
+	path, err := hf.Resolve(ctx, h.repo, hf.Options{File: h.file, Token: h.token, Offline: h.offline, Progress: bar, OnProgress: lines, Logger: logger})
 	if err != nil {
 		return "", err
 	}

@@ -19,6 +19,7 @@ const usage = `usage: wgpu-llama [serve] -m FILE [--host H] [--port P] [-c N] ..
        wgpu-llama embed -m FILE -p TEXT                                    print an encoder model's embedding
        wgpu-llama bench -m FILE [-p 512] [-n 128] [-r 5] [--json]          measure prompt and generation speed
        wgpu-llama devices                                                  list GPU adapters
+       wgpu-llama download ORG/NAME[:QUANT]                                download a model into the Hugging Face cache
        wgpu-llama quantize IN.gguf OUT.gguf TYPE                           convert a model, like llama-quantize
        wgpu-llama gen-model [--preset NAME] [--type TYPE] --out FILE       write a random llama model
 
@@ -64,6 +65,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runBench(args, stdout, stderr)
 	case "devices":
 		return runDevices(args, stdout, stderr)
+	case "download":
+		return runDownload(ctx, args, stdout, stderr)
 	case "quantize":
 		return runQuantize(args, stdout, stderr)
 	case "gen-model":

@@ -106,6 +106,8 @@ func runRouter(ctx context.Context, sf *serveFlags, inherited []string, logger *
 		UI:        ui,
 		BuildInfo: server.DefaultSystemFingerprint,
 		Offline:   sf.hf.offline,
+		// downloads run in a child too, so that the router's memory stays small
+		DownloadCommand: []string{exe, "download", "--progress-lines"},
 		// llama-server's test hook: loads and requests take two seconds more
 		FakeTiming: os.Getenv("LLAMA_SERVER_DEBUG_FAKE_TIMING") != "",
 	}

@@ -75,7 +75,8 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if sf.modelURL != "" {
 		logger.Info("fetching model", "url", sf.modelURL, "offline", sf.hf.offline)
-		if sf.model.path, err = hf.FetchURL(ctx, sf.modelURL, hf.URLOptions{Dest: sf.model.path, Offline: sf.hf.offline, Progress: stderr}); err != nil {
+		bar, lines := consoleProgress(stderr, logger)
+		if sf.model.path, err = hf.FetchURL(ctx, sf.modelURL, hf.URLOptions{Dest: sf.model.path, Offline: sf.hf.offline, Progress: bar, OnProgress: lines}); err != nil {
 			httpSrv.Close()
 			return stoppedWhileLoading(ctx, logger, fmt.Errorf("--model-url: %w", err))
 		}
