@@ -453,3 +453,44 @@ func TestRouterChildSleepsAndWakes(t *testing.T) {
 	}
 	waitStatus(t, ts, "stories", StatusLoaded)
 }
+
+// TestRouterQueueIsFIFO has the only room (--models-max 1) taken by a busy model while two
+// others wait: they get it in the order they asked, each loading in turn.
+func TestRouterQueueIsFIFO(t *testing.T) {
+	r, ts := startRouter(t, 1, map[string]string{"a": "stories260K.gguf", "b": "stories260K.gguf", "c": "stories260K.gguf"})
+	if code, body := chat(t, ts, "a"); code != 200 {
+		t.Fatalf("a: %d %v", code, body)
+	}
+	busy, err := r.acquire(context.Background(), "a", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var order []string
+	var wg sync.WaitGroup
+	wait := func(name string) {
+		defer wg.Done()
+		in, err := r.acquire(context.Background(), name, true)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			return
+		}
+		mu.Lock()
+		order = append(order, name)
+		mu.Unlock()
+		r.release(in)
+	}
+	wg.Add(2)
+	go wait("b")
+	time.Sleep(200 * time.Millisecond) // b is queued first
+	go wait("c")
+	time.Sleep(200 * time.Millisecond)
+	r.release(busy)
+	wg.Wait()
+	if fmt.Sprint(order) != "[b c]" {
+		t.Errorf("served %v, want [b c] (arrival order)", order)
+	}
+	if got := statuses(t, ts); got["c"] != StatusLoaded || got["a"] == StatusLoaded || got["b"] == StatusLoaded {
+		t.Errorf("statuses %v, want only c loaded", got)
+	}
+}
