@@ -494,3 +494,39 @@ func TestRouterQueueIsFIFO(t *testing.T) {
 		t.Errorf("statuses %v, want only c loaded", got)
 	}
 }
+
+// TestRouterProjectorFolder lists the shared vision model, kept as llama-server's models-dir
+// keeps a model with its projector (a subfolder; the projector's file name starts with
+// mmproj), under the folder's name with the text model as its file, and chats with it.
+func TestRouterProjectorFolder(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "tinyvision")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for link, file := range map[string]string{"tinygemma3v-text-F32.gguf": "tinygemma3v-text-F32.gguf", "mmproj-tinygemma3v-F32.gguf": "tinygemma3v-mmproj-F32.gguf"} {
+		if err := os.Symlink(shareddata.Path(t, "models", "vision", file), filepath.Join(sub, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := New(Config{
+		Catalog:   Catalog{ModelsDir: dir},
+		Command:   []string{binary, "serve", "--router-child"},
+		Inherited: []string{"-c", "256", "--temp", "0"},
+		Autoload:  true,
+	}, log.New(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(r.Handler())
+	t.Cleanup(func() {
+		ts.Close()
+		r.Close()
+	})
+	if got := statuses(t, ts); len(got) != 1 || got["tinyvision"] != StatusUnloaded {
+		t.Fatalf("statuses %v, want tinyvision alone, unloaded", got)
+	}
+	if code, body := chat(t, ts, "tinyvision"); code != 200 || body["model"] != "tinyvision" {
+		t.Fatalf("chat: %d %v", code, body)
+	}
+}
