@@ -56,22 +56,8 @@ func (r *Router) Handler() http.Handler {
 	mux.HandleFunc("DELETE /v1/stream/{id}", r.proxyStream)
 	mux.HandleFunc("POST /v1/streams/lookup", r.lookupStreams)
 	mux.HandleFunc("/", r.proxyByModel)
-	return r.serveUI(r.requireKey(mux))
-}
-
-// serveUI answers GET and HEAD of the web UI's files before the API key check, as a single
-// server does; everything else goes on to the router's endpoints and the children.
-func (r *Router) serveUI(next http.Handler) http.Handler {
-	if r.ui == nil {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if (req.Method == http.MethodGet || req.Method == http.MethodHead) && r.ui.Has(req.URL.Path) {
-			r.ui.ServeHTTP(w, req)
-			return
-		}
-		next.ServeHTTP(w, req)
-	})
+	// The web UI's files before the API key check, as a single server serves them.
+	return r.ui.Wrap(r.requireKey(mux))
 }
 
 // requireKey answers 401 to requests for non-public paths without one of the API keys.

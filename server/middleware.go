@@ -161,21 +161,9 @@ func (s *Server) requireBackend(next http.Handler) http.Handler {
 	})
 }
 
-// serveUI answers GET and HEAD of the web UI's files (Config.UI) before the API key check:
-// the app's own files need none (llama-server: "/", "/sw.js", "/manifest.webmanifest",
-// "/_app/version.json"); the app sends its key with its API requests.
-func (s *Server) serveUI(next http.Handler) http.Handler {
-	if s.ui == nil {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && s.ui.Has(r.URL.Path) {
-			s.ui.ServeHTTP(w, r)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
+// serveUI answers GET and HEAD of the web UI's files (Config.UI) before the API key check,
+// which they do not need (static.Handler.Wrap).
+func (s *Server) serveUI(next http.Handler) http.Handler { return s.ui.Wrap(next) }
 
 // writeDeadlines gives each write of a response Config.WriteTimeout to complete, as a socket
 // send timeout does in llama-server. http.Server's WriteTimeout would instead bound the whole

@@ -77,6 +77,23 @@ func fileName(urlPath string) (string, bool) {
 	return name, true
 }
 
+// Wrap serves GET and HEAD of the bundle's paths itself and hands every other request to
+// next. Servers put it before their API key check: the app's own files need none (llama-server:
+// "/", "/sw.js", "/manifest.webmanifest", "/_app/version.json"); the app sends its key with its
+// API requests. A nil handler (no UI) wraps nothing.
+func (h *Handler) Wrap(next http.Handler) http.Handler {
+	if h == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && h.Has(r.URL.Path) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // ServeHTTP answers GET and HEAD for the bundle's paths (405 for other methods); a path that
 // Has does not know answers 404.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

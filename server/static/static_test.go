@@ -164,3 +164,21 @@ func TestLoadingPagePollsHealth(t *testing.T) {
 		t.Error("the loading page must be HTML that polls /health")
 	}
 }
+
+// Wrap serves the bundle's GET and HEAD and passes the rest on; a nil handler passes all.
+func TestWrap(t *testing.T) {
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })
+	h := New(bundle).Wrap(next)
+	for _, c := range []struct {
+		method, path string
+		want         int
+	}{{"GET", "/", 200}, {"HEAD", "/sw.js", 200}, {"GET", VersionPath, 200}, {"POST", "/", http.StatusTeapot}, {"GET", "/health", http.StatusTeapot}, {"GET", "/assets/", http.StatusTeapot}} {
+		if rec := get(t, h, c.method, c.path, nil); rec.Code != c.want {
+			t.Errorf("%s %s: %d, want %d", c.method, c.path, rec.Code, c.want)
+		}
+	}
+	var none *Handler
+	if rec := get(t, none.Wrap(next), "GET", "/", nil); rec.Code != http.StatusTeapot {
+		t.Errorf("nil handler: GET / %d, want next's", rec.Code)
+	}
+}
