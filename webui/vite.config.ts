@@ -14,6 +14,9 @@ export default defineConfig({
     // The client package is a symlink to ../clients/typescript, whose own node_modules a clean
     // clone lacks: its openapi-fetch import must resolve to ours.
     dedupe: ["openapi-fetch"],
+    // Component tests mount Svelte components in jsdom: they need Svelte's browser build, which
+    // vitest (resolving as for a server) would not pick.
+    ...(process.env.VITEST ? { conditions: ["browser"] } : {}),
   },
   build: {
     outDir: "dist",
