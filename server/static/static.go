@@ -53,15 +53,21 @@ func New(files fs.FS) *Handler {
 // Has reports whether the handler serves urlPath: "/" (when the bundle has an index), a file
 // of the bundle, or VersionPath. Directories are not served.
 func (h *Handler) Has(urlPath string) bool {
+	_, err := h.lookup(urlPath)
+	return err == nil
+}
+
+// lookup returns the entry served at urlPath, or an error (fs.ErrNotExist for paths the bundle
+// does not hold).
+func (h *Handler) lookup(urlPath string) (*entry, error) {
 	if urlPath == VersionPath {
-		return true
+		return h.version()
 	}
 	name, ok := fileName(urlPath)
 	if !ok {
-		return false
+		return nil, fs.ErrNotExist
 	}
-	st, err := fs.Stat(h.files, name)
-	return err == nil && st.Mode().IsRegular()
+	return h.load(name)
 }
 
 // fileName maps a URL path to a file name of the bundle: "/" to index.html, others without the
@@ -86,9 +92,11 @@ func (h *Handler) Wrap(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && h.Has(r.URL.Path) {
-			h.ServeHTTP(w, r)
-			return
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			if e, err := h.lookup(r.URL.Path); err == nil {
+				h.serve(w, r, e)
+				return
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -102,19 +110,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	var e *entry
-	var err error
-	if r.URL.Path == VersionPath {
-		e, err = h.version()
-	} else if name, ok := fileName(r.URL.Path); ok {
-		e, err = h.load(name)
-	} else {
-		err = fs.ErrNotExist
-	}
+	e, err := h.lookup(r.URL.Path)
 	if err != nil {
 		http.NotFound(w, r)
 		return
 	}
+	h.serve(w, r, e)
+}
+
+// serve writes e as the answer to r (a GET or HEAD of its path): caching and encoding headers,
+// 304 for a matching If-None-Match, else the body (gzipped when the client takes it).
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, e *entry) {
 	hdr := w.Header()
 	hdr.Set("Content-Type", e.ctype)
 	hdr.Set("X-Content-Type-Options", "nosniff")
