@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,8 +14,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/charmbracelet/log"
 )
 
 const hubCommit = "0123456789abcdef0123456789abcdef01234567"
@@ -70,21 +67,12 @@ func (h *fakeHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // startDownloadRouter serves a router whose cache is cache and whose download children reach hub.
 func startDownloadRouter(t *testing.T, cache string) (*Router, *httptest.Server) {
 	t.Helper()
-	r, err := New(Config{
+	return serveRouter(t, Config{
 		Catalog:         Catalog{CacheDir: cache},
 		Command:         []string{binary, "serve", "--router-child"},
 		DownloadCommand: []string{binary, "download", "--progress-lines"},
 		Autoload:        true,
-	}, log.New(io.Discard))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(r.Handler())
-	t.Cleanup(func() {
-		ts.Close()
-		r.Close()
 	})
-	return r, ts
 }
 
 // downloadEvents posts a download of model and returns the model's events on /models/sse up

@@ -61,14 +61,20 @@ func startRouterWith(t *testing.T, maxModels int, models map[string]string, extr
 			t.Fatal(err)
 		}
 	}
-	r, err := New(Config{
+	return serveRouter(t, Config{
 		Catalog:   Catalog{ModelsDir: dir},
 		Command:   []string{binary, "serve", "--router-child"},
 		Inherited: append([]string{"-c", "256", "--temp", "0"}, extra...),
 		MaxModels: maxModels,
 		Autoload:  true,
 		BuildInfo: "b1-test",
-	}, log.New(io.Discard))
+	})
+}
+
+// serveRouter serves a router made with cfg; both are closed when the test ends.
+func serveRouter(t *testing.T, cfg Config) (*Router, *httptest.Server) {
+	t.Helper()
+	r, err := New(cfg, log.New(io.Discard))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -509,19 +515,11 @@ func TestRouterProjectorFolder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r, err := New(Config{
+	_, ts := serveRouter(t, Config{
 		Catalog:   Catalog{ModelsDir: dir},
 		Command:   []string{binary, "serve", "--router-child"},
 		Inherited: []string{"-c", "256", "--temp", "0"},
 		Autoload:  true,
-	}, log.New(io.Discard))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(r.Handler())
-	t.Cleanup(func() {
-		ts.Close()
-		r.Close()
 	})
 	if got := statuses(t, ts); len(got) != 1 || got["tinyvision"] != StatusUnloaded {
 		t.Fatalf("statuses %v, want tinyvision alone, unloaded", got)

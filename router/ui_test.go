@@ -3,12 +3,9 @@ package router
 import (
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/fstest"
-
-	"github.com/charmbracelet/log"
 )
 
 // The router serves the web UI as a single server does: its files need no API key, the
@@ -18,15 +15,7 @@ func TestRouterServesUI(t *testing.T) {
 		"index.html": {Data: []byte("<!doctype html><title>ui</title>")},
 		"sw.js":      {Data: []byte("self.addEventListener('fetch', () => {});")},
 	}
-	r, err := New(Config{Catalog: Catalog{ModelsDir: t.TempDir()}, APIKeys: []string{"sesame"}, UI: ui}, log.New(io.Discard))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(r.Handler())
-	t.Cleanup(func() {
-		ts.Close()
-		r.Close()
-	})
+	_, ts := serveRouter(t, Config{Catalog: Catalog{ModelsDir: t.TempDir()}, APIKeys: []string{"sesame"}, UI: ui})
 	get := func(path, key string) (int, string) {
 		req, _ := http.NewRequest(http.MethodGet, ts.URL+path, nil)
 		if key != "" {
