@@ -137,7 +137,7 @@ func BenchmarkAttentionPrompt(b *testing.B) {
 }
 
 // BenchmarkMatMulTiled is the GPU prompt kernel (the tiled one, forced on any adapter) and the
-// CPU adapters' barrier-free one on a 1024 x 1024 Q4_K weight and 128 tokens, in GFLOP/s.
+// CPU adapters' one (matmul_rows) on a 1024 x 1024 Q4_K weight and 128 tokens, in GFLOP/s.
 func BenchmarkMatMulTiled(b *testing.B) {
 	d := gputest.Device(b)
 	defer func(v bool) { d.BarrierFree = v }(d.BarrierFree)
@@ -183,5 +183,58 @@ func BenchmarkMatMulTiled(b *testing.B) {
 			}
 			b.ReportMetric(2*rows*cols*tokens*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
+	}
+}
+
+// BenchmarkMatMulPrompt is the CPU adapters' prompt product on a 134M-parameter model's
+// shapes (gen-model --preset 134m, Q4_K_M): 128 tokens of random activations, rounded and
+// packed as the model packs them, in GFLOP/s.
+func BenchmarkMatMulPrompt(b *testing.B) {
+	d := gputest.Device(b)
+	const tokens = 128
+	rng := rand.New(rand.NewPCG(4, 4))
+	for _, c := range []struct {
+		typ        gpu.WeightType
+		rows, cols int
+	}{{gpu.Q4_K, 768, 768}, {gpu.Q4_K, 2048, 768}, {gpu.Q6_K, 768, 2048}} {
+		w := make([]float32, c.rows*c.cols)
+		for i := range w {
+			w[i] = float32(rng.NormFloat64())
+		}
+		gt, _ := gguf.ParseGGMLType(c.typ.String())
+		data, err := gguf.Quantize(gt, w)
+		if err != nil {
+			b.Fatal(err)
+		}
+		W, err := d.UploadWeight("w", c.typ, c.rows, c.cols, data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		xs := make([]float32, tokens*c.cols)
+		for i := range xs {
+			xs[i] = float32(rng.NormFloat64())
+		}
+		x, _ := d.Upload("x", gpu.Bytes(xs))
+		xq, _ := d.NewBuffer("xq", tokens*uint64(c.cols)*4)
+		y, _ := d.NewBuffer("y", tokens*uint64(c.rows)*4)
+		r, _ := d.Begin()
+		packed := r.QuantizeActivations(gpu.ActFor(c.typ), x, 0, tokens, c.cols, xq, nil)
+		if err := r.Submit(); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("%s/%dx%d", c.typ, c.rows, c.cols), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				r, _ := d.Begin()
+				r.MatMulAt(W, packed, tokens, y, c.rows, 0, false)
+				if _, err := r.SubmitAndRead(y, 0, 4); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(2*float64(c.rows*c.cols*tokens)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+		for _, buf := range []*gpu.Buffer{x, xq, y} {
+			buf.Release()
+		}
+		W.Release()
 	}
 }

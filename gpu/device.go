@@ -73,7 +73,8 @@ type Device struct {
 	// adapter, whose barrier-free kernels need no reductions).
 	SubgroupMath bool
 	// RowsPerInvocation, when 1, 2 or 4, fixes how many weight rows each invocation of the
-	// barrier-free matrix kernel takes; 0 picks by the weight's size (rowsPerInvocation).
+	// barrier-free matrix-vector kernel (batches of up to 4 tokens) takes; 0 picks by the
+	// weight's size (rowsPerInvocation).
 	RowsPerInvocation int
 	// TokenLanes lets barrier-free attention take the token-lane kernel (attention_lanes.wgsl)
 	// where its loops fit llvmpipe's budget. Set for CPU adapters; tests clear it to reach the

@@ -132,8 +132,9 @@ func (r *Recorder) RMSNorm(x, w, out *Buffer, n, rows int, eps float32) {
 
 // MatMul computes y[t, :] = W x[xRow0+t, :] for nTokens rows of x, or adds it to y when
 // accumulate is set (the residual add fused into the projection). The weight is dequantized
-// inside the kernel. CPU adapters take the barrier-free matrix-vector kernel, each invocation
-// up to 4 rows and 8 tokens (the grid's z holds the groups of tokens); GPUs take the
+// inside the kernel. CPU adapters take the barrier-free matrix-vector kernel for up to 4
+// tokens, each invocation up to 4 rows and the tokens, and matmul_rows for more, each
+// invocation 4 rows and 8 tokens (the grid's z holds the groups of tokens); GPUs take the
 // cooperative matrix-vector kernel for few tokens and the tiled kernel for more.
 func (r *Recorder) MatMul(w Weight, x *Buffer, xRow0, nTokens int, y *Buffer, accumulate bool) {
 	r.MatMulAt(w, Acts{X: x, Row0: xRow0}, nTokens, y, w.Rows, 0, accumulate)
@@ -159,12 +160,12 @@ func (r *Recorder) MatMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, y
 	}
 	xSums, xRow0 := x.Sums, x.Row0
 	switch {
+	case r.d.BarrierFree && nTokens > 4:
+		r.matMulRows(w, x, nTokens, y, yStride, yCol, extra)
 	case r.d.BarrierFree:
 		variant := append(append(extra, "ROW_PER_THREAD"), x.Packed.packedDefines()...)
-		lanes := 1 // token lanes per invocation: as few as the batch needs, at most 8
+		lanes := 1 // token lanes per invocation: as few as the batch needs, at most 4
 		switch {
-		case nTokens > 4:
-			lanes, variant = 8, append(variant, "LANES2", "LANES4", "LANES8")
 		case nTokens > 2:
 			lanes, variant = 4, append(variant, "LANES2", "LANES4")
 		case nTokens == 2:
@@ -217,6 +218,24 @@ func (r *Recorder) MatMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, y
 	}
 }
 
+// matMulRows is MatMulAt on CPU adapters for batches of 5 tokens and more: matmul_rows.wgsl,
+// each invocation 4 rows and 8 tokens (the grid's z holds the groups of tokens).
+func (r *Recorder) matMulRows(w Weight, x Acts, nTokens int, y *Buffer, yStride, yCol int, extra []string) {
+	bind := bindRRRW
+	if x.Sums != nil && (w.Type == Q4_1 || w.Type == Q5_1) {
+		bind, extra = []Access{ReadOnly, ReadOnly, ReadWrite, ReadOnly}, append(extra, "XSUM")
+	}
+	p := r.kernel("matmul_rows", bind, rowsWorkgroup, weightDefines(w.Type, append(extra, x.Packed.packedDefines()...)...)...)
+	if p == nil {
+		return
+	}
+	for _, c := range w.Chunks {
+		groups := r.grid((c.Rows + 4*rowsWorkgroup - 1) / (4 * rowsWorkgroup))
+		groups[2] = uint32((nTokens + 7) / 8)
+		r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, x.Row0, 0, yStride, yCol+c.Row0), groups, withSums(x.Sums, c.Buf, x.X, y)...)
+	}
+}
+
 // rowsDefines are the row-per-thread kernel's defines for 1, 2 or 4 rows per invocation.
 var rowsDefines = map[int][]string{1: {}, 2: {"R2"}, 4: {"R2", "R4"}}
 
@@ -224,7 +243,8 @@ var rowsDefines = map[int][]string{1: {}, 2: {"R2"}, 4: {"R2", "R4"}}
 // every core of a CPU adapter has work and a slow one is not left alone with the last.
 const cpuMinGroups = 4
 
-// rowsWorkgroup is the row-per-thread kernel's workgroup size (matvec.wgsl's RWG).
+// rowsWorkgroup is the workgroup size of the CPU adapters' matrix kernels (matvec.wgsl's
+// row-per-thread RWG, matmul_rows.wgsl's RWG).
 const rowsWorkgroup = 32
 
 // rowsPerInvocation picks how many rows each invocation of the row-per-thread kernel takes:

@@ -204,7 +204,8 @@ func testMatMul(t *testing.T, d *gpu.Device, tolScale float64) {
 			{64, 2 * bs, 1, 0}, {29, bs, 2, 1}, {43, 3 * bs, 3, 2}, {23, 2 * bs, 4, 0}, {37, bs, 8, 0}, // matrix-vector
 			{19, 1280, 2, 0}, {21, 1280, 1, 0}, // the cooperative kernel's unrolled loop and its remainder
 			{11, 2304, 1, 0},                    // Q4_K's chunks: more than a row's 64 invocations take in one step
-			{33, 2 * bs, 9, 0}, {70, bs, 37, 1}, // tiled
+			{33, 2 * bs, 9, 0}, {70, bs, 37, 1}, // tiled (GPUs), matmul_rows (CPU adapters)
+			{27, 2 * bs, 6, 1}, // matmul_rows: a partial group of 8 tokens
 		} {
 			if typ == gpu.F32 || typ == gpu.F16 || typ == gpu.BF16 {
 				c.cols = 4 * (c.cols + 40) // odd multiples of 4, not of the 16-wide tile

@@ -294,7 +294,7 @@ func (r *Recorder) chargeTimed(staging *wgpu.Buffer, size uint64) error {
 // traffic is the bytes a dispatch is charged: its weight (binding 1) for the matrix kernels,
 // else every bound buffer.
 func traffic(p *Pipeline, bufs []*Buffer) uint64 {
-	if (p.Key.Kernel == "matvec" || p.Key.Kernel == "matmul") && len(bufs) > 0 {
+	if (p.Key.Kernel == "matvec" || p.Key.Kernel == "matmul" || p.Key.Kernel == "matmul_rows") && len(bufs) > 0 {
 		return bufs[0].size
 	}
 	var n uint64

@@ -76,8 +76,8 @@ func TestAttentionSequencesInBlocks(t *testing.T) {
 	}
 }
 
-// TestMatMulLongPromptCPU checks the barrier-free kernel over a long prompt: 17 groups of
-// token lanes in the grid, the last partial, and rows per invocation picked by size.
+// TestMatMulLongPromptCPU checks CPU adapters' batch kernel (matmul_rows) over a long prompt:
+// 17 groups of 8 tokens in the grid, the last partial.
 func TestMatMulLongPromptCPU(t *testing.T) {
 	d := gputest.Device(t)
 	defer func(v bool) { d.BarrierFree = v }(d.BarrierFree)

@@ -5,8 +5,8 @@
 // dequant.inc (define T_<TYPE>), rows of k elements, k a multiple of the block size.
 // Variants: ADD accumulates into y (the residual add fused into the projection epilogue);
 // ROW_PER_THREAD gives each invocation whole rows and no workgroup barriers, what CPU adapters
-// such as lavapipe run fastest; otherwise 64 invocations share each row and reduce, 4 rows
-// to a workgroup.
+// such as lavapipe run fastest (there for 1 to 4 tokens; matmul_rows.wgsl takes more);
+// otherwise 64 invocations share each row and reduce, 4 rows to a workgroup.
 // XSUM (Q4_1, Q5_1): x holds Q8_1-rounded activations and xs their per-32 block sums as
 // llama.cpp's Q8_1 stores them (f16 of d * sum q); the block minimum multiplies that sum, as
 // in ggml_vec_dot_q4_1_q8_1, instead of every activation.
@@ -17,45 +17,15 @@
 // shader compiler takes subgroup operations without WGSL's `enable subgroups;`, which it does
 // not parse yet, once the device has the feature.)
 
-struct Params {
-    k: u32,       // row length (input features)
-    n: u32,       // rows of this weight (chunk)
-    n_tok: u32,   // tokens (at most MAXT in the cooperative kernel)
-    x_row0: u32,  // first row of x to read
-    y_row0: u32,  // first row of y to write
-    y_stride: u32,// row length of y (all rows of the whole weight)
-    y_col0: u32,  // column of y for weight row 0 (a chunk of a split weight)
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> w: array<u32>;            // (n, k) packed blocks
-#ifndef XPACK
-@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;      // (x_row0 + n_tok, k)
-#endif
-#ifdef XPACK_Q8
-@group(0) @binding(2) var<storage, read> x: array<u32>;            // act_quant's PACKED Q8 blocks
-#endif
-#ifdef XPACK_F16
-@group(0) @binding(2) var<storage, read> x: array<u32>;            // act_quant's PACKED halves
-#endif
-#ifdef XPACK_BF16
-@group(0) @binding(2) var<storage, read> x: array<u32>;            // act_quant's PACKED bfloat16s
-#endif
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;      // (y_row0 + n_tok, y_stride)
-#ifdef XSUM
-@group(0) @binding(4) var<storage, read> xs: array<f32>;           // (x_row0 + n_tok, k / 32)
-#endif
-
+//#include matmul_io.inc
 //#include dequant.inc
 
 const WG: u32 = 64u;
 const MAXT: u32 = 8u;
 
-// Token lanes of the row-per-thread kernel: LANES2, LANES4 and LANES8 are cumulative (LANES4
-// also defines LANES2), so a batch of 2 or 4 sequences does not pay for 8 lanes.
-#ifdef LANES8
-const LANES: u32 = 8u;
-#else
+// Token lanes of the row-per-thread kernel: LANES2 and LANES4 are cumulative (LANES4 also
+// defines LANES2), so a batch of 2 sequences does not pay for 4 lanes. (Batches of 5 tokens
+// and more take matmul_rows.wgsl.)
 #ifdef LANES4
 const LANES: u32 = 4u;
 #else
@@ -63,7 +33,6 @@ const LANES: u32 = 4u;
 const LANES: u32 = 2u;
 #else
 const LANES: u32 = 1u;
-#endif
 #endif
 #endif
 
