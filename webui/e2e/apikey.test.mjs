@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, it } from "node:test";
 
-import { launchBrowser, screenshots, startServer, until } from "./harness.mjs";
+import { launchBrowser, screenshots, setSettings, startServer, until } from "./harness.mjs";
 
 let server, browser;
 before(async () => {
@@ -27,6 +27,8 @@ it("(f) asks for the API key and then works", async () => {
   await dialog.getByLabel("API key").fill("sekrit");
   await dialog.getByRole("button", { name: "Continue" }).click();
   await dialog.waitFor({ state: "detached" });
+  // A short reply: unbounded, stories260K fills its 4096-token context (40 s on a slow machine).
+  await setSettings(page, { "Max tokens": 40 });
   await page.getByRole("textbox", { name: "Message" }).fill("Hi");
   await page.keyboard.press("Enter");
   const reply = page.getByRole("article", { name: "Assistant message" }).last();
