@@ -1,6 +1,6 @@
-// The parameters and bindings of CPU adapters' and GPUs' matrix-vector kernels (matvec.wgsl,
-// matmul_rows.wgsl; gpu.MatMulAt): weight w, activations x (f32 rows, or with XPACK one of
-// act_quant's PACKED layouts), output y, and with XSUM the Q8_1 block sums xs.
+// The parameters, bindings and output of CPU adapters' and GPUs' matrix-vector kernels
+// (matvec.wgsl, matmul_rows.wgsl; gpu.MatMulAt): weight w, activations x (f32 rows, or with
+// XPACK one of act_quant's PACKED layouts), output y, and with XSUM the Q8_1 block sums xs.
 
 struct Params {
     k: u32,       // row length (input features)
@@ -23,3 +23,18 @@ struct Params {
 #ifdef XSUM
 @group(0) @binding(4) var<storage, read> xs: array<f32>;           // (x_row0 + n_tok, k / 32)
 #endif
+
+// The kernels that take tokens in groups, one per grid z slice, set tok0 to the slice's first
+// token and nt to its token count.
+var<private> tok0: u32 = 0u;
+var<private> nt: u32 = 0u;
+
+// store writes (ADD: adds) v as token tok0 + t's output for weight row row.
+fn store(t: u32, row: u32, v: f32) {
+    let o = (p.y_row0 + tok0 + t) * p.y_stride + p.y_col0 + row;
+#ifdef ADD
+    y[o] += v;
+#else
+    y[o] = v;
+#endif
+}

@@ -20,10 +20,6 @@
 // Invocations per workgroup: four of lavapipe's 8-wide SIMD batches.
 const RWG: u32 = 32u;
 
-// The workgroup's first token (grid z: one group of 8 tokens each) and its count.
-var<private> tok0: u32;
-var<private> nt: u32;
-
 // xrow is the activation row of token lane t, clamped to the last real token: lanes past the
 // batch read valid memory and their sums are not stored.
 fn xrow(t: u32) -> u32 {
@@ -121,28 +117,13 @@ fn mac(a: vec4<f32>, m: mat4x4<f32>, v: vec4<f32>) -> vec4<f32> {
     return a + vec4<f32>(dot(v, m[0]), dot(v, m[1]), dot(v, m[2]), dot(v, m[3]));
 }
 
-fn store(t: u32, row: u32, v: f32) {
-    if (t < nt) {
-        let o = (p.y_row0 + tok0 + t) * p.y_stride + p.y_col0 + row;
-#ifdef ADD
-        y[o] += v;
-#else
-        y[o] = v;
-#endif
-    }
-}
-
-// store8 writes a row's sums with the 8 tokens (those of the batch).
+// store8 writes a row's sums with the 8 tokens of the slice (those of the batch: nt).
 fn store8(row: u32, lo: vec4<f32>, hi: vec4<f32>) {
     if (row < p.n) {
-        store(0u, row, lo.x);
-        store(1u, row, lo.y);
-        store(2u, row, lo.z);
-        store(3u, row, lo.w);
-        store(4u, row, hi.x);
-        store(5u, row, hi.y);
-        store(6u, row, hi.z);
-        store(7u, row, hi.w);
+        let v = array<f32, 8>(lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w);
+        for (var t = 0u; t < nt; t++) {
+            store(t, row, v[t]);
+        }
     }
 }
 
@@ -172,7 +153,7 @@ fn sub(r: Row, j0: u32) -> vec2<f32> {
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
         @builtin(num_workgroups) nwg: vec3<u32>) {
     let row0 = (wg.x + wg.y * nwg.x) * 4u * RWG + li;
-    tok0 = wg.z * 8u;
+    tok0 = wg.z * 8u; // grid z: a slice of 8 tokens each
     nt = min(8u, p.n_tok - tok0);
     let nb = p.k / BS;
     let base0 = min(row0, p.n - 1u) * nb * BW;

@@ -37,20 +37,9 @@ const LANES: u32 = 1u;
 #endif
 
 // The row-per-thread kernel takes n_tok tokens (any number) in groups of LANES, one group per
-// grid z slice: tok0 is the slice's first token and nt its token count. One dispatch per weight
-// chunk keeps a long prompt within a submit's dispatch limit. The cooperative kernel leaves
-// tok0 at 0 (n_tok <= MAXT there).
-var<private> tok0: u32 = 0u;
-var<private> nt: u32 = 0u;
-
-fn store(t: u32, row: u32, v: f32) {
-    let o = (p.y_row0 + tok0 + t) * p.y_stride + p.y_col0 + row;
-#ifdef ADD
-    y[o] += v;
-#else
-    y[o] = v;
-#endif
-}
+// grid z slice (matmul_io.inc's tok0 and nt). One dispatch per weight chunk keeps a long
+// prompt within a submit's dispatch limit. The cooperative kernel leaves tok0 at 0 (n_tok <=
+// MAXT there).
 
 #ifdef ROW_PER_THREAD
 // Rows per invocation of the row-per-thread kernel: R4 and R2 (cumulative, as the lanes). Its
