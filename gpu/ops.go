@@ -103,10 +103,17 @@ func (r *Recorder) matvecKernel(t WeightType, sums bool, extra []string) *Pipeli
 	if slices.Contains(extra, "ROW_PER_THREAD") {
 		wg = rowsWorkgroup
 	}
+	bind, extra := sumsVariant(t, sums, extra)
+	return r.kernel("matvec", bind, wg, weightDefines(t, extra...)...)
+}
+
+// sumsVariant is the matrix-vector kernels' bindings and defines for weights of type t: with
+// the Q8_1 block sums bound (XSUM) for Q4_1 and Q5_1 when sums are given.
+func sumsVariant(t WeightType, sums bool, extra []string) ([]Access, []string) {
 	if sums && (t == Q4_1 || t == Q5_1) {
-		return r.kernel("matvec", []Access{ReadOnly, ReadOnly, ReadWrite, ReadOnly}, wg, weightDefines(t, append(extra, "XSUM")...)...)
+		return []Access{ReadOnly, ReadOnly, ReadWrite, ReadOnly}, append(extra, "XSUM")
 	}
-	return r.kernel("matvec", bindRRRW, wg, weightDefines(t, extra...)...)
+	return bindRRRW, extra
 }
 
 // withSums appends the block-sum binding when there is one.
@@ -221,10 +228,7 @@ func (r *Recorder) MatMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, y
 // matMulRows is MatMulAt on CPU adapters for batches of 5 tokens and more: matmul_rows.wgsl,
 // each invocation 4 rows and 8 tokens (the grid's z holds the groups of tokens).
 func (r *Recorder) matMulRows(w Weight, x Acts, nTokens int, y *Buffer, yStride, yCol int, extra []string) {
-	bind := bindRRRW
-	if x.Sums != nil && (w.Type == Q4_1 || w.Type == Q5_1) {
-		bind, extra = []Access{ReadOnly, ReadOnly, ReadWrite, ReadOnly}, append(extra, "XSUM")
-	}
+	bind, extra := sumsVariant(w.Type, x.Sums != nil, extra)
 	p := r.kernel("matmul_rows", bind, rowsWorkgroup, weightDefines(w.Type, append(extra, x.Packed.packedDefines()...)...)...)
 	if p == nil {
 		return

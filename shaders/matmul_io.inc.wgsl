@@ -38,3 +38,57 @@ fn store(t: u32, row: u32, v: f32) {
     y[o] = v;
 #endif
 }
+
+// xrow is the activation row of token lane t, clamped to the last real token: lanes past the
+// batch read valid memory and their sums are not stored.
+fn xrow(t: u32) -> u32 {
+    return p.x_row0 + tok0 + min(t, nt - 1u);
+}
+
+// act_at is where activation row row's part for weight block b starts in x (in x's units).
+fn act_at(row: u32, b: u32) -> u32 {
+#ifdef XPACK_Q8
+    // The Q8 block (its scale word, then four int8 a word) of the weight block: act_quant's
+    // blocks are as long as the weight's (XB = BS: Q8_0 for 32-blocks, Q8_K for K-quants).
+    return (row * (p.k / XB) + b) * (1u + XB / 4u);
+#else
+#ifdef XPACK
+    return row * (p.k / 2u) + b * (BS / 2u); // two 16-bit values a word
+#else
+    return row * (p.k / 4u) + b * (BS / 4u);
+#endif
+#endif
+}
+
+// act_scale is the Q8 block scale of the activations at word at (act_at); 1 for the others.
+fn act_scale(at: u32) -> f32 {
+#ifdef XPACK_Q8
+    return bitcast<f32>(x[at]);
+#else
+    return 1.0;
+#endif
+}
+
+// act4 is elements j .. j + 3 (j a multiple of 4) of the block whose activations start at at
+// (act_at), Q8 ones scaled by d (act_scale): packed rows (XPACK_*: act_quant's PACKED layouts)
+// give exactly the f32 values act_quant would have written, from one word (and the block
+// scale) or two instead of four.
+fn act4(at: u32, d: f32, j: u32) -> vec4<f32> {
+#ifdef XPACK_Q8
+    let q = vec4<u32>(x[at + 1u + j / 4u]) << vec4<u32>(24u, 16u, 8u, 0u);
+    return d * vec4<f32>(bitcast<vec4<i32>>(q) >> vec4<u32>(24u));
+#else
+#ifdef XPACK_F16
+    let o = at + j / 2u;
+    return vec4<f32>(unpack2x16float(x[o]), unpack2x16float(x[o + 1u]));
+#else
+#ifdef XPACK_BF16
+    let o = at + j / 2u;
+    let lo = vec2<u32>(x[o], x[o + 1u]);
+    return bitcast<vec4<f32>>(vec4<u32>(lo.x << 16u, lo.x & 0xFFFF0000u, lo.y << 16u, lo.y & 0xFFFF0000u));
+#else
+    return x[at + j / 4u];
+#endif
+#endif
+#endif
+}

@@ -20,12 +20,6 @@
 // Invocations per workgroup: four of lavapipe's 8-wide SIMD batches.
 const RWG: u32 = 32u;
 
-// xrow is the activation row of token lane t, clamped to the last real token: lanes past the
-// batch read valid memory and their sums are not stored.
-fn xrow(t: u32) -> u32 {
-    return p.x_row0 + tok0 + min(t, nt - 1u);
-}
-
 // quad_at is where the 4 tokens of quad q have their activations for weight block b (in x's
 // units); quad_d their Q8 block scales (1 for other activations).
 fn quad_at(q: u32, b: u32) -> vec4<u32> {
@@ -34,54 +28,13 @@ fn quad_at(q: u32, b: u32) -> vec4<u32> {
 }
 
 fn quad_d(at: vec4<u32>) -> vec4<f32> {
-#ifdef XPACK_Q8
-    return bitcast<vec4<f32>>(vec4<u32>(x[at.x], x[at.y], x[at.z], x[at.w]));
-#else
-    return vec4<f32>(1.0);
-#endif
-}
-
-// act_at is where activation row row's part for weight block b starts in x.
-fn act_at(row: u32, b: u32) -> u32 {
-#ifdef XPACK_Q8
-    // The Q8 block (its scale word, then four int8 a word) of the weight block: act_quant's
-    // blocks are as long as the weight's (XB = BS: Q8_0 for 32-blocks, Q8_K for K-quants).
-    return (row * (p.k / XB) + b) * (1u + XB / 4u);
-#else
-#ifdef XPACK
-    return row * (p.k / 2u) + b * (BS / 2u); // two 16-bit values a word
-#else
-    return row * (p.k / 4u) + b * (BS / 4u);
-#endif
-#endif
+    return vec4<f32>(act_scale(at.x), act_scale(at.y), act_scale(at.z), act_scale(at.w));
 }
 
 // acts is elements j .. j + 3 of the block (j a multiple of 4) for the quad's 4 tokens:
-// column t is token t's, the same values matvec's xv gives.
+// column t is token t's.
 fn acts(at: vec4<u32>, d: vec4<f32>, j: u32) -> mat4x4<f32> {
     return mat4x4<f32>(act4(at.x, d.x, j), act4(at.y, d.y, j), act4(at.z, d.z, j), act4(at.w, d.w, j));
-}
-
-// act4 is elements j .. j + 3 of one token's activations for the block starting at word at
-// (Q8: scaled by d).
-fn act4(at: u32, d: f32, j: u32) -> vec4<f32> {
-#ifdef XPACK_Q8
-    let q = vec4<u32>(x[at + 1u + j / 4u]) << vec4<u32>(24u, 16u, 8u, 0u);
-    return d * vec4<f32>(bitcast<vec4<i32>>(q) >> vec4<u32>(24u));
-#else
-#ifdef XPACK_F16
-    let o = at + j / 2u;
-    return vec4<f32>(unpack2x16float(x[o]), unpack2x16float(x[o + 1u]));
-#else
-#ifdef XPACK_BF16
-    let o = at + j / 2u;
-    let lo = vec2<u32>(x[o], x[o + 1u]);
-    return bitcast<vec4<f32>>(vec4<u32>(lo.x << 16u, lo.x & 0xFFFF0000u, lo.y << 16u, lo.y & 0xFFFF0000u));
-#else
-    return x[at + j / 4u];
-#endif
-#endif
-#endif
 }
 
 #ifdef XSUM

@@ -59,51 +59,15 @@ const R: u32 = 1u;
 #endif
 #endif
 
-// xv reads elements 4 xi .. 4 xi + 3 of activation row t (clamped to the last real row, so
-// the unrolled token lanes past n_tok read valid memory and their sums are simply not stored).
-// Packed rows (XPACK_*: act_quant's PACKED layouts) give exactly the f32 values act_quant
-// would have written, from one word (and the block scale) or two instead of four.
+// xv reads elements 4 xi .. 4 xi + 3 of activation row t (matmul_io.inc's xrow, act4).
 fn xv(t: u32, xi: u32) -> vec4<f32> {
 #ifdef XPACK_Q8
-    let blk = xblock(t, xi);
-    return bitcast<f32>(x[blk]) * xq(blk, xi);
+    let at = act_at(xrow(t), xi / (BS / 4u)); // the Q8 block holding it (XB = BS)
+    return act4(at, act_scale(at), 4u * (xi % (BS / 4u)));
 #else
-    let row = xrow(t);
-#ifdef XPACK_F16
-    let o = row * (p.k / 2u) + 2u * xi;
-    return vec4<f32>(unpack2x16float(x[o]), unpack2x16float(x[o + 1u]));
-#else
-#ifdef XPACK_BF16
-    let o = row * (p.k / 2u) + 2u * xi;
-    let lo = vec2<u32>(x[o], x[o + 1u]);
-    return bitcast<vec4<f32>>(vec4<u32>(lo.x << 16u, lo.x & 0xFFFF0000u, lo.y << 16u, lo.y & 0xFFFF0000u));
-#else
-    return x[row * (p.k / 4u) + xi];
-#endif
-#endif
+    return act4(act_at(xrow(t), 0u), 1.0, 4u * xi);
 #endif
 }
-
-// xrow is the activation row of token lane t.
-fn xrow(t: u32) -> u32 {
-    return p.x_row0 + tok0 + min(t, nt - 1u);
-}
-
-#ifdef XPACK_Q8
-// xblock is the first word (the scale) of the Q8 block holding element 4 xi of token t's row.
-fn xblock(t: u32, xi: u32) -> u32 {
-    return (xrow(t) * (p.k / XB) + xi / (XB / 4u)) * (1u + XB / 4u);
-}
-
-// xq is elements 4 xi .. 4 xi + 3 of the Q8 block starting at word blk, unscaled (xv
-// multiplies them by the scale). A weight block never straddles two activation blocks (XB
-// divides BS), so the matrix loop finds each token's block and loads its scale once per
-// weight block.
-fn xq(blk: u32, xi: u32) -> vec4<f32> {
-    let w = x[blk + 1u + xi % (XB / 4u)];
-    return vec4<f32>(bitcast<vec4<i32>>(vec4<u32>(w) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
-}
-#endif
 
 // xload is dequant.inc's block_dot reader: token 0's activations.
 fn xload(i: u32) -> vec4<f32> {
@@ -146,11 +110,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             base[r] = base0[r] + b * BW;
         }
 #ifdef XPACK_Q8
-        var xb: array<u32, LANES>; // each token's activation block for this block
-        var xd: array<f32, LANES>; // and its scale
+        // Each token's activation block for this weight block (XB = BS) and its scale, loaded
+        // once for the block.
+        var xb: array<u32, LANES>;
+        var xd: array<f32, LANES>;
         for (var t = 0u; t < LANES; t++) {
-            xb[t] = xblock(t, b * (BS / 4u));
-            xd[t] = bitcast<f32>(x[xb[t]]);
+            xb[t] = act_at(xrow(t), b);
+            xd[t] = act_scale(xb[t]);
         }
 #endif
 #ifdef HDR
@@ -178,7 +144,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                 var xt: array<vec4<f32>, LANES>;
                 for (var t = 0u; t < LANES; t++) {
 #ifdef XPACK_Q8
-                    xt[t] = xd[t] * xq(xb[t], xi);
+                    xt[t] = act4(xb[t], xd[t], j0 + jj);
 #else
                     xt[t] = xv(t, xi);
 #endif
