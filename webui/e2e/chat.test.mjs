@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 
-import { launchBrowser, screenshots, setSettings, startServer, until } from "./harness.mjs";
+import { launchBrowser, screenshots, setSettings, startServer, throttle, until } from "./harness.mjs";
 
 describe("web UI", () => {
   let server, browser, page;
@@ -34,6 +34,7 @@ describe("web UI", () => {
   it("(a) streams a reply token by token", async () => {
     await freshPage();
     await setSettings(page, { "Max tokens": 120 });
+    await throttle(page, 20000); // some 30 tokens a second, so the polls below see it grow
     await send("Tell me a story");
     const reply = lastReply();
     await until(async () => (await reply.getAttribute("data-state")) === "streaming", "streaming state");
@@ -54,11 +55,16 @@ describe("web UI", () => {
     page.on("request", (r) => {
       if (r.url().endsWith("/v1/chat/completions")) streamId = r.headers()["x-conversation-id"] ?? "";
     });
+    // The browser reads the stream at 2 KB/s (about 3 tokens a second), so the reply is
+    // still arriving at the reload however fast the server generates it; the server, done long
+    // before, keeps the stream for the resumed page to replay.
+    await throttle(page, 2000);
     await send("Once upon a time");
     const text = () => lastReply().locator(".markdown").innerText().catch(() => "");
     await until(async () => (await text()).length > 5, "some text");
     const beforeReload = (await text()).length;
     assert.equal(await lastReply().getAttribute("data-state"), "streaming", "still streaming at the reload");
+    await throttle(page, -1);
     await page.reload();
     await lastReply().waitFor();
     await until(async () => (await lastReply().getAttribute("data-state")) === "done", "the resumed reply to finish", 60000);

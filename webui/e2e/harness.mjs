@@ -71,6 +71,17 @@ export async function until(fn, what, timeout = 15000) {
   }
 }
 
+/**
+ * Caps how fast the page reads from the network (-1: no cap), so a test that watches a reply
+ * stream sees it arrive over seconds however fast the server generates it.
+ */
+export async function throttle(page, bytesPerSecond) {
+  // One DevTools session a page, kept attached: detaching it lifts the cap.
+  throttleSessions.set(page, throttleSessions.get(page) ?? (await page.context().newCDPSession(page)));
+  await throttleSessions.get(page).send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: bytesPerSecond, uploadThroughput: -1 });
+}
+const throttleSessions = new WeakMap();
+
 /** Sets values in the settings dialog (by label) and saves. */
 export async function setSettings(page, values) {
   await page.getByRole("button", { name: "Settings" }).click();
