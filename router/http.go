@@ -10,6 +10,9 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/wgpu-llama/wgpu-llama/corsproxy"
+	"github.com/wgpu-llama/wgpu-llama/tools"
 )
 
 // Error types of llama-server's error bodies.
@@ -55,6 +58,8 @@ func (r *Router) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/stream/{id}", r.proxyStream)
 	mux.HandleFunc("DELETE /v1/stream/{id}", r.proxyStream)
 	mux.HandleFunc("POST /v1/streams/lookup", r.lookupStreams)
+	mux.Handle("/tools", tools.Handler(r.cfg.Tools, r.logger))
+	mux.Handle("/cors-proxy", corsproxy.Handler(r.cfg.CORSProxy))
 	mux.HandleFunc("/", r.proxyByModel)
 	// The web UI's files before the API key check, as a single server serves them.
 	return r.ui.Wrap(r.requireKey(mux))

@@ -17,6 +17,7 @@ import (
 	"github.com/charmbracelet/log"
 
 	"github.com/wgpu-llama/wgpu-llama/server/static"
+	"github.com/wgpu-llama/wgpu-llama/tools"
 )
 
 // Model statuses as GET /models reports them.
@@ -58,6 +59,11 @@ type Config struct {
 	// arguments: the router appends --cache-dir DIR, --offline when Offline, and the model.
 	// It prints the lines of DownloadProgressLine and DownloadResultLine. Empty: no downloads.
 	DownloadCommand []string
+	// Tools are the tools the router's own GET and POST /tools offer (the children get none);
+	// nil answers 403.
+	Tools *tools.Set
+	// CORSProxy enables the router's /cors-proxy; off, it answers 403.
+	CORSProxy bool
 }
 
 // instance is the router's record of one model: its options and its child, if any.

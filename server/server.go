@@ -28,6 +28,7 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/model/tokenizer"
 	"github.com/wgpu-llama/wgpu-llama/server/resumable"
 	"github.com/wgpu-llama/wgpu-llama/server/static"
+	"github.com/wgpu-llama/wgpu-llama/tools"
 )
 
 // Backend generates text for the server; the engine satisfies it.
@@ -142,6 +143,10 @@ type Config struct {
 	// UI is the web app served at "/" (index.html at its root; the other files at their paths,
 	// needing no API key); nil serves none, and "/" answers 404 as llama-server's --no-ui.
 	UI fs.FS
+	// Tools are the tools GET and POST /tools offer (--tools and MCP servers); nil answers 403.
+	Tools *tools.Set
+	// CORSProxy enables /cors-proxy (--ui-mcp-proxy); off, it answers 403.
+	CORSProxy bool
 	// Defaults are the generation settings a request's unset fields take (llama-server's -n,
 	// --temp, --top-k, --top-p, --min-p, --seed); nil means engine.DefaultParams().
 	Defaults *engine.Params
@@ -296,8 +301,8 @@ func specialText(tok *tokenizer.Tokenizer, id int32) string {
 }
 
 // Handler returns the HTTP handler: the generated router behind logging, CORS, the loading
-// gate, the web UI's files (which need no key), the API key check, waking a sleeping model, the
-// request body limit and the body's text checks, in llama-server's order.
+// gate, the web UI's files (which need no key), the API key check, /tools and /cors-proxy, waking
+// a sleeping model, the request body limit and the body's text checks, in llama-server's order.
 func (s *Server) Handler() http.Handler {
 	return chain(s.routes(),
 		s.logRequests,
@@ -305,6 +310,7 @@ func (s *Server) Handler() http.Handler {
 		s.requireBackend,
 		s.serveUI,
 		s.requireKey,
+		s.toolRoutes,
 		s.wakeBackend,
 		s.writeDeadlines,
 		s.limitBody,

@@ -51,6 +51,9 @@ var routerOnly = map[string]bool{
 	"api-key": true, "api-key-file": true, "host": true, "port": true, "a": true, "alias": true,
 	"m": true, "model": true, "hf": true, "hfr": true, "hf-repo": true, "hff": true, "hf-file": true,
 	"mu": true, "model-url": true, "router-child": true, "path": true,
+	// the router offers the tools and the proxy itself; children would start the MCP servers again
+	"tools": true, "tools-runtime": true, "mcp-servers-config": true, "mcp-servers-json": true,
+	"ui-mcp-proxy": true, "ag": true, "agent": true,
 }
 
 // inheritedArgs are the router's command-line flags its children get, in their order.
@@ -83,7 +86,7 @@ func inheritedArgs(fs *flag.FlagSet, args []string) []string {
 }
 
 // runRouter serves the router until ctx ends, then stops every child.
-func runRouter(ctx context.Context, sf *serveFlags, inherited []string, logger *log.Logger) error {
+func runRouter(ctx context.Context, sf *serveFlags, toolsRun *toolsRun, inherited []string, logger *log.Logger) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("router: finding this binary to start children: %w", err)
@@ -110,6 +113,8 @@ func runRouter(ctx context.Context, sf *serveFlags, inherited []string, logger *
 		DownloadCommand: []string{exe, "download", "--progress-lines"},
 		// llama-server's test hook: loads and requests take two seconds more
 		FakeTiming: os.Getenv("LLAMA_SERVER_DEBUG_FAKE_TIMING") != "",
+		Tools:      toolsRun.set,
+		CORSProxy:  sf.tools.proxy(),
 	}
 	r, err := router.New(cfg, logger)
 	if err != nil {
@@ -134,6 +139,7 @@ func runRouter(ctx context.Context, sf *serveFlags, inherited []string, logger *
 		return err
 	case <-ctx.Done():
 	}
+	toolsRun.Close() // fails the tool calls in flight, which the drain would wait for
 	shutCtx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
 	httpSrv.Shutdown(shutCtx)

@@ -44,11 +44,18 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	toolsRun, err := sf.tools.start(ctx, logger)
+	if err != nil {
+		return err
+	}
+	// Closed before the HTTP server drains: a tool call in flight must not hold the exit.
+	defer toolsRun.Close()
 	if sf.routerMode() {
 		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 		(&serveFlags{}).register(fs)
-		return runRouter(ctx, sf, inheritedArgs(fs, dashFlagNames(fs, args)), logger)
+		return runRouter(ctx, sf, toolsRun, inheritedArgs(fs, dashFlagNames(fs, args)), logger)
 	}
+	scfg.Tools, scfg.CORSProxy = toolsRun.set, sf.tools.proxy()
 	srv := server.New(scfg, logger)
 	port, err := serveVertex(srv, sf.port, os.Getenv, logger)
 	if err != nil {
@@ -116,6 +123,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	case <-ctx.Done():
 	}
+	toolsRun.Close()
 	return drain(ctx, logger, srv, eng, httpSrv)
 }
 

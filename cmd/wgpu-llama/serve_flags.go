@@ -57,6 +57,10 @@ type serveFlags struct {
 
 	cors   corsFlags
 	compat compatFlags
+	tools  toolFlags
+	// corsLocalhost: tools are on and --cors-origins was not given, so only local pages may
+	// read answers (llama-server's default then).
+	corsLocalhost bool
 
 	hf       hfFlags
 	modelURL string // --model-url: downloaded to -m, else into the llama.cpp cache
@@ -109,6 +113,8 @@ var envFlags = []struct {
 	{"LLAMA_ARG_HF_FILE", []string{"hff", "hf-file"}},
 	{"HF_TOKEN", []string{"hft", "hf-token"}},
 	{"LLAMA_ARG_CORS_ORIGINS", []string{"cors-origins"}},
+	{"LLAMA_ARG_TOOLS", []string{"tools"}},
+	{"LLAMA_ARG_TOOLS_RUNTIME", []string{"tools-runtime"}},
 	{"LLAMA_ARG_CORS_METHODS", []string{"cors-methods"}},
 	{"LLAMA_ARG_CORS_HEADERS", []string{"cors-headers"}},
 	{"LLAMA_ARG_CORS_CREDENTIALS", []string{"cors-credentials", "no-cors-credentials"}},
@@ -175,6 +181,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.hf.offline, "offline", false, "use the Hugging Face cache only; never download")
 	stringVar(fs, &f.modelURL, "", "model GGUF URL, downloaded to -m FILE when given, else under its file name into $LLAMA_CACHE (default ~/.cache/llama.cpp); a file already there is used", "mu", "model-url")
 	f.cors.register(fs)
+	f.tools.register(fs)
 	f.compat.register(fs)
 	f.spec.register(fs)
 	f.embed.register(fs)
@@ -206,6 +213,11 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	}
 	if err := applyEnv(fs, getenv); err != nil {
 		return nil, err
+	}
+	given := false
+	fs.Visit(func(fl *flag.Flag) { given = given || fl.Name == "cors-origins" })
+	if f.tools.enabled() && !given {
+		f.cors.origins, f.corsLocalhost = "localhost", true
 	}
 	return f, f.check()
 }
@@ -452,6 +464,9 @@ func (f *serveFlags) logAccepted(logger *log.Logger) {
 	f.compat.log(logger)
 	if len(f.apiKeys) > 0 {
 		logger.Info("API keys required", "keys", len(f.apiKeys))
+	}
+	if f.corsLocalhost {
+		logger.Warn("server tools or MCP servers are enabled, using localhost as default CORS origin (change via --cors-origins)")
 	}
 }
 
