@@ -2725,18 +2725,36 @@ func (s *ChatCompletionChunk) encodeFields(e *jx.Encoder) {
 			s.PromptProgress.Encode(e)
 		}
 	}
+	{
+		if s.SessionID.Set {
+			e.FieldStart("session_id")
+			s.SessionID.Encode(e)
+		}
+	}
+	{
+		if s.ToolResults != nil {
+			e.FieldStart("tool_results")
+			e.ArrStart()
+			for _, elem := range s.ToolResults {
+				elem.Encode(e)
+			}
+			e.ArrEnd()
+		}
+	}
 }
 
-var jsonFieldsNameOfChatCompletionChunk = [9]string{
-	0: "choices",
-	1: "created",
-	2: "id",
-	3: "model",
-	4: "system_fingerprint",
-	5: "object",
-	6: "usage",
-	7: "timings",
-	8: "prompt_progress",
+var jsonFieldsNameOfChatCompletionChunk = [11]string{
+	0:  "choices",
+	1:  "created",
+	2:  "id",
+	3:  "model",
+	4:  "system_fingerprint",
+	5:  "object",
+	6:  "usage",
+	7:  "timings",
+	8:  "prompt_progress",
+	9:  "session_id",
+	10: "tool_results",
 }
 
 // Decode decodes ChatCompletionChunk from json.
@@ -2855,6 +2873,33 @@ func (s *ChatCompletionChunk) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"prompt_progress\"")
+			}
+		case "session_id":
+			if err := func() error {
+				s.SessionID.Reset()
+				if err := s.SessionID.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"session_id\"")
+			}
+		case "tool_results":
+			if err := func() error {
+				s.ToolResults = make([]ToolResult, 0)
+				if err := d.Arr(func(d *jx.Decoder) error {
+					var elem ToolResult
+					if err := elem.Decode(d); err != nil {
+						return err
+					}
+					s.ToolResults = append(s.ToolResults, elem)
+					return nil
+				}); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"tool_results\"")
 			}
 		default:
 			return d.Skip()
@@ -3099,6 +3144,18 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if len(s.ServerTools) != 0 {
+			e.FieldStart("server_tools")
+			e.Raw(s.ServerTools)
+		}
+	}
+	{
+		if s.SessionID.Set {
+			e.FieldStart("session_id")
+			s.SessionID.Encode(e)
+		}
+	}
+	{
 		if s.IDSlot.Set {
 			e.FieldStart("id_slot")
 			s.IDSlot.Encode(e)
@@ -3340,7 +3397,7 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfChatCompletionRequest = [69]string{
+var jsonFieldsNameOfChatCompletionRequest = [71]string{
 	0:  "model",
 	1:  "messages",
 	2:  "tools",
@@ -3370,46 +3427,48 @@ var jsonFieldsNameOfChatCompletionRequest = [69]string{
 	26: "n_probs",
 	27: "n",
 	28: "n_cmpl",
-	29: "id_slot",
-	30: "ignore_eos",
-	31: "repeat_penalty",
-	32: "repeat_last_n",
-	33: "presence_penalty",
-	34: "frequency_penalty",
-	35: "dry_multiplier",
-	36: "dry_base",
-	37: "dry_allowed_length",
-	38: "dry_penalty_last_n",
-	39: "dry_sequence_breakers",
-	40: "top_n_sigma",
-	41: "typical_p",
-	42: "xtc_probability",
-	43: "xtc_threshold",
-	44: "dynatemp_range",
-	45: "dynatemp_exponent",
-	46: "mirostat",
-	47: "mirostat_tau",
-	48: "mirostat_eta",
-	49: "logit_bias",
-	50: "post_sampling_probs",
-	51: "min_keep",
-	52: "n_keep",
-	53: "n_discard",
-	54: "n_cache_reuse",
-	55: "t_max_predict_ms",
-	56: "n_indent",
-	57: "verbose",
-	58: "return_progress",
-	59: "sse_ping_interval",
-	60: "timings_per_token",
-	61: "cache_prompt",
-	62: "samplers",
-	63: "grammar",
-	64: "json_schema",
-	65: "response_format",
-	66: "speculative.n_max",
-	67: "speculative.n_min",
-	68: "speculative.p_min",
+	29: "server_tools",
+	30: "session_id",
+	31: "id_slot",
+	32: "ignore_eos",
+	33: "repeat_penalty",
+	34: "repeat_last_n",
+	35: "presence_penalty",
+	36: "frequency_penalty",
+	37: "dry_multiplier",
+	38: "dry_base",
+	39: "dry_allowed_length",
+	40: "dry_penalty_last_n",
+	41: "dry_sequence_breakers",
+	42: "top_n_sigma",
+	43: "typical_p",
+	44: "xtc_probability",
+	45: "xtc_threshold",
+	46: "dynatemp_range",
+	47: "dynatemp_exponent",
+	48: "mirostat",
+	49: "mirostat_tau",
+	50: "mirostat_eta",
+	51: "logit_bias",
+	52: "post_sampling_probs",
+	53: "min_keep",
+	54: "n_keep",
+	55: "n_discard",
+	56: "n_cache_reuse",
+	57: "t_max_predict_ms",
+	58: "n_indent",
+	59: "verbose",
+	60: "return_progress",
+	61: "sse_ping_interval",
+	62: "timings_per_token",
+	63: "cache_prompt",
+	64: "samplers",
+	65: "grammar",
+	66: "json_schema",
+	67: "response_format",
+	68: "speculative.n_max",
+	69: "speculative.n_min",
+	70: "speculative.p_min",
 }
 
 // Decode decodes ChatCompletionRequest from json.
@@ -3719,6 +3778,27 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"n_cmpl\"")
+			}
+		case "server_tools":
+			if err := func() error {
+				v, err := d.RawAppend(nil)
+				s.ServerTools = jx.Raw(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"server_tools\"")
+			}
+		case "session_id":
+			if err := func() error {
+				s.SessionID.Reset()
+				if err := s.SessionID.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"session_id\"")
 			}
 		case "id_slot":
 			if err := func() error {
@@ -4239,18 +4319,36 @@ func (s *ChatCompletionResponse) encodeFields(e *jx.Encoder) {
 		e.FieldStart("timings")
 		s.Timings.Encode(e)
 	}
+	{
+		if s.SessionID.Set {
+			e.FieldStart("session_id")
+			s.SessionID.Encode(e)
+		}
+	}
+	{
+		if s.AgentMessages != nil {
+			e.FieldStart("agent_messages")
+			e.ArrStart()
+			for _, elem := range s.AgentMessages {
+				elem.Encode(e)
+			}
+			e.ArrEnd()
+		}
+	}
 }
 
-var jsonFieldsNameOfChatCompletionResponse = [9]string{
-	0: "choices",
-	1: "created",
-	2: "model",
-	3: "system_fingerprint",
-	4: "object",
-	5: "usage",
-	6: "id",
-	7: "__verbose",
-	8: "timings",
+var jsonFieldsNameOfChatCompletionResponse = [11]string{
+	0:  "choices",
+	1:  "created",
+	2:  "model",
+	3:  "system_fingerprint",
+	4:  "object",
+	5:  "usage",
+	6:  "id",
+	7:  "__verbose",
+	8:  "timings",
+	9:  "session_id",
+	10: "agent_messages",
 }
 
 // Decode decodes ChatCompletionResponse from json.
@@ -4369,6 +4467,33 @@ func (s *ChatCompletionResponse) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"timings\"")
+			}
+		case "session_id":
+			if err := func() error {
+				s.SessionID.Reset()
+				if err := s.SessionID.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"session_id\"")
+			}
+		case "agent_messages":
+			if err := func() error {
+				s.AgentMessages = make([]ChatMessage, 0)
+				if err := d.Arr(func(d *jx.Decoder) error {
+					var elem ChatMessage
+					if err := elem.Decode(d); err != nil {
+						return err
+					}
+					s.AgentMessages = append(s.AgentMessages, elem)
+					return nil
+				}); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"agent_messages\"")
 			}
 		default:
 			return d.Skip()
@@ -23526,6 +23651,136 @@ func (s TokenizeToken) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *TokenizeToken) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *ToolResult) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *ToolResult) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("tool_call_id")
+		e.Str(s.ToolCallID)
+	}
+	{
+		e.FieldStart("name")
+		e.Str(s.Name)
+	}
+	{
+		e.FieldStart("content")
+		e.Str(s.Content)
+	}
+}
+
+var jsonFieldsNameOfToolResult = [3]string{
+	0: "tool_call_id",
+	1: "name",
+	2: "content",
+}
+
+// Decode decodes ToolResult from json.
+func (s *ToolResult) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode ToolResult to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "tool_call_id":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				v, err := d.Str()
+				s.ToolCallID = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"tool_call_id\"")
+			}
+		case "name":
+			requiredBitSet[0] |= 1 << 1
+			if err := func() error {
+				v, err := d.Str()
+				s.Name = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"name\"")
+			}
+		case "content":
+			requiredBitSet[0] |= 1 << 2
+			if err := func() error {
+				v, err := d.Str()
+				s.Content = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"content\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode ToolResult")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00000111,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfToolResult) {
+					name = jsonFieldsNameOfToolResult[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *ToolResult) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *ToolResult) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }

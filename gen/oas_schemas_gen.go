@@ -1131,6 +1131,11 @@ type ChatCompletionChunk struct {
 	Usage             OptUsage          `json:"usage"`
 	Timings           OptTimings        `json:"timings"`
 	PromptProgress    OptPromptProgress `json:"prompt_progress"`
+	// With server_tools, the session this conversation is kept in.
+	SessionID OptString `json:"session_id"`
+	// With server_tools, an event of its own (no choices) after a round whose calls of
+	// server tools ran: each call's result, as the model reads it.
+	ToolResults []ToolResult `json:"tool_results"`
 }
 
 // GetChoices returns the value of Choices.
@@ -1178,6 +1183,16 @@ func (s *ChatCompletionChunk) GetPromptProgress() OptPromptProgress {
 	return s.PromptProgress
 }
 
+// GetSessionID returns the value of SessionID.
+func (s *ChatCompletionChunk) GetSessionID() OptString {
+	return s.SessionID
+}
+
+// GetToolResults returns the value of ToolResults.
+func (s *ChatCompletionChunk) GetToolResults() []ToolResult {
+	return s.ToolResults
+}
+
 // SetChoices sets the value of Choices.
 func (s *ChatCompletionChunk) SetChoices(val []ChatChunkChoice) {
 	s.Choices = val
@@ -1221,6 +1236,16 @@ func (s *ChatCompletionChunk) SetTimings(val OptTimings) {
 // SetPromptProgress sets the value of PromptProgress.
 func (s *ChatCompletionChunk) SetPromptProgress(val OptPromptProgress) {
 	s.PromptProgress = val
+}
+
+// SetSessionID sets the value of SessionID.
+func (s *ChatCompletionChunk) SetSessionID(val OptString) {
+	s.SessionID = val
+}
+
+// SetToolResults sets the value of ToolResults.
+func (s *ChatCompletionChunk) SetToolResults(val []ToolResult) {
+	s.ToolResults = val
 }
 
 // Ref: #/components/schemas/ChatCompletionRequest
@@ -1285,6 +1310,23 @@ type ChatCompletionRequest struct {
 	N OptNilInt `json:"n"`
 	// Llama-server's name for n; wins over it.
 	NCmpl OptNilInt `json:"n_cmpl"`
+	// Our extension, the server-side agent loop: tools of the server's own that it runs
+	// itself within this request, a list of names or "all". They are the tools enabled at
+	// startup (--tools, and MCP servers' "<server>_<tool>"), offered to the model beside
+	// the request's own "tools". Generation runs until the model calls tools; calls of
+	// server tools run, the calls and their results join the conversation, and generation
+	// continues from them, for at most --agent-max-rounds rounds. A call of one of the
+	// request's own tools ends the turn as usual. Tools that write (write_file, edit_file,
+	// exec_shell_command) run only on a server started with --agent-allow-write; otherwise
+	// the model reads that they were refused. A server started without tools answers 400.
+	ServerTools jx.Raw `json:"server_tools"`
+	// With server_tools: the session the conversation is kept in. A request naming a kept
+	// session sends only its new messages; the session's whole history (tool calls and
+	// results included) comes first. Without it, a request whose messages (those a user
+	// sees: system, user and assistant text) extend a kept session's continues that
+	// session, and any other starts a new one. The answer names the session in its
+	// session_id. Sessions are kept in memory (--agent-sessions, --agent-session-ttl).
+	SessionID OptNilString `json:"session_id"`
 	// The slot to run in (-1, the default, lets the server choose); a busy slot is waited
 	// for. With several completions only the first is bound to it. An id the server does
 	// not have answers 400 "Invalid slot ID".
@@ -1515,6 +1557,16 @@ func (s *ChatCompletionRequest) GetN() OptNilInt {
 // GetNCmpl returns the value of NCmpl.
 func (s *ChatCompletionRequest) GetNCmpl() OptNilInt {
 	return s.NCmpl
+}
+
+// GetServerTools returns the value of ServerTools.
+func (s *ChatCompletionRequest) GetServerTools() jx.Raw {
+	return s.ServerTools
+}
+
+// GetSessionID returns the value of SessionID.
+func (s *ChatCompletionRequest) GetSessionID() OptNilString {
+	return s.SessionID
 }
 
 // GetIDSlot returns the value of IDSlot.
@@ -1862,6 +1914,16 @@ func (s *ChatCompletionRequest) SetNCmpl(val OptNilInt) {
 	s.NCmpl = val
 }
 
+// SetServerTools sets the value of ServerTools.
+func (s *ChatCompletionRequest) SetServerTools(val jx.Raw) {
+	s.ServerTools = val
+}
+
+// SetSessionID sets the value of SessionID.
+func (s *ChatCompletionRequest) SetSessionID(val OptNilString) {
+	s.SessionID = val
+}
+
 // SetIDSlot sets the value of IDSlot.
 func (s *ChatCompletionRequest) SetIDSlot(val OptNilInt) {
 	s.IDSlot = val
@@ -2074,6 +2136,12 @@ type ChatCompletionResponse struct {
 	ID      string                `json:"id"`
 	Verbose OptCompletionResponse `json:"__verbose"`
 	Timings Timings               `json:"timings"`
+	// With server_tools, the session this conversation is kept in.
+	SessionID OptString `json:"session_id"`
+	// With server_tools, the messages the server's rounds added before this answer's
+	// message, in order: each assistant message that called server tools, and a "tool"
+	// message with each call's result.
+	AgentMessages []ChatMessage `json:"agent_messages"`
 }
 
 // GetChoices returns the value of Choices.
@@ -2121,6 +2189,16 @@ func (s *ChatCompletionResponse) GetTimings() Timings {
 	return s.Timings
 }
 
+// GetSessionID returns the value of SessionID.
+func (s *ChatCompletionResponse) GetSessionID() OptString {
+	return s.SessionID
+}
+
+// GetAgentMessages returns the value of AgentMessages.
+func (s *ChatCompletionResponse) GetAgentMessages() []ChatMessage {
+	return s.AgentMessages
+}
+
 // SetChoices sets the value of Choices.
 func (s *ChatCompletionResponse) SetChoices(val []ChatChoice) {
 	s.Choices = val
@@ -2164,6 +2242,16 @@ func (s *ChatCompletionResponse) SetVerbose(val OptCompletionResponse) {
 // SetTimings sets the value of Timings.
 func (s *ChatCompletionResponse) SetTimings(val Timings) {
 	s.Timings = val
+}
+
+// SetSessionID sets the value of SessionID.
+func (s *ChatCompletionResponse) SetSessionID(val OptString) {
+	s.SessionID = val
+}
+
+// SetAgentMessages sets the value of AgentMessages.
+func (s *ChatCompletionResponse) SetAgentMessages(val []ChatMessage) {
+	s.AgentMessages = val
 }
 
 // Ref: #/components/schemas/ChatContentPart
@@ -12991,6 +13079,43 @@ func NewTokenPieceTokenizeToken(v TokenPiece) TokenizeToken {
 	var s TokenizeToken
 	s.SetTokenPiece(v)
 	return s
+}
+
+// Ref: #/components/schemas/ToolResult
+type ToolResult struct {
+	ToolCallID string `json:"tool_call_id"`
+	Name       string `json:"name"`
+	Content    string `json:"content"`
+}
+
+// GetToolCallID returns the value of ToolCallID.
+func (s *ToolResult) GetToolCallID() string {
+	return s.ToolCallID
+}
+
+// GetName returns the value of Name.
+func (s *ToolResult) GetName() string {
+	return s.Name
+}
+
+// GetContent returns the value of Content.
+func (s *ToolResult) GetContent() string {
+	return s.Content
+}
+
+// SetToolCallID sets the value of ToolCallID.
+func (s *ToolResult) SetToolCallID(val string) {
+	s.ToolCallID = val
+}
+
+// SetName sets the value of Name.
+func (s *ToolResult) SetName(val string) {
+	s.Name = val
+}
+
+// SetContent sets the value of Content.
+func (s *ToolResult) SetContent(val string) {
+	s.Content = val
 }
 
 // Ref: #/components/schemas/TopProbability

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wgpu-llama/wgpu-llama/corsproxy"
+	"github.com/wgpu-llama/wgpu-llama/internal/apijson"
 	"github.com/wgpu-llama/wgpu-llama/tools"
 )
 
@@ -60,6 +61,7 @@ func (r *Router) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/streams/lookup", r.lookupStreams)
 	mux.Handle("/tools", tools.Handler(r.cfg.Tools, r.logger))
 	mux.Handle("/cors-proxy", corsproxy.Handler(r.cfg.CORSProxy))
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, _ *http.Request) { apijson.Disabled(w) }) // one model's, not a router's
 	mux.HandleFunc("/", r.proxyByModel)
 	// The web UI's files before the API key check, as a single server serves them.
 	return r.ui.Wrap(r.requireKey(mux))

@@ -47,6 +47,19 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 	if err != nil {
 		return err
 	}
+	serverTools, err := s.agentTools(req.ServerTools)
+	if err != nil {
+		return err
+	}
+	if serverTools != nil {
+		if resumable {
+			return invalidRequest("'server_tools' does not make resumable streams (X-Conversation-Id)")
+		}
+		return s.runAgent(ctx, m, req, serverTools, n, nProbs, w)
+	}
+	if id, ok := req.SessionID.Get(); ok && id != "" {
+		return invalidRequest("'session_id' keeps the conversations of 'server_tools', which this request does not name")
+	}
 	pl, err := m.plan(m.chatGenerationOf(req, stream), s.cfg)
 	if err != nil {
 		return err

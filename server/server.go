@@ -27,6 +27,7 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/model/chat/toolcall"
 	"github.com/wgpu-llama/wgpu-llama/model/tokenizer"
 	"github.com/wgpu-llama/wgpu-llama/server/resumable"
+	"github.com/wgpu-llama/wgpu-llama/server/sessions"
 	"github.com/wgpu-llama/wgpu-llama/server/static"
 	"github.com/wgpu-llama/wgpu-llama/tools"
 )
@@ -147,6 +148,19 @@ type Config struct {
 	Tools *tools.Set
 	// CORSProxy enables /cors-proxy (--ui-mcp-proxy); off, it answers 403.
 	CORSProxy bool
+	// MCPEndpoint serves the server's own MCP server at /mcp (--mcp-endpoint): the model's
+	// complete, chat and embed, and the built-in tools of Tools; off, it answers 403.
+	MCPEndpoint bool
+	// AgentMaxRounds bounds the rounds of server tool calls one chat request runs
+	// (--agent-max-rounds); 0 means DefaultAgentMaxRounds.
+	AgentMaxRounds int
+	// AgentAllowWrite lets the agent loop run tools that write (--agent-allow-write).
+	AgentAllowWrite bool
+	// AgentSessions and AgentSessionTTL bound the agent loop's sessions: how many are kept and
+	// how long an unused one stays (--agent-sessions, --agent-session-ttl); 0 means the
+	// defaults.
+	AgentSessions   int
+	AgentSessionTTL time.Duration
 	// Defaults are the generation settings a request's unset fields take (llama-server's -n,
 	// --temp, --top-k, --top-p, --min-p, --seed); nil means engine.DefaultParams().
 	Defaults *engine.Params
@@ -164,6 +178,8 @@ type Server struct {
 	metrics     metricsState // see metrics.go
 
 	ui *static.Handler // Config.UI's files, or nil
+
+	sessions *sessions.Store[gen.ChatMessage] // the agent loop's conversations (agent.go)
 
 	vertex        *Vertex                  // Google Cloud Vertex AI routes, when served (gcp.go)
 	vertexFormats map[string]predictTarget // the routes a predict instance may name
@@ -204,7 +220,14 @@ func New(cfg Config, logger *log.Logger) *Server {
 	if cfg.Streams.EndEvent == nil {
 		cfg.Streams.EndEvent = stoppedStreamEvent
 	}
-	s := &Server{cfg: cfg, logger: logger, streams: resumable.NewStore(cfg.Streams), mediaMarker: "<__media_" + randomString(32) + "__>"}
+	if cfg.AgentSessions <= 0 {
+		cfg.AgentSessions = DefaultAgentSessions
+	}
+	if cfg.AgentSessionTTL <= 0 {
+		cfg.AgentSessionTTL = DefaultAgentSessionTTL
+	}
+	s := &Server{cfg: cfg, logger: logger, streams: resumable.NewStore(cfg.Streams), mediaMarker: "<__media_" + randomString(32) + "__>",
+		sessions: sessions.New[gen.ChatMessage](cfg.AgentSessions, cfg.AgentSessionTTL, nil)}
 	api, err := gen.NewServer(s, s,
 		gen.WithNotFound(notFound),
 		gen.WithMethodNotAllowed(methodNotAllowed),
@@ -301,8 +324,9 @@ func specialText(tok *tokenizer.Tokenizer, id int32) string {
 }
 
 // Handler returns the HTTP handler: the generated router behind logging, CORS, the loading
-// gate, the web UI's files (which need no key), the API key check, /tools and /cors-proxy, waking
-// a sleeping model, the request body limit and the body's text checks, in llama-server's order.
+// gate, the web UI's files (which need no key), the API key check, /tools, /cors-proxy and
+// /mcp, waking a sleeping model, the request body limit and the body's text checks, in
+// llama-server's order.
 func (s *Server) Handler() http.Handler {
 	return chain(s.routes(),
 		s.logRequests,

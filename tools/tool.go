@@ -66,13 +66,34 @@ func Failed(format string, args ...any) Result {
 	return Result{"error": fmt.Sprintf(format, args...)}
 }
 
-// Text is the text a model reads of r: its plain_text_response, its error, else r as JSON.
+// Text is the text a model reads of r: its plain_text_response, its error, an MCP result's
+// text content (marked when the tool reports an error), else r as JSON.
 func (r Result) Text() string {
 	if s, ok := r["plain_text_response"].(string); ok {
 		return s
 	}
 	if s, ok := r["error"].(string); ok {
 		return "error: " + s
+	}
+	if parts, ok := r["content"].([]any); ok && len(parts) > 0 {
+		var texts []string
+		for _, p := range parts {
+			if m, ok := p.(map[string]any); ok && m["type"] == "text" {
+				if s, ok := m["text"].(string); ok {
+					texts = append(texts, s)
+					continue
+				}
+			}
+			texts = nil
+			break
+		}
+		if texts != nil {
+			text := strings.Join(texts, "\n")
+			if r["isError"] == true {
+				text = "error: " + text
+			}
+			return text
+		}
 	}
 	return marshalCompact(r)
 }

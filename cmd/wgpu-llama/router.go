@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -53,7 +54,8 @@ var routerOnly = map[string]bool{
 	"mu": true, "model-url": true, "router-child": true, "path": true,
 	// the router offers the tools and the proxy itself; children would start the MCP servers again
 	"tools": true, "tools-runtime": true, "mcp-servers-config": true, "mcp-servers-json": true,
-	"ui-mcp-proxy": true, "ag": true, "agent": true,
+	"ui-mcp-proxy": true, "ag": true, "agent": true, "agent-max-rounds": true, "agent-allow-write": true,
+	"agent-sessions": true, "agent-session-ttl": true, "mcp-endpoint": true,
 }
 
 // inheritedArgs are the router's command-line flags its children get, in their order.
@@ -87,6 +89,9 @@ func inheritedArgs(fs *flag.FlagSet, args []string) []string {
 
 // runRouter serves the router until ctx ends, then stops every child.
 func runRouter(ctx context.Context, sf *serveFlags, toolsRun *toolsRun, inherited []string, logger *log.Logger) error {
+	if sf.tools.mcpEndpoint {
+		return errors.New("--mcp-endpoint serves one model: give it -m (or -hf), not a router's models")
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("router: finding this binary to start children: %w", err)

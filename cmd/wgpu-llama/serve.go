@@ -56,6 +56,9 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return runRouter(ctx, sf, toolsRun, inheritedArgs(fs, dashFlagNames(fs, args)), logger)
 	}
 	scfg.Tools, scfg.CORSProxy = toolsRun.set, sf.tools.proxy()
+	if err := sf.tools.apply(&scfg); err != nil {
+		return err
+	}
 	srv := server.New(scfg, logger)
 	port, err := serveVertex(srv, sf.port, os.Getenv, logger)
 	if err != nil {

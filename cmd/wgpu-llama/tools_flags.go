@@ -5,10 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/log"
 
 	"github.com/wgpu-llama/wgpu-llama/mcpservers"
+	"github.com/wgpu-llama/wgpu-llama/server"
 	"github.com/wgpu-llama/wgpu-llama/tools"
 )
 
@@ -22,6 +24,14 @@ type toolFlags struct {
 	mcpJSON    string
 	uiMCPProxy bool
 	agent      bool
+	// mcpEndpoint serves the server's own MCP server at /mcp
+	mcpEndpoint bool
+
+	// the server-side agent loop (chat requests with server_tools)
+	agentMaxRounds  int
+	agentAllowWrite bool
+	agentSessions   int
+	agentSessionTTL int // seconds
 }
 
 func (t *toolFlags) register(fs *flag.FlagSet) {
@@ -31,6 +41,27 @@ func (t *toolFlags) register(fs *flag.FlagSet) {
 	stringVar(fs, &t.mcpJSON, "", "MCP servers as --mcp-servers-config, given as JSON on the command line", "mcp-servers-json")
 	boolVar(fs, &t.uiMCPProxy, false, "enable /cors-proxy, through which the web UI reaches MCP servers and hosts that do not allow its origin", "ui-mcp-proxy")
 	boolVar(fs, &t.agent, false, "same as --tools all --ui-mcp-proxy", "ag", "agent")
+	boolVar(fs, &t.mcpEndpoint, false, "serve an MCP server at /mcp (Streamable HTTP) whose tools are the model's complete, chat and embed and the --tools built-in tools", "mcp-endpoint")
+	intVar(fs, &t.agentMaxRounds, server.DefaultAgentMaxRounds, "rounds of server tool calls one chat request with server_tools may run", "agent-max-rounds")
+	boolVar(fs, &t.agentAllowWrite, false, "let chat requests with server_tools run the tools that write files or run commands (write_file, edit_file, exec_shell_command)", "agent-allow-write")
+	intVar(fs, &t.agentSessions, server.DefaultAgentSessions, "agent sessions (session_id) kept in memory; the least recently used goes first", "agent-sessions")
+	intVar(fs, &t.agentSessionTTL, int(server.DefaultAgentSessionTTL/time.Second), "seconds an unused agent session is kept", "agent-session-ttl")
+}
+
+// apply sets the agent loop's settings of cfg, refusing values out of range.
+func (t *toolFlags) apply(cfg *server.Config) error {
+	switch {
+	case t.agentMaxRounds < 1:
+		return fmt.Errorf("--agent-max-rounds must be at least 1, got %d", t.agentMaxRounds)
+	case t.agentSessions < 1:
+		return fmt.Errorf("--agent-sessions must be at least 1, got %d", t.agentSessions)
+	case t.agentSessionTTL < 1:
+		return fmt.Errorf("--agent-session-ttl must be at least 1 second, got %d", t.agentSessionTTL)
+	}
+	cfg.MCPEndpoint = t.mcpEndpoint
+	cfg.AgentMaxRounds, cfg.AgentAllowWrite = t.agentMaxRounds, t.agentAllowWrite
+	cfg.AgentSessions, cfg.AgentSessionTTL = t.agentSessions, time.Duration(t.agentSessionTTL)*time.Second
+	return nil
 }
 
 // enabled reports whether any tool or MCP server is configured.

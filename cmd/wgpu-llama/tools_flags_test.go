@@ -7,8 +7,11 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/charmbracelet/log"
+
+	"github.com/wgpu-llama/wgpu-llama/server"
 )
 
 func noEnv(string) string { return "" }
@@ -83,5 +86,29 @@ func TestToolFlagsNotInherited(t *testing.T) {
 	args := []string{"--tools", "all", "-c", "512", "--mcp-servers-json", "{}", "--ui-mcp-proxy", "--tools-runtime", "ssh:h", "--agent", "--mcp-servers-config", "f"}
 	if got := inheritedArgs(fs, dashFlagNames(fs, args)); !reflect.DeepEqual(got, []string{"-c", "512"}) {
 		t.Errorf("inherited %q", got)
+	}
+}
+
+func TestAgentFlags(t *testing.T) {
+	sf, err := parseServeFlags(strings.Fields("--tools all --agent-max-rounds 3 --agent-allow-write --agent-sessions 5 --agent-session-ttl 60 --mcp-endpoint"), io.Discard, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg server.Config
+	if err := sf.tools.apply(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.AgentMaxRounds != 3 || !cfg.AgentAllowWrite || cfg.AgentSessions != 5 || cfg.AgentSessionTTL != time.Minute || !cfg.MCPEndpoint {
+		t.Errorf("config %+v", cfg)
+	}
+	for args, want := range map[string]string{
+		"--agent-max-rounds 0":   "--agent-max-rounds must be at least 1, got 0",
+		"--agent-sessions 0":     "--agent-sessions must be at least 1, got 0",
+		"--agent-session-ttl -1": "--agent-session-ttl must be at least 1 second, got -1",
+	} {
+		sf, _ := parseServeFlags(strings.Fields(args), io.Discard, noEnv)
+		if err := sf.tools.apply(&cfg); err == nil || err.Error() != want {
+			t.Errorf("%s: %v", args, err)
+		}
 	}
 }
