@@ -15079,6 +15079,41 @@ func (s *OptAnthropicUsage) UnmarshalJSON(data []byte) error {
 	return s.Decode(d)
 }
 
+// Encode encodes bool as json.
+func (o OptBool) Encode(e *jx.Encoder) {
+	if !o.Set {
+		return
+	}
+	e.Bool(bool(o.Value))
+}
+
+// Decode decodes bool from json.
+func (o *OptBool) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode OptBool to nil")
+	}
+	o.Set = true
+	v, err := d.Bool()
+	if err != nil {
+		return err
+	}
+	o.Value = bool(v)
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s OptBool) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *OptBool) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
 // Encode encodes ChatLogprobs as json.
 func (o OptChatLogprobs) Encode(e *jx.Encoder) {
 	if !o.Set {
@@ -17534,6 +17569,18 @@ func (s *PropsResponse) encodeFields(e *jx.Encoder) {
 		e.Bool(s.EndpointMetrics)
 	}
 	{
+		if s.EndpointTools.Set {
+			e.FieldStart("endpoint_tools")
+			s.EndpointTools.Encode(e)
+		}
+	}
+	{
+		if s.EndpointMcp.Set {
+			e.FieldStart("endpoint_mcp")
+			s.EndpointMcp.Encode(e)
+		}
+	}
+	{
 		e.FieldStart("ui")
 		e.Bool(s.UI)
 	}
@@ -17571,7 +17618,7 @@ func (s *PropsResponse) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfPropsResponse = [19]string{
+var jsonFieldsNameOfPropsResponse = [21]string{
 	0:  "default_generation_settings",
 	1:  "total_slots",
 	2:  "model_alias",
@@ -17582,15 +17629,17 @@ var jsonFieldsNameOfPropsResponse = [19]string{
 	7:  "endpoint_slots",
 	8:  "endpoint_props",
 	9:  "endpoint_metrics",
-	10: "ui",
-	11: "ui_settings",
-	12: "chat_template",
-	13: "chat_template_caps",
-	14: "bos_token",
-	15: "eos_token",
-	16: "build_info",
-	17: "is_sleeping",
-	18: "cors_proxy_enabled",
+	10: "endpoint_tools",
+	11: "endpoint_mcp",
+	12: "ui",
+	13: "ui_settings",
+	14: "chat_template",
+	15: "chat_template_caps",
+	16: "bos_token",
+	17: "eos_token",
+	18: "build_info",
+	19: "is_sleeping",
+	20: "cors_proxy_enabled",
 }
 
 // Decode decodes PropsResponse from json.
@@ -17718,8 +17767,28 @@ func (s *PropsResponse) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"endpoint_metrics\"")
 			}
+		case "endpoint_tools":
+			if err := func() error {
+				s.EndpointTools.Reset()
+				if err := s.EndpointTools.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"endpoint_tools\"")
+			}
+		case "endpoint_mcp":
+			if err := func() error {
+				s.EndpointMcp.Reset()
+				if err := s.EndpointMcp.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"endpoint_mcp\"")
+			}
 		case "ui":
-			requiredBitSet[1] |= 1 << 2
+			requiredBitSet[1] |= 1 << 4
 			if err := func() error {
 				v, err := d.Bool()
 				s.UI = bool(v)
@@ -17731,7 +17800,7 @@ func (s *PropsResponse) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"ui\"")
 			}
 		case "ui_settings":
-			requiredBitSet[1] |= 1 << 3
+			requiredBitSet[1] |= 1 << 5
 			if err := func() error {
 				if err := s.UISettings.Decode(d); err != nil {
 					return err
@@ -17741,7 +17810,7 @@ func (s *PropsResponse) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"ui_settings\"")
 			}
 		case "chat_template":
-			requiredBitSet[1] |= 1 << 4
+			requiredBitSet[1] |= 1 << 6
 			if err := func() error {
 				v, err := d.Str()
 				s.ChatTemplate = string(v)
@@ -17753,7 +17822,7 @@ func (s *PropsResponse) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"chat_template\"")
 			}
 		case "chat_template_caps":
-			requiredBitSet[1] |= 1 << 5
+			requiredBitSet[1] |= 1 << 7
 			if err := func() error {
 				if err := s.ChatTemplateCaps.Decode(d); err != nil {
 					return err
@@ -17763,7 +17832,7 @@ func (s *PropsResponse) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"chat_template_caps\"")
 			}
 		case "bos_token":
-			requiredBitSet[1] |= 1 << 6
+			requiredBitSet[2] |= 1 << 0
 			if err := func() error {
 				v, err := d.Str()
 				s.BosToken = string(v)
@@ -17775,7 +17844,7 @@ func (s *PropsResponse) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"bos_token\"")
 			}
 		case "eos_token":
-			requiredBitSet[1] |= 1 << 7
+			requiredBitSet[2] |= 1 << 1
 			if err := func() error {
 				v, err := d.Str()
 				s.EosToken = string(v)
@@ -17787,7 +17856,7 @@ func (s *PropsResponse) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"eos_token\"")
 			}
 		case "build_info":
-			requiredBitSet[2] |= 1 << 0
+			requiredBitSet[2] |= 1 << 2
 			if err := func() error {
 				v, err := d.Str()
 				s.BuildInfo = string(v)
@@ -17799,7 +17868,7 @@ func (s *PropsResponse) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"build_info\"")
 			}
 		case "is_sleeping":
-			requiredBitSet[2] |= 1 << 1
+			requiredBitSet[2] |= 1 << 3
 			if err := func() error {
 				v, err := d.Bool()
 				s.IsSleeping = bool(v)
@@ -17811,7 +17880,7 @@ func (s *PropsResponse) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"is_sleeping\"")
 			}
 		case "cors_proxy_enabled":
-			requiredBitSet[2] |= 1 << 2
+			requiredBitSet[2] |= 1 << 4
 			if err := func() error {
 				v, err := d.Bool()
 				s.CorsProxyEnabled = bool(v)
@@ -17833,8 +17902,8 @@ func (s *PropsResponse) Decode(d *jx.Decoder) error {
 	var failures []validate.FieldError
 	for i, mask := range [3]uint8{
 		0b11111111,
-		0b11111111,
-		0b00000111,
+		0b11110011,
+		0b00011111,
 	} {
 		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
 			// Mask only required fields and check equality to mask using XOR.

@@ -7655,6 +7655,52 @@ func (o OptAnthropicUsage) Or(d AnthropicUsage) AnthropicUsage {
 	return d
 }
 
+// NewOptBool returns new OptBool with value set to v.
+func NewOptBool(v bool) OptBool {
+	return OptBool{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptBool is optional bool.
+type OptBool struct {
+	Value bool
+	Set   bool
+}
+
+// IsSet returns true if OptBool was set.
+func (o OptBool) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptBool) Reset() {
+	var v bool
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptBool) SetTo(v bool) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptBool) Get() (v bool, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptBool) Or(d bool) bool {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
 // NewOptChatLogprobs returns new OptChatLogprobs with value set to v.
 func NewOptChatLogprobs(v ChatLogprobs) OptChatLogprobs {
 	return OptChatLogprobs{
@@ -10365,10 +10411,15 @@ type PropsResponse struct {
 	ModelPath                 string                    `json:"model_path"`
 	Modalities                Modalities                `json:"modalities"`
 	// The text that marks where media go in a prompt (random per server start).
-	MediaMarker      string                  `json:"media_marker"`
-	EndpointSlots    bool                    `json:"endpoint_slots"`
-	EndpointProps    bool                    `json:"endpoint_props"`
-	EndpointMetrics  bool                    `json:"endpoint_metrics"`
+	MediaMarker     string `json:"media_marker"`
+	EndpointSlots   bool   `json:"endpoint_slots"`
+	EndpointProps   bool   `json:"endpoint_props"`
+	EndpointMetrics bool   `json:"endpoint_metrics"`
+	// Our extension, present (true) when GET and POST /tools are served: the server was
+	// started with --tools or MCP servers. Absent, they answer 403.
+	EndpointTools OptBool `json:"endpoint_tools"`
+	// Our extension, present (true) when /mcp is served (--mcp-endpoint).
+	EndpointMcp      OptBool                 `json:"endpoint_mcp"`
 	UI               bool                    `json:"ui"`
 	UISettings       PropsResponseUISettings `json:"ui_settings"`
 	ChatTemplate     string                  `json:"chat_template"`
@@ -10428,6 +10479,16 @@ func (s *PropsResponse) GetEndpointProps() bool {
 // GetEndpointMetrics returns the value of EndpointMetrics.
 func (s *PropsResponse) GetEndpointMetrics() bool {
 	return s.EndpointMetrics
+}
+
+// GetEndpointTools returns the value of EndpointTools.
+func (s *PropsResponse) GetEndpointTools() OptBool {
+	return s.EndpointTools
+}
+
+// GetEndpointMcp returns the value of EndpointMcp.
+func (s *PropsResponse) GetEndpointMcp() OptBool {
+	return s.EndpointMcp
 }
 
 // GetUI returns the value of UI.
@@ -10523,6 +10584,16 @@ func (s *PropsResponse) SetEndpointProps(val bool) {
 // SetEndpointMetrics sets the value of EndpointMetrics.
 func (s *PropsResponse) SetEndpointMetrics(val bool) {
 	s.EndpointMetrics = val
+}
+
+// SetEndpointTools sets the value of EndpointTools.
+func (s *PropsResponse) SetEndpointTools(val OptBool) {
+	s.EndpointTools = val
+}
+
+// SetEndpointMcp sets the value of EndpointMcp.
+func (s *PropsResponse) SetEndpointMcp(val OptBool) {
+	s.EndpointMcp = val
 }
 
 // SetUI sets the value of UI.

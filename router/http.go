@@ -99,7 +99,7 @@ func (r *Router) props(w http.ResponseWriter, req *http.Request) {
 		r.proxyByModel(w, req)
 		return
 	}
-	writeJSON(w, 200, map[string]any{
+	props := map[string]any{
 		"role":            "router",
 		"max_instances":   r.cfg.MaxModels,
 		"models_autoload": r.cfg.Autoload,
@@ -110,7 +110,11 @@ func (r *Router) props(w http.ResponseWriter, req *http.Request) {
 			"n_ctx":  0,
 		},
 		"build_info": r.cfg.BuildInfo,
-	})
+	}
+	if r.cfg.Tools != nil {
+		props["endpoint_tools"] = true // our extension, present only when on
+	}
+	writeJSON(w, 200, props)
 }
 
 // modelJSON is one entry of GET /models, in llama-server's router shape.

@@ -39,6 +39,9 @@ func (s *Server) GetProps(context.Context) (*gen.PropsResponse, error) {
 		EndpointSlots:   !s.cfg.NoSlots,
 		EndpointProps:   s.cfg.Props,
 		EndpointMetrics: s.cfg.Metrics,
+		// Our extensions, present only when on: a default server's /props is llama-server's.
+		EndpointTools: gen.OptBool{Value: true, Set: s.cfg.Tools != nil},
+		EndpointMcp:   gen.OptBool{Value: true, Set: s.cfg.MCPEndpoint},
 		// No web UI is served yet.
 		UI:           false,
 		UISettings:   gen.PropsResponseUISettings{},
@@ -58,7 +61,7 @@ func (s *Server) GetProps(context.Context) (*gen.PropsResponse, error) {
 		EosToken:         m.template.EOS,
 		BuildInfo:        s.cfg.SystemFingerprint,
 		IsSleeping:       m.sleeping(),
-		CorsProxyEnabled: false,
+		CorsProxyEnabled: s.cfg.CORSProxy,
 	}, nil
 }
 

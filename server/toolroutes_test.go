@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -82,5 +83,33 @@ func TestMCPEndpoint(t *testing.T) {
 	}
 	if got, isErr := textOf(session.CallTool(ctx, &mcp.CallToolParams{Name: "complete", Arguments: map[string]any{}})); !isErr || got != "missing prompt" {
 		t.Errorf("complete without a prompt: %q (error %v)", got, isErr)
+	}
+}
+
+// /props tells the web UI whether /tools and /mcp are served: present when on, absent (as in
+// llama-server's /props) when off.
+func TestPropsToolEndpoints(t *testing.T) {
+	set, _ := tools.NewSet([]string{"get_info"})
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{}, "<nil> <nil> false"},
+		{Config{Tools: set, MCPEndpoint: true, CORSProxy: true}, "true true true"},
+	} {
+		srv := New(c.cfg, testLogger())
+		srv.SetBackend(newFakeBackend(t))
+		ts := httptest.NewServer(srv.Handler())
+		resp, err := http.Get(ts.URL + "/props")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var props map[string]any
+		json.NewDecoder(resp.Body).Decode(&props)
+		resp.Body.Close()
+		ts.Close()
+		if got := fmt.Sprint(props["endpoint_tools"], props["endpoint_mcp"], props["cors_proxy_enabled"]); got != c.want {
+			t.Errorf("%+v: endpoint_tools, endpoint_mcp, cors_proxy_enabled = %s, want %s", c.cfg, got, c.want)
+		}
 	}
 }

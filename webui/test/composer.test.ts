@@ -9,6 +9,8 @@ import type { ChatState } from "../src/lib/chat.svelte";
 test("a failed send restores the message and says why", async () => {
   const chat = {
     busy: false,
+    tools: [],
+    enabledTools: [],
     send: () => Promise.reject(new Error("QuotaExceededError")),
     stopAll: () => {},
   } as unknown as ChatState;

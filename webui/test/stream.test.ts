@@ -69,7 +69,7 @@ describe("follow", () => {
     await follow(Promise.resolve(streamOf(whole)), m, new AbortController().signal, h);
     expect(m.content).toBe("Once upon");
     expect(m.reasoning).toBe("think");
-    expect(m.toolCalls).toEqual([{ name: "get", arguments: '{"a":1}' }]);
+    expect(m.toolCalls).toEqual([{ id: "t", name: "get", arguments: '{"a":1}' }]);
     expect(m.timings?.predicted_per_second).toBe(42);
     expect(m.state).toBe("done");
     expect(m.offset).toBe(whole.length);

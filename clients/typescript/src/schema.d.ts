@@ -951,6 +951,27 @@ export interface components {
             /** @description llama-server's name for n; wins over it. */
             n_cmpl?: number | null;
             /**
+             * @description Our extension, the server-side agent loop: tools of the server's own that it runs
+             *     itself within this request, a list of names or "all". They are the tools enabled at
+             *     startup (--tools, and MCP servers' "<server>_<tool>"), offered to the model beside
+             *     the request's own "tools". Generation runs until the model calls tools; calls of
+             *     server tools run, the calls and their results join the conversation, and generation
+             *     continues from them, for at most --agent-max-rounds rounds. A call of one of the
+             *     request's own tools ends the turn as usual. Tools that write (write_file, edit_file,
+             *     exec_shell_command) run only on a server started with --agent-allow-write; otherwise
+             *     the model reads that they were refused. A server started without tools answers 400.
+             */
+            server_tools?: unknown;
+            /**
+             * @description With server_tools: the session the conversation is kept in. A request naming a kept
+             *     session sends only its new messages; the session's whole history (tool calls and
+             *     results included) comes first. Without it, a request whose messages (those a user
+             *     sees: system, user and assistant text) extend a kept session's continues that
+             *     session, and any other starts a new one. The answer names the session in its
+             *     session_id. Sessions are kept in memory (--agent-sessions, --agent-session-ttl).
+             */
+            session_id?: string | null;
+            /**
              * @description The slot to run in (-1, the default, lets the server choose); a busy slot is waited
              *     for. With several completions only the first is bound to it. An id the server does
              *     not have answers 400 "Invalid slot ID".
@@ -1073,6 +1094,14 @@ export interface components {
             id: string;
             __verbose?: components["schemas"]["CompletionResponse"];
             timings: components["schemas"]["Timings"];
+            /** @description With server_tools, the session this conversation is kept in. */
+            session_id?: string;
+            /**
+             * @description With server_tools, the messages the server's rounds added before this answer's
+             *     message, in order: each assistant message that called server tools, and a "tool"
+             *     message with each call's result.
+             */
+            agent_messages?: components["schemas"]["ChatMessage"][];
         };
         ChatChoice: {
             /** @description "stop" (end of generation or a stop string), "length", or "tool_calls" when the message calls tools. */
@@ -1139,6 +1168,18 @@ export interface components {
             usage?: components["schemas"]["Usage"];
             timings?: components["schemas"]["Timings"];
             prompt_progress?: components["schemas"]["PromptProgress"];
+            /** @description With server_tools, the session this conversation is kept in. */
+            session_id?: string;
+            /**
+             * @description With server_tools, an event of its own (no choices) after a round whose calls of
+             *     server tools ran: each call's result, as the model reads it.
+             */
+            tool_results?: components["schemas"]["ToolResult"][];
+        };
+        ToolResult: {
+            tool_call_id: string;
+            name: string;
+            content: string;
         };
         ChatChunkChoice: {
             finish_reason: string | null;
@@ -1976,6 +2017,13 @@ export interface components {
             endpoint_slots: boolean;
             endpoint_props: boolean;
             endpoint_metrics: boolean;
+            /**
+             * @description Our extension, present (true) when GET and POST /tools are served: the server was
+             *     started with --tools or MCP servers. Absent, they answer 403.
+             */
+            endpoint_tools?: boolean;
+            /** @description Our extension, present (true) when /mcp is served (--mcp-endpoint). */
+            endpoint_mcp?: boolean;
             ui: boolean;
             ui_settings: {
                 [key: string]: unknown;

@@ -7,8 +7,9 @@ import { buildChatRequest } from "./request";
 import type { Sampling, Settings } from "./settings";
 import type { Server } from "./server";
 import { errorText, follow } from "./stream";
+import { callParams, offeredTools, resultText, type ToolInfo } from "./tools";
 import { newestLeafUnder, pathTo, switchBranch } from "./tree";
-import type { Attachment, Conversation, Message } from "./types";
+import type { Attachment, Conversation, Message, ToolCall } from "./types";
 
 interface Running {
   controller: AbortController;
@@ -22,7 +23,9 @@ export class ChatState {
   messages = $state.raw<Record<string, Message>>({});
   /** The branch on show, root first. */
   path = $derived(pathTo(this.messages, this.current?.currentLeaf ?? null));
-  busy = $derived(this.path.some((m) => m.state === "streaming"));
+  /** Tool calls being run (or waiting for the user's permission) between two replies. */
+  toolsRunning = $state(0);
+  busy = $derived(this.path.some((m) => m.state === "streaming") || this.toolsRunning > 0);
 
   readonly #running = new Map<string, Running>();
 
@@ -34,7 +37,27 @@ export class ChatState {
     private readonly nCtx: () => number | undefined,
     /** The model picked (router mode), sent as the request's `model`; undefined for a single-model server. */
     private readonly model: () => string | undefined = () => undefined,
+    /** How the user answers whether a tool that writes may run (the UI's confirmation). */
+    private readonly confirmTool: (call: ToolCall, tool: ToolInfo) => Promise<boolean> = async () => false,
   ) {}
+
+  /** The server's tools (GET /tools); empty when it offers none. */
+  tools = $state.raw<ToolInfo[]>([]);
+  /** The tools a new chat will offer, until it becomes a conversation. */
+  pendingTools = $state.raw<string[]>([]);
+  /** The tools the open conversation (or the new chat) offers the model. */
+  enabledTools = $derived(this.current ? (this.current.tools ?? []) : this.pendingTools);
+
+  /** Sets which tools the open conversation (or the new chat) offers the model. */
+  async setTools(names: string[]): Promise<void> {
+    const conv = this.current;
+    if (!conv) {
+      this.pendingTools = names;
+      return;
+    }
+    await store.setConversationTools(this.db, conv.id, names);
+    if (this.current?.id === conv.id) this.current = { ...this.current, tools: names };
+  }
 
   async init(): Promise<void> {
     await this.refreshList();
@@ -69,8 +92,12 @@ export class ChatState {
 
   /** Sends a user message after the current leaf and generates the reply. */
   async send(text: string, attachments: Attachment[] = []): Promise<void> {
-    const conv = this.current ?? (await store.createConversation(this.db, "New chat", this.model()));
+    let conv = this.current ?? (await store.createConversation(this.db, "New chat", this.model()));
     if (!this.current) {
+      if (this.pendingTools.length) {
+        await store.setConversationTools(this.db, conv.id, this.pendingTools);
+        conv = { ...conv, tools: this.pendingTools };
+      }
       this.current = conv;
       this.messages = {};
     }
@@ -172,7 +199,7 @@ export class ChatState {
   async #generate(parent: string): Promise<void> {
     const conv = this.current;
     if (!conv) return;
-    const request = buildChatRequest(pathTo(this.messages, parent), this.settings(), this.defaults());
+    const request = buildChatRequest(pathTo(this.messages, parent), this.settings(), this.defaults(), offeredTools(conv.tools ?? [], this.tools));
     const model = this.model();
     if (model) {
       request.model = model;
@@ -193,6 +220,49 @@ export class ChatState {
     const controller = new AbortController();
     const first = this.server.call((c) => c.chatStream(request, { conversationId: streamId, signal: controller.signal }));
     await this.#follow(reply, first, controller);
+    await this.#runTools(reply);
+  }
+
+  /**
+   * The client's tool loop: runs the calls a finished reply made of the conversation's tools
+   * through POST /tools (asking first for a tool that writes), adds each result as a "tool"
+   * message and generates the next reply from them, for at most settings.toolRounds rounds.
+   */
+  async #runTools(reply: Message): Promise<void> {
+    const conv = this.current;
+    const calls = reply.toolCalls ?? [];
+    if (!conv || conv.id !== reply.convId || reply.state !== "done" || calls.length === 0) return;
+    const enabled = conv.tools ?? [];
+    const tools = calls.map((c) => this.tools.find((t) => t.tool === c.name && enabled.includes(t.tool)));
+    if (tools.some((t) => !t)) return; // not one of ours: the turn ends with the call
+    let rounds = 0;
+    for (let m: Message | undefined = reply; m && m.role !== "user"; m = m.parent ? this.messages[m.parent] : undefined) {
+      if (m.role === "assistant" && m.toolCalls?.length) rounds++;
+    }
+    if (rounds > this.settings().toolRounds) return;
+    let parent = reply.id;
+    this.toolsRunning++;
+    try {
+      for (const [i, call] of calls.entries()) {
+        const text = await this.#runCall(call, tools[i]!);
+        const result = await store.addMessage(this.db, conv.id, parent, { role: "tool", content: text, toolCallId: call.id, toolName: call.name });
+        this.#show(result);
+        parent = result.id;
+      }
+    } finally {
+      this.toolsRunning--;
+    }
+    await this.#generate(parent);
+  }
+
+  /** Runs one call and returns what the model reads of its result. */
+  async #runCall(call: ToolCall, tool: ToolInfo): Promise<string> {
+    if (tool.permissions.write && !(await this.confirmTool(call, tool))) return `error: the user did not allow ${call.name} to run`;
+    try {
+      return resultText(await this.server.runTool(call.name, callParams(call)));
+    } catch (e) {
+      return `error: ${errorText(e)}`;
+    }
   }
 
   /** Reattaches to a reply that was streaming when the page went away. */

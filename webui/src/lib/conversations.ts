@@ -63,6 +63,11 @@ export async function setConversationModel(db: ChatDatabase, id: string, model: 
   await db.conversations.update(id, { model });
 }
 
+/** Which server tools the conversation offers the model from now on. */
+export async function setConversationTools(db: ChatDatabase, id: string, tools: string[]): Promise<void> {
+  await db.conversations.update(id, { tools });
+}
+
 export async function renameConversation(db: ChatDatabase, id: string, title: string): Promise<void> {
   await db.conversations.update(id, { title: title.trim() || "Untitled" });
 }

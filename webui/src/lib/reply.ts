@@ -12,10 +12,14 @@ export function applyChunk(m: Message, chunk: ChatCompletionChunk): void {
   if (d.content) m.content += d.content;
   if (d.reasoning_content) m.reasoning = (m.reasoning ?? "") + d.reasoning_content;
   for (const t of d.tool_calls ?? []) {
-    const calls = (m.toolCalls ??= []);
-    const call = (calls[t.index] ??= { name: "", arguments: "" });
+    // New objects, not edits: the view compares a call with the one it showed.
+    const calls = [...(m.toolCalls ?? [])];
+    const call = { ...(calls[t.index] ?? { name: "", arguments: "" }) };
+    if (t.id) call.id = t.id;
     if (t.function.name) call.name += t.function.name;
     call.arguments += t.function.arguments ?? "";
+    calls[t.index] = call;
+    m.toolCalls = calls;
   }
   if (choice.logprobs?.content.length) (m.tokens ??= []).push(...choice.logprobs.content);
 }

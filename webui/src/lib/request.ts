@@ -7,12 +7,17 @@ import type { Attachment, Message } from "./types";
 /** Every generation asks for the 5 most likely tokens at each step, for the token view. */
 export const N_PROBS = 5;
 
-export function buildChatRequest(path: Message[], settings: Settings, defaults: Sampling | null): ChatCompletionRequest {
+export function buildChatRequest(
+  path: Message[],
+  settings: Settings,
+  defaults: Sampling | null,
+  tools: ChatCompletionRequest["tools"] = [],
+): ChatCompletionRequest {
   const messages: ChatMessage[] = [];
   if (settings.systemPrompt.trim()) messages.push({ role: "system", content: settings.systemPrompt });
   for (const m of path) messages.push(toChatMessage(m));
   const sampling = defaults ? changedSampling(settings.sampling, defaults) : settings.sampling;
-  return { messages, stream: true, n_probs: N_PROBS, ...sampling };
+  return { messages, stream: true, n_probs: N_PROBS, ...sampling, ...(tools?.length ? { tools } : {}) };
 }
 
 /**
@@ -20,6 +25,14 @@ export function buildChatRequest(path: Message[], settings: Settings, defaults: 
  * and audio become OpenAI content parts (offered only when /props lists the modality).
  */
 export function toChatMessage(m: Message): ChatMessage {
+  if (m.role === "tool") return { role: "tool", content: m.content, tool_call_id: m.toolCallId ?? null, name: m.toolName ?? null };
+  if (m.role === "assistant" && m.toolCalls?.length) {
+    return {
+      role: "assistant",
+      content: m.content || null,
+      tool_calls: m.toolCalls.map((c) => ({ id: c.id ?? null, type: "function", function: { name: c.name, arguments: c.arguments } })),
+    };
+  }
   const files = m.attachments ?? [];
   const text = [m.content, ...files.filter((a) => a.kind === "text").map(fencedFile)].filter((s) => s !== "").join("\n\n");
   const media = files.filter((a) => a.kind !== "text");

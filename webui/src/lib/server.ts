@@ -3,6 +3,7 @@
 import { ApiError, EventReader, WgpuLlama } from "@wgpu-llama/client";
 import type { Client } from "openapi-fetch";
 
+import type { ToolInfo, ToolPaths, ToolResult } from "./tools";
 import type { ModelsEvent, Props, RouterModelList, RouterPaths, RouterProps } from "./types";
 
 type SlotInfo = import("@wgpu-llama/client").components["schemas"]["SlotInfo"];
@@ -99,9 +100,29 @@ export class Server {
     }
   }
 
+  /** GET /tools: the server's tools, or null when it offers none (403: started without --tools or MCP servers). */
+  async listTools(): Promise<ToolInfo[] | null> {
+    try {
+      return await this.call(async (c) => unwrap(await tools(c).GET("/tools")));
+    } catch (e) {
+      if (e instanceof ApiError && (e.status === 403 || e.status === 404)) return null;
+      throw e;
+    }
+  }
+
+  /** POST /tools: runs one tool; a result with "error" is the tool's own failure. */
+  runTool(tool: string, params: Record<string, unknown>): Promise<ToolResult> {
+    return this.call(async (c) => unwrap(await tools(c).POST("/tools", { body: { tool, params } })));
+  }
+
   slots(): Promise<SlotInfo[]> {
     return this.call(async (c) => unwrap(await c.api.GET("/slots", { params: { query: {} } })));
   }
+}
+
+/** The client's openapi-fetch instance, typed for the tool routes the spec does not cover. */
+function tools(c: WgpuLlama): Client<ToolPaths, "application/json"> {
+  return c.api as unknown as Client<ToolPaths, "application/json">;
 }
 
 /** The client's openapi-fetch instance, typed for the router routes the spec does not cover yet. */

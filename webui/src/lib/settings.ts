@@ -1,6 +1,7 @@
 // User settings, kept in localStorage. Sampling parameters start from the server's defaults
 // (GET /props) and only those the user changed are sent, so the server's own defaults apply
 // to everything else.
+import { DEFAULT_TOOL_ROUNDS } from "./tools";
 import type { SlotParams } from "./types";
 
 export type Theme = "light" | "dark" | "system";
@@ -31,12 +32,14 @@ export interface Settings {
   theme: Theme;
   /** The values the user set; a key absent follows the server's default. */
   sampling: Partial<Sampling>;
+  /** Rounds of tool calls a reply may run before the UI stops running them. */
+  toolRounds: number;
 }
 
 const STORAGE_KEY = "wgpu-llama.settings";
 
 export function defaultSettings(): Settings {
-  return { systemPrompt: "", apiKey: "", theme: "system", sampling: {} };
+  return { systemPrompt: "", apiKey: "", theme: "system", sampling: {}, toolRounds: DEFAULT_TOOL_ROUNDS };
 }
 
 export function loadSettings(storage: Storage = localStorage): Settings {

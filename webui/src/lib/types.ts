@@ -15,6 +15,8 @@ export interface Attachment {
 }
 
 export interface ToolCall {
+  /** The id the server gave the call, which its result names. */
+  id?: string;
   name: string;
   arguments: string;
 }
@@ -27,8 +29,12 @@ export interface Message {
   convId: string;
   /** The message this one answers or follows; null for the first of a conversation. */
   parent: string | null;
-  role: "user" | "assistant";
+  /** "tool": the result of a call of the assistant message before it, run by the UI. */
+  role: "user" | "assistant" | "tool";
   content: string;
+  /** A tool message's call (ToolCall.id) and the tool's name. */
+  toolCallId?: string;
+  toolName?: string;
   createdAt: number;
   attachments?: Attachment[];
   reasoning?: string;
@@ -55,6 +61,8 @@ export interface Conversation {
   currentLeaf: string | null;
   /** The model the conversation talks to, when the server is a router (absent: the server's one model). */
   model?: string;
+  /** The server tools (GET /tools names) offered to the model in this conversation. */
+  tools?: string[];
 }
 
 // The router API below is not in openapi/openapi.yaml yet: these types follow llama-server's
@@ -110,6 +118,8 @@ export interface RouterProps {
   max_instances?: number;
   models_autoload?: boolean;
   build_info?: string;
+  /** The router serves GET and POST /tools (started with --tools or MCP servers). */
+  endpoint_tools?: boolean;
 }
 
 /** The router API's paths, in openapi-typescript's shape, for the client's openapi-fetch instance. */
