@@ -409,19 +409,9 @@ func (a *agentRun) finish(ctx context.Context, s *Server, msg toolcall.Message, 
 	if !run.includeUsage {
 		fin.Timings = gen.NewOptTimings(timings(total.Timings))
 	}
-	if sse.data(&fin) != nil {
-		return nil
+	if sse.data(&fin) == nil {
+		run.end(sse, total)
 	}
-	if run.includeUsage {
-		u := run.head.chunk(0, gen.ChatDelta{})
-		u.Choices = []gen.ChatChunkChoice{}
-		u.Usage = gen.NewOptUsage(usage(total))
-		u.Timings = gen.NewOptTimings(timings(total.Timings))
-		if sse.data(&u) != nil {
-			return nil
-		}
-	}
-	_ = sse.done()
 	return nil
 }
 

@@ -185,15 +185,21 @@ func (r *chatRun) stream(ctx context.Context, set *taskSet, sse *sseWriter) erro
 	}
 	total := totalOf(finals)
 	noteTokens(ctx, total.TokensEvaluated, total.TokensPredicted)
+	r.end(sse, total)
+	return nil
+}
+
+// end closes a stream: with include_usage a chunk without choices carries the usage and
+// timings of total, then `data: [DONE]`.
+func (r *chatRun) end(sse *sseWriter, total engine.Result) {
 	if r.includeUsage {
 		u := r.head.chunk(0, gen.ChatDelta{})
 		u.Choices = []gen.ChatChunkChoice{}
 		u.Usage = gen.NewOptUsage(usage(total))
 		u.Timings = gen.NewOptTimings(timings(total.Timings))
 		if sse.data(&u) != nil {
-			return nil
+			return
 		}
 	}
 	_ = sse.done()
-	return nil
 }

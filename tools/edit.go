@@ -51,11 +51,10 @@ func editFile(_ context.Context, c Call) (Result, error) {
 		if !ok {
 			return nil, &BadParams{Msg: fmt.Sprintf("edits[%d] must be an object, not %s", i, jsonType(e))}
 		}
-		if edits[i].old, err = str(m, "old_text", true, ""); err != nil {
-			return nil, &BadParams{Msg: fmt.Sprintf("edits[%d]: %v", i, err)}
-		}
-		if edits[i].new, err = str(m, "new_text", true, ""); err != nil {
-			return nil, &BadParams{Msg: fmt.Sprintf("edits[%d]: %v", i, err)}
+		r := params{p: m}
+		edits[i].old, edits[i].new = r.str("old_text", true, ""), r.str("new_text", true, "")
+		if r.err != nil {
+			return nil, &BadParams{Msg: fmt.Sprintf("edits[%d]: %v", i, r.err)}
 		}
 		if edits[i].old == "" {
 			return Failed("edits[%d].old_text must not be empty", i), nil

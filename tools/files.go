@@ -29,21 +29,10 @@ func readFileTool() *Tool {
 }
 
 func readFile(_ context.Context, c Call) (Result, error) {
-	path, err := str(c.Params, "path", true, "")
-	if err != nil {
-		return nil, err
-	}
-	start, err := integer(c.Params, "start_line", 1)
-	if err != nil {
-		return nil, err
-	}
-	end, err := integer(c.Params, "end_line", -1)
-	if err != nil {
-		return nil, err
-	}
-	loc, err := boolean(c.Params, "append_loc")
-	if err != nil {
-		return nil, err
+	r := params{p: c.Params}
+	path, start, end, loc := r.str("path", true, ""), r.int("start_line", 1), r.int("end_line", -1), r.bool("append_loc")
+	if r.err != nil {
+		return nil, r.err
 	}
 	io, err := newIO(c)
 	if err != nil {
@@ -113,13 +102,10 @@ func writeFileTool() *Tool {
 }
 
 func writeFile(_ context.Context, c Call) (Result, error) {
-	path, err := str(c.Params, "path", true, "")
-	if err != nil {
-		return nil, err
-	}
-	content, err := str(c.Params, "content", true, "")
-	if err != nil {
-		return nil, err
+	r := params{p: c.Params}
+	path, content := r.str("path", true, ""), r.str("content", true, "")
+	if r.err != nil {
+		return nil, r.err
 	}
 	io, err := newIO(c)
 	if err != nil {

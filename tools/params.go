@@ -6,6 +6,40 @@ import (
 	"math"
 )
 
+// params reads a call's parameters, keeping the first problem: a tool reads all it takes, then
+// checks err once.
+type params struct {
+	p   map[string]any
+	err error
+}
+
+// str is the string parameter name: def when absent.
+func (r *params) str(name string, required bool, def string) string {
+	v, err := str(r.p, name, required, def)
+	r.keep(err)
+	return v
+}
+
+// int is the integer parameter name: def when absent.
+func (r *params) int(name string, def int) int {
+	v, err := integer(r.p, name, def)
+	r.keep(err)
+	return v
+}
+
+// bool is the boolean parameter name: false when absent.
+func (r *params) bool(name string) bool {
+	v, err := boolean(r.p, name)
+	r.keep(err)
+	return v
+}
+
+func (r *params) keep(err error) {
+	if r.err == nil {
+		r.err = err
+	}
+}
+
 // str returns the string parameter name: def when absent, a BadParams when required and absent
 // or when not a string.
 func str(p map[string]any, name string, required bool, def string) (string, error) {

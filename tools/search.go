@@ -38,30 +38,11 @@ func fileGlobSearchTool() *Tool {
 }
 
 func fileGlobSearch(_ context.Context, c Call) (Result, error) {
-	p := c.Params
-	path, err := str(p, "path", true, "")
-	if err != nil {
-		return nil, err
-	}
-	include, err := str(p, "include", false, "**")
-	if err != nil {
-		return nil, err
-	}
-	exclude, err := str(p, "exclude", false, "")
-	if err != nil {
-		return nil, err
-	}
-	typ, err := str(p, "type", false, "file")
-	if err != nil {
-		return nil, err
-	}
-	maxDepth, err := integer(p, "max_depth", 0)
-	if err != nil {
-		return nil, err
-	}
-	limit, err := integer(p, "limit", globMaxResults)
-	if err != nil {
-		return nil, err
+	r := params{p: c.Params}
+	path, include, exclude := r.str("path", true, ""), r.str("include", false, "**"), r.str("exclude", false, "")
+	typ, maxDepth, limit := r.str("type", false, "file"), r.int("max_depth", 0), r.int("limit", globMaxResults)
+	if r.err != nil {
+		return nil, r.err
 	}
 	if limit < 1 {
 		return Failed("invalid limit: %d (expected 1 or more)", limit), nil
@@ -133,40 +114,14 @@ func grepSearchTool() *Tool {
 }
 
 func grepSearch(_ context.Context, c Call) (Result, error) {
-	p := c.Params
-	path, err := str(p, "path", true, "")
-	if err != nil {
-		return nil, err
+	r := params{p: c.Params}
+	path, pattern := r.str("path", true, ""), r.str("pattern", true, "")
+	include, exclude := r.str("include", false, "**"), r.str("exclude", false, "")
+	numbers, literal, ignoreCase := r.bool("return_line_numbers"), r.bool("literal"), r.bool("ignore_case")
+	ctxLines := max(0, r.int("context_lines", 0))
+	if r.err != nil {
+		return nil, r.err
 	}
-	pattern, err := str(p, "pattern", true, "")
-	if err != nil {
-		return nil, err
-	}
-	include, err := str(p, "include", false, "**")
-	if err != nil {
-		return nil, err
-	}
-	exclude, err := str(p, "exclude", false, "")
-	if err != nil {
-		return nil, err
-	}
-	numbers, err := boolean(p, "return_line_numbers")
-	if err != nil {
-		return nil, err
-	}
-	literal, err := boolean(p, "literal")
-	if err != nil {
-		return nil, err
-	}
-	ignoreCase, err := boolean(p, "ignore_case")
-	if err != nil {
-		return nil, err
-	}
-	ctxLines, err := integer(p, "context_lines", 0)
-	if err != nil {
-		return nil, err
-	}
-	ctxLines = max(0, ctxLines)
 	// Go's RE2 syntax: ECMAScript's (llama-server's) less backreferences and lookaround, and
 	// matching in linear time whatever the pattern.
 	if literal {

@@ -29,17 +29,10 @@ func execShellCommandTool() *Tool {
 }
 
 func execShellCommand(ctx context.Context, c Call) (Result, error) {
-	command, err := str(c.Params, "command", true, "")
-	if err != nil {
-		return nil, err
-	}
-	timeout, err := integer(c.Params, "timeout", shellDefaultTimeout)
-	if err != nil {
-		return nil, err
-	}
-	maxOutput, err := integer(c.Params, "max_output_size", shellMaxOutput)
-	if err != nil {
-		return nil, err
+	r := params{p: c.Params}
+	command, timeout, maxOutput := r.str("command", true, ""), r.int("timeout", shellDefaultTimeout), r.int("max_output_size", shellMaxOutput)
+	if r.err != nil {
+		return nil, r.err
 	}
 	timeout = max(1, min(timeout, shellMaxTimeout))
 	maxOutput = max(0, min(maxOutput, shellMaxOutput))
