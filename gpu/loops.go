@@ -20,6 +20,7 @@ package gpu
 //	head_norm: 2 head_dim; act_quant: 2 * 256
 //	attention_split (GPUs): 4 (389 + head_dim/2) per 256-key split; merge about
 //	  (2 + head_dim/64) * splits, 772 at 32k keys
+//	avg_pool: s*s (s the pooling kernel, 2 or 4 in today's projectors)
 //	get_rows, rope_kv, kv_shift, copy_within, glu, bias_act, softcap, add: no loops
 //
 // The cooperative attention kernel, left to GPUs, would pass it: keys/64 * (133 + head_dim/2)

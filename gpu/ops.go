@@ -584,6 +584,20 @@ func (r *Recorder) SoftCap(x *Buffer, n int, limit float32) {
 	r.Dispatch(p, Params(n, limit), r.elementwise(n), x)
 }
 
+// AvgPool averages s x s blocks of a g x g grid of rows of n values (x, row by row) into the
+// (g/s) x (g/s) rows of out, row by row; g must be a multiple of s.
+func (r *Recorder) AvgPool(x, out *Buffer, n, g, s int) {
+	if s < 1 || g%s != 0 {
+		r.fail("gpu: avg_pool: a %dx%d grid does not pool by %d", g, g, s)
+		return
+	}
+	p := r.kernel("avg_pool", []Access{ReadOnly, ReadWrite}, 64)
+	if p == nil {
+		return
+	}
+	r.Dispatch(p, Params(n, g, s), r.elementwise((g/s)*(g/s)*n), x, out)
+}
+
 // Add computes a += b over n elements.
 func (r *Recorder) Add(a, b *Buffer, n int) {
 	p := r.kernel("add", bindRWR, 64)

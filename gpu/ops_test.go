@@ -668,6 +668,20 @@ func TestLayerNormAndBiasAct(t *testing.T) {
 	}
 }
 
+// TestAvgPool pools random grids at widths that are not multiples of the workgroup, by 2 and
+// by 4 (gemma3's projectors), and a kernel the size of the grid.
+func TestAvgPool(t *testing.T) {
+	d := gputest.Device(t)
+	rng := rand.New(rand.NewPCG(41, 42))
+	for _, c := range []struct{ n, g, s int }{{37, 8, 2}, {70, 8, 4}, {5, 6, 3}, {129, 4, 4}} {
+		x := randVec(rng, c.g*c.g*c.n)
+		m := (c.g / c.s) * (c.g / c.s) * c.n
+		out := empty(t, d, m)
+		got := run(t, d, out, m, func(r *gpu.Recorder) { r.AvgPool(upload(t, d, x), out, c.n, c.g, c.s) })
+		check(t, fmt.Sprintf("avg_pool n=%d g=%d s=%d", c.n, c.g, c.s), got, cpuref.AvgPool(x, c.n, c.g, c.s), tolF32)
+	}
+}
+
 // TestProfile checks that a profiled pass gives the same result as an unprofiled one and
 // charges every dispatch to its kernel family.
 func TestProfile(t *testing.T) {

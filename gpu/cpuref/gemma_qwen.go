@@ -101,3 +101,24 @@ func GELU(x []float32) []float32 {
 	}
 	return out
 }
+
+// AvgPool averages s x s blocks of a g x g grid of rows of n values into a (g/s) x (g/s) grid,
+// row by row (the gemma3 projector's pooling).
+func AvgPool(x []float32, n, g, s int) []float32 {
+	og := g / s
+	out := make([]float32, og*og*n)
+	for oy := range og {
+		for ox := range og {
+			for i := range n {
+				var sum float64
+				for dy := range s {
+					for dx := range s {
+						sum += float64(x[((oy*s+dy)*g+ox*s+dx)*n+i])
+					}
+				}
+				out[(oy*og+ox)*n+i] = float32(sum / float64(s*s))
+			}
+		}
+	}
+	return out
+}

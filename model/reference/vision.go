@@ -102,7 +102,7 @@ func EncodeImage(f *gguf.File, pixels []float32) ([]float32, error) {
 		return nil, err
 	}
 	x = cpuref.LayerNorm(x, postW, postB, d, h.Eps)
-	pooled := avgPool(x, g, d, h.ScaleFactor)
+	pooled := cpuref.AvgPool(x, d, g, h.ScaleFactor)
 	// input_projection is used as x @ W (ggml ne [ProjDim, d]: d rows of ProjDim), unlike the
 	// other matrices: transposed, it is a rows x cols weight as linear takes it.
 	projT := make([]float32, len(proj))
@@ -132,26 +132,4 @@ func visionFFN(l loader, p string, d, nFF int) (up, bUp, down, bDown []float32, 
 	}
 	bDown, err = l.tensor(downName+".bias", d)
 	return
-}
-
-// avgPool averages s x s blocks of a g x g grid of d-wide rows into a (g/s) x (g/s) grid, row
-// by row.
-func avgPool(x []float32, g, d, s int) []float32 {
-	og := g / s
-	out := make([]float32, og*og*d)
-	for oy := range og {
-		for ox := range og {
-			o := out[(oy*og+ox)*d:]
-			for i := range d {
-				var sum float64
-				for dy := range s {
-					for dx := range s {
-						sum += float64(x[((oy*s+dy)*g+ox*s+dx)*d+i])
-					}
-				}
-				o[i] = float32(sum / float64(s*s))
-			}
-		}
-	}
-	return out
 }
