@@ -80,7 +80,20 @@ type Batch struct {
 	PageBits int       // log2 of the page size in rows; 0: contiguous regions, no paging
 	Pages    []int32   // the page tables, concatenated; unused with PageBits 0
 	Copies   []RowCopy // copy-on-write row copies, run before the pass
+
+	// Embeds, when set, gives rows their input as an embedding (an image's, NEmbd values)
+	// instead of a token's: such a row's token is a placeholder (MediaToken), and its
+	// embedding is used as it is (no EmbedScale).
+	Embeds [][]float32
+	// AttnEnds, when set, is the last position each row attends to: its own (causal), or the
+	// last of its image for an image's rows, which see one another both ways as llama.cpp
+	// decodes Gemma 3's images. All of an image's rows must be in one batch.
+	AttnEnds []int32
 }
+
+// MediaToken is where the placeholder tokens of embedding rows (Batch.Embeds) start: ids at or
+// above it name media positions, never a vocabulary entry.
+const MediaToken = 1 << 30
 
 // RowCopy copies N cache rows, in every layer, from row Src to row Dst.
 type RowCopy struct {
@@ -107,9 +120,19 @@ func (m *Model) checkBatch(kv *KVCache, b Batch) error {
 			return fmt.Errorf("model: page %d is outside the cache of %d rows", p, kv.NCtx)
 		}
 	}
+	if b.Embeds != nil && len(b.Embeds) != n || b.AttnEnds != nil && len(b.AttnEnds) != n {
+		return fmt.Errorf("model: batch of %d tokens with %d embeddings and %d attention ends", n, len(b.Embeds), len(b.AttnEnds))
+	}
 	for i, id := range b.Tokens {
-		if id < 0 || int(id) >= m.Config.NVocab {
+		if b.Embeds != nil && b.Embeds[i] != nil {
+			if id < MediaToken || len(b.Embeds[i]) != m.Config.NEmbd {
+				return fmt.Errorf("model: batch row %d: an embedding of %d values for token %d (want %d values and a media token)", i, len(b.Embeds[i]), id, m.Config.NEmbd)
+			}
+		} else if id < 0 || int(id) >= m.Config.NVocab {
 			return fmt.Errorf("model: token id %d out of range (vocabulary %d)", id, m.Config.NVocab)
+		}
+		if b.AttnEnds != nil && b.AttnEnds[i] < b.Pos[i] {
+			return fmt.Errorf("model: batch row %d at position %d attends only to %d", i, b.Pos[i], b.AttnEnds[i])
 		}
 		if b.Pos[i] < 0 || b.Base[i] < 0 {
 			return fmt.Errorf("model: token %d has position %d and base %d", i, b.Pos[i], b.Base[i])
@@ -148,23 +171,40 @@ func (m *Model) writePos(b Batch) error {
 		words = append(words, base)
 	}
 	words = append(words, b.Pages...)
-	if err := m.ensurePos(len(words)); err != nil {
+	if err := ensureWords(m.dev, &m.scratch.pos, "pos", len(words)); err != nil {
 		return err
 	}
-	return m.dev.Write(m.scratch.pos, 0, gpu.Bytes(words))
-}
-
-// ensurePos grows the pos scratch buffer to hold at least n words.
-func (m *Model) ensurePos(n int) error {
-	if uint64(n)*4 <= m.scratch.pos.Size() {
+	if err := m.dev.Write(m.scratch.pos, 0, gpu.Bytes(words)); err != nil {
+		return err
+	}
+	if b.AttnEnds == nil {
 		return nil
 	}
-	b, err := m.dev.NewBuffer("pos", uint64(max(n, 2*int(m.scratch.pos.Size()/4)))*4)
-	if err != nil {
-		return fmt.Errorf("model: position buffer of %d words: %w", n, err)
+	// Attention reads its limits from a copy with the attention ends for positions.
+	copy(words, b.AttnEnds)
+	if err := ensureWords(m.dev, &m.scratch.attnPos, "attn_pos", len(words)); err != nil {
+		return err
 	}
-	m.scratch.pos.Release()
-	m.scratch.pos = b
+	return m.dev.Write(m.scratch.attnPos, 0, gpu.Bytes(words))
+}
+
+// ensureWords grows *buf (nil: none yet) to hold at least n words.
+func ensureWords(dev *gpu.Device, buf **gpu.Buffer, label string, n int) error {
+	if *buf != nil && uint64(n)*4 <= (*buf).Size() {
+		return nil
+	}
+	size := n
+	if *buf != nil {
+		size = max(n, 2*int((*buf).Size()/4))
+	}
+	b, err := dev.NewBuffer(label, uint64(size)*4)
+	if err != nil {
+		return fmt.Errorf("model: %s buffer of %d words: %w", label, n, err)
+	}
+	if *buf != nil {
+		(*buf).Release()
+	}
+	*buf = b
 	return nil
 }
 

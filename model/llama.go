@@ -50,6 +50,9 @@ type Model struct {
 type scratch struct {
 	x, xn, qkv, attn, gu, ffn, xq, xsums, tmp, logits, ids, pos, outRows *gpu.Buffer
 
+	// attnPos is pos with each row's attention end (Batch.AttnEnds) for its position, for
+	// batches with images; nil until one comes.
+	attnPos *gpu.Buffer
 	// keyEnds holds each token's last attended position and row base for an encoder (see
 	// recordEncoder).
 	keyEnds *gpu.Buffer
@@ -271,6 +274,9 @@ func (m *Model) Close() {
 	for _, b := range []*gpu.Buffer{s.x, s.xn, s.qkv, s.attn, s.gu, s.ffn, s.xq, s.xsums, s.tmp, s.logits, s.ids, s.pos, s.outRows, s.keyEnds, s.attnState} {
 		b.Release()
 	}
+	if s.attnPos != nil {
+		s.attnPos.Release()
+	}
 	m.draft.release()
 	m.cand.release()
 	m.vectors, m.weights = nil, nil
@@ -358,12 +364,19 @@ func (m *Model) begin(kv *KVCache, b Batch) (*gpu.Recorder, error) {
 	for i := range b.Pos {
 		maxKeys = max(maxKeys, int(b.Pos[i])+1)
 	}
+	attnPos := m.scratch.pos
+	if b.AttnEnds != nil {
+		attnPos = m.scratch.attnPos
+		for _, e := range b.AttnEnds {
+			maxKeys = max(maxKeys, int(e)+1)
+		}
+	}
 	r, err := m.dev.Begin()
 	if err != nil {
 		return nil, err
 	}
 	b.recordCopies(r, kv)
-	m.recordLayers(r, kv, len(b.Tokens), b.sequences(), maxKeys, b.PageBits)
+	m.recordLayers(r, kv, len(b.Tokens), b.sequences(), maxKeys, b.PageBits, attnPos)
 	return r, nil
 }
 
@@ -376,6 +389,15 @@ func (m *Model) upload(b Batch) error {
 	}
 	if err := m.writePos(b); err != nil {
 		return err
+	}
+	// Embedding rows go straight into the residual stream; the pass's token lookup skips
+	// their placeholder ids, which are outside the vocabulary.
+	for i, e := range b.Embeds {
+		if e != nil {
+			if err := m.dev.Write(s.x, uint64(4*i*m.Config.NEmbd), gpu.Bytes(e)); err != nil {
+				return err
+			}
+		}
 	}
 	if !gathers(b.Logits, n) {
 		return nil
@@ -408,15 +430,16 @@ func gathers(rows []int, n int) bool {
 // upload), at most maxKeys positions deep, and the logits of the given rows into
 // scratch.logits, in order.
 func (m *Model) record(r *gpu.Recorder, kv *KVCache, n, seqs, maxKeys, pageBits int, logits []int) {
-	m.recordLayers(r, kv, n, seqs, maxKeys, pageBits)
+	m.recordLayers(r, kv, n, seqs, maxKeys, pageBits, m.scratch.pos)
 	if len(logits) > 0 {
 		m.recordLogits(r, n, logits)
 	}
 }
 
 // recordLayers records the decoder's layers over n tokens of seqs sequences whose inputs are
-// in the scratch buffers, addressing the cache with pageBits (Batch.PageBits).
-func (m *Model) recordLayers(r *gpu.Recorder, kv *KVCache, n, seqs, maxKeys, pageBits int) {
+// in the scratch buffers, addressing the cache with pageBits (Batch.PageBits); attention
+// takes each row's limit from attnPos (the positions, or Batch.AttnEnds in their place).
+func (m *Model) recordLayers(r *gpu.Recorder, kv *KVCache, n, seqs, maxKeys, pageBits int, attnPos *gpu.Buffer) {
 	c, s := m.Config, &m.scratch
 	embScale := c.EmbedScale
 	if embScale == 0 {
@@ -438,7 +461,7 @@ func (m *Model) recordLayers(r *gpu.Recorder, kv *KVCache, n, seqs, maxKeys, pag
 		if kv.part != nil && n == 1 && maxKeys >= splitAttentionFrom {
 			r.AttentionSplit(s.qkv, kv.k[i], kv.v[i], s.pos, kv.part, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, maxKeys, ap)
 		} else {
-			r.Attention(s.qkv, kv.k[i], kv.v[i], s.pos, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, ap)
+			r.Attention(s.qkv, kv.k[i], kv.v[i], attnPos, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, ap)
 		}
 		m.residual(r, ly.wo, s.attn, c.NHead*c.HeadDim, ly.postAttn, n)
 		r.RMSNorm(s.x, ly.ffnNorm, s.xn, c.NEmbd, n, c.RMSEps)

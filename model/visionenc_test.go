@@ -2,6 +2,7 @@ package model
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"testing"
@@ -62,6 +63,92 @@ func TestVisionEncoder(t *testing.T) {
 		}
 		if maxDiff > 5e-4 {
 			t.Errorf("%s: up to %g from llama.cpp's embeddings", name, maxDiff)
+		}
+	}
+}
+
+// The text model decodes an image's embeddings as llama.cpp does (its rows see one another
+// both ways, and are not scaled by sqrt(n_embd)): greedy on the reference's describe prompts
+// gives its tokens, and decoding the image causally would not.
+func TestImagePromptGreedy(t *testing.T) {
+	dev := gputest.Device(t)
+	dir := shareddata.Path(t, "models", "vision")
+	pf, err := gguf.Open(dir + "/tinygemma3v-mmproj-F32.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	enc, err := LoadVisionEncoder(dev, pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	tf, err := gguf.Open(dir + "/tinygemma3v-text-F32.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tf.Close()
+	m, err := Load(dev, tf, Options{MaxBatch: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	sq64 := []int32{653, 539, 539, 539, 539, 539, 539, 539, 539, 539, 539, 539, 539, 539, 539, 539}
+	for _, c := range []struct {
+		image  string
+		causal bool
+		want   []int32
+	}{
+		{"sq64", false, sq64},
+		{"rect150x100", false, []int32{583, 696, 696, 696, 696, 696, 696, 696, 696, 696, 696, 696, 696, 696, 696, 696}},
+		{"sq64", true, nil}, // anything but sq64's tokens
+	} {
+		embd, err := enc.Encode(readF32Ref(t, dir+"/reference/harness-describe-"+c.image+"-faoff-0-inp_raw.f32"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kv, err := m.NewKVCache(64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// <bos><start_of_turn>user\n<start_of_image> [16 image rows] <end_of_image>Describe<end_of_turn>\n<start_of_turn>model\n
+		before, after := []int32{2, 4, 558, 264, 6}, []int32{7, 731, 5, 264, 4, 627, 264}
+		var b Batch
+		add := func(tok int32, e []float32, end int32) {
+			p := int32(len(b.Tokens))
+			b.Tokens, b.Pos, b.Base = append(b.Tokens, tok), append(b.Pos, p), append(b.Base, 0)
+			b.Embeds, b.AttnEnds = append(b.Embeds, e), append(b.AttnEnds, max(end, p))
+		}
+		for _, tok := range before {
+			add(tok, nil, 0)
+		}
+		end := int32(len(before) + 15)
+		if c.causal {
+			end = 0
+		}
+		for i := range 16 {
+			add(MediaToken+int32(i), embd[i*160:(i+1)*160], end)
+		}
+		for _, tok := range after {
+			add(tok, nil, 0)
+		}
+		b.Logits = []int{len(b.Tokens) - 1}
+		var got []int32
+		for step := range 16 {
+			logits, err := m.ForwardBatch(kv, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids, _ := cpuref.Argmax(logits[0], len(logits[0]))
+			got = append(got, ids[0])
+			b = Batch{Tokens: []int32{ids[0]}, Pos: []int32{int32(28 + step)}, Base: []int32{0}, Logits: []int{0}}
+		}
+		kv.Release()
+		if c.causal && fmt.Sprint(got) == fmt.Sprint(sq64) {
+			t.Errorf("%s decoded causally still gives llama.cpp's tokens: the test cannot tell", c.image)
+		}
+		if !c.causal && fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s: greedy %v, llama.cpp %v", c.image, got, c.want)
 		}
 	}
 }
