@@ -19,6 +19,7 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/gpu"
 	"github.com/wgpu-llama/wgpu-llama/model"
 	"github.com/wgpu-llama/wgpu-llama/model/tokenizer"
+	"github.com/wgpu-llama/wgpu-llama/model/vision"
 )
 
 // Config says what to load and how to run it.
@@ -77,6 +78,9 @@ type Config struct {
 	// OnSleep, when set, is called on the engine goroutine once the engine has fallen asleep
 	// (true) and once it is awake again (false).
 	OnSleep func(asleep bool)
+	// MMProjPath, when set, is a multimodal projector (llama-server's --mmproj): images in
+	// prompts (EncodeImage, media.go).
+	MMProjPath string
 	Logger  *log.Logger
 }
 
@@ -125,6 +129,10 @@ type Engine struct {
 	cacheReuse int
 
 	spec *speculator // nil without speculative decoding
+
+	vision  *model.VisionEncoder // Config.MMProjPath's encoder, nil without one or asleep
+	visionH *vision.Hparams      // its hyperparameters, nil without one
+	media   mediaStore           // the images prompts hold (media.go)
 
 	candidates      bool // read back candidates where the samplers allow (Config.Readback)
 	candidatePasses atomic.Int64
@@ -224,10 +232,21 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		m.Close()
 		return nil, err
 	}
+	var venc *model.VisionEncoder
+	if cfg.MMProjPath != "" {
+		if venc, err = loadVision(dev, cfg.MMProjPath, c.NEmbd, batch); err != nil {
+			kv.Release()
+			m.Close()
+			return nil, err
+		}
+	}
 	var sp *speculator
 	switch spec.Type {
 	case SpecDraft:
 		if sp, err = loadDraft(dev, spec, m, draftOptions(cfg, batch), nSlots, slotCtx, logger); err != nil {
+			if venc != nil {
+				venc.Close()
+			}
 			kv.Release()
 			m.Close()
 			return nil, err
@@ -265,6 +284,13 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		cacheReuse: cfg.CacheReuse,
 		spec:       sp,
 		candidates: cfg.Readback.candidates(dev),
+		vision:     venc,
+	}
+	if venc != nil {
+		h := venc.H
+		e.visionH = &h
+		e.info.ImageTokens = h.Tokens()
+		logger.Info("vision projector loaded", "path", cfg.MMProjPath, "type", h.Projector, "image_size", h.ImageSize, "image_tokens", h.Tokens())
 	}
 	for i := 0; i < nSlots; i++ {
 		e.slots = append(e.slots, &slot{id: i})
@@ -339,9 +365,12 @@ func (e *Engine) Submit(ctx context.Context, t Task) (<-chan Result, error) {
 		return nil, fmt.Errorf("%w: the request has %d prompt tokens, the context holds %d", ErrPromptTooBig, len(t.Prompt), e.info.NCtx)
 	}
 	for _, id := range t.Prompt {
-		if id < 0 || int(id) >= e.info.NVocab {
+		if (id < 0 || int(id) >= e.info.NVocab) && id < model.MediaToken {
 			return nil, fmt.Errorf("engine: prompt token %d out of range (vocabulary %d)", id, e.info.NVocab)
 		}
+	}
+	if err := e.mediaRows(t.Prompt); err != nil {
+		return nil, err
 	}
 	// As llama-server, n_probs beyond the vocabulary lists the whole vocabulary.
 	t.Params.NProbs = min(max(t.Params.NProbs, 0), e.info.NVocab)

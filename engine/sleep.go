@@ -71,6 +71,10 @@ func (e *Engine) sleep() {
 // freeDevice releases the draft model, the KV cache, the model and the device, those not yet
 // released.
 func (e *Engine) freeDevice() {
+	if e.vision != nil {
+		e.vision.Close()
+		e.vision = nil
+	}
 	if e.spec != nil && e.spec.draft != nil {
 		e.spec.kv.Release()
 		e.spec.draft.Close()
@@ -135,6 +139,11 @@ func (e *Engine) reload() error {
 	}
 	if e.kv, err = m.NewKVCache(len(e.pool.refs) << pageBits); err != nil {
 		return err
+	}
+	if e.visionH != nil {
+		if e.vision, err = loadVision(dev, e.cfg.MMProjPath, e.info.NEmbd, e.batch); err != nil {
+			return err
+		}
 	}
 	if e.spec != nil && e.spec.cfg.Type == SpecDraft {
 		sp, err := loadDraft(dev, e.spec.cfg, m, draftOptions(e.cfg, e.batch), len(e.slots), e.slotCtx, e.log)

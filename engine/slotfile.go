@@ -111,6 +111,14 @@ func (e *Engine) RestoreSlot(ctx context.Context, id int, path string) (SlotFile
 			e.noteSlots()
 			return err
 		}
+		// Image placeholders name images only within the process that made them: the rows from
+		// the first one on are not trusted as a prefix (another image may have those ids now).
+		for i, id := range tokens {
+			if id >= model.MediaToken {
+				tokens = tokens[:i]
+				break
+			}
+		}
 		s.cached = tokens
 		e.noteSlots()
 		res = SlotFile{Tokens: len(tokens), Bytes: int64(len(data)), Took: time.Since(start)}
@@ -212,7 +220,7 @@ func (e *Engine) decodeSlot(data []byte) (tokens []int32, k, v [][]byte, err err
 		return nil, nil, nil, fmt.Errorf("%d tokens do not fit the slot's context of %d", n, e.slotCtx)
 	}
 	for i, id := range tokens {
-		if id < 0 || int(id) >= e.info.NVocab {
+		if (id < 0 || int(id) >= e.info.NVocab) && id < model.MediaToken {
 			return nil, nil, nil, fmt.Errorf("token %d (at %d) out of range (vocabulary %d)", id, i, e.info.NVocab)
 		}
 	}

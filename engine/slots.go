@@ -247,6 +247,9 @@ func (e *Engine) turn() {
 			blocked++
 			continue
 		}
+		if chunk = cutMedia(rest, chunk); len(chunk) == 0 {
+			continue // an image that does not fit this pass's room: a later pass has more
+		}
 		base := bp.base(s)
 		for i, tok := range chunk {
 			b.Tokens = append(b.Tokens, tok)
@@ -268,6 +271,20 @@ func (e *Engine) turn() {
 		return
 	}
 	b.Pages = bp.pages
+	if i, ok := e.attachMedia(&b); !ok {
+		// The image was dropped from the engine's store since the request was checked: its
+		// request fails, the others run at the next turn.
+		at := 0
+		for _, r := range rows {
+			if i >= at && i < at+len(r.tokens) {
+				e.truncate(r.s, 0)
+				r.s.gen.res.Err = fmt.Errorf("%w: the image at prompt position %d is no longer held: send the request again", ErrBadMedia, int(b.Pos[i]))
+				e.end(r.s, e.finish(r.s, StopNone))
+			}
+			at += len(r.tokens)
+		}
+		return
+	}
 	logits, err := e.forward(b)
 	if err != nil {
 		e.log.Error("forward pass failed", "err", err)

@@ -1,0 +1,231 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/wgpu-llama/wgpu-llama/gguf"
+	"github.com/wgpu-llama/wgpu-llama/gpu"
+	"github.com/wgpu-llama/wgpu-llama/model"
+	"github.com/wgpu-llama/wgpu-llama/model/vision"
+)
+
+// Images in prompts. The vision encoder (Config.MMProjPath) turns an image into embeddings on
+// the engine goroutine (EncodeImage); the image then stands in a prompt as a run of placeholder
+// tokens (a MediaChunk) at or above model.MediaToken, allocated once per distinct image: the
+// same image (by content hash) gets the same tokens, so prefix reuse works as for text, and a
+// different image never shares them, so their cache rows are never confused. A batch takes an
+// image's embeddings for its placeholders and decodes its rows in one pass, seeing one another
+// both ways (model.Batch.AttnEnds).
+
+// mediaKeep is how many images' embeddings the engine keeps, the least recently used going
+// first; a prompt whose image was dropped before it ran fails, asking for it again.
+const mediaKeep = 256
+
+// ErrNoVision is the error of image input to a server without a projector (--mmproj).
+var ErrNoVision = errors.New("image input is not supported - hint: if this is unexpected, you may need to provide the mmproj")
+
+// MediaChunk is an image's place in a prompt: N placeholder tokens from Base on.
+type MediaChunk struct {
+	Base int32
+	N    int
+}
+
+// Tokens are the chunk's placeholder tokens, in order.
+func (c MediaChunk) Tokens() []int32 {
+	out := make([]int32, c.N)
+	for i := range out {
+		out[i] = c.Base + int32(i)
+	}
+	return out
+}
+
+// mediaStore holds the embeddings of the images prompts hold.
+type mediaStore struct {
+	mu      sync.Mutex
+	next    int32 // the next free placeholder
+	entries []*mediaEntry
+	clock   uint64
+}
+
+type mediaEntry struct {
+	hash [32]byte
+	base int32
+	n    int
+	embd []float32 // n rows of the text model's width
+	used uint64
+}
+
+// byHash returns the entry of an image already encoded, marking it used.
+func (st *mediaStore) byHash(h [32]byte) (MediaChunk, bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, e := range st.entries {
+		if e.hash == h {
+			st.clock++
+			e.used = st.clock
+			return MediaChunk{Base: e.base, N: e.n}, true
+		}
+	}
+	return MediaChunk{}, false
+}
+
+// add keeps an image's embeddings under fresh placeholders.
+func (st *mediaStore) add(h [32]byte, embd []float32, n int) (MediaChunk, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.next == 0 {
+		st.next = model.MediaToken
+	}
+	if int64(st.next)+int64(n) > math.MaxInt32 {
+		return MediaChunk{}, fmt.Errorf("engine: image placeholders exhausted after %d images: restart the server", st.clock)
+	}
+	st.clock++
+	e := &mediaEntry{hash: h, base: st.next, n: n, embd: embd, used: st.clock}
+	st.next += int32(n)
+	st.entries = append(st.entries, e)
+	if len(st.entries) > mediaKeep {
+		oldest := 0
+		for i, x := range st.entries {
+			if x.used < st.entries[oldest].used {
+				oldest = i
+			}
+		}
+		st.entries = append(st.entries[:oldest], st.entries[oldest+1:]...)
+	}
+	return MediaChunk{Base: e.base, N: n}, nil
+}
+
+// row returns the embedding of placeholder id, the last position of its image relative to id,
+// and whether the image is held.
+func (st *mediaStore) row(id int32) (embd []float32, toEnd int32, ok bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, e := range st.entries {
+		if id >= e.base && id < e.base+int32(e.n) {
+			w := len(e.embd) / e.n
+			i := int(id - e.base)
+			return e.embd[i*w : (i+1)*w], e.base + int32(e.n) - 1 - id, true
+		}
+	}
+	return nil, 0, false
+}
+
+// loadVision loads the projector of Config.MMProjPath onto dev, checking that it fits the
+// model: its embeddings as wide as the model's, and an image within one forward pass.
+func loadVision(dev *gpu.Device, path string, nEmbd, batch int) (*model.VisionEncoder, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("mmproj: %w", err)
+	}
+	defer f.Close()
+	enc, err := model.LoadVisionEncoder(dev, f)
+	if err != nil {
+		return nil, fmt.Errorf("mmproj %s: %w", path, err)
+	}
+	h := enc.H
+	switch {
+	case h.ProjDim != nEmbd:
+		enc.Close()
+		return nil, fmt.Errorf("mmproj %s: its embeddings are %d wide, the model's %d: not this model's projector", path, h.ProjDim, nEmbd)
+	case h.Tokens() > batch:
+		enc.Close()
+		return nil, fmt.Errorf("mmproj %s: an image takes %d positions, more than the batch size %d (-ub): images are decoded in one pass", path, h.Tokens(), batch)
+	}
+	return enc, nil
+}
+
+// Vision returns the projector's hyperparameters, and false without one.
+func (e *Engine) Vision() (vision.Hparams, bool) {
+	if e.visionH == nil {
+		return vision.Hparams{}, false
+	}
+	return *e.visionH, true
+}
+
+// EncodeImage returns the placeholder tokens of an image: its preprocessed pixels
+// (vision.Preprocess) and the hash of its file, which names it. An image encoded before is
+// not encoded again.
+func (e *Engine) EncodeImage(ctx context.Context, hash [32]byte, pixels []float32) (MediaChunk, error) {
+	if e.visionH == nil {
+		return MediaChunk{}, ErrNoVision
+	}
+	if c, ok := e.media.byHash(hash); ok {
+		return c, nil
+	}
+	var c MediaChunk
+	err := e.do(ctx, nil, func() error {
+		if got, ok := e.media.byHash(hash); ok { // encoded while this waited
+			c = got
+			return nil
+		}
+		if err := e.wakeUp(); err != nil {
+			return err
+		}
+		embd, err := e.vision.Encode(pixels)
+		if err != nil {
+			return err
+		}
+		c, err = e.media.add(hash, embd, e.visionH.Tokens())
+		return err
+	})
+	return c, err
+}
+
+// mediaRows checks the placeholders of a prompt: each must name a held image, and an image
+// must be whole and in order.
+func (e *Engine) mediaRows(prompt []int32) error {
+	for i := 0; i < len(prompt); i++ {
+		id := prompt[i]
+		if id < model.MediaToken {
+			continue
+		}
+		_, toEnd, ok := e.media.row(id)
+		if !ok {
+			return fmt.Errorf("%w: token %d names no image the server holds (send the image again)", ErrBadMedia, id)
+		}
+		for k := int32(1); k <= toEnd; k++ {
+			if i+int(k) >= len(prompt) || prompt[i+int(k)] != id+k {
+				return fmt.Errorf("%w: an image's positions are cut at prompt position %d", ErrBadMedia, i+int(k))
+			}
+		}
+		i += int(toEnd)
+	}
+	return nil
+}
+
+// ErrBadMedia is the error of a prompt whose image placeholders are not whole images.
+var ErrBadMedia = errors.New("engine: invalid image tokens")
+
+// cutMedia shortens a prompt chunk (a prefix of rest) so that it does not end inside an image:
+// an image's rows are decoded in one pass.
+func cutMedia(rest, chunk []int32) []int32 {
+	n := len(chunk)
+	for n > 0 && n < len(rest) && rest[n] >= model.MediaToken && rest[n-1] == rest[n]-1 {
+		n--
+	}
+	return chunk[:n]
+}
+
+// attachMedia gives a batch the embeddings of its image rows and their attention ends; a batch
+// without images is left as it is. It reports the first row whose image is not held.
+func (e *Engine) attachMedia(b *model.Batch) (missing int, ok bool) {
+	for i, id := range b.Tokens {
+		if id < model.MediaToken {
+			continue
+		}
+		if b.Embeds == nil {
+			b.Embeds = make([][]float32, len(b.Tokens))
+			b.AttnEnds = append([]int32(nil), b.Pos...)
+		}
+		embd, toEnd, held := e.media.row(id)
+		if !held {
+			return i, false
+		}
+		b.Embeds[i], b.AttnEnds[i] = embd, b.Pos[i]+toEnd
+	}
+	return 0, true
+}
