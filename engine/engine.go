@@ -81,7 +81,7 @@ type Config struct {
 	// MMProjPath, when set, is a multimodal projector (llama-server's --mmproj): images in
 	// prompts (EncodeImage, media.go).
 	MMProjPath string
-	Logger  *log.Logger
+	Logger     *log.Logger
 }
 
 // InlineSoftwareBelow is the model file size under which a software adapter runs dispatches
