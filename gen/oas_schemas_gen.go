@@ -2256,9 +2256,11 @@ func (s *ChatCompletionResponse) SetAgentMessages(val []ChatMessage) {
 
 // Ref: #/components/schemas/ChatContentPart
 type ChatContentPart struct {
-	// Only "text" is supported.
-	Type string    `json:"type"`
-	Text OptString `json:"text"`
+	// "text", or "image_url" on a server with a vision projector (--mmproj); without one
+	// an image answers llama-server's 500 "image input is not supported".
+	Type     string      `json:"type"`
+	Text     OptString   `json:"text"`
+	ImageURL OptImageURL `json:"image_url"`
 }
 
 // GetType returns the value of Type.
@@ -2271,6 +2273,11 @@ func (s *ChatContentPart) GetText() OptString {
 	return s.Text
 }
 
+// GetImageURL returns the value of ImageURL.
+func (s *ChatContentPart) GetImageURL() OptImageURL {
+	return s.ImageURL
+}
+
 // SetType sets the value of Type.
 func (s *ChatContentPart) SetType(val string) {
 	s.Type = val
@@ -2279,6 +2286,11 @@ func (s *ChatContentPart) SetType(val string) {
 // SetText sets the value of Text.
 func (s *ChatContentPart) SetText(val OptString) {
 	s.Text = val
+}
+
+// SetImageURL sets the value of ImageURL.
+func (s *ChatContentPart) SetImageURL(val OptImageURL) {
+	s.ImageURL = val
 }
 
 // Ref: #/components/schemas/ChatControlRequest
@@ -5773,6 +5785,36 @@ func (s *HealthResponse) SetStatus(val string) {
 	s.Status = val
 }
 
+// Ref: #/components/schemas/ImageURL
+type ImageURL struct {
+	// The image: a data: URI of a base64 PNG, JPEG, GIF (its first frame) or WebP
+	// (data:image/png;base64,...), or a file:// URL of a file inside --media-path.
+	// Remote URLs are not fetched.
+	URL string `json:"url"`
+	// Accepted and ignored (OpenAI's resolution hint).
+	Detail OptString `json:"detail"`
+}
+
+// GetURL returns the value of URL.
+func (s *ImageURL) GetURL() string {
+	return s.URL
+}
+
+// GetDetail returns the value of Detail.
+func (s *ImageURL) GetDetail() OptString {
+	return s.Detail
+}
+
+// SetURL sets the value of URL.
+func (s *ImageURL) SetURL(val string) {
+	s.URL = val
+}
+
+// SetDetail sets the value of Detail.
+func (s *ImageURL) SetDetail(val OptString) {
+	s.Detail = val
+}
+
 // Ref: #/components/schemas/InfillChunk
 type InfillChunk struct {
 	// Defaults to "tmp".
@@ -7833,6 +7875,52 @@ func (o OptFloat64) Get() (v float64, ok bool) {
 
 // Or returns value if set, or given parameter if does not.
 func (o OptFloat64) Or(d float64) float64 {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptImageURL returns new OptImageURL with value set to v.
+func NewOptImageURL(v ImageURL) OptImageURL {
+	return OptImageURL{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptImageURL is optional ImageURL.
+type OptImageURL struct {
+	Value ImageURL
+	Set   bool
+}
+
+// IsSet returns true if OptImageURL was set.
+func (o OptImageURL) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptImageURL) Reset() {
+	var v ImageURL
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptImageURL) SetTo(v ImageURL) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptImageURL) Get() (v ImageURL, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptImageURL) Or(d ImageURL) ImageURL {
 	if v, ok := o.Get(); ok {
 		return v
 	}

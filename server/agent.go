@@ -242,7 +242,7 @@ func visibleIndex(msgs []gen.ChatMessage, n int) int {
 // round generates once from the history, streaming what it writes.
 func (a *agentRun) round(ctx context.Context, s *Server, sse *sseWriter) (toolcall.Message, engine.Result, error) {
 	run := a.chat
-	pl, err := a.m.plan(a.m.chatGenerationOf(&a.req, a.stream), s.cfg)
+	pl, err := s.chatPlan(ctx, a.m, &a.req, a.stream)
 	if err != nil {
 		return toolcall.Message{}, engine.Result{}, a.fail(err, sse)
 	}

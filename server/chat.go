@@ -60,7 +60,7 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req *gen.ChatCompleti
 	if id, ok := req.SessionID.Get(); ok && id != "" {
 		return invalidRequest("'session_id' keeps the conversations of 'server_tools', which this request does not name")
 	}
-	pl, err := m.plan(m.chatGenerationOf(req, stream), s.cfg)
+	pl, err := s.chatPlan(ctx, m, req, stream)
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,8 @@ type chatGeneration struct {
 	stream          bool
 	sampling        samplingFields
 	budget          reasoningBudget
+	// media are the conversation's images, in order, encoded (Server.encodeImages).
+	media []engine.MediaChunk
 }
 
 // toolChoice is how far the model must call tools.
@@ -115,7 +117,11 @@ func (l *loaded) plan(g chatGeneration, cfg Config) (chatPlan, error) {
 	}
 	pl.params.ReasoningBudget = l.reasoningBudget(g.budget, cfg, gp)
 	pl.params.ReasoningControl = g.budget.control
-	pl.prompt = tokenize(l.tok, text)
+	if g.marker == "" {
+		pl.prompt = tokenize(l.tok, text)
+	} else if pl.prompt, err = l.mediaTokens(text, g.marker, g.media); err != nil {
+		return pl, err
+	}
 	return pl, nil
 }
 

@@ -15,6 +15,7 @@ func (m *loaded) chatGenerationOf(req *gen.ChatCompletionRequest, stream bool) c
 			kwargs:              req.ChatTemplateKwargs,
 			addGenerationPrompt: req.AddGenerationPrompt.Or(true),
 			continueFinal:       req.ContinueFinalMessage.Or(false),
+			marker:              m.marker(),
 		},
 		toolChoice:      req.ToolChoice,
 		parallel:        req.ParallelToolCalls.Or(false),
@@ -27,7 +28,7 @@ func (m *loaded) chatGenerationOf(req *gen.ChatCompletionRequest, stream bool) c
 
 // CountChatTokens implements POST /v1/chat/completions/input_tokens, llama-server's token
 // count of a chat request: its prompt as the chat endpoint would build it, with nothing run.
-func (s *Server) CountChatTokens(_ context.Context, req *gen.ChatCompletionRequest) (*gen.ChatTokenCount, error) {
+func (s *Server) CountChatTokens(ctx context.Context, req *gen.ChatCompletionRequest) (*gen.ChatTokenCount, error) {
 	m := s.model()
 	if m == nil {
 		return nil, errLoading
@@ -35,7 +36,7 @@ func (s *Server) CountChatTokens(_ context.Context, req *gen.ChatCompletionReque
 	if len(req.Messages) == 0 {
 		return nil, invalidRequest("'messages' must hold at least one message")
 	}
-	pl, err := m.plan(m.chatGenerationOf(req, req.Stream.Or(false)), s.cfg)
+	pl, err := s.chatPlan(ctx, m, req, req.Stream.Or(false))
 	if err != nil {
 		return nil, err
 	}
@@ -47,3 +48,17 @@ func (s *Server) CountChatTokens(_ context.Context, req *gen.ChatCompletionReque
 func (s *Server) CountChatTokensAlias(ctx context.Context, req *gen.ChatCompletionRequest) (*gen.ChatTokenCount, error) {
 	return s.CountChatTokens(ctx, req)
 }
+
+// chatPlan prepares an OpenAI chat request for the engine: its images encoded (media.go), then
+// planned as the chat endpoints plan.
+func (s *Server) chatPlan(ctx context.Context, m *loaded, req *gen.ChatCompletionRequest, stream bool) (chatPlan, error) {
+	g := m.chatGenerationOf(req, stream)
+	var err error
+	if g.media, err = s.encodeImages(ctx, m, imageURLs(req.Messages)); err != nil {
+		return chatPlan{}, err
+	}
+	return m.plan(g, s.cfg)
+}
+
+// marker is the media marker prompts render images as, "" when the model takes no images.
+func (m *loaded) marker() string { return m.imageMarker }

@@ -90,7 +90,7 @@ func (s *Server) complete(ctx context.Context, req *gen.CompletionRequest, w htt
 	if err != nil {
 		return err
 	}
-	prompts, err := promptList(m.tok, req.Prompt)
+	prompts, err := promptList(m.tok, req.Prompt, s.mediaPromptsOf(ctx, m))
 	if err != nil {
 		return err
 	}

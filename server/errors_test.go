@@ -70,7 +70,7 @@ func TestErrors(t *testing.T) {
 		{"two assistant messages at the end", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"test"},{"role":"assistant","content":"test"},{"role":"assistant","content":"test"}]}`, nil, 400, "invalid_request_error", "Cannot have 2 or more assistant messages at the end of the list."},
 		{"image part", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"image_url"}]}]}`, nil, 500, "server_error", "image input is not supported - hint: if this is unexpected, you may need to provide the mmproj"},
 		{"audio part", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"input_audio"}]}]}`, nil, 500, "server_error", "audio input is not supported - hint: if this is unexpected, you may need to provide the mmproj"},
-		{"unknown part", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"video"}]}]}`, nil, 400, "invalid_request_error", `messages[0]: content part type "video" is not supported (only "text")`},
+		{"unknown part", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"video"}]}]}`, nil, 400, "invalid_request_error", `messages[0]: content part type "video" is not supported (only "text" and "image_url")`},
 		{"prompt too long", "POST", "/completion", longPrompt, nil, 400, "exceed_context_size_error", "the context size is 256"},
 		{"engine closed", "POST", "/completion", `{"prompt":"x"}`, func(f *fakeBackend) { f.submitErr = engine.ErrClosed }, 503, "unavailable_error", "shutting down"},
 		{"engine failure", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}]}`,

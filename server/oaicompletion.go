@@ -40,7 +40,7 @@ func (s *Server) CreateOAICompletion(ctx context.Context, req *gen.CompletionReq
 		return err
 	}
 	params.NProbs = req.NProbs.Or(req.Logprobs.Or(0))
-	prompts, err := promptList(m.tok, req.Prompt)
+	prompts, err := promptList(m.tok, req.Prompt, nil)
 	if err != nil {
 		return err
 	}

@@ -21,12 +21,12 @@ func tokenize(tok *tokenizer.Tokenizer, text string) []int32 {
 // promptList tokenizes a prompt field as llama-server's tokenize_input_prompts: an array that
 // holds token ids is one prompt (ids and strings); any other array holds several prompts, each
 // a string, a JSON prompt object or an array of ids and strings; anything else is one prompt.
-func promptList(tok *tokenizer.Tokenizer, p gen.Prompt) ([][]int32, error) {
+func promptList(tok *tokenizer.Tokenizer, p gen.Prompt, mp *mediaPrompts) ([][]int32, error) {
 	switch p.Type {
 	case gen.StringPrompt:
 		return [][]int32{tokenize(tok, p.String)}, nil
 	case gen.PromptObjectPrompt:
-		ids, err := objectPromptTokens(tok, "prompt", p.PromptObject)
+		ids, err := objectPromptTokens(tok, "prompt", p.PromptObject, mp)
 		if err != nil {
 			return nil, err
 		}
@@ -66,7 +66,7 @@ func promptList(tok *tokenizer.Tokenizer, p gen.Prompt) ([][]int32, error) {
 		case gen.StringPromptElement:
 			ids = tokenize(tok, e.String)
 		case gen.PromptObjectPromptElement:
-			ids, err = objectPromptTokens(tok, fmt.Sprintf("prompt[%d]", i), e.PromptObject)
+			ids, err = objectPromptTokens(tok, fmt.Sprintf("prompt[%d]", i), e.PromptObject, mp)
 		default:
 			ids, err = mixedTokens(tok, fmt.Sprintf("prompt[%d]", i), e.PromptPieceArray, true, true)
 		}
@@ -79,11 +79,14 @@ func promptList(tok *tokenizer.Tokenizer, p gen.Prompt) ([][]int32, error) {
 }
 
 // objectPromptTokens tokenizes llama-server's JSON prompt object {"prompt_string": ...}. Its
-// multimodal_data needs a multimodal projector, which this server has not got: refused with
-// llama-server's words.
-func objectPromptTokens(tok *tokenizer.Tokenizer, field string, o gen.PromptObject) ([]int32, error) {
-	if len(o.MultimodalData) > 0 {
-		return nil, invalidRequest("'%s.multimodal_data': Multimodal data provided, but model does not support multimodal requests.", field)
+// multimodal_data needs a multimodal projector (mp; nil without one: refused with
+// llama-server's words).
+func objectPromptTokens(tok *tokenizer.Tokenizer, field string, o gen.PromptObject, mp *mediaPrompts) ([]int32, error) {
+	if len(o.MultimodalData) > 0 || mp != nil {
+		if mp == nil {
+			return nil, invalidRequest("'%s.multimodal_data': Multimodal data provided, but model does not support multimodal requests.", field)
+		}
+		return mp.tokens(field, o)
 	}
 	if s, ok := o.PromptString.GetString(); ok {
 		return tokenize(tok, s), nil
@@ -98,11 +101,14 @@ type chatRequest struct {
 	kwargs              gen.OptNilChatTemplateKwargs
 	addGenerationPrompt bool
 	continueFinal       bool // vLLM's continue_final_message: continue the final assistant message
+	// marker stands for each image part in the rendered prompt; "" when the model takes no
+	// images (an image part is then an error).
+	marker string
 }
 
 // input converts r to the chat template's input, checking what llama-server checks.
 func (r chatRequest) input() (chat.Input, error) {
-	msgs, err := chatMessages(r.messages)
+	msgs, err := chatMessages(r.messages, r.marker)
 	if err != nil {
 		return chat.Input{}, err
 	}
@@ -133,7 +139,7 @@ var errNoAudio = &apiError{typ: errServer, message: "audio input is not supporte
 // counts, and becomes ""), an assistant message content or tool_calls; text
 // parts are joined with newlines; tool calls must be functions, their arguments JSON text or
 // an object (taken as its JSON text).
-func chatMessages(msgs []gen.ChatMessage) ([]chat.Message, error) {
+func chatMessages(msgs []gen.ChatMessage, marker string) ([]chat.Message, error) {
 	out := make([]chat.Message, 0, len(msgs))
 	for i, m := range msgs {
 		switch {
@@ -153,20 +159,34 @@ func chatMessages(msgs []gen.ChatMessage) ([]chat.Message, error) {
 			if s, isString := c.GetString(); isString {
 				msg.Content = s
 			} else {
-				texts := make([]string, 0, len(c.ChatContentPartArray))
+				// Text parts are joined by newlines; an image is the media marker, with no
+				// newline next to it (llama.cpp's common_chat_msgs_to_json_oaicompat).
+				var sb strings.Builder
+				prevText := false
 				for _, part := range c.ChatContentPartArray {
 					switch part.Type {
 					case "text":
-					case "image_url": // llama-server's words without a multimodal projector
-						return nil, errNoVision
+						if prevText {
+							sb.WriteString("\n")
+						}
+						sb.WriteString(part.Text.Or(""))
+						prevText = true
+					case "image_url":
+						if marker == "" { // llama-server's words without a multimodal projector
+							return nil, errNoVision
+						}
+						if u, ok := part.ImageURL.Get(); !ok || u.URL == "" {
+							return nil, invalidRequest("messages[%d]: an image_url part needs image_url.url", i)
+						}
+						sb.WriteString(marker)
+						prevText = false
 					case "input_audio":
 						return nil, errNoAudio
 					default:
-						return nil, invalidRequest("messages[%d]: content part type %q is not supported (only \"text\")", i, part.Type)
+						return nil, invalidRequest("messages[%d]: content part type %q is not supported (only \"text\" and \"image_url\")", i, part.Type)
 					}
-					texts = append(texts, part.Text.Or(""))
 				}
-				msg.Content = strings.Join(texts, "\n")
+				msg.Content = sb.String()
 			}
 		}
 		calls, _ := m.ToolCalls.Get()

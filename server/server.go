@@ -151,6 +151,11 @@ type Config struct {
 	// MCPEndpoint serves the server's own MCP server at /mcp (--mcp-endpoint): the model's
 	// complete, chat and embed, and the built-in tools of Tools; off, it answers 403.
 	MCPEndpoint bool
+	// MediaPath is the directory file:// image URLs may name (--media-path); empty refuses them.
+	MediaPath string
+	// MediaMarker is the text that stands for an image in prompts (llama-server's
+	// LLAMA_MEDIA_MARKER); empty draws a random one per server, as llama-server does.
+	MediaMarker string
 	// AgentMaxRounds bounds the rounds of server tool calls one chat request runs
 	// (--agent-max-rounds); 0 means DefaultAgentMaxRounds.
 	AgentMaxRounds int
@@ -198,7 +203,9 @@ type loaded struct {
 	// failed): the syntax of reasoning, content and tool calls.
 	format   autoparse.Builder
 	defaults *engine.Params // Config.Defaults
-	created  int64          // Unix time the model became ready, the "created" of /v1/models
+	// imageMarker is the server's media marker when the model takes images, else "".
+	imageMarker string
+	created     int64 // Unix time the model became ready, the "created" of /v1/models
 }
 
 var (
@@ -226,7 +233,10 @@ func New(cfg Config, logger *log.Logger) *Server {
 	if cfg.AgentSessionTTL <= 0 {
 		cfg.AgentSessionTTL = DefaultAgentSessionTTL
 	}
-	s := &Server{cfg: cfg, logger: logger, streams: resumable.NewStore(cfg.Streams), mediaMarker: "<__media_" + randomString(32) + "__>",
+	if cfg.MediaMarker == "" {
+		cfg.MediaMarker = "<__media_" + randomString(32) + "__>"
+	}
+	s := &Server{cfg: cfg, logger: logger, streams: resumable.NewStore(cfg.Streams), mediaMarker: cfg.MediaMarker,
 		sessions: sessions.New[gen.ChatMessage](cfg.AgentSessions, cfg.AgentSessionTTL, nil)}
 	api, err := gen.NewServer(s, s,
 		gen.WithNotFound(notFound),
@@ -269,6 +279,9 @@ func (s *Server) SetBackend(b Backend) {
 		created:  time.Now().Unix(),
 	}
 	l.format = s.outputFormat(l)
+	if vb, _ := l.visionOf(); vb != nil {
+		l.imageMarker = s.mediaMarker
+	}
 	s.ready.Store(l)
 	s.logger.Info("model ready", "model", name, "n_ctx", info.NCtx, "slots", info.NSlots, "chat_template", l.template.Name)
 }

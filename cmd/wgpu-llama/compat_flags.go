@@ -13,7 +13,8 @@ import (
 // compatFlags are llama-server flags whose setting is already how wgpu-llama works, or names a
 // feature it does not have: each is parsed and checked as llama-server does, so scripts and
 // service files written for llama-server run unchanged. README.md says for each why it changes
-// nothing here.
+// nothing here. (--no-mmproj and --media-path are here too, though they now act: see
+// visionFlags and server.Config.MediaPath.)
 type compatFlags struct {
 	flashAttn          string // -fa on|off|auto: attention is one fused shader either way
 	swaFull            bool   // the KV cache always holds every layer's whole context
@@ -37,10 +38,10 @@ func (c *compatFlags) register(fs *flag.FlagSet) {
 	for _, n := range []string{"nocb", "no-cont-batching"} {
 		fs.Var(&pairFlag{&c.contBatching, false}, n, "accepted for llama-server compatibility; the engine always batches the slots together")
 	}
-	stringVar(fs, &c.mmprojURL, "", "URL of a multimodal projector; refused: image and audio input are not supported yet", "mmu", "mmproj-url")
-	fs.BoolVar(&c.noMmproj, "no-mmproj", false, "load no multimodal projector (there is none to load here)")
+	stringVar(fs, &c.mmprojURL, "", "URL of a multimodal projector; refused: download it and give --mmproj FILE", "mmu", "mmproj-url")
+	fs.BoolVar(&c.noMmproj, "no-mmproj", false, "load no multimodal projector, even with --mmproj or --mmproj-auto")
 	boolVar(fs, &c.backendSampling, false, "sample on the GPU backend; accepted for compatibility (the GPU already picks the candidates, sampling gives the same draws either way)", "bs", "backend-sampling")
-	stringVar(fs, &c.mediaPath, "", "directory of local media files (llama-server's file:// URLs); accepted for compatibility and checked to be a directory, but nothing reads it: there is no image or audio input yet", "media-path")
+	stringVar(fs, &c.mediaPath, "", "directory whose files requests may name as file:// image URLs (default: none may)", "media-path")
 }
 
 // check validates the values as llama-server does, naming the flag at fault.
@@ -60,7 +61,7 @@ func (c *compatFlags) check() error {
 		return fmt.Errorf("--grp-attn-n %d: group attention (self-extend) is not supported; use --context-shift or a larger -c", c.grpAttnN)
 	}
 	if c.mmprojURL != "" {
-		return errors.New("--mmproj-url: multimodal projectors are not supported (image and audio input are not implemented); remove the flag or use --no-mmproj")
+		return errors.New("--mmproj-url: projectors are not downloaded; download the file and give --mmproj FILE")
 	}
 	if c.mediaPath != "" {
 		if st, err := os.Stat(c.mediaPath); err != nil || !st.IsDir() {

@@ -128,7 +128,7 @@ func TestCompatFlagErrors(t *testing.T) {
 		{[]string{"--grp-attn-n", "4"}, "self-extend) is not supported"},
 		{[]string{"--grp-attn-w", "x"}, `invalid value "x" for flag -grp-attn-w`},
 		{[]string{"--cache-ram", "-2"}, "--cache-ram must be -1"},
-		{[]string{"--mmproj-url", "https://example.com/mmproj.gguf"}, "--mmproj-url: multimodal projectors are not supported"},
+		{[]string{"--mmproj-url", "https://example.com/mmproj.gguf"}, "--mmproj-url: projectors are not downloaded"},
 		{[]string{"--media-path", file}, "--media-path: not a directory"},
 		{[]string{"--media-path", file + ".missing"}, "--media-path: not a directory"},
 		{[]string{"-ngl", "many"}, `-ngl/--n-gpu-layers: "many" is not a number of layers`},

@@ -56,6 +56,8 @@ var routerOnly = map[string]bool{
 	"tools": true, "tools-runtime": true, "mcp-servers-config": true, "mcp-servers-json": true,
 	"ui-mcp-proxy": true, "ag": true, "agent": true, "agent-max-rounds": true, "agent-allow-write": true,
 	"agent-sessions": true, "agent-session-ttl": true, "mcp-endpoint": true,
+	// one model's projector: a router's children find theirs beside their model (--mmproj-auto)
+	"mm": true, "mmproj": true,
 }
 
 // inheritedArgs are the router's command-line flags its children get, in their order.

@@ -56,6 +56,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return runRouter(ctx, sf, toolsRun, inheritedArgs(fs, dashFlagNames(fs, args)), logger)
 	}
 	scfg.Tools, scfg.CORSProxy = toolsRun.set, sf.tools.proxy()
+	scfg.MediaPath, scfg.MediaMarker = sf.compat.mediaPath, os.Getenv("LLAMA_MEDIA_MARKER")
 	if err := sf.tools.apply(&scfg); err != nil {
 		return err
 	}
@@ -97,6 +98,10 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	cfg.BatchSize = min(cfg.BatchSize, sf.batch) // llama.cpp's n_ubatch = min(n_ubatch, n_batch)
+	if cfg.MMProjPath, err = sf.vision.path(cfg.ModelPath, sf.compat.noMmproj); err != nil {
+		httpSrv.Close()
+		return err
+	}
 	if err := sf.embed.apply(&cfg); err != nil {
 		httpSrv.Close()
 		return err

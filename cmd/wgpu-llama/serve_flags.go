@@ -58,6 +58,7 @@ type serveFlags struct {
 	cors   corsFlags
 	compat compatFlags
 	tools  toolFlags
+	vision visionFlags
 	// corsLocalhost: tools are on and --cors-origins was not given, so only local pages may
 	// read answers (llama-server's default then).
 	corsLocalhost bool
@@ -114,6 +115,7 @@ var envFlags = []struct {
 	{"HF_TOKEN", []string{"hft", "hf-token"}},
 	{"LLAMA_ARG_CORS_ORIGINS", []string{"cors-origins"}},
 	{"LLAMA_ARG_TOOLS", []string{"tools"}},
+	{"LLAMA_ARG_MMPROJ", []string{"mm", "mmproj"}},
 	{"LLAMA_ARG_TOOLS_RUNTIME", []string{"tools-runtime"}},
 	{"LLAMA_ARG_CORS_METHODS", []string{"cors-methods"}},
 	{"LLAMA_ARG_CORS_HEADERS", []string{"cors-headers"}},
@@ -182,6 +184,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	stringVar(fs, &f.modelURL, "", "model GGUF URL, downloaded to -m FILE when given, else under its file name into $LLAMA_CACHE (default ~/.cache/llama.cpp); a file already there is used", "mu", "model-url")
 	f.cors.register(fs)
 	f.tools.register(fs)
+	f.vision.register(fs)
 	f.compat.register(fs)
 	f.spec.register(fs)
 	f.embed.register(fs)
@@ -278,6 +281,9 @@ func (f *serveFlags) check() error {
 	}
 	if f.timeout < 0 {
 		return fmt.Errorf("--timeout must be 0 (none) or more seconds, got %d", f.timeout)
+	}
+	if err := f.vision.check(); err != nil {
+		return err
 	}
 	if f.ssePing < -1 {
 		return fmt.Errorf("--sse-ping-interval must be -1 (none) or more seconds, got %d", f.ssePing)

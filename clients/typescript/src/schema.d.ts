@@ -861,9 +861,23 @@ export interface components {
         /** @description A string, or an array of content parts whose text parts are concatenated. */
         ChatMessageContent: (string | components["schemas"]["ChatContentPart"][]) | null;
         ChatContentPart: {
-            /** @description Only "text" is supported. */
+            /**
+             * @description "text", or "image_url" on a server with a vision projector (--mmproj); without one
+             *     an image answers llama-server's 500 "image input is not supported".
+             */
             type: string;
             text?: string;
+            image_url?: components["schemas"]["ImageURL"];
+        };
+        ImageURL: {
+            /**
+             * @description The image: a data: URI of a base64 PNG, JPEG, GIF (its first frame) or WebP
+             *     (data:image/png;base64,...), or a file:// URL of a file inside --media-path.
+             *     Remote URLs are not fetched.
+             */
+            url: string;
+            /** @description Accepted and ignored (OpenAI's resolution hint). */
+            detail?: string;
         };
         StreamOptions: {
             include_usage?: boolean | null;

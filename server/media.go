@@ -1,0 +1,226 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/wgpu-llama/wgpu-llama/engine"
+	"github.com/wgpu-llama/wgpu-llama/gen"
+	"github.com/wgpu-llama/wgpu-llama/model/vision"
+)
+
+// Images in chat requests, as llama-server takes them with a projector (--mmproj): each
+// image_url part becomes the server's media marker in the rendered prompt; the prompt is
+// tokenized piece by piece around the markers and each marker replaced by its image's
+// placeholder tokens, wrapped in the projector's image tokens (gemma3: <start_of_image> and
+// <end_of_image>), as llama.cpp's mtmd_tokenize does.
+
+// VisionBackend is a Backend that takes images: the engine with a projector.
+type VisionBackend interface {
+	// Vision returns the projector's hyperparameters, and false without one.
+	Vision() (vision.Hparams, bool)
+	// EncodeImage returns an image's placeholder tokens (engine.EncodeImage).
+	EncodeImage(ctx context.Context, hash [32]byte, pixels []float32) (engine.MediaChunk, error)
+}
+
+// visionOf returns the backend's vision side and its hyperparameters, or nil without one.
+func (l *loaded) visionOf() (VisionBackend, vision.Hparams) {
+	vb, ok := l.backend.(VisionBackend)
+	if !ok {
+		return nil, vision.Hparams{}
+	}
+	h, ok := vb.Vision()
+	if !ok {
+		return nil, vision.Hparams{}
+	}
+	return vb, h
+}
+
+// imageURLs lists the image parts of a conversation's messages, in order.
+func imageURLs(msgs []gen.ChatMessage) []string {
+	var out []string
+	for _, m := range msgs {
+		c, ok := m.Content.Get()
+		if !ok {
+			continue
+		}
+		for _, p := range c.ChatContentPartArray {
+			if p.Type == "image_url" {
+				u, _ := p.ImageURL.Get()
+				out = append(out, u.URL)
+			}
+		}
+	}
+	return out
+}
+
+// encodeImages reads, decodes, preprocesses and encodes images (by URL) in order.
+func (s *Server) encodeImages(ctx context.Context, l *loaded, urls []string) ([]engine.MediaChunk, error) {
+	if len(urls) == 0 {
+		return nil, nil
+	}
+	vb, h := l.visionOf()
+	if vb == nil {
+		return nil, errNoVision
+	}
+	out := make([]engine.MediaChunk, len(urls))
+	for i, u := range urls {
+		data, err := s.imageBytes(u)
+		if err != nil {
+			return nil, invalidRequest("image %d: %v", i+1, err)
+		}
+		img, err := vision.Decode(data)
+		if err != nil {
+			return nil, invalidRequest("image %d: %v", i+1, err)
+		}
+		if out[i], err = vb.EncodeImage(ctx, sha256.Sum256(data), vision.Preprocess(img, h)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// imageBytes reads an image URL: a base64 data: URI of an image type, or a file:// URL inside
+// Config.MediaPath. Remote URLs are not fetched: reaching other hosts is off.
+func (s *Server) imageBytes(raw string) ([]byte, error) {
+	if rest, ok := strings.CutPrefix(raw, "data:"); ok {
+		meta, payload, ok := strings.Cut(rest, ",")
+		if !ok {
+			return nil, errors.New("a data: URI without a comma")
+		}
+		mime, _, _ := strings.Cut(meta, ";")
+		if !strings.HasPrefix(mime, "image/") {
+			return nil, fmt.Errorf("a data: URI of type %q, not an image", mime)
+		}
+		if !strings.HasSuffix(meta, ";base64") {
+			return nil, errors.New("a data: URI that is not base64")
+		}
+		if base64.StdEncoding.DecodedLen(len(payload)) > vision.MaxBytes {
+			return nil, fmt.Errorf("over the %d-byte image limit", vision.MaxBytes)
+		}
+		data, err := base64.StdEncoding.DecodeString(payload)
+		if err != nil {
+			return nil, fmt.Errorf("invalid base64: %v", err)
+		}
+		return data, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		return nil, errors.New("image_url.url must be a data: URI (data:image/png;base64,...)")
+	}
+	if u.Scheme != "file" {
+		return nil, fmt.Errorf("%s URLs are not fetched: send the image as a data: URI", u.Scheme)
+	}
+	return s.mediaFile(u.Path)
+}
+
+// mediaFile reads a file:// image inside Config.MediaPath, refusing paths that leave it
+// (.., links pointing out).
+func (s *Server) mediaFile(path string) ([]byte, error) {
+	if s.cfg.MediaPath == "" {
+		return nil, errors.New("file:// URLs need the server started with --media-path DIR")
+	}
+	root, err := filepath.EvalSymlinks(s.cfg.MediaPath)
+	if err != nil {
+		return nil, errors.New("the --media-path directory is not readable")
+	}
+	full, err := filepath.EvalSymlinks(filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(path, "/"))))
+	if err != nil {
+		return nil, fmt.Errorf("file %s not found in --media-path", path)
+	}
+	if rel, err := filepath.Rel(root, full); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil, fmt.Errorf("file %s is outside --media-path", path)
+	}
+	st, err := os.Stat(full)
+	if err != nil || !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("file %s is not a regular file", path)
+	}
+	if st.Size() > vision.MaxBytes {
+		return nil, fmt.Errorf("file %s is over the %d-byte image limit", path, vision.MaxBytes)
+	}
+	return os.ReadFile(full)
+}
+
+// errTokenizePrompt is llama-server's answer to a prompt whose media markers and images do not
+// match in number.
+func errTokenizePrompt(markers, images int) *apiError {
+	return invalidRequest("Failed to tokenize prompt: %d media markers in the text for %d images (the marker is /props media_marker)", markers, images)
+}
+
+// mediaTokens tokenizes a prompt holding media markers: each piece between markers separately
+// (special tokens parsed, BOS only on the first), each marker replaced by its image's
+// placeholders between the projector's image tokens.
+func (l *loaded) mediaTokens(text, marker string, media []engine.MediaChunk) ([]int32, error) {
+	pieces := strings.Split(text, marker)
+	if len(pieces)-1 != len(media) {
+		return nil, errTokenizePrompt(len(pieces)-1, len(media))
+	}
+	out := tokenize(l.tok, pieces[0])
+	if len(media) == 0 {
+		return out, nil
+	}
+	open, close := l.tok.Encode("<start_of_image>", false, true), l.tok.Encode("<end_of_image>", false, true)
+	if len(open) != 1 || len(close) != 1 {
+		return nil, &apiError{typ: errServer, message: "the model's vocabulary has no <start_of_image> and <end_of_image> tokens for its gemma3 projector"}
+	}
+	for i, c := range media {
+		out = append(out, open[0])
+		out = append(out, c.Tokens()...)
+		out = append(out, close[0])
+		out = append(out, l.tok.Encode(pieces[i+1], false, true)...)
+	}
+	return out, nil
+}
+
+// mediaPrompts tokenizes /completion's prompt objects for a model that takes images.
+type mediaPrompts struct {
+	ctx context.Context
+	s   *Server
+	l   *loaded
+}
+
+// mediaPromptsOf returns the media tokenizer of a request, nil when the model takes no images.
+func (s *Server) mediaPromptsOf(ctx context.Context, l *loaded) *mediaPrompts {
+	if l.imageMarker == "" {
+		return nil
+	}
+	return &mediaPrompts{ctx: ctx, s: s, l: l}
+}
+
+// tokens tokenizes {"prompt_string", "multimodal_data": [base64, ...]}: the images, in order,
+// stand at the media markers of the prompt string (the server's marker, /props media_marker).
+func (mp *mediaPrompts) tokens(field string, o gen.PromptObject) ([]int32, error) {
+	text, ok := o.PromptString.GetString()
+	if !ok {
+		if len(o.MultimodalData) > 0 {
+			return nil, invalidRequest("'%s.prompt_string' must be a string when multimodal_data is given", field)
+		}
+		return mixedTokens(mp.l.tok, field+".prompt_string", o.PromptString.PromptPieceArray, true, true)
+	}
+	vb, h := mp.l.visionOf()
+	media := make([]engine.MediaChunk, len(o.MultimodalData))
+	for i, b64 := range o.MultimodalData {
+		if base64.StdEncoding.DecodedLen(len(b64)) > vision.MaxBytes {
+			return nil, invalidRequest("'%s.multimodal_data[%d]': over the %d-byte image limit", field, i, vision.MaxBytes)
+		}
+		data, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil {
+			return nil, invalidRequest("'%s.multimodal_data[%d]': invalid base64: %v", field, i, err)
+		}
+		img, err := vision.Decode(data)
+		if err != nil {
+			return nil, invalidRequest("'%s.multimodal_data[%d]': %v", field, i, err)
+		}
+		if media[i], err = vb.EncodeImage(mp.ctx, sha256.Sum256(data), vision.Preprocess(img, h)); err != nil {
+			return nil, err
+		}
+	}
+	return mp.l.mediaTokens(text, mp.l.imageMarker, media)
+}
