@@ -575,6 +575,16 @@ func (r *Recorder) BiasAct(y, b *Buffer, n, nRows int, gelu bool) {
 	r.Dispatch(p, Params(n, nRows), r.elementwise(n*nRows), y, b)
 }
 
+// BiasGELUF16 is BiasAct with GELU as llama.cpp's CPU backend computes it: through a table of
+// halves (input rounded to f16, output an f16 value), as a vision encoder's FFN runs there.
+func (r *Recorder) BiasGELUF16(y, b *Buffer, n, nRows int) {
+	p := r.kernel("bias_act", bindRWR, 64, "GELU_F16")
+	if p == nil {
+		return
+	}
+	r.Dispatch(p, Params(n, nRows), r.elementwise(n*nRows), y, b)
+}
+
 // SoftCap computes x = limit * tanh(x / limit) over n elements in place.
 func (r *Recorder) SoftCap(x *Buffer, n int, limit float32) {
 	p := r.kernel("softcap", []Access{ReadWrite}, 64)

@@ -665,6 +665,32 @@ func TestLayerNormAndBiasAct(t *testing.T) {
 			}
 			check(t, fmt.Sprintf("bias gelu=%v", gelu), got, want, tolF32)
 		}
+		// the f16-table GELU, over values that reach both clamps
+		big := make([]float32, len(x))
+		for i := range x {
+			big[i] = x[i] * 12
+		}
+		yb := upload(t, d, big)
+		got = run(t, d, yb, n*rows, func(r *gpu.Recorder) { r.BiasGELUF16(yb, upload(t, d, b), n, rows) })
+		want := make([]float32, len(big))
+		for i := range big {
+			want[i] = big[i] + b[i%n]
+		}
+		want = cpuref.GELUF16(want)
+		var off int
+		for i := range want {
+			if got[i] != want[i] {
+				if off < 3 {
+					t.Logf("in %v got %v want %v", big[i]+b[i%n], got[i], want[i])
+				}
+				off++
+			}
+		}
+		// tanh's last bit may differ between the driver and Go, moving an f16 result by one
+		if off > len(want)/100 {
+			t.Errorf("bias gelu f16 %dx%d: %d of %d values differ from the table's", rows, n, off, len(want))
+		}
+		check(t, "bias gelu f16", got, want, 2e-3)
 	}
 }
 

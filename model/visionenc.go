@@ -65,16 +65,21 @@ func (e *VisionEncoder) load() error {
 	l, h := e.l, e.H
 	d, P, n := h.NEmbd, h.PatchSize, h.Patches()
 	var err error
-	// The convolution's kernel (ggml ne [P, P, 3, d]) is a d x 3PP matrix over im2col rows.
+	// The convolution's kernel (ggml ne [P, P, 3, d]) is a d x 3PP matrix over im2col rows,
+	// in f16 as ggml's im2col makes it whatever the file's type.
 	pt, err := l.tensor("v.patch_embd.weight", P, P, 3, d)
 	if err != nil {
 		return err
 	}
-	typ, ok := gpu.WeightTypeByName(pt.Type.String())
-	if !ok {
-		return unsupportedType(pt)
+	kernel, err := float32s(pt, l.f.TensorData(pt))
+	if err != nil {
+		return err
 	}
-	if e.patch, err = e.dev.UploadWeight(pt.Name, typ, d, 3*P*P, l.f.TensorData(pt)); err != nil {
+	halves := make([]uint16, len(kernel))
+	for i, v := range kernel {
+		halves[i] = gguf.F32ToF16(v)
+	}
+	if e.patch, err = e.dev.UploadWeight(pt.Name, gpu.F16, d, 3*P*P, gpu.Bytes(halves)); err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
 	l.weights = append(l.weights, e.patch)
@@ -198,7 +203,8 @@ func (e *VisionEncoder) Encode(pixels []float32) ([]float32, error) {
 	if len(pixels) != 3*S*S {
 		return nil, fmt.Errorf("model: %d pixel values, want 3x%dx%d", len(pixels), S, S)
 	}
-	// Patches as the convolution's rows: channel, kernel row, kernel column (ggml's im2col).
+	// Patches as the convolution's rows: channel, kernel row, kernel column, each value rounded
+	// to f16 (ggml's im2col).
 	g, k := S/P, 3*P*P
 	patches := make([]float32, n*k)
 	for py := range g {
@@ -206,7 +212,9 @@ func (e *VisionEncoder) Encode(pixels []float32) ([]float32, error) {
 			row := patches[(py*g+px)*k:]
 			for c := range 3 {
 				for ky := range P {
-					copy(row[(c*P+ky)*P:(c*P+ky+1)*P], pixels[c*S*S+(py*P+ky)*S+px*P:])
+					for kx := range P {
+						row[(c*P+ky)*P+kx] = gguf.F16ToF32(gguf.F32ToF16(pixels[c*S*S+(py*P+ky)*S+px*P+kx]))
+					}
 				}
 			}
 		}
@@ -235,7 +243,7 @@ func (e *VisionEncoder) Encode(pixels []float32) ([]float32, error) {
 		r.BiasAct(s.x, ly.outB, d, n, false)
 		r.LayerNorm(s.x, ly.ln2W, ly.ln2B, s.xn, d, n, h.Eps)
 		r.MatMul(ly.up, s.xn, 0, n, s.ffn, false)
-		r.BiasAct(s.ffn, ly.upB, h.NFF, n, true)
+		r.BiasGELUF16(s.ffn, ly.upB, h.NFF, n) // as llama.cpp's CPU backend, through halves
 		r.MatMul(ly.down, s.ffn, 0, n, s.x, true)
 		r.BiasAct(s.x, ly.downB, d, n, false)
 	}

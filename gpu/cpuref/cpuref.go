@@ -211,6 +211,25 @@ func ActF16(x []float32) []float32 {
 	return out
 }
 
+// GELUF16 is GELU as llama.cpp's CPU backend computes it (GGML_GELU_FP16): x rounded to f16,
+// GELU of that in float32, rounded to f16; 0 at -10 and below, x itself at 10 and above.
+func GELUF16(x []float32) []float32 {
+	out := make([]float32, len(x))
+	for i, v := range x {
+		switch {
+		case v <= -10:
+			out[i] = 0
+		case v >= 10:
+			out[i] = v
+		default:
+			h := f16Round(v)
+			g := float32(0.5 * float64(h) * (1 + math.Tanh(0.7978845608028654*float64(h)*(1+0.044715*float64(h)*float64(h)))))
+			out[i] = f16Round(g)
+		}
+	}
+	return out
+}
+
 // ActBF16 rounds every value to bfloat16 (round to nearest even).
 func ActBF16(x []float32) []float32 {
 	out := make([]float32, len(x))

@@ -3,18 +3,19 @@ package reference
 // The gemma3 vision encoder and projector, in plain Go: llama.cpp's tools/mtmd build_vit
 // (clip.cpp) and the gemma3 projector (models/siglip.cpp), on pixels from vision.Preprocess:
 //
-//	x = patches(pixels) @ patch_embd + bias + position_embd     (P x P patches, row by row)
+//	x = patches(pixels) @ patch_embd + bias + position_embd     (P x P patches, row by row; f16 operands)
 //	for each layer (pre-norm):
 //	    h = layernorm(x) * ln1 + bias
 //	    x += attention(h @ q + b, h @ k + b, h @ v + b) @ attn_out + b    (every patch sees every patch)
 //	    h = layernorm(x) * ln2 + bias
-//	    x += gelu(h @ ffn_up + b) @ ffn_down + b
+//	    x += gelu(h @ ffn_up + b) @ ffn_down + b         (GELU through f16, as llama.cpp's CPU)
 //	x = layernorm(x) * post_ln + bias
 //	g = the patch grid average-pooled by scale_factor (kernel = stride), row by row
 //	embeddings = rmsnorm(g) * soft_emb_norm @ input_projection
 //
-// The math is exact (float64 sums): llama.cpp rounds the patch embedding's operands and GELU
-// to f16 on the CPU, which moves its embeddings by about 2e-4.
+// The sums are float64; the roundings are llama.cpp's: its patch embedding is an im2col to f16
+// (pixels and kernel rounded to halves, on every backend), and its CPU backend takes GELU from
+// a table of halves (cpuref.GELUF16). Without them the embeddings move by about 2e-4.
 
 import (
 	"fmt"
@@ -67,7 +68,7 @@ func EncodeImage(f *gguf.File, pixels []float32) ([]float32, error) {
 			}
 		}
 	}
-	x := cpuref.Add(linear(wPatch, bPatch, d, k, patches, n), posEmbd)
+	x := cpuref.Add(linear(cpuref.ActF16(wPatch), bPatch, d, k, cpuref.ActF16(patches), n), posEmbd)
 
 	every := make([]int32, n) // every patch sees all n (see bert.go)
 	for i := range every {
@@ -93,7 +94,7 @@ func EncodeImage(f *gguf.File, pixels []float32) ([]float32, error) {
 		att := cpuref.AttentionOpts(linear(wq, bq, d, d, a, n), linear(wk, bk, d, d, a, n), linear(wv, bv, d, d, a, n), every, h.NHead, h.NHead, headDim, scale, 0, 0)
 		x = cpuref.Add(x, linear(wo, bo, d, d, att, n))
 		a = cpuref.LayerNorm(x, ln2W, ln2B, d, h.Eps)
-		x = cpuref.Add(x, linear(down, bDown, d, h.NFF, cpuref.GELU(linear(up, bUp, h.NFF, d, a, n)), n))
+		x = cpuref.Add(x, linear(down, bDown, d, h.NFF, cpuref.GELUF16(linear(up, bUp, h.NFF, d, a, n)), n))
 	}
 	postW, postB := get("v.post_ln.weight", d), get("v.post_ln.bias", d)
 	softNorm := get("mm.soft_emb_norm.weight", d)
