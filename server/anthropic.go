@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -31,6 +32,9 @@ func (s *Server) CreateAnthropicMessage(ctx context.Context, req *gen.AnthropicM
 	}
 	g, err := anthropicGeneration(m, req)
 	if err != nil {
+		return err
+	}
+	if g.media, err = s.encodeImages(ctx, m, imageURLs(g.messages)); err != nil {
 		return err
 	}
 	pl, err := m.plan(g, s.cfg)
@@ -95,13 +99,16 @@ func (s *Server) CreateAnthropicMessage(ctx context.Context, req *gen.AnthropicM
 
 // CountAnthropicTokens implements POST /v1/messages/count_tokens: the prompt a messages request
 // would be rendered to, in tokens.
-func (s *Server) CountAnthropicTokens(_ context.Context, req *gen.AnthropicMessagesRequest) (*gen.AnthropicTokenCount, error) {
+func (s *Server) CountAnthropicTokens(ctx context.Context, req *gen.AnthropicMessagesRequest) (*gen.AnthropicTokenCount, error) {
 	m := s.model()
 	if m == nil {
 		return nil, errLoading
 	}
 	g, err := anthropicGeneration(m, req)
 	if err != nil {
+		return nil, err
+	}
+	if g.media, err = s.encodeImages(ctx, m, imageURLs(g.messages)); err != nil {
 		return nil, err
 	}
 	pl, err := m.plan(g, s.cfg)
@@ -156,9 +163,17 @@ func anthropicGeneration(m *loaded, req *gen.AnthropicMessagesRequest) (chatGene
 			case "image":
 				// llama-server turns a base64 or url source into an image_url part, which a
 				// model without a projector refuses; other sources are dropped.
-				if imageSource(b.Source) {
+				if !imageSource(b.Source) {
+					continue
+				}
+				if m.marker() == "" {
 					return chatGeneration{}, errNoVision
 				}
+				u, err := anthropicImageURL(b.Source)
+				if err != nil {
+					return chatGeneration{}, invalidRequest("messages[%d].content[%d].source: %v", i, j, err)
+				}
+				parts = append(parts, gen.ChatContentPart{Type: "image_url", ImageURL: gen.NewOptImageURL(gen.ImageURL{URL: u})})
 			case "tool_use":
 				args := jx.Raw("{}")
 				if !isNull(b.Input) {
@@ -219,7 +234,7 @@ func anthropicGeneration(m *loaded, req *gen.AnthropicMessagesRequest) (chatGene
 		return chatGeneration{}, err
 	}
 	g := chatGeneration{
-		chatRequest: chatRequest{messages: msgs, kwargs: req.ChatTemplateKwargs, addGenerationPrompt: true},
+		chatRequest: chatRequest{messages: msgs, kwargs: req.ChatTemplateKwargs, addGenerationPrompt: true, marker: m.marker()},
 		toolChoice:  choice,
 		stream:      req.Stream.Or(false),
 		budget:      reasoningBudget{alias: anthropicThinkingBudget(req.Thinking)},
@@ -295,6 +310,27 @@ func imageSource(raw jx.Raw) bool {
 		return false
 	}
 	return src.Type == "base64" || src.Type == "url"
+}
+
+// anthropicImageURL is an image block's source as an image_url URL: a base64 source as a
+// data: URI of its media_type, a url source as its url.
+func anthropicImageURL(raw jx.Raw) (string, error) {
+	var src struct {
+		Type      string `json:"type"`
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
+		URL       string `json:"url"`
+	}
+	if err := json.Unmarshal(raw, &src); err != nil {
+		return "", err
+	}
+	if src.Type == "url" {
+		return src.URL, nil
+	}
+	if src.MediaType == "" || src.Data == "" {
+		return "", errors.New("a base64 source needs media_type and data")
+	}
+	return "data:" + src.MediaType + ";base64," + src.Data, nil
 }
 
 // errString is an error with a fixed message.

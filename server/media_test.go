@@ -133,6 +133,24 @@ func TestVisionMatchesLlamaServer(t *testing.T) {
 			}
 		}
 	}
+	// Anthropic's image blocks (a base64 source) take the same path
+	png, err := os.ReadFile(dir + "/img-sq64.png")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := fmt.Sprintf(`{"max_tokens":16,"temperature":0,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":%q}},{"type":"text","text":"Describe"}]}]}`, base64.StdEncoding.EncodeToString(png))
+	status, body := postJSON(t, ts.URL+"/v1/messages", []byte(msg))
+	var am struct {
+		Content []struct{ Text string }
+		Usage   struct {
+			InputTokens int `json:"input_tokens"`
+			CacheRead   int `json:"cache_read_input_tokens"`
+		}
+	}
+	json.Unmarshal(body, &am)
+	if status != 200 || len(am.Content) != 1 || am.Content[0].Text != " "+strings.Repeat("gree", 16) || am.Usage.InputTokens+am.Usage.CacheRead != 28 {
+		t.Errorf("/v1/messages with an image: %d %s", status, body)
+	}
 	// the marker of another server is not this one's: llama-server's 400
 	c := readCapture(t, dir, "completion_multimodal_wrong_marker")
 	if status, body := postJSON(t, ts.URL+c.Path, c.Request); status != 400 || !strings.Contains(string(body), `"message":"Failed to tokenize prompt`) {

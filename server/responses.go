@@ -48,7 +48,7 @@ func (s *Server) CreateResponse(ctx context.Context, req *gen.ResponsesRequest, 
 	}
 	stream := creq.Stream.Or(false)
 	// Read as the chat endpoint reads it, as llama-server hands the converted request on.
-	pl, err := m.plan(m.chatGenerationOf(&creq, stream), s.cfg)
+	pl, err := s.chatPlan(ctx, m, &creq, stream)
 	if err != nil {
 		return err
 	}
