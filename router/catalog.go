@@ -167,7 +167,7 @@ func hideCacheEntry(models map[string]*Model, repo string) {
 // scanModelsDir finds the models of a --models-dir: each .gguf file at its top is a model
 // named after the file (without .gguf); each subfolder holding GGUF files is a model named
 // after the folder, its model being the first file (a split model's first part) whose name
-// does not start with mmproj.
+// does not start with mmproj, and its projector (--mmproj) the first that does.
 func scanModelsDir(dir string) ([]*Model, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -178,7 +178,11 @@ func scanModelsDir(dir string) ([]*Model, error) {
 		p := filepath.Join(dir, e.Name())
 		if e.IsDir() {
 			if main := folderModel(p); main != "" {
-				out = append(out, &Model{Name: e.Name(), Source: SourceModelsDir, Options: map[string]string{"model": main}})
+				opts := map[string]string{"model": main}
+				if proj := folderProjector(p); proj != "" {
+					opts["mmproj"] = proj // as llama-server's router pairs them
+				}
+				out = append(out, &Model{Name: e.Name(), Source: SourceModelsDir, Options: opts})
 			}
 			continue
 		}
@@ -204,6 +208,17 @@ func folderModel(dir string) string {
 		return f
 	}
 	return ""
+}
+
+// folderProjector is the projector of a model's subfolder (the first file whose name starts
+// with mmproj), or "" when it has none.
+func folderProjector(dir string) string {
+	files, _ := filepath.Glob(filepath.Join(dir, "mmproj*.gguf"))
+	sort.Strings(files)
+	if len(files) == 0 {
+		return ""
+	}
+	return files[0]
 }
 
 // ReadPreset reads a llama-server preset file: "version = 1", then sections ([*] for every

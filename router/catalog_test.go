@@ -46,7 +46,7 @@ func TestScanSources(t *testing.T) {
 		args   []string
 	}{
 		"alpha":           {SourcePreset, []string{"--ctx-size=1024", "--model=" + filepath.Join(models, "alpha.gguf"), "--temp=0.5"}},
-		"vision":          {SourceModelsDir, []string{"--ctx-size=512", "--model=" + filepath.Join(models, "vision", "vision-Q8_0.gguf"), "--temp=0.5"}},
+		"vision":          {SourceModelsDir, []string{"--ctx-size=512", "--mmproj=" + filepath.Join(models, "vision", "mmproj-vision-f16.gguf"), "--model=" + filepath.Join(models, "vision", "vision-Q8_0.gguf"), "--temp=0.5"}},
 		"org/repo:Q4_K_M": {SourceCache, []string{"--ctx-size=512", "--hf-repo=org/repo:Q4_K_M", "--temp=0.5"}},
 		"custom":          {SourcePreset, []string{"--ctx-size=512", "--hf-repo=org/other:Q8_0", "--temp=0.5"}},
 	}

@@ -527,4 +527,17 @@ func TestRouterProjectorFolder(t *testing.T) {
 	if code, body := chat(t, ts, "tinyvision"); code != 200 || body["model"] != "tinyvision" {
 		t.Fatalf("chat: %d %v", code, body)
 	}
+	// the child got the folder's projector: its /props reports vision
+	resp, err := http.Get(ts.URL + "/props?model=tinyvision")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var props struct {
+		Modalities map[string]bool `json:"modalities"`
+	}
+	json.NewDecoder(resp.Body).Decode(&props)
+	resp.Body.Close()
+	if !props.Modalities["vision"] {
+		t.Errorf("the child's modalities %v: no projector", props.Modalities)
+	}
 }
