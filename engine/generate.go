@@ -24,6 +24,7 @@ type generation struct {
 	r      *request
 	p      Params
 	prompt []int32
+	images bool   // the prompt holds images (media.go)
 	res    Result // accumulates the final result's fields
 
 	promptStart, genStart time.Time
@@ -70,7 +71,7 @@ func (e *Engine) start(s *slot, r *request) error {
 		}
 	}
 	e.truncate(s, nPast)
-	g := &generation{r: r, p: t.Params, prompt: t.Prompt, promptStart: time.Now(), dec: e.tok.NewStreamDecoder()}
+	g := &generation{r: r, p: t.Params, prompt: t.Prompt, promptStart: time.Now(), dec: e.tok.NewStreamDecoder(), images: holdsImages(t.Prompt)}
 	g.res = Result{TokensEvaluated: len(t.Prompt), Slot: s.id}
 	g.res.Timings.CacheN = nPast
 	g.res.Timings.PromptN = len(t.Prompt) - nPast

@@ -229,3 +229,13 @@ func (e *Engine) attachMedia(b *model.Batch) (missing int, ok bool) {
 	}
 	return 0, true
 }
+
+// holdsImages reports whether a prompt holds image placeholders.
+func holdsImages(prompt []int32) bool {
+	for _, id := range prompt {
+		if id >= model.MediaToken {
+			return true
+		}
+	}
+	return false
+}

@@ -113,3 +113,17 @@ func TestImagePromptRefused(t *testing.T) {
 		t.Errorf("no projector: %v", err)
 	}
 }
+
+// With a draft model, a prompt holding an image is generated without drafting (the draft model
+// cannot read the image's rows), and gives the same tokens; n-gram drafting still applies.
+func TestImagePromptSpeculative(t *testing.T) {
+	dir := shareddata.Path(t, "models", "vision")
+	text := dir + "/tinygemma3v-text-F32.gguf"
+	for _, spec := range []engine.SpecConfig{{DraftModel: text, NMax: 4}, {Type: engine.SpecNgram, NMax: 4, NgramN: 2, NgramM: 4}} {
+		e := enginetest.LoadConfig(t, engine.Config{ModelPath: text, MMProjPath: dir + "/tinygemma3v-mmproj-F32.gguf", CtxSize: 512, Speculative: spec})
+		toks, _ := genTokens(t, e, describe(image(t, e, dir, "sq64")))
+		if fmt.Sprint(toks) != "[653 539 539 539 539 539 539 539 539 539 539 539 539 539 539 539]" {
+			t.Errorf("%+v: %v", spec, toks)
+		}
+	}
+}

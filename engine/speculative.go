@@ -163,6 +163,9 @@ func (e *Engine) propose() [][]int32 {
 		if g == nil || !g.promptDone || budget <= 0 {
 			continue
 		}
+		if sp.draft != nil && g.images {
+			continue // the draft model cannot read an image's rows
+		}
 		nMax, nMin, pMin := sp.limits(g.p)
 		k := min(nMax, budget, e.slotCtx-1-len(s.cached))
 		if g.p.NPredict >= 0 {
