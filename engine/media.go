@@ -21,9 +21,13 @@ import (
 // image's embeddings for its placeholders and decodes its rows in one pass, seeing one another
 // both ways (model.Batch.AttnEnds).
 
-// mediaKeep is how many images' embeddings the engine keeps, the least recently used going
-// first; a prompt whose image was dropped before it ran fails, asking for it again.
-const mediaKeep = 256
+// mediaKeep and mediaKeepBytes bound the images' embeddings the engine keeps (a real Gemma 3
+// image is 256 x 2560 floats, 2.6 MB), the least recently used going first; a prompt whose
+// image was dropped before it ran fails, asking for it again.
+const (
+	mediaKeep      = 256
+	mediaKeepBytes = 256 << 20
+)
 
 // ErrNoVision is the error of image input to a server without a projector (--mmproj).
 var ErrNoVision = errors.New("image input is not supported - hint: if this is unexpected, you may need to provide the mmproj")
@@ -48,6 +52,7 @@ type mediaStore struct {
 	mu      sync.Mutex
 	next    int32 // the next free placeholder
 	entries []*mediaEntry
+	bytes   int // of the entries' embeddings
 	clock   uint64
 }
 
@@ -87,13 +92,15 @@ func (st *mediaStore) add(h [32]byte, embd []float32, n int) (MediaChunk, error)
 	e := &mediaEntry{hash: h, base: st.next, n: n, embd: embd, used: st.clock}
 	st.next += int32(n)
 	st.entries = append(st.entries, e)
-	if len(st.entries) > mediaKeep {
+	st.bytes += 4 * len(embd)
+	for len(st.entries) > 1 && (len(st.entries) > mediaKeep || st.bytes > mediaKeepBytes) {
 		oldest := 0
 		for i, x := range st.entries {
 			if x.used < st.entries[oldest].used {
 				oldest = i
 			}
 		}
+		st.bytes -= 4 * len(st.entries[oldest].embd)
 		st.entries = append(st.entries[:oldest], st.entries[oldest+1:]...)
 	}
 	return MediaChunk{Base: e.base, N: n}, nil
