@@ -97,9 +97,12 @@ func (e *Engine) checkKind(t Task) error {
 		return ErrEmptyPrompt
 	}
 	for _, id := range t.Prompt {
-		if id < 0 || int(id) >= e.info.NVocab {
+		if (id < 0 || int(id) >= e.info.NVocab) && id < model.MediaToken {
 			return fmt.Errorf("engine: prompt token %d out of range (vocabulary %d)", id, e.info.NVocab)
 		}
+	}
+	if err := e.mediaRows(t.Prompt); err != nil {
+		return err
 	}
 	if e.splits() {
 		if n >= e.slotCtx {
@@ -160,7 +163,10 @@ func (e *Engine) runJobs() {
 		if len(rest) > budget && (!e.splits() || budget == 0) {
 			continue // next pass
 		}
-		take := rest[:min(len(rest), budget)]
+		take := cutMedia(rest, rest[:min(len(rest), budget)])
+		if len(take) == 0 {
+			continue // an image that does not fit this pass's room
+		}
 		base := encRow
 		if !encoder {
 			got := e.reserve(s, j.done+len(take), &b.Copies)
@@ -183,6 +189,16 @@ func (e *Engine) runJobs() {
 		return
 	}
 	b.Pages = bp.pages
+	if i, ok := e.attachMedia(&b); !ok {
+		for _, p := range parts {
+			if i >= p.row && i < p.row+p.count {
+				e.truncate(p.s, 0)
+				e.endJob(p.s, Result{Stop: true, StopType: StopNone, Slot: p.s.id,
+					Err: fmt.Errorf("%w: the image at input position %d is no longer held: send the request again", ErrBadMedia, int(b.Pos[i]))})
+			}
+		}
+		return
+	}
 	rank := e.info.Pooling == model.PoolRank
 	var (
 		hidden []float32

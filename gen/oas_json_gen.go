@@ -9207,6 +9207,8 @@ func (s EmbeddingInput) Encode(e *jx.Encoder) {
 	switch s.Type {
 	case StringEmbeddingInput:
 		e.Str(s.String)
+	case PromptObjectEmbeddingInput:
+		s.PromptObject.Encode(e)
 	case EmbeddingInputItemArrayEmbeddingInput:
 		e.ArrStart()
 		for _, elem := range s.EmbeddingInputItemArray {
@@ -9236,6 +9238,11 @@ func (s *EmbeddingInput) Decode(d *jx.Decoder) error {
 			return err
 		}
 		s.Type = EmbeddingInputItemArrayEmbeddingInput
+	case jx.Object:
+		if err := s.PromptObject.Decode(d); err != nil {
+			return err
+		}
+		s.Type = PromptObjectEmbeddingInput
 	case jx.String:
 		v, err := d.Str()
 		s.String = string(v)
@@ -9269,6 +9276,8 @@ func (s EmbeddingInputItem) Encode(e *jx.Encoder) {
 		e.Int32(s.Int32)
 	case StringEmbeddingInputItem:
 		e.Str(s.String)
+	case PromptObjectEmbeddingInputItem:
+		s.PromptObject.Encode(e)
 	case PromptPieceArrayEmbeddingInputItem:
 		e.ArrStart()
 		for _, elem := range s.PromptPieceArray {
@@ -9305,6 +9314,11 @@ func (s *EmbeddingInputItem) Decode(d *jx.Decoder) error {
 			return err
 		}
 		s.Type = Int32EmbeddingInputItem
+	case jx.Object:
+		if err := s.PromptObject.Decode(d); err != nil {
+			return err
+		}
+		s.Type = PromptObjectEmbeddingInputItem
 	case jx.String:
 		v, err := d.Str()
 		s.String = string(v)

@@ -4588,14 +4588,16 @@ func (s *EmbeddingData) SetEncodingFormat(val OptString) {
 	s.EncodingFormat = val
 }
 
-// The text to embed; or several inputs: an array of strings and of arrays of token ids and
-// strings. An array holding a token id is one input of ids and strings (only a leading
-// string gets the special tokens).
+// The text to embed; or several inputs: an array of strings, of arrays of token ids and
+// strings, and of prompt objects (with images, given a vision projector). An array
+// holding a token id is one input of ids and strings (only a leading string gets the
+// special tokens).
 // Ref: #/components/schemas/EmbeddingInput
 // EmbeddingInput represents sum type.
 type EmbeddingInput struct {
 	Type                    EmbeddingInputType // switch on this field
 	String                  string
+	PromptObject            PromptObject
 	EmbeddingInputItemArray []EmbeddingInputItem
 }
 
@@ -4605,11 +4607,15 @@ type EmbeddingInputType string
 // Possible values for EmbeddingInputType.
 const (
 	StringEmbeddingInput                  EmbeddingInputType = "string"
+	PromptObjectEmbeddingInput            EmbeddingInputType = "PromptObject"
 	EmbeddingInputItemArrayEmbeddingInput EmbeddingInputType = "[]EmbeddingInputItem"
 )
 
 // IsString reports whether EmbeddingInput is string.
 func (s EmbeddingInput) IsString() bool { return s.Type == StringEmbeddingInput }
+
+// IsPromptObject reports whether EmbeddingInput is PromptObject.
+func (s EmbeddingInput) IsPromptObject() bool { return s.Type == PromptObjectEmbeddingInput }
 
 // IsEmbeddingInputItemArray reports whether EmbeddingInput is []EmbeddingInputItem.
 func (s EmbeddingInput) IsEmbeddingInputItemArray() bool {
@@ -4634,6 +4640,27 @@ func (s EmbeddingInput) GetString() (v string, ok bool) {
 func NewStringEmbeddingInput(v string) EmbeddingInput {
 	var s EmbeddingInput
 	s.SetString(v)
+	return s
+}
+
+// SetPromptObject sets EmbeddingInput to PromptObject.
+func (s *EmbeddingInput) SetPromptObject(v PromptObject) {
+	s.Type = PromptObjectEmbeddingInput
+	s.PromptObject = v
+}
+
+// GetPromptObject returns PromptObject and true boolean if EmbeddingInput is PromptObject.
+func (s EmbeddingInput) GetPromptObject() (v PromptObject, ok bool) {
+	if !s.IsPromptObject() {
+		return v, false
+	}
+	return s.PromptObject, true
+}
+
+// NewPromptObjectEmbeddingInput returns new EmbeddingInput from PromptObject.
+func NewPromptObjectEmbeddingInput(v PromptObject) EmbeddingInput {
+	var s EmbeddingInput
+	s.SetPromptObject(v)
 	return s
 }
 
@@ -4664,6 +4691,7 @@ type EmbeddingInputItem struct {
 	Type             EmbeddingInputItemType // switch on this field
 	Int32            int32
 	String           string
+	PromptObject     PromptObject
 	PromptPieceArray []PromptPiece
 }
 
@@ -4674,6 +4702,7 @@ type EmbeddingInputItemType string
 const (
 	Int32EmbeddingInputItem            EmbeddingInputItemType = "int32"
 	StringEmbeddingInputItem           EmbeddingInputItemType = "string"
+	PromptObjectEmbeddingInputItem     EmbeddingInputItemType = "PromptObject"
 	PromptPieceArrayEmbeddingInputItem EmbeddingInputItemType = "[]PromptPiece"
 )
 
@@ -4682,6 +4711,9 @@ func (s EmbeddingInputItem) IsInt32() bool { return s.Type == Int32EmbeddingInpu
 
 // IsString reports whether EmbeddingInputItem is string.
 func (s EmbeddingInputItem) IsString() bool { return s.Type == StringEmbeddingInputItem }
+
+// IsPromptObject reports whether EmbeddingInputItem is PromptObject.
+func (s EmbeddingInputItem) IsPromptObject() bool { return s.Type == PromptObjectEmbeddingInputItem }
 
 // IsPromptPieceArray reports whether EmbeddingInputItem is []PromptPiece.
 func (s EmbeddingInputItem) IsPromptPieceArray() bool {
@@ -4727,6 +4759,27 @@ func (s EmbeddingInputItem) GetString() (v string, ok bool) {
 func NewStringEmbeddingInputItem(v string) EmbeddingInputItem {
 	var s EmbeddingInputItem
 	s.SetString(v)
+	return s
+}
+
+// SetPromptObject sets EmbeddingInputItem to PromptObject.
+func (s *EmbeddingInputItem) SetPromptObject(v PromptObject) {
+	s.Type = PromptObjectEmbeddingInputItem
+	s.PromptObject = v
+}
+
+// GetPromptObject returns PromptObject and true boolean if EmbeddingInputItem is PromptObject.
+func (s EmbeddingInputItem) GetPromptObject() (v PromptObject, ok bool) {
+	if !s.IsPromptObject() {
+		return v, false
+	}
+	return s.PromptObject, true
+}
+
+// NewPromptObjectEmbeddingInputItem returns new EmbeddingInputItem from PromptObject.
+func NewPromptObjectEmbeddingInputItem(v PromptObject) EmbeddingInputItem {
+	var s EmbeddingInputItem
+	s.SetPromptObject(v)
 	return s
 }
 
@@ -10266,8 +10319,8 @@ func NewPromptPieceArrayPromptElement(v []PromptPiece) PromptElement {
 }
 
 // Llama-server's JSON prompt: prompt_string is the prompt (a string, or token ids and
-// strings); multimodal_data (base64 media for the prompt's media markers) needs a
-// multimodal projector, which this server does not load, so it is refused.
+// strings); multimodal_data holds base64 images, in order, for the media markers of the
+// prompt string (/props media_marker), and needs a vision projector (--mmproj).
 // Ref: #/components/schemas/PromptObject
 type PromptObject struct {
 	PromptString   PromptObjectPromptString `json:"prompt_string"`

@@ -2603,6 +2603,11 @@ func (s EmbeddingInput) Validate() error {
 	switch s.Type {
 	case StringEmbeddingInput:
 		return nil // no validation needed
+	case PromptObjectEmbeddingInput:
+		if err := s.PromptObject.Validate(); err != nil {
+			return err
+		}
+		return nil
 	case EmbeddingInputItemArrayEmbeddingInput:
 		if s.EmbeddingInputItemArray == nil {
 			return errors.New("nil is invalid value")
@@ -2636,6 +2641,11 @@ func (s EmbeddingInputItem) Validate() error {
 		return nil // no validation needed
 	case StringEmbeddingInputItem:
 		return nil // no validation needed
+	case PromptObjectEmbeddingInputItem:
+		if err := s.PromptObject.Validate(); err != nil {
+			return err
+		}
+		return nil
 	case PromptPieceArrayEmbeddingInputItem:
 		if s.PromptPieceArray == nil {
 			return errors.New("nil is invalid value")

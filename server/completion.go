@@ -90,7 +90,7 @@ func (s *Server) complete(ctx context.Context, req *gen.CompletionRequest, w htt
 	if err != nil {
 		return err
 	}
-	prompts, err := promptList(m.tok, req.Prompt, s.mediaPromptsOf(ctx, m))
+	prompts, err := promptList(m.tok, req.Prompt, m.mediaPrompts(ctx))
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
+	"fmt"
 	"math"
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
@@ -86,7 +87,7 @@ func (m *loaded) embed(ctx context.Context, req *gen.EmbeddingRequest, oai bool)
 			return nil, nil, errBadEncoding
 		}
 	}
-	prompts, err := embeddingPrompts(m.tok, input)
+	prompts, err := embeddingPrompts(m.tok, input, m.mediaPrompts(ctx))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -139,9 +140,16 @@ func (m *loaded) embed(ctx context.Context, req *gen.EmbeddingRequest, oai bool)
 // tokenize_input_prompts does (special tokens added and parsed): a string is one input; an
 // array holding a token id is one input of ids and strings; any other array is several
 // inputs, each a string or an array of ids and strings.
-func embeddingPrompts(tok *tokenizer.Tokenizer, in gen.EmbeddingInput) ([][]int32, error) {
+func embeddingPrompts(tok *tokenizer.Tokenizer, in gen.EmbeddingInput, mp *mediaPrompts) ([][]int32, error) {
 	if s, ok := in.GetString(); ok {
 		return checkedPrompts([][]int32{tokenize(tok, s)})
+	}
+	if o, ok := in.GetPromptObject(); ok {
+		ids, err := objectPromptTokens(tok, "input", o, mp)
+		if err != nil {
+			return nil, err
+		}
+		return checkedPrompts([][]int32{ids})
 	}
 	items := in.EmbeddingInputItemArray
 	hasID := false
@@ -156,7 +164,7 @@ func embeddingPrompts(tok *tokenizer.Tokenizer, in gen.EmbeddingInput) ([][]int3
 			} else if id, ok := it.GetInt32(); ok {
 				pieces = append(pieces, gen.NewInt32PromptPiece(id))
 			} else {
-				return nil, invalidRequest("'input': an array of token ids cannot hold an array")
+				return nil, invalidRequest("'input': an array of token ids cannot hold an array or a prompt object")
 			}
 		}
 		ids, err := mixedTokens(tok, "input", pieces, true, true)
@@ -172,6 +180,13 @@ func embeddingPrompts(tok *tokenizer.Tokenizer, in gen.EmbeddingInput) ([][]int3
 	for i, it := range items {
 		if s, ok := it.GetString(); ok {
 			prompts[i] = tokenize(tok, s)
+			continue
+		}
+		if o, ok := it.GetPromptObject(); ok {
+			var err error
+			if prompts[i], err = objectPromptTokens(tok, fmt.Sprintf("input[%d]", i), o, mp); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		var err error

@@ -179,19 +179,19 @@ func (l *loaded) mediaTokens(text, marker string, media []engine.MediaChunk) ([]
 	return out, nil
 }
 
-// mediaPrompts tokenizes /completion's prompt objects for a model that takes images.
+// mediaPrompts tokenizes the prompt objects of /completion and /embeddings for a model that
+// takes images.
 type mediaPrompts struct {
 	ctx context.Context
-	s   *Server
 	l   *loaded
 }
 
-// mediaPromptsOf returns the media tokenizer of a request, nil when the model takes no images.
-func (s *Server) mediaPromptsOf(ctx context.Context, l *loaded) *mediaPrompts {
+// mediaPrompts returns the media tokenizer of a request, nil when the model takes no images.
+func (l *loaded) mediaPrompts(ctx context.Context) *mediaPrompts {
 	if l.imageMarker == "" {
 		return nil
 	}
-	return &mediaPrompts{ctx: ctx, s: s, l: l}
+	return &mediaPrompts{ctx: ctx, l: l}
 }
 
 // tokens tokenizes {"prompt_string", "multimodal_data": [base64, ...]}: the images, in order,

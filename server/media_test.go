@@ -223,3 +223,40 @@ func fixIHDR(png []byte) {
 }
 
 func crc32IEEE(b []byte) uint32 { return crc32.ChecksumIEEE(b) }
+
+// /embeddings takes images as /completion does (a prompt object with multimodal_data), and two
+// images give two different embeddings.
+func TestVisionEmbeddings(t *testing.T) {
+	dir := shareddata.Path(t, "models", "vision")
+	e := enginetest.LoadConfig(t, engine.Config{ModelPath: dir + "/tinygemma3v-text-F32.gguf", MMProjPath: dir + "/tinygemma3v-mmproj-F32.gguf", CtxSize: 512, Embeddings: true, Pooling: "mean"})
+	srv := New(Config{MediaMarker: referenceMarker}, testLogger())
+	srv.SetBackend(e)
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	defer srv.Close()
+	embed := func(image string) []float64 {
+		png, err := os.ReadFile(dir + "/img-" + image + ".png")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := fmt.Sprintf(`{"input":{"prompt_string":%q,"multimodal_data":[%q]}}`, referenceMarker+"Describe", base64.StdEncoding.EncodeToString(png))
+		status, b := postJSON(t, ts.URL+"/v1/embeddings", []byte(body))
+		var r struct {
+			Data  []struct{ Embedding []float64 }
+			Usage struct {
+				PromptTokens int `json:"prompt_tokens"`
+			}
+		}
+		if err := json.Unmarshal(b, &r); err != nil || status != 200 || len(r.Data) != 1 || len(r.Data[0].Embedding) != 160 {
+			t.Fatalf("%s: %d %s", image, status, b)
+		}
+		// <bos> <start_of_image> 16 image rows <end_of_image> Describe
+		if r.Usage.PromptTokens != 20 {
+			t.Errorf("%s: %d prompt tokens, want 20", image, r.Usage.PromptTokens)
+		}
+		return r.Data[0].Embedding
+	}
+	if a, b := embed("sq64"), embed("rect150x100"); fmt.Sprint(a) == fmt.Sprint(b) {
+		t.Error("two images embed alike")
+	}
+}

@@ -1404,8 +1404,8 @@ export interface components {
         PromptElement: number | string | components["schemas"]["PromptObject"] | components["schemas"]["PromptPiece"][];
         /**
          * @description llama-server's JSON prompt: prompt_string is the prompt (a string, or token ids and
-         *     strings); multimodal_data (base64 media for the prompt's media markers) needs a
-         *     multimodal projector, which this server does not load, so it is refused.
+         *     strings); multimodal_data holds base64 images, in order, for the media markers of the
+         *     prompt string (/props media_marker), and needs a vision projector (--mmproj).
          */
         PromptObject: {
             prompt_string: string | components["schemas"]["PromptPiece"][];
@@ -1954,12 +1954,13 @@ export interface components {
             model?: string | null;
         };
         /**
-         * @description The text to embed; or several inputs: an array of strings and of arrays of token ids and
-         *     strings. An array holding a token id is one input of ids and strings (only a leading
-         *     string gets the special tokens).
+         * @description The text to embed; or several inputs: an array of strings, of arrays of token ids and
+         *     strings, and of prompt objects (with images, given a vision projector). An array
+         *     holding a token id is one input of ids and strings (only a leading string gets the
+         *     special tokens).
          */
-        EmbeddingInput: (string | components["schemas"]["EmbeddingInputItem"][]) | null;
-        EmbeddingInputItem: number | string | components["schemas"]["PromptPiece"][];
+        EmbeddingInput: (string | components["schemas"]["PromptObject"] | components["schemas"]["EmbeddingInputItem"][]) | null;
+        EmbeddingInputItem: number | string | components["schemas"]["PromptObject"] | components["schemas"]["PromptPiece"][];
         NativeEmbeddingResponse: components["schemas"]["NativeEmbedding"][];
         NativeEmbedding: {
             index: number;
