@@ -127,3 +127,39 @@ func TestImagePromptSpeculative(t *testing.T) {
 		}
 	}
 }
+
+// A slot holding an image saves and restores; the restored prefix stops before the image (its
+// placeholders name images only within the process that made them), so the same request after
+// the restore recomputes the image and still gives the reference tokens.
+func TestImageSlotSaveRestore(t *testing.T) {
+	e, dir := visionEngine(t)
+	sq := image(t, e, dir, "sq64")
+	prompt := describe(sq)
+	ch, err := e.Submit(context.Background(), engine.Task{Prompt: prompt, Params: greedy(4), Slot: new(int)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range ch {
+	}
+	path := t.TempDir() + "/slot.bin"
+	saved, err := e.SaveSlot(context.Background(), 0, path)
+	if err != nil || saved.Tokens < len(prompt) {
+		t.Fatalf("save: %+v %v", saved, err)
+	}
+	restored, err := e.RestoreSlot(context.Background(), 0, path)
+	if err != nil || restored.Tokens != 5 {
+		t.Fatalf("restore: %+v %v, want the 5 tokens before the image", restored, err)
+	}
+	ch, err = e.Submit(context.Background(), engine.Task{Prompt: prompt, Params: greedy(16), Slot: new(int)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var toks []int32
+	var last engine.Result
+	for r := range ch {
+		toks, last = append(toks, r.Tokens...), r
+	}
+	if fmt.Sprint(toks) != "[653 539 539 539 539 539 539 539 539 539 539 539 539 539 539 539]" || last.Timings.CacheN != 5 {
+		t.Errorf("after the restore: %v, %d cached (want the 5 tokens before the image)", toks, last.Timings.CacheN)
+	}
+}
