@@ -1,10 +1,7 @@
 package model
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
-	"os"
 	"testing"
 
 	"github.com/wgpu-llama/wgpu-llama/gguf"
@@ -13,19 +10,6 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
 	"github.com/wgpu-llama/wgpu-llama/model/reference"
 )
-
-func readF32Ref(t *testing.T, path string) []float32 {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]float32, len(b)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
-}
 
 // The GPU encoder gives the plain-Go reference's embeddings (within float32 rounding) and
 // llama.cpp's within 1e-4 relative (3e-6 measured), for both reference images.
@@ -43,8 +27,7 @@ func TestVisionEncoder(t *testing.T) {
 	}
 	defer enc.Close()
 	for _, name := range []string{"sq64", "rect150x100"} {
-		prefix := dir + "/reference/harness-describe-" + name + "-faoff-0-"
-		pixels := readF32Ref(t, prefix+"inp_raw.f32")
+		pixels := shareddata.Float32s(t, "models", "vision", "reference", "harness-describe-"+name+"-faoff-0-inp_raw.f32")
 		got, err := enc.Encode(pixels)
 		if err != nil {
 			t.Fatal(err)
@@ -56,7 +39,7 @@ func TestVisionEncoder(t *testing.T) {
 		if e := cpuref.RelErr(got, want); e > 1e-5 {
 			t.Errorf("%s: relative error %.2g against the reference", name, e)
 		}
-		llama := readF32Ref(t, prefix+"embd.f32")
+		llama := shareddata.Float32s(t, "models", "vision", "reference", "harness-describe-"+name+"-faoff-0-embd.f32")
 		if e := cpuref.RelErr(got, llama); e > 1e-4 {
 			t.Errorf("%s: relative error %.2g against llama.cpp's embeddings", name, e)
 		}
@@ -99,7 +82,7 @@ func TestImagePromptGreedy(t *testing.T) {
 		{"rect150x100", false, []int32{583, 696, 696, 696, 696, 696, 696, 696, 696, 696, 696, 696, 696, 696, 696, 696}},
 		{"sq64", true, nil}, // anything but sq64's tokens
 	} {
-		embd, err := enc.Encode(readF32Ref(t, dir+"/reference/harness-describe-"+c.image+"-faoff-0-inp_raw.f32"))
+		embd, err := enc.Encode(shareddata.Float32s(t, "models", "vision", "reference", "harness-describe-"+c.image+"-faoff-0-inp_raw.f32"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,8 @@
 package shareddata
 
 import (
+	"encoding/binary"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -27,4 +29,18 @@ func Path(tb testing.TB, parts ...string) string {
 		tb.Fatalf("shared test data missing (%s=%s): %v", EnvVar, dir, err)
 	}
 	return p
+}
+
+// Float32s reads a shared file of little-endian float32 values (a reference's tensors).
+func Float32s(tb testing.TB, parts ...string) []float32 {
+	tb.Helper()
+	b, err := os.ReadFile(Path(tb, parts...))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
 }

@@ -1,7 +1,6 @@
 package reference
 
 import (
-	"encoding/binary"
 	"math"
 	"os"
 	"testing"
@@ -10,19 +9,6 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
 	"github.com/wgpu-llama/wgpu-llama/model/vision"
 )
-
-func readF32File(t *testing.T, path string) []float32 {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]float32, len(b)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
-}
 
 // The encoder on llama.cpp's own graph input gives its projected embeddings (16 x 160): with
 // llama.cpp's f16 roundings copied, within 1e-5 (exact math would be 2.1e-4 off, the
@@ -35,12 +21,11 @@ func TestEncodeImageMatchesLlamaCpp(t *testing.T) {
 	}
 	defer f.Close()
 	for _, name := range []string{"sq64", "rect150x100"} {
-		prefix := dir + "/reference/harness-describe-" + name + "-faoff-0-"
-		got, err := EncodeImage(f, readF32File(t, prefix+"inp_raw.f32"))
+		got, err := EncodeImage(f, shareddata.Float32s(t, "models", "vision", "reference", "harness-describe-"+name+"-faoff-0-inp_raw.f32"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := readF32File(t, prefix+"embd.f32")
+		want := shareddata.Float32s(t, "models", "vision", "reference", "harness-describe-"+name+"-faoff-0-embd.f32")
 		if len(got) != 16*160 || len(want) != len(got) {
 			t.Fatalf("%s: %d values, reference %d", name, len(got), len(want))
 		}
@@ -67,7 +52,7 @@ func TestEncodeImageMatchesLlamaCpp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromRef, _ := EncodeImage(f, readF32File(t, dir+"/reference/harness-describe-sq64-faoff-0-inp_raw.f32"))
+	fromRef, _ := EncodeImage(f, shareddata.Float32s(t, "models", "vision", "reference", "harness-describe-sq64-faoff-0-inp_raw.f32"))
 	for i := range fromRef {
 		if fromPNG[i] != fromRef[i] {
 			t.Fatalf("value %d: %v from the PNG, %v from llama.cpp's input", i, fromPNG[i], fromRef[i])

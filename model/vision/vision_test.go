@@ -20,19 +20,6 @@ import (
 // refDir is the llama.cpp-verified vision reference (../shared/models/vision).
 func refDir(t *testing.T) string { return shareddata.Path(t, "models", "vision") }
 
-func readF32(t *testing.T, path string) []float32 {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]float32, len(b)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
-}
-
 func tinyHparams(t *testing.T) Hparams {
 	t.Helper()
 	f, err := gguf.Open(refDir(t) + "/tinygemma3v-mmproj-F32.gguf")
@@ -73,7 +60,7 @@ func TestPreprocessMatchesLlamaCpp(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := Preprocess(img, h)
-		want := readF32(t, refDir(t)+"/reference/harness-describe-"+name+"-faoff-0-inp_raw.f32")
+		want := shareddata.Float32s(t, "models", "vision", "reference", "harness-describe-"+name+"-faoff-0-inp_raw.f32")
 		if len(got) != len(want) {
 			t.Fatalf("%s: %d values, want %d", name, len(got), len(want))
 		}
