@@ -217,22 +217,30 @@ func cutMedia(rest, chunk []int32) []int32 {
 	return chunk[:n]
 }
 
-// attachMedia gives a batch the embeddings of its image rows and their attention ends; a batch
-// without images is left as it is. It reports the first row whose image is not held.
+// attachMedia gives a batch the embeddings of its image rows and, for a projector whose images
+// are decoded both ways (gemma3's, as llama.cpp's mtmd_decode_use_non_causal says), their
+// attention ends; a batch without images is left as it is. It reports the first row whose
+// image is not held.
 func (e *Engine) attachMedia(b *model.Batch) (missing int, ok bool) {
+	bidirectional := e.visionH != nil && e.visionH.Projector == vision.ProjectorGemma3
 	for i, id := range b.Tokens {
 		if id < model.MediaToken {
 			continue
 		}
 		if b.Embeds == nil {
 			b.Embeds = make([][]float32, len(b.Tokens))
-			b.AttnEnds = append([]int32(nil), b.Pos...)
+			if bidirectional {
+				b.AttnEnds = append([]int32(nil), b.Pos...)
+			}
 		}
 		embd, toEnd, held := e.media.row(id)
 		if !held {
 			return i, false
 		}
-		b.Embeds[i], b.AttnEnds[i] = embd, b.Pos[i]+toEnd
+		b.Embeds[i] = embd
+		if bidirectional {
+			b.AttnEnds[i] = b.Pos[i] + toEnd
+		}
 	}
 	return 0, true
 }
