@@ -197,6 +197,7 @@ func (s *Server) ApplyTemplate(_ context.Context, req *gen.ApplyTemplateRequest)
 		kwargs:              req.ChatTemplateKwargs,
 		addGenerationPrompt: req.AddGenerationPrompt.Or(true),
 		continueFinal:       req.ContinueFinalMessage.Or(false),
+		marker:              m.marker(), // an image shows as the media marker
 	}, s.cfg)
 	if err != nil {
 		return nil, err

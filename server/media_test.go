@@ -138,6 +138,11 @@ func TestVisionMatchesLlamaServer(t *testing.T) {
 		}
 		t.Logf("%s: %d tokens as llama-server's, log-probs within %.2g", name, len(wantIDs), worst)
 	}
+	// /apply-template renders an image as the media marker, as llama-server's
+	c := readCapture(t, dir, "apply_template_text_then_img")
+	if status, body := postJSON(t, ts.URL+c.Path, c.Request); status != 200 || !jsonEqual(body, c.Response) {
+		t.Errorf("apply-template: %d %s, llama-server %s", status, body, c.Response)
+	}
 	// Anthropic's image blocks (a base64 source) take the same path
 	png, err := os.ReadFile(dir + "/img-sq64.png")
 	if err != nil {
@@ -157,7 +162,7 @@ func TestVisionMatchesLlamaServer(t *testing.T) {
 		t.Errorf("/v1/messages with an image: %d %s", status, body)
 	}
 	// the marker of another server is not this one's: llama-server's 400
-	c := readCapture(t, dir, "completion_multimodal_wrong_marker")
+	c = readCapture(t, dir, "completion_multimodal_wrong_marker")
 	if status, body := postJSON(t, ts.URL+c.Path, c.Request); status != 400 || !strings.Contains(string(body), `"message":"Failed to tokenize prompt`) {
 		t.Errorf("wrong marker: %d %s", status, body)
 	}
@@ -264,4 +269,10 @@ func TestVisionEmbeddings(t *testing.T) {
 	if a, b := embed("sq64"), embed("rect150x100"); fmt.Sprint(a) == fmt.Sprint(b) {
 		t.Error("two images embed alike")
 	}
+}
+
+// jsonEqual reports whether two JSON documents hold the same values.
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && fmt.Sprint(x) == fmt.Sprint(y)
 }
