@@ -5841,8 +5841,8 @@ func (s *HealthResponse) SetStatus(val string) {
 // Ref: #/components/schemas/ImageURL
 type ImageURL struct {
 	// The image: a data: URI of a base64 PNG, JPEG, GIF (its first frame) or WebP
-	// (data:image/png;base64,...), or a file:// URL of a file inside --media-path.
-	// Remote URLs are not fetched.
+	// (data:image/png;base64,...), a file:// URL of a file inside --media-path, or with
+	// --media-fetch an http(s) URL the server downloads (10 MB, 10 s).
 	URL string `json:"url"`
 	// Accepted and ignored (OpenAI's resolution hint).
 	Detail OptString `json:"detail"`

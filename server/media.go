@@ -6,10 +6,13 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
 	"github.com/wgpu-llama/wgpu-llama/gen"
@@ -72,7 +75,7 @@ func (s *Server) encodeImages(ctx context.Context, l *loaded, urls []string) ([]
 	}
 	out := make([]engine.MediaChunk, len(urls))
 	for i, u := range urls {
-		data, err := s.imageBytes(u)
+		data, err := s.imageBytes(ctx, u)
 		if err != nil {
 			return nil, invalidRequest("image %d: %v", i+1, err)
 		}
@@ -87,9 +90,10 @@ func (s *Server) encodeImages(ctx context.Context, l *loaded, urls []string) ([]
 	return out, nil
 }
 
-// imageBytes reads an image URL: a base64 data: URI of an image type, or a file:// URL inside
-// Config.MediaPath. Remote URLs are not fetched: reaching other hosts is off.
-func (s *Server) imageBytes(raw string) ([]byte, error) {
+// imageBytes reads an image URL: a base64 data: URI of an image type, a file:// URL inside
+// Config.MediaPath, or with Config.MediaFetch an http(s) URL (reaching other hosts is off by
+// default).
+func (s *Server) imageBytes(ctx context.Context, raw string) ([]byte, error) {
 	if rest, ok := strings.CutPrefix(raw, "data:"); ok {
 		meta, payload, ok := strings.Cut(rest, ",")
 		if !ok {
@@ -115,10 +119,48 @@ func (s *Server) imageBytes(raw string) ([]byte, error) {
 	if err != nil || u.Scheme == "" {
 		return nil, errors.New("image_url.url must be a data: URI (data:image/png;base64,...)")
 	}
-	if u.Scheme != "file" {
-		return nil, fmt.Errorf("%s URLs are not fetched: send the image as a data: URI", u.Scheme)
+	switch {
+	case u.Scheme == "file":
+		return s.mediaFile(u.Path)
+	case (u.Scheme == "http" || u.Scheme == "https") && s.cfg.MediaFetch:
+		return s.fetchMedia(ctx, u.String())
+	case u.Scheme == "http" || u.Scheme == "https":
+		return nil, fmt.Errorf("%s URLs are not fetched (start the server with --media-fetch to allow it): send the image as a data: URI", u.Scheme)
 	}
-	return s.mediaFile(u.Path)
+	return nil, fmt.Errorf("%s URLs are not supported: send the image as a data: URI", u.Scheme)
+}
+
+// Limits of a fetched image, as llama-server's.
+const (
+	fetchMaxBytes = 10 << 20
+	fetchTimeout  = 10 * time.Second
+)
+
+// fetchMedia downloads an image URL (--media-fetch).
+func (s *Server) fetchMedia(ctx context.Context, u string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("User-Agent", "wgpu-llama/"+s.cfg.SystemFingerprint)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("downloading %s: %v", u, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, fmt.Errorf("downloading %s: HTTP %d", u, resp.StatusCode)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, fetchMaxBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("downloading %s: %v", u, err)
+	}
+	if len(data) > fetchMaxBytes {
+		return nil, fmt.Errorf("downloading %s: over the %d-byte limit", u, fetchMaxBytes)
+	}
+	return data, nil
 }
 
 // mediaFile reads a file:// image inside Config.MediaPath, refusing paths that leave it

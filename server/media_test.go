@@ -214,7 +214,7 @@ func TestVisionBadImages(t *testing.T) {
 		"not image": {dataURI("text/plain", []byte("hello")), `image 1: a data: URI of type \"text/plain\", not an image`},
 		"traversal": {"file:///../" + filepath.Base(filepath.Dir(outside)) + "/secret.png", "image 1: file /../"},
 		"link out":  {"file:///link.png", "image 1: file /link.png is outside --media-path"},
-		"remote":    {"https://example.com/cat.png", "image 1: https URLs are not fetched: send the image as a data: URI"},
+		"remote":    {"https://example.com/cat.png", "image 1: https URLs are not fetched (start the server with --media-fetch to allow it): send the image as a data: URI"},
 	} {
 		status, body := chat(c.url)
 		if status != 400 || !strings.Contains(body, `"message":"`+c.want) {
@@ -223,6 +223,48 @@ func TestVisionBadImages(t *testing.T) {
 	}
 	if status, body := chat("file:///ok.png"); status != 200 {
 		t.Errorf("an image in --media-path: %d %s", status, body)
+	}
+}
+
+// With --media-fetch an http image URL is downloaded (and bounded); without it, refused.
+func TestVisionFetch(t *testing.T) {
+	dir := shareddata.Path(t, "models", "vision")
+	png, err := os.ReadFile(dir + "/img-sq64.png")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/sq64.png":
+			w.Write(png)
+		case "/big.png":
+			w.Write(make([]byte, fetchMaxBytes+1))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer host.Close()
+	e := enginetest.LoadConfig(t, engine.Config{ModelPath: dir + "/tinygemma3v-text-F32.gguf", MMProjPath: dir + "/tinygemma3v-mmproj-F32.gguf", CtxSize: 512})
+	srv := New(Config{MediaFetch: true}, testLogger())
+	srv.SetBackend(e)
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	defer srv.Close()
+	chat := func(url string) (int, string) {
+		body := fmt.Sprintf(`{"max_tokens":16,"temperature":0,"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":%q}},{"type":"text","text":"Describe"}]}]}`, url)
+		status, b := postJSON(t, ts.URL+"/v1/chat/completions", []byte(body))
+		return status, string(b)
+	}
+	if status, body := chat(host.URL + "/sq64.png"); status != 200 || !strings.Contains(body, `"content":" `+strings.Repeat("gree", 16)+`"`) {
+		t.Errorf("fetched image: %d %s", status, body)
+	}
+	for path, want := range map[string]string{
+		"/missing.png": "HTTP 404",
+		"/big.png":     "over the 10485760-byte limit",
+	} {
+		if status, body := chat(host.URL + path); status != 400 || !strings.Contains(body, want) {
+			t.Errorf("%s: %d %s, want 400 %q", path, status, body, want)
+		}
 	}
 }
 

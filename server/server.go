@@ -153,6 +153,10 @@ type Config struct {
 	MCPEndpoint bool
 	// MediaPath is the directory file:// image URLs may name (--media-path); empty refuses them.
 	MediaPath string
+	// MediaFetch lets requests name http(s) image URLs, which the server downloads (at most
+	// 10 MB, 10 seconds each, as llama-server; --media-fetch). Off, they are refused: reaching
+	// other hosts is off by default.
+	MediaFetch bool
 	// MediaMarker is the text that stands for an image in prompts (llama-server's
 	// LLAMA_MEDIA_MARKER); empty draws a random one per server, as llama-server does.
 	MediaMarker string

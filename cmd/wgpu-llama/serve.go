@@ -56,7 +56,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return runRouter(ctx, sf, toolsRun, inheritedArgs(fs, dashFlagNames(fs, args)), logger)
 	}
 	scfg.Tools, scfg.CORSProxy = toolsRun.set, sf.tools.proxy()
-	scfg.MediaPath, scfg.MediaMarker = sf.compat.mediaPath, os.Getenv("LLAMA_MEDIA_MARKER")
+	scfg.MediaPath, scfg.MediaMarker, scfg.MediaFetch = sf.compat.mediaPath, os.Getenv("LLAMA_MEDIA_MARKER"), sf.vision.fetch
 	if err := sf.tools.apply(&scfg); err != nil {
 		return err
 	}

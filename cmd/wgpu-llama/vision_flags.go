@@ -17,6 +17,7 @@ type visionFlags struct {
 	mmproj                         string
 	auto                           bool
 	imageMinTokens, imageMaxTokens int
+	fetch                          bool // download http(s) image URLs
 }
 
 func (v *visionFlags) register(fs *flag.FlagSet) {
@@ -26,6 +27,7 @@ func (v *visionFlags) register(fs *flag.FlagSet) {
 	fs.Var(&pairFlag{&v.auto, false}, "no-mmproj-auto", "do not look for a projector beside the model (the default)")
 	intVar(fs, &v.imageMinTokens, -1, "fewest positions an image takes, for projectors of variable resolution (a fixed-size one, such as gemma3's, always takes its own)", "image-min-tokens")
 	intVar(fs, &v.imageMaxTokens, -1, "most positions an image takes, for projectors of variable resolution", "image-max-tokens")
+	boolVar(fs, &v.fetch, false, "download the http(s) image URLs requests name (10 MB, 10 s each), as llama-server does; off, they are refused", "media-fetch")
 }
 
 // path is the projector to load for the model at modelPath: none with --no-mmproj, --mmproj's,

@@ -872,8 +872,8 @@ export interface components {
         ImageURL: {
             /**
              * @description The image: a data: URI of a base64 PNG, JPEG, GIF (its first frame) or WebP
-             *     (data:image/png;base64,...), or a file:// URL of a file inside --media-path.
-             *     Remote URLs are not fetched.
+             *     (data:image/png;base64,...), a file:// URL of a file inside --media-path, or with
+             *     --media-fetch an http(s) URL the server downloads (10 MB, 10 s).
              */
             url: string;
             /** @description Accepted and ignored (OpenAI's resolution hint). */
