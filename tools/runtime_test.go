@@ -47,12 +47,12 @@ func TestShellQuote(t *testing.T) {
 }
 
 // fakeDocker is a container engine that runs everything on the host: `exec [-i] ID CMD...`
-// logs the id and runs CMD, and `run ... --cidfile F IMAGE sh` writes an id and reads its
-// stdin as the container's shell would.
+// logs the id and runs CMD, and `run ... --cidfile F IMAGE sh` logs its start, then writes an
+// id (the runtime may exec at once) and reads its stdin as the container's shell would.
 const fakeDocker = `#!/bin/sh
 case "$1" in
 exec) shift; [ "$1" = "-i" ] && shift; echo "$1" >> "$FAKE_DOCKER_LOG"; shift; exec "$@";;
-run) while [ "$1" != "--cidfile" ]; do shift; done; echo fakecid123 > "$2"; echo started >> "$FAKE_DOCKER_LOG"; exec sh;;
+run) while [ "$1" != "--cidfile" ]; do shift; done; echo started >> "$FAKE_DOCKER_LOG"; echo fakecid123 > "$2"; exec sh;;
 esac
 exit 2
 `
