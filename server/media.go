@@ -76,18 +76,50 @@ func (s *Server) encodeImages(ctx context.Context, l *loaded, urls []string) ([]
 	out := make([]engine.MediaChunk, len(urls))
 	for i, u := range urls {
 		data, err := s.imageBytes(ctx, u)
-		if err != nil {
+		if err != nil { // every way of reading the URL fails on the request's account
 			return nil, invalidRequest("image %d: %v", i+1, err)
 		}
-		img, err := vision.Decode(data)
-		if err != nil {
-			return nil, invalidRequest("image %d: %v", i+1, err)
-		}
-		if out[i], err = vb.EncodeImage(ctx, sha256.Sum256(data), vision.Preprocess(img, h)); err != nil {
-			return nil, err
+		if out[i], err = encodeImage(ctx, vb, h, data); err != nil {
+			return nil, imageError(err, "image %d", i+1)
 		}
 	}
 	return out, nil
+}
+
+// encodeImage decodes, preprocesses and encodes an image file; a file that is not an image
+// is an error of kind badImage.
+func encodeImage(ctx context.Context, vb VisionBackend, h vision.Hparams, data []byte) (engine.MediaChunk, error) {
+	img, err := vision.Decode(data)
+	if err != nil {
+		return engine.MediaChunk{}, badImage{err}
+	}
+	return vb.EncodeImage(ctx, sha256.Sum256(data), vision.Preprocess(img, h))
+}
+
+// badImage is an image the request got wrong (unreadable, undecodable): a 400.
+type badImage struct{ error }
+
+// imageError is a failure to take an image: the request's fault (400, its message after the
+// image's place) or the engine's, passed on.
+func imageError(err error, where string, args ...any) error {
+	var bad badImage
+	if errors.As(err, &bad) {
+		return invalidRequest("%s: %v", fmt.Sprintf(where, args...), bad.error)
+	}
+	return err
+}
+
+// base64Image decodes a base64 image payload, refusing one over the image size limit before
+// decoding it.
+func base64Image(payload string) ([]byte, error) {
+	if base64.StdEncoding.DecodedLen(len(payload)) > vision.MaxBytes {
+		return nil, badImage{fmt.Errorf("over the %d-byte image limit", vision.MaxBytes)}
+	}
+	data, err := base64.StdEncoding.DecodeString(payload)
+	if err != nil {
+		return nil, badImage{fmt.Errorf("invalid base64: %v", err)}
+	}
+	return data, nil
 }
 
 // imageBytes reads an image URL: a base64 data: URI of an image type, a file:// URL inside
@@ -106,14 +138,7 @@ func (s *Server) imageBytes(ctx context.Context, raw string) ([]byte, error) {
 		if !strings.HasSuffix(meta, ";base64") {
 			return nil, errors.New("a data: URI that is not base64")
 		}
-		if base64.StdEncoding.DecodedLen(len(payload)) > vision.MaxBytes {
-			return nil, fmt.Errorf("over the %d-byte image limit", vision.MaxBytes)
-		}
-		data, err := base64.StdEncoding.DecodeString(payload)
-		if err != nil {
-			return nil, fmt.Errorf("invalid base64: %v", err)
-		}
-		return data, nil
+		return base64Image(payload)
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme == "" {
@@ -249,19 +274,12 @@ func (mp *mediaPrompts) tokens(field string, o gen.PromptObject) ([]int32, error
 	vb, h := mp.l.visionOf()
 	media := make([]engine.MediaChunk, len(o.MultimodalData))
 	for i, b64 := range o.MultimodalData {
-		if base64.StdEncoding.DecodedLen(len(b64)) > vision.MaxBytes {
-			return nil, invalidRequest("'%s.multimodal_data[%d]': over the %d-byte image limit", field, i, vision.MaxBytes)
+		data, err := base64Image(b64)
+		if err == nil {
+			media[i], err = encodeImage(mp.ctx, vb, h, data)
 		}
-		data, err := base64.StdEncoding.DecodeString(b64)
 		if err != nil {
-			return nil, invalidRequest("'%s.multimodal_data[%d]': invalid base64: %v", field, i, err)
-		}
-		img, err := vision.Decode(data)
-		if err != nil {
-			return nil, invalidRequest("'%s.multimodal_data[%d]': %v", field, i, err)
-		}
-		if media[i], err = vb.EncodeImage(mp.ctx, sha256.Sum256(data), vision.Preprocess(img, h)); err != nil {
-			return nil, err
+			return nil, imageError(err, "'%s.multimodal_data[%d]'", field, i)
 		}
 	}
 	return mp.l.mediaTokens(text, mp.l.imageMarker, media)
