@@ -199,25 +199,14 @@ func (e *VisionEncoder) alloc() error {
 // returns its Tokens() embeddings of ProjDim values, one after another.
 func (e *VisionEncoder) Encode(pixels []float32) ([]float32, error) {
 	h, n, s := e.H, e.nTok, &e.s
-	S, P, d := h.ImageSize, h.PatchSize, h.NEmbd
+	S, d := h.ImageSize, h.NEmbd
 	if len(pixels) != 3*S*S {
 		return nil, fmt.Errorf("model: %d pixel values, want 3x%dx%d", len(pixels), S, S)
 	}
-	// Patches as the convolution's rows: channel, kernel row, kernel column, each value rounded
-	// to f16 (ggml's im2col).
-	g, k := S/P, 3*P*P
-	patches := make([]float32, n*k)
-	for py := range g {
-		for px := range g {
-			row := patches[(py*g+px)*k:]
-			for c := range 3 {
-				for ky := range P {
-					for kx := range P {
-						row[(c*P+ky)*P+kx] = gguf.F16ToF32(gguf.F32ToF16(pixels[c*S*S+(py*P+ky)*S+px*P+kx]))
-					}
-				}
-			}
-		}
+	// Each value rounded to f16, as ggml's im2col stores it.
+	patches := vision.Patches(pixels, h)
+	for i, v := range patches {
+		patches[i] = gguf.F16ToF32(gguf.F32ToF16(v))
 	}
 	if err := e.dev.Write(s.pix, 0, gpu.Bytes(patches)); err != nil {
 		return nil, err
@@ -248,7 +237,7 @@ func (e *VisionEncoder) Encode(pixels []float32) ([]float32, error) {
 		r.BiasAct(s.x, ly.downB, d, n, false)
 	}
 	r.LayerNorm(s.x, e.postW, e.postB, s.xn, d, n, h.Eps)
-	r.AvgPool(s.xn, s.pooled, d, g, h.ScaleFactor)
+	r.AvgPool(s.xn, s.pooled, d, S/h.PatchSize, h.ScaleFactor)
 	r.RMSNorm(s.pooled, e.softNorm, s.normed, d, h.Tokens(), h.Eps)
 	r.MatMul(e.proj, s.normed, 0, h.Tokens(), s.out, false)
 	out, err := r.SubmitAndRead(s.out, 0, uint64(4*h.Tokens()*h.ProjDim))

@@ -53,21 +53,7 @@ func EncodeImage(f *gguf.File, pixels []float32) ([]float32, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Each patch as one row of channel, then kernel row, then kernel column: the layout of
-	// the convolution's weight (ggml ne [P, P, 3, d]).
-	patches := make([]float32, n*k)
-	for py := range g {
-		for px := range g {
-			row := patches[(py*g+px)*k:]
-			for c := range 3 {
-				for ky := range P {
-					for kx := range P {
-						row[(c*P+ky)*P+kx] = pixels[c*S*S+(py*P+ky)*S+px*P+kx]
-					}
-				}
-			}
-		}
-	}
+	patches := vision.Patches(pixels, h)
 	x := cpuref.Add(linear(cpuref.ActF16(wPatch), bPatch, d, k, cpuref.ActF16(patches), n), posEmbd)
 
 	every := make([]int32, n) // every patch sees all n (see bert.go)

@@ -64,3 +64,26 @@ func resizeBilinear(img *RGB, w, h int) *RGB {
 	}
 	return out
 }
+
+// Patches lays a preprocessed image ([3][ImageSize][ImageSize]) out as the patch
+// convolution's input rows, one per patch in row order, each channel, then kernel row, then
+// kernel column: the layout of the convolution's weight (ggml ne [P, P, 3, d]) and of ggml's
+// im2col.
+func Patches(pixels []float32, h Hparams) []float32 {
+	S, P := h.ImageSize, h.PatchSize
+	g, k := S/P, 3*P*P
+	out := make([]float32, g*g*k)
+	for py := range g {
+		for px := range g {
+			row := out[(py*g+px)*k:]
+			for c := range 3 {
+				for ky := range P {
+					for kx := range P {
+						row[(c*P+ky)*P+kx] = pixels[c*S*S+(py*P+ky)*S+px*P+kx]
+					}
+				}
+			}
+		}
+	}
+	return out
+}
