@@ -75,6 +75,11 @@ func (s *Server) agentTools(raw jx.Raw) ([]*tools.Tool, error) {
 	return out, nil
 }
 
+// offers reports whether ts holds the tool named name (a Set's names are unique).
+func offers(ts []*tools.Tool, name string) bool {
+	return slices.ContainsFunc(ts, func(t *tools.Tool) bool { return t.Name == name })
+}
+
 func toolNames(ts []*tools.Tool) []string {
 	out := make([]string, len(ts))
 	for i, t := range ts {
@@ -110,7 +115,7 @@ func (s *Server) runAgent(ctx context.Context, m *loaded, req *gen.ChatCompletio
 	}
 	client, _ := req.Tools.Get()
 	for _, t := range client {
-		if s.cfg.Tools.Lookup(t.Function.Name) != nil && slices.Contains(serverTools, s.cfg.Tools.Lookup(t.Function.Name)) {
+		if offers(serverTools, t.Function.Name) {
 			return invalidRequest("'tools' and 'server_tools' both name %q", t.Function.Name)
 		}
 	}
@@ -136,7 +141,7 @@ func (s *Server) runAgent(ctx context.Context, m *loaded, req *gen.ChatCompletio
 		calls := msg.Calls
 		ours := final.StopType != engine.StopLimit && len(calls) > 0
 		for _, c := range calls {
-			ours = ours && s.cfg.Tools.Lookup(c.Name) != nil && slices.Contains(serverTools, s.cfg.Tools.Lookup(c.Name))
+			ours = ours && offers(serverTools, c.Name)
 		}
 		if !ours || round > s.agentMaxRounds() {
 			// The answer: text, a call of the client's tools, or calls the round cap left unrun.
