@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/wgpu-llama/wgpu-llama/hf"
+
+	"github.com/wgpu-llama/wgpu-llama/internal/apijson"
 )
 
 // The line protocol of a download child (Config.DownloadCommand): it prints
@@ -50,29 +52,29 @@ func DownloadProgressLine(p hf.Progress) string {
 func (r *Router) download(w http.ResponseWriter, req *http.Request) {
 	name, _, err := modelOfBody(req)
 	if err != nil {
-		writeError(w, 400, errInvalidRequest, err.Error())
+		apijson.Error(w, 400, errInvalidRequest, err.Error())
 		return
 	}
 	if name == "" {
-		writeError(w, 400, errInvalidRequest, "model must be a non-empty string")
+		apijson.Error(w, 400, errInvalidRequest, "model must be a non-empty string")
 		return
 	}
 	if _, _, err := hf.ParseRepo(name); err != nil {
-		writeError(w, 400, errInvalidRequest, err.Error())
+		apijson.Error(w, 400, errInvalidRequest, err.Error())
 		return
 	}
 	if r.cfg.Catalog.CacheDir == "" {
-		writeError(w, 400, errInvalidRequest, "no Hugging Face cache to download into")
+		apijson.Error(w, 400, errInvalidRequest, "no Hugging Face cache to download into")
 		return
 	}
 	if len(r.cfg.DownloadCommand) == 0 {
-		writeError(w, 400, errInvalidRequest, "this router cannot download models")
+		apijson.Error(w, 400, errInvalidRequest, "this router cannot download models")
 		return
 	}
 	r.mu.Lock()
 	if _, ok := r.models[name]; ok {
 		r.mu.Unlock()
-		writeError(w, 400, errInvalidRequest, fmt.Sprintf("model '%s' already exists", name))
+		apijson.Error(w, 400, errInvalidRequest, fmt.Sprintf("model '%s' already exists", name))
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -99,7 +101,7 @@ func (r *Router) download(w http.ResponseWriter, req *http.Request) {
 		r.mu.Unlock()
 		r.sse.send(Event{Model: name, Event: "download_finished", Data: data})
 	}()
-	writeJSON(w, 200, map[string]any{"success": true})
+	apijson.Write(w, 200, map[string]any{"success": true})
 }
 
 // runDownload runs the download child for model until it ends (or ctx kills it), sending

@@ -26,16 +26,6 @@ const (
 )
 
 // writeError writes llama-server's error body {"error":{"code","message","type"}}.
-func writeError(w http.ResponseWriter, code int, typ, msg string) {
-	writeJSON(w, code, map[string]any{"error": map[string]any{"code": code, "message": msg, "type": typ}})
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(v)
-}
-
 // maxBody bounds the request bodies the router reads to find the model.
 const maxBody = 32 << 20
 
@@ -45,7 +35,7 @@ var publicPaths = map[string]bool{"/health": true, "/v1/health": true, "/models"
 // Handler serves the router's endpoints and proxies everything else to the children.
 func (r *Router) Handler() http.Handler {
 	mux := http.NewServeMux()
-	health := func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) }
+	health := func(w http.ResponseWriter, _ *http.Request) { apijson.Write(w, 200, map[string]string{"status": "ok"}) }
 	mux.HandleFunc("GET /health", health)
 	mux.HandleFunc("GET /v1/health", health)
 	mux.HandleFunc("GET /models", r.listModels)
@@ -86,7 +76,7 @@ func (r *Router) requireKey(next http.Handler) http.Handler {
 			}
 		}
 		if match != 1 {
-			writeError(w, http.StatusUnauthorized, errAuth, "Invalid API Key")
+			apijson.Error(w, http.StatusUnauthorized, errAuth, "Invalid API Key")
 			return
 		}
 		next.ServeHTTP(w, req)
@@ -114,7 +104,7 @@ func (r *Router) props(w http.ResponseWriter, req *http.Request) {
 	if r.cfg.Tools != nil {
 		props["endpoint_tools"] = true // our extension, present only when on
 	}
-	writeJSON(w, 200, props)
+	apijson.Write(w, 200, props)
 }
 
 // modelJSON is one entry of GET /models, in llama-server's router shape.
@@ -149,7 +139,7 @@ func (r *Router) modelJSON(name string, in *instance, created int64) map[string]
 func (r *Router) listModels(w http.ResponseWriter, req *http.Request) {
 	if req.URL.Query().Get("reload") != "" || r.needsRescan() {
 		if err := r.Reload(); err != nil {
-			writeError(w, 500, errServer, err.Error())
+			apijson.Error(w, 500, errServer, err.Error())
 			return
 		}
 	}
@@ -167,7 +157,7 @@ func (r *Router) listModels(w http.ResponseWriter, req *http.Request) {
 		}
 	}
 	r.mu.Unlock()
-	writeJSON(w, 200, map[string]any{"data": data, "object": "list"})
+	apijson.Write(w, 200, map[string]any{"data": data, "object": "list"})
 }
 
 // modelOfBody reads a JSON body's "model" field.
@@ -204,7 +194,7 @@ func modelOfBody(req *http.Request) (string, []byte, error) {
 func (r *Router) loadModel(w http.ResponseWriter, req *http.Request) {
 	name, _, err := modelOfBody(req)
 	if err != nil {
-		writeError(w, 400, errInvalidRequest, err.Error())
+		apijson.Error(w, 400, errInvalidRequest, err.Error())
 		return
 	}
 	r.mu.Lock()
@@ -212,15 +202,15 @@ func (r *Router) loadModel(w http.ResponseWriter, req *http.Request) {
 	in := r.models[name]
 	switch {
 	case in == nil:
-		writeError(w, 404, errNotFound, "model is not found")
+		apijson.Error(w, 404, errNotFound, "model is not found")
 	case in.running() && !in.stopping:
-		writeError(w, 400, errInvalidRequest, "model is already running")
+		apijson.Error(w, 400, errInvalidRequest, "model is already running")
 	case in.status == StatusDownloading:
-		writeError(w, 400, errInvalidRequest, "model is still downloading")
+		apijson.Error(w, 400, errInvalidRequest, "model is still downloading")
 	default:
 		r.enqueue(name, true)
 		r.pump()
-		writeJSON(w, 200, map[string]any{"success": true})
+		apijson.Write(w, 200, map[string]any{"success": true})
 	}
 }
 
@@ -228,7 +218,7 @@ func (r *Router) loadModel(w http.ResponseWriter, req *http.Request) {
 func (r *Router) unloadModel(w http.ResponseWriter, req *http.Request) {
 	name, _, err := modelOfBody(req)
 	if err != nil {
-		writeError(w, 400, errInvalidRequest, err.Error())
+		apijson.Error(w, 400, errInvalidRequest, err.Error())
 		return
 	}
 	r.mu.Lock()
@@ -236,12 +226,12 @@ func (r *Router) unloadModel(w http.ResponseWriter, req *http.Request) {
 	in := r.models[name]
 	switch {
 	case in == nil:
-		writeError(w, 400, errInvalidRequest, "model is not found")
+		apijson.Error(w, 400, errInvalidRequest, "model is not found")
 	case in.status == StatusDownloading:
 		r.downloads[name]()
-		writeJSON(w, 200, map[string]any{"success": true})
+		apijson.Write(w, 200, map[string]any{"success": true})
 	case !in.running():
-		writeError(w, 400, errInvalidRequest, "model is not running")
+		apijson.Error(w, 400, errInvalidRequest, "model is not running")
 	default:
 		for i, q := range r.queue {
 			if q.name == name {
@@ -250,7 +240,7 @@ func (r *Router) unloadModel(w http.ResponseWriter, req *http.Request) {
 			}
 		}
 		r.stop(in)
-		writeJSON(w, 200, map[string]any{"success": true})
+		apijson.Write(w, 200, map[string]any{"success": true})
 	}
 }
 

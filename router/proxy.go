@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wgpu-llama/wgpu-llama/internal/apijson"
 )
 
 // hopHeaders are connection-level headers a proxy does not forward.
@@ -30,19 +32,19 @@ func (r *Router) proxyByModel(w http.ResponseWriter, req *http.Request) {
 	} else {
 		var err error
 		if name, body, err = modelOfBody(req); err != nil {
-			writeError(w, 400, errInvalidRequest, err.Error())
+			apijson.Error(w, 400, errInvalidRequest, err.Error())
 			return
 		}
 	}
 	if name == "" {
-		writeError(w, 400, errInvalidRequest, "model name is missing from the request")
+		apijson.Error(w, 400, errInvalidRequest, "model name is missing from the request")
 		return
 	}
 	r.mu.Lock()
 	_, known := r.models[name]
 	r.mu.Unlock()
 	if !known {
-		writeError(w, 400, errInvalidRequest, fmt.Sprintf("model '%s' not found", name))
+		apijson.Error(w, 400, errInvalidRequest, fmt.Sprintf("model '%s' not found", name))
 		return
 	}
 	in, err := r.acquire(req.Context(), name, r.autoload(req))
@@ -51,9 +53,9 @@ func (r *Router) proxyByModel(w http.ResponseWriter, req *http.Request) {
 		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 			return // the client left
 		case errors.Is(err, errNotLoaded):
-			writeError(w, 400, errInvalidRequest, err.Error())
+			apijson.Error(w, 400, errInvalidRequest, err.Error())
 		default:
-			writeError(w, 503, errUnavailable, err.Error())
+			apijson.Error(w, 503, errUnavailable, err.Error())
 		}
 		return
 	}
@@ -81,7 +83,7 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, in *instance,
 	c := in.child
 	r.mu.Unlock()
 	if c == nil {
-		writeError(w, 503, errUnavailable, "model is not running")
+		apijson.Error(w, 503, errUnavailable, "model is not running")
 		return
 	}
 	u := *req.URL
@@ -92,7 +94,7 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, in *instance,
 	}
 	out, err := http.NewRequestWithContext(req.Context(), req.Method, u.String(), rd)
 	if err != nil {
-		writeError(w, 500, errServer, err.Error())
+		apijson.Error(w, 500, errServer, err.Error())
 		return
 	}
 	out.Header = req.Header.Clone()
@@ -105,7 +107,7 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, in *instance,
 	resp, err := proxyClient.Do(out)
 	if err != nil {
 		if req.Context().Err() == nil {
-			writeError(w, 502, errServer, fmt.Sprintf("model '%s' did not answer: %v", c.name, err))
+			apijson.Error(w, 502, errServer, fmt.Sprintf("model '%s' did not answer: %v", c.name, err))
 		}
 		return
 	}
@@ -172,7 +174,7 @@ func (r *Router) proxyStream(w http.ResponseWriter, req *http.Request) {
 	}
 	r.mu.Unlock()
 	if in == nil || in.child == nil {
-		writeError(w, 404, errNotFound, fmt.Sprintf("no stream for conversation '%s'", id))
+		apijson.Error(w, 404, errNotFound, fmt.Sprintf("no stream for conversation '%s'", id))
 		return
 	}
 	defer r.release(in)
@@ -191,7 +193,7 @@ func (r *Router) proxyStream(w http.ResponseWriter, req *http.Request) {
 func (r *Router) lookupStreams(w http.ResponseWriter, req *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(req.Body, maxBody))
 	if err != nil {
-		writeError(w, 400, errInvalidRequest, err.Error())
+		apijson.Error(w, 400, errInvalidRequest, err.Error())
 		return
 	}
 	r.mu.Lock()
@@ -234,11 +236,11 @@ func (r *Router) lookupStreams(w http.ResponseWriter, req *http.Request) {
 		if sessions == nil {
 			sessions = []json.RawMessage{}
 		}
-		writeJSON(w, 200, sessions)
+		apijson.Write(w, 200, sessions)
 		return
 	}
 	if streams == nil {
 		streams = []json.RawMessage{}
 	}
-	writeJSON(w, 200, map[string]any{"streams": streams})
+	apijson.Write(w, 200, map[string]any{"streams": streams})
 }

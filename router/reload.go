@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/wgpu-llama/wgpu-llama/hf"
+	"github.com/wgpu-llama/wgpu-llama/internal/apijson"
 )
 
 // Reload rescans the sources: a running model whose source is gone or whose options
@@ -63,7 +64,7 @@ func (r *Router) needsRescan() bool {
 func (r *Router) deleteModel(w http.ResponseWriter, req *http.Request) {
 	name := req.URL.Query().Get("model")
 	if name == "" {
-		writeError(w, 400, errInvalidRequest, "model must be a non-empty string")
+		apijson.Error(w, 400, errInvalidRequest, "model must be a non-empty string")
 		return
 	}
 	r.mu.Lock()
@@ -72,11 +73,11 @@ func (r *Router) deleteModel(w http.ResponseWriter, req *http.Request) {
 	switch {
 	case in == nil:
 		r.mu.Unlock()
-		writeError(w, 404, errNotFound, fmt.Sprintf("model '%s' not found", name))
+		apijson.Error(w, 404, errNotFound, fmt.Sprintf("model '%s' not found", name))
 		return
 	case in.model.Source != SourceCache:
 		r.mu.Unlock()
-		writeError(w, 400, errInvalidRequest, fmt.Sprintf("model '%s' is not removable (not from the cache)", name))
+		apijson.Error(w, 400, errInvalidRequest, fmt.Sprintf("model '%s' is not removable (not from the cache)", name))
 		return
 	case in.status == StatusDownloading:
 		cancelled = true
@@ -101,16 +102,16 @@ func (r *Router) deleteModel(w http.ResponseWriter, req *http.Request) {
 		// POST /models of the model continues it.
 		r.logger.Info("download cancelled; its partial file stays for the next download", "model", name)
 		r.sse.send(Event{Model: name, Event: "model_remove"})
-		writeJSON(w, 200, map[string]any{"success": true})
+		apijson.Write(w, 200, map[string]any{"success": true})
 		return
 	}
 	repo, _, _ := hf.ParseRepo(name)
 	removed, err := hf.RemoveFromCache(r.cfg.Catalog.CacheDir, repo)
 	if err != nil {
-		writeError(w, 500, errServer, err.Error())
+		apijson.Error(w, 500, errServer, err.Error())
 		return
 	}
 	r.logger.Info("model removed", "model", name, "files_removed", removed)
 	r.sse.send(Event{Model: name, Event: "model_remove"})
-	writeJSON(w, 200, map[string]any{"success": true})
+	apijson.Write(w, 200, map[string]any{"success": true})
 }

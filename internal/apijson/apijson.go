@@ -1,6 +1,6 @@
 // Package apijson writes llama-server's JSON answers for the handlers that live outside the
-// generated API (tools, the CORS proxy): bodies, error bodies, and the 403 of a feature the
-// server was started without.
+// generated API (tools, the CORS proxy, the router): bodies, error bodies, and the 403 of a
+// feature the server was started without.
 package apijson
 
 import (
