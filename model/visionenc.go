@@ -67,11 +67,7 @@ func (e *VisionEncoder) load() error {
 	var err error
 	// The convolution's kernel (ggml ne [P, P, 3, d]) is a d x 3PP matrix over im2col rows,
 	// in f16 as ggml's im2col makes it whatever the file's type.
-	pt, err := l.tensor("v.patch_embd.weight", P, P, 3, d)
-	if err != nil {
-		return err
-	}
-	kernel, err := float32s(pt, l.f.TensorData(pt))
+	pt, kernel, err := l.floats("v.patch_embd.weight", P, P, 3, d)
 	if err != nil {
 		return err
 	}
@@ -87,11 +83,7 @@ func (e *VisionEncoder) load() error {
 	if e.patchB, err = l.vector("v.patch_embd.bias", d); err != nil {
 		return err
 	}
-	pe, err := l.tensor("v.position_embd.weight", d, n)
-	if err != nil {
-		return err
-	}
-	pos, err := float32s(pe, l.f.TensorData(pe))
+	pe, pos, err := l.floats("v.position_embd.weight", d, n)
 	if err != nil {
 		return err
 	}
@@ -143,11 +135,7 @@ func (e *VisionEncoder) load() error {
 	}
 	// input_projection is applied as x @ W (ggml ne [ProjDim, d]: d rows of ProjDim), the other
 	// way round from every other matrix: transposed here into ProjDim rows of d.
-	pj, err := l.tensor("mm.input_projection.weight", h.ProjDim, d)
-	if err != nil {
-		return err
-	}
-	vals, err := float32s(pj, l.f.TensorData(pj))
+	pj, vals, err := l.floats("mm.input_projection.weight", h.ProjDim, d)
 	if err != nil {
 		return err
 	}

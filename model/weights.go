@@ -89,13 +89,19 @@ func unsupportedType(t *gguf.TensorInfo) error {
 	return fmt.Errorf("model: tensor %q: type %s not supported yet (supported: %s)", t.Name, t.Type, strings.Join(gpu.WeightTypeNames(), ", "))
 }
 
-// vector loads a 1-D tensor (norm weights) as f32.
-func (l *loader) vector(name string, n int) (*gpu.Buffer, error) {
-	t, err := l.tensor(name, n)
+// floats reads a tensor of the given shape as f32 values, whatever its float type.
+func (l *loader) floats(name string, shape ...int) (*gguf.TensorInfo, []float32, error) {
+	t, err := l.tensor(name, shape...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	v, err := float32s(t, l.f.TensorData(t))
+	return t, v, err
+}
+
+// vector loads a 1-D tensor (norm weights) as f32.
+func (l *loader) vector(name string, n int) (*gpu.Buffer, error) {
+	t, v, err := l.floats(name, n)
 	if err != nil {
 		return nil, err
 	}
@@ -107,11 +113,7 @@ func (l *loader) concatVectors(names []string, lens []int) (*gpu.Buffer, error) 
 	var all []float32
 	var last *gguf.TensorInfo
 	for i, name := range names {
-		t, err := l.tensor(name, lens[i])
-		if err != nil {
-			return nil, err
-		}
-		v, err := float32s(t, l.f.TensorData(t))
+		t, v, err := l.floats(name, lens[i])
 		if err != nil {
 			return nil, err
 		}
