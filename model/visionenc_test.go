@@ -5,27 +5,34 @@ import (
 	"testing"
 
 	"github.com/wgpu-llama/wgpu-llama/gguf"
+	"github.com/wgpu-llama/wgpu-llama/gpu"
 	"github.com/wgpu-llama/wgpu-llama/gpu/cpuref"
 	"github.com/wgpu-llama/wgpu-llama/gpu/gputest"
 	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
 	"github.com/wgpu-llama/wgpu-llama/model/reference"
 )
 
-// The GPU encoder gives the plain-Go reference's embeddings (within float32 rounding) and
-// llama.cpp's within 1e-4 relative (3e-6 measured), for both reference images.
-func TestVisionEncoder(t *testing.T) {
-	dev := gputest.Device(t)
-	dir := shareddata.Path(t, "models", "vision")
-	f, err := gguf.Open(dir + "/tinygemma3v-mmproj-F32.gguf")
+// openVisionEncoder opens the shared tiny gemma3 projector and loads its encoder, both closed
+// when the test ends.
+func openVisionEncoder(t *testing.T, dev *gpu.Device) (*gguf.File, *VisionEncoder) {
+	t.Helper()
+	f, err := gguf.Open(shareddata.Path(t, "models", "vision") + "/tinygemma3v-mmproj-F32.gguf")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { f.Close() })
 	enc, err := LoadVisionEncoder(dev, f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer enc.Close()
+	t.Cleanup(func() { enc.Close() })
+	return f, enc
+}
+
+// The GPU encoder gives the plain-Go reference's embeddings (within float32 rounding) and
+// llama.cpp's within 1e-4 relative (3e-6 measured), for both reference images.
+func TestVisionEncoder(t *testing.T) {
+	f, enc := openVisionEncoder(t, gputest.Device(t))
 	for _, name := range []string{"sq64", "rect150x100"} {
 		pixels := shareddata.Float32s(t, "models", "vision", "reference", "harness-describe-"+name+"-faoff-0-inp_raw.f32")
 		got, err := enc.Encode(pixels)
@@ -51,18 +58,8 @@ func TestVisionEncoder(t *testing.T) {
 // gives its tokens, and decoding the image causally would not.
 func TestImagePromptGreedy(t *testing.T) {
 	dev := gputest.Device(t)
-	dir := shareddata.Path(t, "models", "vision")
-	pf, err := gguf.Open(dir + "/tinygemma3v-mmproj-F32.gguf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pf.Close()
-	enc, err := LoadVisionEncoder(dev, pf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer enc.Close()
-	tf, err := gguf.Open(dir + "/tinygemma3v-text-F32.gguf")
+	_, enc := openVisionEncoder(t, dev)
+	tf, err := gguf.Open(shareddata.Path(t, "models", "vision") + "/tinygemma3v-text-F32.gguf")
 	if err != nil {
 		t.Fatal(err)
 	}
