@@ -26,31 +26,31 @@ func New(api http.Handler, set *tools.Set, version string) http.Handler {
 	srv.AddTool(&mcp.Tool{
 		Name:        "complete",
 		Description: "Continue a text with the server's language model (a raw completion, no chat template).",
-		InputSchema: object(map[string]any{
-			"prompt":      prop("string", "The text to continue"),
-			"max_tokens":  prop("integer", "Tokens to generate at most (default: the server's)"),
-			"temperature": prop("number", "Sampling temperature (0: greedy)"),
+		InputSchema: tools.Schema(map[string]any{
+			"prompt":      tools.Prop("string", "The text to continue"),
+			"max_tokens":  tools.Prop("integer", "Tokens to generate at most (default: the server's)"),
+			"temperature": tools.Prop("number", "Sampling temperature (0: greedy)"),
 		}, "prompt"),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(bool)},
 	}, e.complete)
 	srv.AddTool(&mcp.Tool{
 		Name:        "chat",
 		Description: "Ask the server's language model, through its chat template: one message, or a conversation of {role, content} messages.",
-		InputSchema: object(map[string]any{
-			"message": prop("string", "A user message (or give messages)"),
+		InputSchema: tools.Schema(map[string]any{
+			"message": tools.Prop("string", "A user message (or give messages)"),
 			"messages": map[string]any{
 				"type": "array", "description": "The conversation: {role: system|user|assistant, content} messages",
-				"items": object(map[string]any{"role": prop("string", "system, user or assistant"), "content": prop("string", "The text")}, "role", "content"),
+				"items": tools.Schema(map[string]any{"role": tools.Prop("string", "system, user or assistant"), "content": tools.Prop("string", "The text")}, "role", "content"),
 			},
-			"max_tokens":  prop("integer", "Tokens to generate at most (default: the server's)"),
-			"temperature": prop("number", "Sampling temperature (0: greedy)"),
+			"max_tokens":  tools.Prop("integer", "Tokens to generate at most (default: the server's)"),
+			"temperature": tools.Prop("number", "Sampling temperature (0: greedy)"),
 		}),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(bool)},
 	}, e.chat)
 	srv.AddTool(&mcp.Tool{
 		Name:        "embed",
 		Description: "Embed texts with the server's model: one vector per input.",
-		InputSchema: object(map[string]any{
+		InputSchema: tools.Schema(map[string]any{
 			"input": map[string]any{"description": "A text or a list of texts", "anyOf": []any{map[string]any{"type": "string"}, map[string]any{"type": "array", "items": map[string]any{"type": "string"}}}},
 		}, "input"),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(bool)},
@@ -66,18 +66,6 @@ func New(api http.Handler, set *tools.Set, version string) http.Handler {
 		}, builtin(set, t.Name))
 	}
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-}
-
-func object(props map[string]any, required ...string) map[string]any {
-	s := map[string]any{"type": "object", "properties": props}
-	if len(required) > 0 {
-		s["required"] = required
-	}
-	return s
-}
-
-func prop(typ, description string) map[string]any {
-	return map[string]any{"type": typ, "description": description}
 }
 
 // endpoint answers the model's tools through the server's API.

@@ -13,14 +13,14 @@ func editFileTool() *Tool {
 		Description: "Edit a file using exact text replacement. Each edits[].old_text must be unique in the file " +
 			"and is matched against the original content, not incrementally. Merge nearby changes into " +
 			"one edit instead of overlapping edits. Use write_file to replace the whole file.",
-		Parameters: schema(map[string]any{
-			"path": prop("string", "Path to the file to edit"),
+		Parameters: Schema(map[string]any{
+			"path": Prop("string", "Path to the file to edit"),
 			"edits": map[string]any{
 				"type":        "array",
 				"description": "One or more exact text replacements to apply",
-				"items": schema(map[string]any{
-					"old_text": prop("string", "Exact text to find; must be unique in the file and must not overlap with other edits"),
-					"new_text": prop("string", "Text to replace old_text with"),
+				"items": Schema(map[string]any{
+					"old_text": Prop("string", "Exact text to find; must be unique in the file and must not overlap with other edits"),
+					"new_text": Prop("string", "Text to replace old_text with"),
 				}, "old_text", "new_text"),
 			},
 		}, "path", "edits"),

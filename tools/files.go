@@ -18,11 +18,11 @@ func readFileTool() *Tool {
 		Name: "read_file", DisplayName: "Read file", Kind: "builtin", UsesCwd: true,
 		Description: "Read the contents of a file. Optionally specify a 1-based line range. " +
 			"If append_loc is true, each line is prefixed with its line number (e.g. \"1\u2192...\").",
-		Parameters: schema(map[string]any{
-			"path":       prop("string", "Path to the file"),
-			"start_line": prop("integer", "First line to read, 1-based (default: 1)"),
-			"end_line":   prop("integer", "Last line to read, 1-based inclusive (default: end of file)"),
-			"append_loc": prop("boolean", "Prefix each line with its line number"),
+		Parameters: Schema(map[string]any{
+			"path":       Prop("string", "Path to the file"),
+			"start_line": Prop("integer", "First line to read, 1-based (default: 1)"),
+			"end_line":   Prop("integer", "Last line to read, 1-based inclusive (default: end of file)"),
+			"append_loc": Prop("boolean", "Prefix each line with its line number"),
 		}, "path"),
 		Run: readFile,
 	}
@@ -93,9 +93,9 @@ func writeFileTool() *Tool {
 	return &Tool{
 		Name: "write_file", DisplayName: "Write file", Kind: "builtin", UsesCwd: true, Write: true,
 		Description: "Write content to a file, creating it (including parent directories) if it does not exist. May use with edit_file for more complex edits.",
-		Parameters: schema(map[string]any{
-			"path":    prop("string", "Path of the file to write"),
-			"content": prop("string", "Content to write"),
+		Parameters: Schema(map[string]any{
+			"path":    Prop("string", "Path of the file to write"),
+			"content": Prop("string", "Content to write"),
 		}, "path", "content"),
 		Run: writeFile,
 	}

@@ -25,13 +25,13 @@ func fileGlobSearchTool() *Tool {
 			"\"**/\" or a leading '/', it is automatically prefixed with \"**/\". " +
 			"Use type=\"dir\" or \"all\" to also list directories; directory entries are suffixed with '/' in the output. " +
 			"Note: directory listings do not apply .gitignore filtering.",
-		Parameters: schema(map[string]any{
-			"path":      prop("string", "Base directory to search in"),
-			"include":   prop("string", `Glob pattern for files to include (e.g. "*.cpp" or "src/**/*.cpp"). Default: **`),
-			"exclude":   prop("string", "Glob pattern for files to exclude"),
-			"type":      prop("string", `Entry type to return: "file" (default), "dir" or "all"`),
-			"max_depth": prop("integer", "Maximum depth to descend into subdirectories (default: 0 = unlimited; 1 = direct children only)"),
-			"limit":     prop("integer", fmt.Sprintf("Maximum number of results to return, capped at %d (default %d)", globMaxResults, globMaxResults)),
+		Parameters: Schema(map[string]any{
+			"path":      Prop("string", "Base directory to search in"),
+			"include":   Prop("string", `Glob pattern for files to include (e.g. "*.cpp" or "src/**/*.cpp"). Default: **`),
+			"exclude":   Prop("string", "Glob pattern for files to exclude"),
+			"type":      Prop("string", `Entry type to return: "file" (default), "dir" or "all"`),
+			"max_depth": Prop("integer", "Maximum depth to descend into subdirectories (default: 0 = unlimited; 1 = direct children only)"),
+			"limit":     Prop("integer", fmt.Sprintf("Maximum number of results to return, capped at %d (default %d)", globMaxResults, globMaxResults)),
 		}, "path"),
 		Run: fileGlobSearch,
 	}
@@ -99,15 +99,15 @@ func grepSearchTool() *Tool {
 			"and common junk directories (.git, node_modules, build, dist, etc.) otherwise. " +
 			"include/exclude: a pattern with no '/' matches the basename at any depth; a pattern " +
 			"containing '/' matches the full relative path (auto-anchored with \"**/\" unless already anchored).",
-		Parameters: schema(map[string]any{
-			"path":                prop("string", "File or directory to search in"),
-			"pattern":             prop("string", "Pattern to search for (regular expression unless literal is true)"),
-			"include":             prop("string", "Glob pattern to filter files (default: **)"),
-			"exclude":             prop("string", "Glob pattern to exclude files"),
-			"return_line_numbers": prop("boolean", "If true, include line numbers in results"),
-			"literal":             prop("boolean", "Treat pattern as a literal string instead of a regular expression (default: false)"),
-			"ignore_case":         prop("boolean", "Case-insensitive search (default: false)"),
-			"context_lines":       prop("integer", "Number of lines of context to show before and after each match (default: 0)"),
+		Parameters: Schema(map[string]any{
+			"path":                Prop("string", "File or directory to search in"),
+			"pattern":             Prop("string", "Pattern to search for (regular expression unless literal is true)"),
+			"include":             Prop("string", "Glob pattern to filter files (default: **)"),
+			"exclude":             Prop("string", "Glob pattern to exclude files"),
+			"return_line_numbers": Prop("boolean", "If true, include line numbers in results"),
+			"literal":             Prop("boolean", "Treat pattern as a literal string instead of a regular expression (default: false)"),
+			"ignore_case":         Prop("boolean", "Case-insensitive search (default: false)"),
+			"context_lines":       Prop("integer", "Number of lines of context to show before and after each match (default: 0)"),
 		}, "path", "pattern"),
 		Run: grepSearch,
 	}

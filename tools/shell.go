@@ -19,10 +19,10 @@ func execShellCommandTool() *Tool {
 	return &Tool{
 		Name: "exec_shell_command", DisplayName: "Execute shell command", Kind: "builtin", UsesCwd: true, Write: true, Streams: true,
 		Description: "Execute a shell command and return its output (stdout and stderr combined).",
-		Parameters: schema(map[string]any{
-			"command":         prop("string", "Shell command to execute"),
-			"timeout":         prop("integer", fmt.Sprintf("Timeout in seconds (default %d, max %d)", shellDefaultTimeout, shellMaxTimeout)),
-			"max_output_size": prop("integer", fmt.Sprintf("Maximum output size in bytes (default %d)", shellMaxOutput)),
+		Parameters: Schema(map[string]any{
+			"command":         Prop("string", "Shell command to execute"),
+			"timeout":         Prop("integer", fmt.Sprintf("Timeout in seconds (default %d, max %d)", shellDefaultTimeout, shellMaxTimeout)),
+			"max_output_size": Prop("integer", fmt.Sprintf("Maximum output size in bytes (default %d)", shellMaxOutput)),
 		}, "command"),
 		Run: execShellCommand,
 	}
@@ -58,7 +58,7 @@ func getInfoTool() *Tool {
 	return &Tool{
 		Name: "get_info", DisplayName: "Get Runtime Info", Kind: "builtin", UsesCwd: true,
 		Description: "Returns runtime info: the OS name/version and the current working directory",
-		Parameters:  schema(map[string]any{}),
+		Parameters:  Schema(map[string]any{}),
 		Run:         getInfo,
 	}
 }

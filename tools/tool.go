@@ -233,8 +233,8 @@ func builtins() []*Tool {
 	return []*Tool{readFileTool(), fileGlobSearchTool(), grepSearchTool(), execShellCommandTool(), writeFileTool(), editFileTool(), getInfoTool()}
 }
 
-// schema builds a JSON schema object of the given properties and required names.
-func schema(props map[string]any, required ...string) map[string]any {
+// Schema builds a JSON schema object of the given properties and required names.
+func Schema(props map[string]any, required ...string) map[string]any {
 	s := map[string]any{"type": "object", "properties": maps.Clone(props)}
 	if len(required) > 0 {
 		s["required"] = required
@@ -242,7 +242,7 @@ func schema(props map[string]any, required ...string) map[string]any {
 	return s
 }
 
-// prop is one schema property.
-func prop(typ, description string) map[string]any {
+// Prop is one schema property: its type and description.
+func Prop(typ, description string) map[string]any {
 	return map[string]any{"type": typ, "description": description}
 }
