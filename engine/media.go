@@ -153,18 +153,23 @@ func (e *Engine) Vision() (vision.Hparams, bool) {
 	return *e.visionH, true
 }
 
-// EncodeImage returns the placeholder tokens of an image: its preprocessed pixels
-// (vision.Preprocess) and the hash of its file, which names it. An image encoded before is
-// not encoded again.
-func (e *Engine) EncodeImage(ctx context.Context, hash [32]byte, pixels []float32) (MediaChunk, error) {
+// EncodeImage returns the placeholder tokens of an image, named by the hash of its file. An
+// image encoded before is not encoded again, nor are its pixels asked for: pixels (its
+// preprocessed pixels, vision.Preprocess) runs on the caller's goroutine only for a new image,
+// and its error is returned as it is.
+func (e *Engine) EncodeImage(ctx context.Context, hash [32]byte, pixels func() ([]float32, error)) (MediaChunk, error) {
 	if e.visionH == nil {
 		return MediaChunk{}, ErrNoVision
 	}
 	if c, ok := e.media.byHash(hash); ok {
 		return c, nil
 	}
+	px, err := pixels()
+	if err != nil {
+		return MediaChunk{}, err
+	}
 	var c MediaChunk
-	err := e.do(ctx, nil, func() error {
+	err = e.do(ctx, nil, func() error {
 		if got, ok := e.media.byHash(hash); ok { // encoded while this waited
 			c = got
 			return nil
@@ -172,7 +177,7 @@ func (e *Engine) EncodeImage(ctx context.Context, hash [32]byte, pixels []float3
 		if err := e.wakeUp(); err != nil {
 			return err
 		}
-		embd, err := e.vision.Encode(pixels)
+		embd, err := e.vision.Encode(px)
 		if err != nil {
 			return err
 		}

@@ -36,7 +36,7 @@ func image(t *testing.T, e *engine.Engine, dir, name string) engine.MediaChunk {
 	if !ok {
 		t.Fatal("no projector")
 	}
-	c, err := e.EncodeImage(context.Background(), sha256.Sum256(data), vision.Preprocess(img, h))
+	c, err := e.EncodeImage(context.Background(), sha256.Sum256(data), func() ([]float32, error) { return vision.Preprocess(img, h), nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +78,17 @@ func TestImagePrompts(t *testing.T) {
 	sq, rect := image(t, e, dir, "sq64"), image(t, e, dir, "rect150x100")
 	if again := image(t, e, dir, "sq64"); again != sq || rect.Base == sq.Base {
 		t.Fatalf("placeholders: sq64 %v then %v, rect %v", sq, again, rect)
+	}
+	// An image the engine holds is not preprocessed again.
+	data, err := os.ReadFile(dir + "/img-sq64.png")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := e.EncodeImage(context.Background(), sha256.Sum256(data), func() ([]float32, error) {
+		return nil, errors.New("the pixels of a held image were asked for")
+	})
+	if err != nil || held != sq {
+		t.Fatalf("sq64 held: %v, %v (want %v)", held, err, sq)
 	}
 	want := map[string]string{
 		"sq64": "[653 539 539 539 539 539 539 539 539 539 539 539 539 539 539 539]",

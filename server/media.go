@@ -30,7 +30,7 @@ type VisionBackend interface {
 	// Vision returns the projector's hyperparameters, and false without one.
 	Vision() (vision.Hparams, bool)
 	// EncodeImage returns an image's placeholder tokens (engine.EncodeImage).
-	EncodeImage(ctx context.Context, hash [32]byte, pixels []float32) (engine.MediaChunk, error)
+	EncodeImage(ctx context.Context, hash [32]byte, pixels func() ([]float32, error)) (engine.MediaChunk, error)
 }
 
 // visionOf returns the backend's vision side and its hyperparameters, or nil without one.
@@ -86,14 +86,17 @@ func (s *Server) encodeImages(ctx context.Context, l *loaded, urls []string) ([]
 	return out, nil
 }
 
-// encodeImage decodes, preprocesses and encodes an image file; a file that is not an image
-// is an error of kind badImage.
+// encodeImage encodes an image file, decoding and preprocessing it only when the engine does
+// not hold it already (a conversation sends its images again every turn); a file that is not
+// an image is an error of kind badImage.
 func encodeImage(ctx context.Context, vb VisionBackend, h vision.Hparams, data []byte) (engine.MediaChunk, error) {
-	img, err := vision.Decode(data)
-	if err != nil {
-		return engine.MediaChunk{}, badImage{err}
-	}
-	return vb.EncodeImage(ctx, sha256.Sum256(data), vision.Preprocess(img, h))
+	return vb.EncodeImage(ctx, sha256.Sum256(data), func() ([]float32, error) {
+		img, err := vision.Decode(data)
+		if err != nil {
+			return nil, badImage{err}
+		}
+		return vision.Preprocess(img, h), nil
+	})
 }
 
 // badImage is an image the request got wrong (unreadable, undecodable): a 400.
