@@ -31,10 +31,9 @@ const (
 type agentRun struct {
 	chat    *chatRun
 	m       *loaded
-	req     gen.ChatCompletionRequest // the request, its messages replaced by the history
+	req     gen.ChatCompletionRequest // the request, its messages the history the rounds grow
 	tools   []*tools.Tool             // the server tools offered
-	history []gen.ChatMessage
-	added   []gen.ChatMessage // what the rounds added: calls and results
+	added   []gen.ChatMessage         // what the rounds added: calls and results
 	session sessions.Session[gen.ChatMessage]
 	stream  bool
 	// callBase numbers this round's tool calls after the earlier rounds' in a stream, so that a
@@ -180,8 +179,7 @@ func (a *agentRun) startSession(s *Server, req *gen.ChatCompletionRequest) {
 	if id, ok := req.SessionID.Get(); ok && id != "" {
 		if sess, ok := s.sessions.Get(id); ok {
 			a.session = sess
-			a.history = append(sess.History, req.Messages...)
-			a.req.Messages = a.history
+			a.req.Messages = append(sess.History, req.Messages...)
 			return
 		}
 		a.session.ID = id
@@ -189,14 +187,12 @@ func (a *agentRun) startSession(s *Server, req *gen.ChatCompletionRequest) {
 		// The request resends the session's conversation without the tool rounds: those come
 		// from the session, then what the request adds.
 		a.session = sess
-		a.history = append(sess.History, req.Messages[visibleIndex(req.Messages, len(sess.Visible)):]...)
-		a.req.Messages = a.history
+		a.req.Messages = append(sess.History, req.Messages[visibleIndex(req.Messages, len(sess.Visible)):]...)
 		return
 	} else {
 		a.session.ID = "sess-" + randomString(24)
 	}
-	a.history = slices.Clone(req.Messages)
-	a.req.Messages = a.history
+	a.req.Messages = slices.Clone(req.Messages)
 }
 
 // visibleMessages are the texts of the messages a user sees (system, user and assistant text),
@@ -323,7 +319,7 @@ func (a *agentRun) sendDeltas(sse *sseWriter, deltas []toolcall.Delta) error {
 // to the history; it returns the results.
 func (a *agentRun) runCalls(ctx context.Context, s *Server, msg toolcall.Message) []gen.ToolResult {
 	call := assistantMessage(msg)
-	a.history = append(a.history, call)
+	a.req.Messages = append(a.req.Messages, call)
 	a.added = append(a.added, call)
 	var results []gen.ToolResult
 	for _, c := range msg.Calls {
@@ -335,10 +331,9 @@ func (a *agentRun) runCalls(ctx context.Context, s *Server, msg toolcall.Message
 			ToolCallID: gen.NewOptNilString(c.ID),
 			Name:       gen.NewOptNilString(c.Name),
 		}
-		a.history = append(a.history, tm)
+		a.req.Messages = append(a.req.Messages, tm)
 		a.added = append(a.added, tm)
 	}
-	a.req.Messages = a.history
 	return results
 }
 
@@ -387,7 +382,7 @@ func assistantMessage(msg toolcall.Message) gen.ChatMessage {
 func (a *agentRun) finish(ctx context.Context, s *Server, msg toolcall.Message, stop engine.StopType, finals []engine.Result, sse *sseWriter, w http.ResponseWriter) error {
 	run := a.chat
 	final := assistantMessage(msg)
-	a.session.History = append(a.history, final)
+	a.session.History = append(a.req.Messages, final)
 	a.session.Visible = visibleMessages(a.session.History)
 	s.sessions.Put(a.session)
 	total := sumResults(finals)
