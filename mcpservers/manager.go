@@ -90,7 +90,7 @@ func (m *Manager) listTools(ctx context.Context, s *server) ([]*mcp.Tool, error)
 	if err != nil {
 		return nil, err
 	}
-	defer in.close(closeGrace)
+	defer in.close(true)
 	var list []*mcp.Tool
 	for t, err := range in.session.Tools(ctx, nil) {
 		if err != nil {
@@ -125,10 +125,11 @@ func (m *Manager) start(ctx context.Context, c Config) (*instance, error) {
 	return in, nil
 }
 
-// close ends the session, giving the process grace to exit after its stdin closes, then kills
-// what is left of its process group (its children too).
-func (in *instance) close(grace time.Duration) {
-	if grace <= 0 {
+// close ends the session, graceful giving the process closeGrace (the transport's
+// TerminateDuration) to exit after its stdin closes, then kills what is left of its process
+// group (its children too).
+func (in *instance) close(graceful bool) {
+	if !graceful {
 		procgroup.Kill(in.cmd)
 	}
 	in.session.Close()
@@ -241,7 +242,7 @@ func (m *Manager) instance(ctx context.Context, s *server) (*instance, error) {
 	}
 	if s.live != nil {
 		m.logger.Warn("MCP server exited; starting it again", "server", s.cfg.Name)
-		s.live.close(0)
+		s.live.close(false)
 		s.live = nil
 	}
 	if time.Now().Before(s.retryAt) {
@@ -265,7 +266,7 @@ func (s *server) drop(in *instance) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.live == in {
-		in.close(0)
+		in.close(false)
 		s.live = nil
 	}
 }
@@ -276,7 +277,7 @@ func (m *Manager) Close() {
 	for _, s := range m.servers {
 		s.mu.Lock()
 		if s.live != nil {
-			s.live.close(0)
+			s.live.close(false)
 			s.live = nil
 		}
 		s.mu.Unlock()
