@@ -1,6 +1,7 @@
 package mcpservers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -297,7 +298,7 @@ func (w *logWriter) Write(p []byte) (int, error) {
 	defer w.mu.Unlock()
 	w.partial = append(w.partial, p...)
 	for {
-		i := indexByte(w.partial, '\n')
+		i := bytes.IndexByte(w.partial, '\n')
 		if i < 0 {
 			break
 		}
@@ -309,13 +310,4 @@ func (w *logWriter) Write(p []byte) (int, error) {
 		w.partial = w.partial[:0]
 	}
 	return len(p), nil
-}
-
-func indexByte(b []byte, c byte) int {
-	for i, x := range b {
-		if x == c {
-			return i
-		}
-	}
-	return -1
 }
