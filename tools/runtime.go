@@ -47,25 +47,19 @@ func parseContainer(spec string) (containerSpec, bool) {
 
 // validID reports whether id can name a container and not be read as an option (--privileged).
 func validID(id string) bool {
-	if id == "" || !isAlnum(id[0]) {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		if c := id[i]; !isAlnum(c) && c != '.' && c != '-' && c != '_' {
-			return false
-		}
-	}
-	return true
+	return id != "" && isAlnum(id[0]) && alnumOr(id, "._-")
 }
 
 // validSSHTarget reports whether target can name an ssh host and not be read as an option
 // (-oProxyCommand=... would run a command on the server).
 func validSSHTarget(target string) bool {
-	if target == "" || target[0] == '-' {
-		return false
-	}
-	for i := 0; i < len(target); i++ {
-		if c := target[i]; !isAlnum(c) && c != '.' && c != '-' && c != '_' && c != '@' {
+	return target != "" && target[0] != '-' && alnumOr(target, "._-@")
+}
+
+// alnumOr reports whether s holds only ASCII letters, digits and bytes of extra.
+func alnumOr(s, extra string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isAlnum(s[i]) && strings.IndexByte(extra, s[i]) < 0 {
 			return false
 		}
 	}
