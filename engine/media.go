@@ -47,7 +47,15 @@ func (c MediaChunk) Tokens() []int32 {
 	return out
 }
 
-// mediaStore holds the embeddings of the images prompts hold.
+// MediaImage is an image's place in prompts: the chunks of its encoder inputs in the
+// projector's order (vision.Prepared: a tiled image's overview, then its tiles row by row)
+// and its tile grid (0 x 0 for an image that is not tiled).
+type MediaImage struct {
+	Chunks     []MediaChunk
+	Cols, Rows int
+}
+
+// mediaStore holds the embeddings of the images prompts hold, one entry per encoder input.
 type mediaStore struct {
 	mu      sync.Mutex
 	next    int32 // the next free placeholder
@@ -57,53 +65,94 @@ type mediaStore struct {
 }
 
 type mediaEntry struct {
-	hash [32]byte
-	base int32
-	n    int
-	embd []float32 // n rows of the text model's width
-	used uint64
+	hash        [32]byte // the image file's
+	part, parts int      // which of the image's inputs this is, of how many
+	cols, rows  int      // the image's tile grid
+	base        int32
+	n           int
+	embd        []float32 // n rows of the text model's width
+	used        uint64
 }
 
-// byHash returns the entry of an image already encoded, marking it used.
-func (st *mediaStore) byHash(h [32]byte) (MediaChunk, bool) {
+// byHash returns an image already encoded, all its inputs held, marking it used.
+func (st *mediaStore) byHash(h [32]byte) (MediaImage, bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	var img MediaImage
+	found := 0
+	for _, e := range st.entries {
+		if e.hash != h {
+			continue
+		}
+		if img.Chunks == nil {
+			img = MediaImage{Chunks: make([]MediaChunk, e.parts), Cols: e.cols, Rows: e.rows}
+		}
+		img.Chunks[e.part] = MediaChunk{Base: e.base, N: e.n}
+		found++
+	}
+	if found == 0 || found != len(img.Chunks) {
+		return MediaImage{}, false
+	}
+	st.clock++
 	for _, e := range st.entries {
 		if e.hash == h {
-			st.clock++
 			e.used = st.clock
-			return MediaChunk{Base: e.base, N: e.n}, true
 		}
 	}
-	return MediaChunk{}, false
+	return img, true
 }
 
-// add keeps an image's embeddings under fresh placeholders.
-func (st *mediaStore) add(h [32]byte, embd []float32, n int) (MediaChunk, error) {
+// add keeps an image's embeddings (one slice per encoder input, of n rows each) under fresh
+// placeholders, replacing what is left of an earlier encoding of it, and drops the least
+// recently used other images' inputs beyond the store's bounds.
+func (st *mediaStore) add(h [32]byte, embds [][]float32, n []int, cols, rows int) (MediaImage, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.next == 0 {
 		st.next = model.MediaToken
 	}
-	if int64(st.next)+int64(n) > math.MaxInt32 {
-		return MediaChunk{}, fmt.Errorf("engine: image placeholders exhausted after %d images: restart the server", st.clock)
+	total := 0
+	for _, k := range n {
+		total += k
 	}
+	if int64(st.next)+int64(total) > math.MaxInt32 {
+		return MediaImage{}, fmt.Errorf("engine: image placeholders exhausted after %d images: restart the server", st.clock)
+	}
+	st.drop(func(e *mediaEntry) bool { return e.hash == h })
 	st.clock++
-	e := &mediaEntry{hash: h, base: st.next, n: n, embd: embd, used: st.clock}
-	st.next += int32(n)
-	st.entries = append(st.entries, e)
-	st.bytes += 4 * len(embd)
-	for len(st.entries) > 1 && (len(st.entries) > mediaKeep || st.bytes > mediaKeepBytes) {
-		oldest := 0
-		for i, x := range st.entries {
-			if x.used < st.entries[oldest].used {
-				oldest = i
+	img := MediaImage{Cols: cols, Rows: rows}
+	for i, embd := range embds {
+		e := &mediaEntry{hash: h, part: i, parts: len(embds), cols: cols, rows: rows, base: st.next, n: n[i], embd: embd, used: st.clock}
+		st.next += int32(n[i])
+		st.entries = append(st.entries, e)
+		st.bytes += 4 * len(embd)
+		img.Chunks = append(img.Chunks, MediaChunk{Base: e.base, N: e.n})
+	}
+	for len(st.entries) > len(embds) && (len(st.entries) > mediaKeep || st.bytes > mediaKeepBytes) {
+		var oldest *mediaEntry
+		for _, x := range st.entries {
+			if x.hash != h && (oldest == nil || x.used < oldest.used) {
+				oldest = x
 			}
 		}
-		st.bytes -= 4 * len(st.entries[oldest].embd)
-		st.entries = append(st.entries[:oldest], st.entries[oldest+1:]...)
+		// an image goes whole: a part alone is no use
+		st.drop(func(e *mediaEntry) bool { return e.hash == oldest.hash })
 	}
-	return MediaChunk{Base: e.base, N: n}, nil
+	return img, nil
+}
+
+// drop removes the entries gone says of.
+func (st *mediaStore) drop(gone func(*mediaEntry) bool) {
+	kept := st.entries[:0]
+	for _, e := range st.entries {
+		if gone(e) {
+			st.bytes -= 4 * len(e.embd)
+			continue
+		}
+		kept = append(kept, e)
+	}
+	clear(st.entries[len(kept):])
+	st.entries = kept
 }
 
 // row returns the embedding of placeholder id, the last position of its image relative to id,
@@ -154,37 +203,42 @@ func (e *Engine) Vision() (vision.Hparams, bool) {
 }
 
 // EncodeImage returns the placeholder tokens of an image, named by the hash of its file. An
-// image encoded before is not encoded again, nor are its pixels asked for: pixels (its
-// preprocessed pixels, vision.Preprocess) runs on the caller's goroutine only for a new image,
-// and its error is returned as it is.
-func (e *Engine) EncodeImage(ctx context.Context, hash [32]byte, pixels func() ([]float32, error)) (MediaChunk, error) {
+// image encoded before is not encoded again, nor is it prepared: prepare (its encoder inputs,
+// vision.Prepare) runs on the caller's goroutine only for a new image, and its error is
+// returned as it is.
+func (e *Engine) EncodeImage(ctx context.Context, hash [32]byte, prepare func() (vision.Prepared, error)) (MediaImage, error) {
 	if e.visionH == nil {
-		return MediaChunk{}, ErrNoVision
+		return MediaImage{}, ErrNoVision
 	}
-	if c, ok := e.media.byHash(hash); ok {
-		return c, nil
+	if img, ok := e.media.byHash(hash); ok {
+		return img, nil
 	}
-	px, err := pixels()
+	p, err := prepare()
 	if err != nil {
-		return MediaChunk{}, err
+		return MediaImage{}, err
 	}
-	var c MediaChunk
+	var img MediaImage
 	err = e.do(ctx, nil, func() error {
 		if got, ok := e.media.byHash(hash); ok { // encoded while this waited
-			c = got
+			img = got
 			return nil
 		}
 		if err := e.wakeUp(); err != nil {
 			return err
 		}
-		embd, err := e.vision.Encode(px)
-		if err != nil {
-			return err
+		embds := make([][]float32, len(p.Inputs))
+		n := make([]int, len(p.Inputs))
+		for i, in := range p.Inputs {
+			var err error
+			if embds[i], err = e.vision.Encode(in); err != nil {
+				return err
+			}
+			n[i] = e.visionH.Tokens()
 		}
-		c, err = e.media.add(hash, embd, e.visionH.Tokens())
+		img, err = e.media.add(hash, embds, n, p.Cols, p.Rows)
 		return err
 	})
-	return c, err
+	return img, err
 }
 
 // mediaRows checks the placeholders of a prompt: each must name a held image, and an image

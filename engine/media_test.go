@@ -36,11 +36,14 @@ func image(t *testing.T, e *engine.Engine, dir, name string) engine.MediaChunk {
 	if !ok {
 		t.Fatal("no projector")
 	}
-	c, err := e.EncodeImage(context.Background(), sha256.Sum256(data), func() ([]float32, error) { return vision.Preprocess(img, h), nil })
+	c, err := e.EncodeImage(context.Background(), sha256.Sum256(data), func() (vision.Prepared, error) { return vision.Prepare(img, h), nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	if len(c.Chunks) != 1 {
+		t.Fatalf("%d chunks for a gemma3 image", len(c.Chunks))
+	}
+	return c.Chunks[0]
 }
 
 // describe is the reference's describe prompt around an image.
@@ -84,10 +87,10 @@ func TestImagePrompts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, err := e.EncodeImage(context.Background(), sha256.Sum256(data), func() ([]float32, error) {
-		return nil, errors.New("the pixels of a held image were asked for")
+	held, err := e.EncodeImage(context.Background(), sha256.Sum256(data), func() (vision.Prepared, error) {
+		return vision.Prepared{}, errors.New("the pixels of a held image were asked for")
 	})
-	if err != nil || held != sq {
+	if err != nil || len(held.Chunks) != 1 || held.Chunks[0] != sq {
 		t.Fatalf("sq64 held: %v, %v (want %v)", held, err, sq)
 	}
 	want := map[string]string{

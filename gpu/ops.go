@@ -585,6 +585,16 @@ func (r *Recorder) BiasGELUF16(y, b *Buffer, n, nRows int) {
 	r.Dispatch(p, Params(n, nRows), r.elementwise(n*nRows), y, b)
 }
 
+// BiasGELUQuickF16 is BiasAct with CLIP's quick GELU (x * sigmoid(1.702 x)) as llama.cpp's
+// CPU backend computes it: through a table of halves.
+func (r *Recorder) BiasGELUQuickF16(y, b *Buffer, n, nRows int) {
+	p := r.kernel("bias_act", bindRWR, 64, "GELU_QUICK_F16")
+	if p == nil {
+		return
+	}
+	r.Dispatch(p, Params(n, nRows), r.elementwise(n*nRows), y, b)
+}
+
 // SoftCap computes x = limit * tanh(x / limit) over n elements in place.
 func (r *Recorder) SoftCap(x *Buffer, n int, limit float32) {
 	p := r.kernel("softcap", []Access{ReadWrite}, 64)

@@ -691,6 +691,24 @@ func TestLayerNormAndBiasAct(t *testing.T) {
 			t.Errorf("bias gelu f16 %dx%d: %d of %d values differ from the table's", rows, n, off, len(want))
 		}
 		check(t, "bias gelu f16", got, want, 2e-3)
+
+		// the f16-table quick GELU, over the same wide range
+		yb = upload(t, d, big)
+		got = run(t, d, yb, n*rows, func(r *gpu.Recorder) { r.BiasGELUQuickF16(yb, upload(t, d, b), n, rows) })
+		for i := range big {
+			want[i] = big[i] + b[i%n]
+		}
+		want = cpuref.GELUQuickF16(want)
+		off = 0
+		for i := range want {
+			if got[i] != want[i] {
+				off++
+			}
+		}
+		if off > len(want)/100 {
+			t.Errorf("bias gelu quick f16 %dx%d: %d of %d values differ from the table's", rows, n, off, len(want))
+		}
+		check(t, "bias gelu quick f16", got, want, 2e-3)
 	}
 }
 

@@ -2,14 +2,18 @@ package model
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"path/filepath"
 	"testing"
 
 	"github.com/wgpu-llama/wgpu-llama/gguf"
+	"github.com/wgpu-llama/wgpu-llama/gguf/synth"
 	"github.com/wgpu-llama/wgpu-llama/gpu"
 	"github.com/wgpu-llama/wgpu-llama/gpu/cpuref"
 	"github.com/wgpu-llama/wgpu-llama/gpu/gputest"
 	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
 	"github.com/wgpu-llama/wgpu-llama/model/reference"
+	"github.com/wgpu-llama/wgpu-llama/model/vision"
 )
 
 // openVisionEncoder opens the shared tiny gemma3 projector and loads its encoder, both closed
@@ -29,12 +33,17 @@ func openVisionEncoder(t *testing.T, dev *gpu.Device) (*gguf.File, *VisionEncode
 	return f, enc
 }
 
+// refInput is llama.cpp's graph input for a reference image (112 x 112).
+func refInput(t *testing.T, name string) vision.Input {
+	return vision.Input{W: 112, H: 112, Pix: shareddata.Float32s(t, "models", "vision", "reference", "harness-describe-"+name+"-faoff-0-inp_raw.f32")}
+}
+
 // The GPU encoder gives the plain-Go reference's embeddings (within float32 rounding) and
 // llama.cpp's within 1e-4 relative (3e-6 measured), for both reference images.
 func TestVisionEncoder(t *testing.T) {
 	f, enc := openVisionEncoder(t, gputest.Device(t))
 	for _, name := range []string{"sq64", "rect150x100"} {
-		pixels := shareddata.Float32s(t, "models", "vision", "reference", "harness-describe-"+name+"-faoff-0-inp_raw.f32")
+		pixels := refInput(t, name)
 		got, err := enc.Encode(pixels)
 		if err != nil {
 			t.Fatal(err)
@@ -79,7 +88,7 @@ func TestImagePromptGreedy(t *testing.T) {
 		{"rect150x100", false, []int32{583, 696, 696, 696, 696, 696, 696, 696, 696, 696, 696, 696, 696, 696, 696, 696}},
 		{"sq64", true, nil}, // anything but sq64's tokens
 	} {
-		embd, err := enc.Encode(shareddata.Float32s(t, "models", "vision", "reference", "harness-describe-"+c.image+"-faoff-0-inp_raw.f32"))
+		embd, err := enc.Encode(refInput(t, c.image))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,6 +134,96 @@ func TestImagePromptGreedy(t *testing.T) {
 		}
 		if !c.causal && fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("%s: greedy %v, llama.cpp %v", c.image, got, c.want)
+		}
+	}
+}
+
+// genProjector writes gen-model's tiny projector of the type and opens it.
+func genProjector(t *testing.T, p synth.Projector) *gguf.File {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "mmproj-"+p.Type+".gguf")
+	if err := synth.WriteProjectorFile(path, p); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// randomInput is an input of fresh random normalised pixels.
+func randomInput(h vision.Hparams, rng *rand.Rand) vision.Input {
+	in := vision.Input{W: h.ImageSize, H: h.ImageSize, Pix: make([]float32, 3*h.ImageSize*h.ImageSize)}
+	for i := range in.Pix {
+		in.Pix[i] = float32(rng.NormFloat64())
+	}
+	return in
+}
+
+// The mlp (LLaVA) and idefics3 (SmolVLM) encoders, on gen-model's projectors and random
+// inputs, give the plain-Go reference's rows after every layer and its embeddings within 1e-4
+// (4e-5 measured: the GELU tables' f16 roundings flip by one step where the driver's exp or
+// tanh and Go's differ in their last bit); two inputs give different embeddings (the pixels
+// reach them).
+func TestVisionEncoderProjectors(t *testing.T) {
+	dev := gputest.Device(t)
+	rng := rand.New(rand.NewPCG(7, 11))
+	for _, typ := range synth.ProjectorTypes() {
+		f := genProjector(t, synth.TinyProjector(typ))
+		enc, err := LoadVisionEncoder(dev, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer enc.Close()
+		h, d := enc.H, enc.H.NEmbd
+		in := randomInput(h, rng)
+		for layers := 0; layers <= h.Layers(); layers++ {
+			r, x, err := enc.trunk(in, layers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := r.SubmitAndRead(x, 0, uint64(4*enc.nSeq*d))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := gpu.Float32s(raw)
+			if enc.order != nil { // back to row order
+				rows := make([]float32, len(got))
+				for i, j := range enc.order {
+					copy(rows[i*d:(i+1)*d], got[j*d:(j+1)*d])
+				}
+				got = rows
+			}
+			want, err := reference.VisionTrunk(f, in, layers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := cpuref.RelErr(got, want); e > 1e-4 {
+				t.Errorf("%s after %d layers: relative error %.2g", typ, layers, e)
+			}
+		}
+		got, err := enc.Encode(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := reference.EncodeImage(f, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != h.Tokens()*64 || len(want) != len(got) {
+			t.Fatalf("%s: %d values, reference %d, want %d tokens of 64", typ, len(got), len(want), h.Tokens())
+		}
+		if e := cpuref.RelErr(got, want); e > 1e-4 {
+			t.Errorf("%s: embeddings' relative error %.2g", typ, e)
+		}
+		other, err := enc.Encode(randomInput(h, rng))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := cpuref.RelErr(other, got); e < 0.1 {
+			t.Errorf("%s: two random inputs give embeddings %.2g apart", typ, e)
 		}
 	}
 }

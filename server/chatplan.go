@@ -31,7 +31,7 @@ type chatGeneration struct {
 	sampling        samplingFields
 	budget          reasoningBudget
 	// media are the conversation's images, in order, encoded (Server.encodeImages).
-	media []engine.MediaChunk
+	media []engine.MediaImage
 }
 
 // toolChoice is how far the model must call tools.

@@ -22,15 +22,16 @@ import (
 // Images in chat requests, as llama-server takes them with a projector (--mmproj): each
 // image_url part becomes the server's media marker in the rendered prompt; the prompt is
 // tokenized piece by piece around the markers and each marker replaced by its image's
-// placeholder tokens, wrapped in the projector's image tokens (gemma3: <start_of_image> and
-// <end_of_image>), as llama.cpp's mtmd_tokenize does.
+// placeholder tokens, laid out as the projector's (vision.Hparams.Layout: gemma3's
+// <start_of_image> and <end_of_image> around them, idefics3's tiles with their row and column
+// tokens), as llama.cpp's mtmd_tokenize does.
 
 // VisionBackend is a Backend that takes images: the engine with a projector.
 type VisionBackend interface {
 	// Vision returns the projector's hyperparameters, and false without one.
 	Vision() (vision.Hparams, bool)
 	// EncodeImage returns an image's placeholder tokens (engine.EncodeImage).
-	EncodeImage(ctx context.Context, hash [32]byte, pixels func() ([]float32, error)) (engine.MediaChunk, error)
+	EncodeImage(ctx context.Context, hash [32]byte, prepare func() (vision.Prepared, error)) (engine.MediaImage, error)
 }
 
 // visionOf returns the backend's vision side and its hyperparameters, or nil without one.
@@ -65,7 +66,7 @@ func imageURLs(msgs []gen.ChatMessage) []string {
 }
 
 // encodeImages reads, decodes, preprocesses and encodes images (by URL) in order.
-func (s *Server) encodeImages(ctx context.Context, l *loaded, urls []string) ([]engine.MediaChunk, error) {
+func (s *Server) encodeImages(ctx context.Context, l *loaded, urls []string) ([]engine.MediaImage, error) {
 	if len(urls) == 0 {
 		return nil, nil
 	}
@@ -73,7 +74,7 @@ func (s *Server) encodeImages(ctx context.Context, l *loaded, urls []string) ([]
 	if vb == nil {
 		return nil, errNoVision
 	}
-	out := make([]engine.MediaChunk, len(urls))
+	out := make([]engine.MediaImage, len(urls))
 	for i, u := range urls {
 		data, err := s.imageBytes(ctx, u)
 		if err != nil { // every way of reading the URL fails on the request's account
@@ -89,13 +90,13 @@ func (s *Server) encodeImages(ctx context.Context, l *loaded, urls []string) ([]
 // encodeImage encodes an image file, decoding and preprocessing it only when the engine does
 // not hold it already (a conversation sends its images again every turn); a file that is not
 // an image is an error of kind badImage.
-func encodeImage(ctx context.Context, vb VisionBackend, h vision.Hparams, data []byte) (engine.MediaChunk, error) {
-	return vb.EncodeImage(ctx, sha256.Sum256(data), func() ([]float32, error) {
+func encodeImage(ctx context.Context, vb VisionBackend, h vision.Hparams, data []byte) (engine.MediaImage, error) {
+	return vb.EncodeImage(ctx, sha256.Sum256(data), func() (vision.Prepared, error) {
 		img, err := vision.Decode(data)
 		if err != nil {
-			return nil, badImage{err}
+			return vision.Prepared{}, badImage{err}
 		}
-		return vision.Preprocess(img, h), nil
+		return vision.Prepare(img, h), nil
 	})
 }
 
@@ -226,8 +227,8 @@ func errTokenizePrompt(markers, images int) *apiError {
 
 // mediaTokens tokenizes a prompt holding media markers: each piece between markers separately
 // (special tokens parsed, BOS only on the first), each marker replaced by its image's
-// placeholders between the projector's image tokens.
-func (l *loaded) mediaTokens(text, marker string, media []engine.MediaChunk) ([]int32, error) {
+// placeholders in the projector's layout.
+func (l *loaded) mediaTokens(text, marker string, media []engine.MediaImage) ([]int32, error) {
 	pieces := strings.Split(text, marker)
 	if len(pieces)-1 != len(media) {
 		return nil, errTokenizePrompt(len(pieces)-1, len(media))
@@ -236,17 +237,39 @@ func (l *loaded) mediaTokens(text, marker string, media []engine.MediaChunk) ([]
 	if len(media) == 0 {
 		return out, nil
 	}
-	open, close := l.tok.Encode("<start_of_image>", false, true), l.tok.Encode("<end_of_image>", false, true)
-	if len(open) != 1 || len(close) != 1 {
-		return nil, &apiError{typ: errServer, message: "the model's vocabulary has no <start_of_image> and <end_of_image> tokens for its gemma3 projector"}
-	}
-	for i, c := range media {
-		out = append(out, open[0])
-		out = append(out, c.Tokens()...)
-		out = append(out, close[0])
+	_, h := l.visionOf()
+	for i, img := range media {
+		for _, p := range h.Layout(img.Cols, img.Rows) {
+			switch {
+			case p.Input >= 0:
+				out = append(out, img.Chunks[p.Input].Tokens()...)
+			case p.Lookup:
+				out = append(out, l.lookupToken(p.Text)...)
+			default:
+				out = append(out, l.tok.Encode(p.Text, false, true)...)
+			}
+		}
 		out = append(out, l.tok.Encode(pieces[i+1], false, true)...)
 	}
 	return out, nil
+}
+
+// lookupToken is llama.cpp's mtmd lookup_token: the vocabulary's token whose piece is exactly
+// text; where there is none (a vocabulary without the projector's tokens) the text
+// tokenized.
+func (l *loaded) lookupToken(text string) []int32 {
+	if v, ok := l.lookups.Load(text); ok {
+		return v.([]int32)
+	}
+	ids := l.tok.Encode(text, false, true)
+	for id := range int32(l.tok.NVocab()) {
+		if string(l.tok.Piece(id, true)) == text {
+			ids = []int32{id}
+			break
+		}
+	}
+	l.lookups.Store(text, ids)
+	return ids
 }
 
 // mediaPrompts tokenizes the prompt objects of /completion and /embeddings for a model that
@@ -275,7 +298,7 @@ func (mp *mediaPrompts) tokens(field string, o gen.PromptObject) ([]int32, error
 		return mixedTokens(mp.l.tok, field+".prompt_string", o.PromptString.PromptPieceArray, true, true)
 	}
 	vb, h := mp.l.visionOf()
-	media := make([]engine.MediaChunk, len(o.MultimodalData))
+	media := make([]engine.MediaImage, len(o.MultimodalData))
 	for i, b64 := range o.MultimodalData {
 		data, err := base64Image(b64)
 		if err == nil {

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"io/fs"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -209,7 +210,9 @@ type loaded struct {
 	defaults *engine.Params // Config.Defaults
 	// imageMarker is the server's media marker when the model takes images, else "".
 	imageMarker string
-	created     int64 // Unix time the model became ready, the "created" of /v1/models
+	// lookups caches lookupToken's answers (text to ids).
+	lookups sync.Map
+	created int64 // Unix time the model became ready, the "created" of /v1/models
 }
 
 var (

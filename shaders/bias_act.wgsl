@@ -1,7 +1,9 @@
 // Adds a bias row to every row of y in place (BERT's projections), then, with GELU, applies
 // ggml's tanh-approximated GELU: y[t, c] = act(y[t, c] + b[c]). GELU_F16 is that GELU as
 // llama.cpp's CPU backend computes it, from a table of halves: the input rounded to f16, the
-// output the f16 value, 0 at -10 and below, the input itself at 10 and above.
+// output the f16 value, 0 at -10 and below, the input itself at 10 and above. GELU_QUICK_F16
+// is CLIP's quick GELU, x * sigmoid(1.702 x), through llama.cpp's CPU table of halves alike
+// (with no clamping: the table covers every half).
 
 struct Params {
     n: u32,      // row length
@@ -13,6 +15,9 @@ struct Params {
 @group(0) @binding(2) var<storage, read> b: array<f32>;       // (n)
 
 #ifdef GELU_F16
+//#include f16_round.inc
+#endif
+#ifdef GELU_QUICK_F16
 //#include f16_round.inc
 #endif
 
@@ -37,6 +42,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         let u = 0.7978845608028654 * h * (1.0 + 0.044715 * h * h);
         v = unpack2x16float(f16_bits(h / (1.0 + exp(-2.0 * u)))).x;
     }
+#endif
+#ifdef GELU_QUICK_F16
+    let hq = unpack2x16float(f16_bits(v)).x;
+    v = unpack2x16float(f16_bits(hq / (1.0 + exp(-1.702 * hq)))).x;
 #endif
     y[i] = v;
 }

@@ -12,11 +12,13 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/gguf/synth"
 )
 
-const genModelSynopsis = "wgpu-llama gen-model [--preset NAME] [--arch ARCH] [--rank] [--type TYPE] [--dim N --layers N --heads N --kv-heads N --ff N --vocab N --ctx N] [--seed S] --out FILE"
+const genModelSynopsis = "wgpu-llama gen-model [--preset NAME] [--arch ARCH] [--rank] [--type TYPE] [--dim N --layers N --heads N --kv-heads N --ff N --vocab N --ctx N] [--seed S] --out FILE\n" +
+	"       wgpu-llama gen-model --projector TYPE [--proj-dim N --image-size N --patch-size N --scale-factor N --longest-edge N --dim N --layers N --heads N --ff N] [--seed S] --out FILE"
 
-// runGenModel implements `wgpu-llama gen-model`: a llama (or qwen2, qwen3, phi3) GGUF of any
-// shape and type with seeded random weights and a working vocabulary, for tests and benchmarks
-// at real model sizes without downloading one.
+// runGenModel implements `wgpu-llama gen-model`: a llama (or qwen2, qwen3, phi3, gemma, bert)
+// GGUF of any shape and type with seeded random weights and a working vocabulary, for tests
+// and benchmarks at real model sizes without downloading one; with --projector, a multimodal
+// projector (mmproj) for such a model instead.
 func runGenModel(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("gen-model", genModelSynopsis, stderr)
 	var (
@@ -25,6 +27,8 @@ func runGenModel(args []string, stdout, stderr io.Writer) error {
 		seed                                        uint64
 		ropeBase, normEps                           float64
 		verbose, rank                               bool
+		projector                                   string
+		projDim, imageSize, patchSize, scale, edge  int
 	)
 	stringVar(fs, &preset, "tiny", "shape preset: "+strings.Join(synth.Presets(), ", ")+"; the flags below override its fields", "preset")
 	stringVar(fs, &arch, "llama", "architecture: "+strings.Join(synth.Archs(), ", "), "arch")
@@ -43,12 +47,40 @@ func runGenModel(args []string, stdout, stderr io.Writer) error {
 	floatVar(fs, &normEps, 0, "RMS norm epsilon", "norm-eps")
 	fs.BoolVar(&rank, "rank", false, "bert: add a reranker's classification head (pooling rank), for --reranking")
 	fs.BoolVar(&verbose, "v", false, "log every tensor")
+	stringVar(fs, &projector, "", "write a multimodal projector (mmproj) of this type instead: "+strings.Join(synth.ProjectorTypes(), ", ")+"; --dim, --layers, --heads and --ff then shape its vision encoder", "projector")
+	intVar(fs, &projDim, 0, "projector: the text model's embedding length (default 64, the tiny preset's)", "proj-dim")
+	intVar(fs, &imageSize, 0, "projector: the encoder's square input side in pixels", "image-size")
+	intVar(fs, &patchSize, 0, "projector: the patch side in pixels", "patch-size")
+	intVar(fs, &scale, 0, "projector: idefics3's pixel shuffle factor", "scale-factor")
+	intVar(fs, &edge, -1, "projector: idefics3's longest edge, to which images are scaled and cut into tiles (0: no tiles)", "longest-edge")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if out == "" {
 		fs.Usage()
 		return fmt.Errorf("gen-model: --out FILE is required")
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if projector != "" {
+		p := synth.TinyProjector(projector)
+		for _, o := range []struct {
+			flag string
+			dst  *int
+			v    int
+		}{{"dim", &p.Dim, dim}, {"layers", &p.Layers, layers}, {"heads", &p.Heads, heads}, {"ff", &p.FF, ff}, {"proj-dim", &p.ProjDim, projDim},
+			{"image-size", &p.ImageSize, imageSize}, {"patch-size", &p.PatchSize, patchSize}, {"scale-factor", &p.ScaleFactor, scale}, {"longest-edge", &p.LongestEdge, edge}} {
+			if set[o.flag] {
+				*o.dst = o.v
+			}
+		}
+		p.Seed = seed
+		if err := synth.WriteProjectorFile(out, p); err != nil {
+			return fmt.Errorf("gen-model: %w", err)
+		}
+		newLogger(stderr, verbose).Info("done", "out", out, "projector", p.Type, "image_size", p.ImageSize, "patch_size", p.PatchSize, "dim", p.Dim, "layers", p.Layers, "proj_dim", p.ProjDim)
+		fmt.Fprintln(stdout, out)
+		return nil
 	}
 	cfg, err := synth.Preset(preset)
 	if err != nil {
@@ -57,8 +89,6 @@ func runGenModel(args []string, stdout, stderr io.Writer) error {
 	if cfg.Mix, err = quantize.ParseMix(typ); err != nil {
 		return fmt.Errorf("gen-model: %w", err)
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	for _, o := range []struct {
 		flag string
 		dst  *int

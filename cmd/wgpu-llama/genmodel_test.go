@@ -10,6 +10,7 @@ import (
 
 	"github.com/wgpu-llama/wgpu-llama/gguf"
 	"github.com/wgpu-llama/wgpu-llama/model/tokenizer"
+	"github.com/wgpu-llama/wgpu-llama/model/vision"
 )
 
 func genModel(t *testing.T, args ...string) string {
@@ -148,5 +149,37 @@ func TestGenModelErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("gen-model %q: %v, want an error containing %q", c.args, err, c.want)
 		}
+	}
+}
+
+// --projector writes an mmproj the vision loader reads, shaped by the flags.
+func TestGenModelProjector(t *testing.T) {
+	for _, c := range []struct {
+		args      []string
+		typ       string
+		tokens    int
+		longest   int
+		projector int
+	}{
+		{[]string{"--projector", "mlp"}, "mlp", 25, 0, 64},
+		{[]string{"--projector", "mlp", "--image-size", "28", "--patch-size", "7", "--proj-dim", "96"}, "mlp", 16, 0, 96},
+		{[]string{"--projector", "idefics3", "--longest-edge", "108"}, "idefics3", 9, 108, 64},
+	} {
+		f, err := gguf.Open(genModel(t, c.args...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		h, err := vision.ReadHparams(f)
+		if err != nil {
+			t.Fatalf("%q: %v", c.args, err)
+		}
+		if h.Projector != c.typ || h.Tokens() != c.tokens || h.LongestEdge != c.longest || h.ProjDim != c.projector {
+			t.Errorf("%q: %+v (%d tokens)", c.args, h, h.Tokens())
+		}
+	}
+	var stderr bytes.Buffer
+	if err := run(context.Background(), []string{"gen-model", "--projector", "qformer", "--out", filepath.Join(t.TempDir(), "x.gguf")}, &bytes.Buffer{}, &stderr); err == nil || !strings.Contains(err.Error(), `projector type "qformer" not supported`) {
+		t.Errorf("an unknown projector: %v", err)
 	}
 }

@@ -272,6 +272,12 @@ func (c Config) sources(progress func(quantize.Progress)) ([]gguf.KV, []gguf.Ten
 // seeded noise as fillOf says, or ones for llama's layer norms.
 func fillFunc(seed uint64, index int, rowLen uint64, arch, name string) func([]float32, uint64) error {
 	mean, scale := fillOf(arch, name)
+	return fill(seed, index, rowLen, mean, scale)
+}
+
+// fill returns a row generator of mean + scale*normal(0, 1) rounded to float16 (mean itself
+// when scale is 0), each row from its own PCG stream keyed by seed, tensor index and row.
+func fill(seed uint64, index int, rowLen uint64, mean, scale float64) func([]float32, uint64) error {
 	return func(dst []float32, row uint64) error {
 		if scale == 0 {
 			for i := range dst {

@@ -230,6 +230,18 @@ func GELUF16(x []float32) []float32 {
 	return out
 }
 
+// GELUQuickF16 is CLIP's quick GELU, x * sigmoid(1.702 x), as llama.cpp's CPU backend
+// computes it (GGML_GELU_QUICK_FP16): x rounded to f16, the function of that in float32,
+// rounded to f16. Unlike GELUF16's table there is no clamp.
+func GELUQuickF16(x []float32) []float32 {
+	out := make([]float32, len(x))
+	for i, v := range x {
+		h := f16Round(v)
+		out[i] = f16Round(h * float32(1/(1+math.Exp(-1.702*float64(h)))))
+	}
+	return out
+}
+
 // ActBF16 rounds every value to bfloat16 (round to nearest even).
 func ActBF16(x []float32) []float32 {
 	out := make([]float32, len(x))

@@ -21,7 +21,7 @@ func TestEncodeImageMatchesLlamaCpp(t *testing.T) {
 	}
 	defer f.Close()
 	for _, name := range []string{"sq64", "rect150x100"} {
-		got, err := EncodeImage(f, shareddata.Float32s(t, "models", "vision", "reference", "harness-describe-"+name+"-faoff-0-inp_raw.f32"))
+		got, err := EncodeImage(f, vision.Input{W: 112, H: 112, Pix: shareddata.Float32s(t, "models", "vision", "reference", "harness-describe-"+name+"-faoff-0-inp_raw.f32")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,11 +48,11 @@ func TestEncodeImageMatchesLlamaCpp(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, _ := vision.ReadHparams(f)
-	fromPNG, err := EncodeImage(f, vision.Preprocess(img, h))
+	fromPNG, err := EncodeImage(f, vision.Prepare(img, h).Inputs[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromRef, _ := EncodeImage(f, shareddata.Float32s(t, "models", "vision", "reference", "harness-describe-sq64-faoff-0-inp_raw.f32"))
+	fromRef, _ := EncodeImage(f, vision.Input{W: 112, H: 112, Pix: shareddata.Float32s(t, "models", "vision", "reference", "harness-describe-sq64-faoff-0-inp_raw.f32")})
 	for i := range fromRef {
 		if fromPNG[i] != fromRef[i] {
 			t.Fatalf("value %d: %v from the PNG, %v from llama.cpp's input", i, fromPNG[i], fromRef[i])

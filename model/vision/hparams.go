@@ -1,17 +1,40 @@
 // Package vision is image input: the hyperparameters of a multimodal projector (an mmproj
-// GGUF, llama.cpp's "clip" architecture), decoding image files, and preprocessing them into the
-// pixels a vision encoder takes, exactly as llama.cpp's tools/mtmd does.
+// GGUF, llama.cpp's "clip" architecture), decoding image files, preprocessing them into the
+// pixels a vision encoder takes, and an image's place in a prompt, exactly as llama.cpp's
+// tools/mtmd does.
 package vision
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/wgpu-llama/wgpu-llama/gguf"
 )
 
 // Projector types (clip.projector_type) this package reads.
 const (
-	ProjectorGemma3 = "gemma3" // SigLIP ViT, 2D average pool, soft-embedding RMS norm, one projection
+	// ProjectorGemma3 is Gemma 3's: a SigLIP ViT, 2D average pooling, a soft-embedding RMS
+	// norm and one projection; its images are decoded both ways.
+	ProjectorGemma3 = "gemma3"
+	// ProjectorMLP is LLaVA's: a CLIP ViT (class token, pre-norm) run to its last layer but
+	// one, and a two-layer GELU MLP.
+	ProjectorMLP = "mlp"
+	// ProjectorIdefics3 is SmolVLM's: a SigLIP ViT, a pixel shuffle and one projection, with
+	// an image cut into tiles plus an overview.
+	ProjectorIdefics3 = "idefics3"
+)
+
+// Projectors lists the supported projector types.
+var Projectors = []string{ProjectorGemma3, ProjectorMLP, ProjectorIdefics3}
+
+// Act is a vision FFN's activation.
+type Act int
+
+const (
+	// ActGELU is ggml's tanh-approximated GELU (clip.use_gelu).
+	ActGELU Act = iota
+	// ActGELUQuick is x * sigmoid(1.702 x), llama.cpp's default (CLIP's quick_gelu).
+	ActGELUQuick
 )
 
 // Hparams are a projector file's vision hyperparameters.
@@ -22,12 +45,18 @@ type Hparams struct {
 	// NEmbd, NFF, NLayer and NHead shape the encoder's transformer.
 	NEmbd, NFF, NLayer, NHead int
 	Eps                       float32
+	// Act is the FFN's activation.
+	Act Act
 	// ProjDim is the width of the projected embeddings: the text model's n_embd.
 	ProjDim int
 	// Mean and Std normalise each channel of a pixel in [0, 1].
 	Mean, Std [3]float32
-	// ScaleFactor is gemma3's pooling kernel (and stride) over the patch grid.
+	// ScaleFactor is gemma3's pooling kernel (and stride) over the patch grid, and idefics3's
+	// pixel shuffle: ScaleFactor x ScaleFactor patches become one token.
 	ScaleFactor int
+	// LongestEdge is idefics3's clip.vision.preproc_image_size: an image is scaled (keeping its
+	// aspect) to fit it, then cut into ImageSize tiles; 0 means no tiles, the overview only.
+	LongestEdge int
 }
 
 // ReadHparams reads a projector's hyperparameters, refusing files that are not a vision
@@ -39,10 +68,14 @@ func ReadHparams(f *gguf.File) (Hparams, error) {
 	if v, ok := f.Bool("clip.has_vision_encoder"); ok && !v {
 		return Hparams{}, fmt.Errorf("vision: the projector has no vision encoder")
 	}
-	h := Hparams{ScaleFactor: 4} // llama.cpp's default for gemma3, real Gemma 3's value
+	var h Hparams
 	h.Projector, _ = f.String("clip.projector_type")
-	if h.Projector != ProjectorGemma3 {
-		return Hparams{}, fmt.Errorf("vision: projector type %q is not supported (supported: %s)", h.Projector, ProjectorGemma3)
+	switch h.Projector {
+	case ProjectorGemma3:
+		h.ScaleFactor = 4 // llama.cpp's default, real Gemma 3's value
+	case ProjectorMLP, ProjectorIdefics3:
+	default:
+		return Hparams{}, fmt.Errorf("vision: projector type %q is not supported (supported: %s)", h.Projector, strings.Join(Projectors, ", "))
 	}
 	ints := []struct {
 		key string
@@ -63,11 +96,25 @@ func ReadHparams(f *gguf.File) (Hparams, error) {
 	if v, ok := f.Uint("clip.vision.projector.scale_factor"); ok {
 		h.ScaleFactor = int(v)
 	}
+	if v, ok := f.Uint("clip.vision.preproc_image_size"); ok && h.Projector == ProjectorIdefics3 {
+		if v > 1<<14 {
+			return Hparams{}, fmt.Errorf("vision: clip.vision.preproc_image_size %d out of range", v)
+		}
+		h.LongestEdge = int(v)
+	}
 	eps, ok := f.Float("clip.vision.attention.layer_norm_epsilon")
 	if !ok {
 		return Hparams{}, fmt.Errorf("vision: clip.vision.attention.layer_norm_epsilon missing")
 	}
 	h.Eps = float32(eps)
+	// llama.cpp: GELU with clip.use_gelu, quick GELU without (clip.use_silu is Qwen's)
+	h.Act = ActGELUQuick
+	if v, _ := f.Bool("clip.use_gelu"); v {
+		h.Act = ActGELU
+	}
+	if v, _ := f.Bool("clip.use_silu"); v {
+		return Hparams{}, fmt.Errorf("vision: clip.use_silu: a SiLU feed-forward is not supported for projector %q", h.Projector)
+	}
 	for _, c := range []struct {
 		key string
 		out *[3]float32
@@ -78,11 +125,14 @@ func ReadHparams(f *gguf.File) (Hparams, error) {
 		}
 		copy(c.out[:], v)
 	}
+	if err := h.projectorSpecific(f); err != nil {
+		return Hparams{}, err
+	}
 	grid := h.ImageSize / h.PatchSize
 	switch {
 	case h.ImageSize%h.PatchSize != 0:
 		return Hparams{}, fmt.Errorf("vision: image_size %d is not a multiple of patch_size %d", h.ImageSize, h.PatchSize)
-	case h.ScaleFactor < 1 || grid%h.ScaleFactor != 0:
+	case h.Projector != ProjectorMLP && (h.ScaleFactor < 1 || grid%h.ScaleFactor != 0):
 		return Hparams{}, fmt.Errorf("vision: the %dx%d patch grid does not pool by scale_factor %d", grid, grid, h.ScaleFactor)
 	case h.NEmbd%h.NHead != 0:
 		return Hparams{}, fmt.Errorf("vision: embedding_length %d is not a multiple of head_count %d", h.NEmbd, h.NHead)
@@ -95,8 +145,58 @@ func ReadHparams(f *gguf.File) (Hparams, error) {
 	return h, nil
 }
 
-// Patches is the number of patches an image is cut into: the encoder's sequence length.
+// projectorSpecific checks what only one projector type has. An mlp projector's output width
+// is its last matrix's (clip.vision.projection_dim is not used); the variants llama.cpp reads
+// as other types or through other graphs (mm.3: MLP_NORM; grid pinpoints: LLaVA-1.6's tiles;
+// feature layers: Granite's concatenation) are refused by name.
+func (h *Hparams) projectorSpecific(f *gguf.File) error {
+	switch h.Projector {
+	case ProjectorMLP:
+		if _, ok := f.Tensor("mm.3.weight"); ok {
+			return fmt.Errorf("vision: an mlp projector with mm.3 (llama.cpp's mlp_norm) is not supported")
+		}
+		for _, k := range []string{"clip.vision.image_grid_pinpoints", "clip.vision.feature_layer"} {
+			if _, ok := f.Lookup(k); ok {
+				return fmt.Errorf("vision: %s (LLaVA-1.6 tiles, Granite feature layers) is not supported", k)
+			}
+		}
+		t, ok := f.Tensor("mm.2.weight")
+		if !ok || len(t.Shape) != 2 || t.Shape[1] == 0 || t.Shape[1] > 1<<16 {
+			return fmt.Errorf("vision: an mlp projector needs a 2-D mm.2.weight")
+		}
+		h.ProjDim = int(t.Shape[1])
+		if h.NLayer < 2 {
+			return fmt.Errorf("vision: an mlp projector runs block_count-1 layers: block_count %d is too few", h.NLayer)
+		}
+	case ProjectorIdefics3:
+		if h.ScaleFactor < 2 {
+			return fmt.Errorf("vision: idefics3 needs clip.vision.projector.scale_factor above 1, not %d", h.ScaleFactor)
+		}
+		t, ok := f.Tensor("mm.model.fc.weight")
+		if !ok || len(t.Shape) != 2 || t.Shape[1] == 0 || t.Shape[1] > 1<<16 {
+			return fmt.Errorf("vision: an idefics3 projector needs a 2-D mm.model.fc.weight")
+		}
+		h.ProjDim = int(t.Shape[1])
+	}
+	return nil
+}
+
+// Patches is the number of patches an ImageSize x ImageSize input is cut into.
 func (h Hparams) Patches() int { g := h.ImageSize / h.PatchSize; return g * g }
 
-// Tokens is the number of embeddings (text positions) one image becomes.
-func (h Hparams) Tokens() int { return h.Patches() / (h.ScaleFactor * h.ScaleFactor) }
+// Layers is the number of ViT blocks the encoder runs: LLaVA's stops one short of the file's,
+// as llama.cpp does (its features are the last layer but one's).
+func (h Hparams) Layers() int {
+	if h.Projector == ProjectorMLP {
+		return h.NLayer - 1
+	}
+	return h.NLayer
+}
+
+// Tokens is the number of embeddings (text positions) one encoder input becomes.
+func (h Hparams) Tokens() int {
+	if h.Projector == ProjectorMLP {
+		return h.Patches()
+	}
+	return h.Patches() / (h.ScaleFactor * h.ScaleFactor)
+}

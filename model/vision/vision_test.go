@@ -36,7 +36,7 @@ func tinyHparams(t *testing.T) Hparams {
 
 func TestReadHparams(t *testing.T) {
 	h := tinyHparams(t)
-	want := Hparams{Projector: "gemma3", ImageSize: 112, PatchSize: 14, NEmbd: 128, NFF: 256, NLayer: 2, NHead: 4, Eps: 1e-6, ProjDim: 160,
+	want := Hparams{Projector: "gemma3", ImageSize: 112, PatchSize: 14, NEmbd: 128, NFF: 256, NLayer: 2, NHead: 4, Eps: 1e-6, Act: ActGELU, ProjDim: 160,
 		Mean: [3]float32{0.5, 0.5, 0.5}, Std: [3]float32{0.5, 0.5, 0.5}, ScaleFactor: 2}
 	if h != want {
 		t.Errorf("hparams %+v\nwant     %+v", h, want)
@@ -59,7 +59,7 @@ func TestPreprocessMatchesLlamaCpp(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := Preprocess(img, h)
+		got := Prepare(img, h).Inputs[0].Pix
 		want := shareddata.Float32s(t, "models", "vision", "reference", "harness-describe-"+name+"-faoff-0-inp_raw.f32")
 		if len(got) != len(want) {
 			t.Fatalf("%s: %d values, want %d", name, len(got), len(want))
