@@ -25,6 +25,10 @@ func loadDraft(dev *gpu.Device, cfg SpecConfig, target *model.Model, opts model.
 	if err != nil {
 		return nil, fmt.Errorf("load draft model %s: %w", cfg.DraftModel, err)
 	}
+	if m.Config.MRoped() {
+		m.Close()
+		return nil, fmt.Errorf("draft model %s: an M-RoPE model (%s) cannot draft: its drafting loop advances plain positions", cfg.DraftModel, m.Config.Arch)
+	}
 	if err := vocabsCompatible(target.Tokenizer, m.Tokenizer, target.Config.NVocab, m.Config.NVocab); err != nil {
 		m.Close()
 		return nil, fmt.Errorf("draft model %s: %w", cfg.DraftModel, err)

@@ -163,7 +163,7 @@ func (e *Engine) runJobs() {
 		if len(rest) > budget && (!e.splits() || budget == 0) {
 			continue // next pass
 		}
-		take := cutMedia(rest, rest[:min(len(rest), budget)])
+		take := e.cutMedia(rest, rest[:min(len(rest), budget)])
 		if len(take) == 0 {
 			continue // an image that does not fit this pass's room
 		}
@@ -183,6 +183,7 @@ func (e *Engine) runJobs() {
 			b.Pos = append(b.Pos, int32(j.done+i))
 			b.Base = append(b.Base, base)
 		}
+		b.MPos = e.appendMRoPE(b.MPos, j.r.task.Prompt[:j.done], take)
 		budget -= len(take)
 	}
 	if len(parts) == 0 {

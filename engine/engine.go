@@ -81,7 +81,11 @@ type Config struct {
 	// MMProjPath, when set, is a multimodal projector (llama-server's --mmproj): images in
 	// prompts (EncodeImage, media.go).
 	MMProjPath string
-	Logger     *log.Logger
+	// ImageMinTokens and ImageMaxTokens, when positive, bound the tokens of an image for a
+	// projector of variable resolution (Qwen's; llama-server's --image-min-tokens and
+	// --image-max-tokens).
+	ImageMinTokens, ImageMaxTokens int
+	Logger                         *log.Logger
 }
 
 // InlineSoftwareBelow is the model file size under which a software adapter runs dispatches
@@ -234,7 +238,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 	}
 	var venc *model.VisionEncoder
 	if cfg.MMProjPath != "" {
-		if venc, err = loadVision(dev, cfg.MMProjPath, c.NEmbd, batch); err != nil {
+		if venc, err = loadVision(dev, cfg, c.NEmbd, batch, c.MRoped()); err != nil {
 			kv.Release()
 			m.Close()
 			return nil, err
@@ -280,7 +284,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		cellLimit:  cellLimit,
 		batch:      batch,
 		pool:       newPagePool(nPages),
-		ctxShift:   cfg.ContextShift,
+		ctxShift:   cfg.ContextShift && !c.MRoped(), // as llama.cpp: M-RoPE positions do not shift
 		cacheReuse: cfg.CacheReuse,
 		spec:       sp,
 		candidates: cfg.Readback.candidates(dev),
@@ -289,8 +293,8 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 	if venc != nil {
 		h := venc.H
 		e.visionH = &h
-		e.info.ImageTokens = h.Tokens()
-		logger.Info("vision projector loaded", "path", cfg.MMProjPath, "type", h.Projector, "image_size", h.ImageSize, "image_tokens", h.Tokens())
+		e.info.ImageTokens = h.MaxTokens()
+		logger.Info("vision projector loaded", "path", cfg.MMProjPath, "type", h.Projector, "image_size", h.ImageSize, "image_tokens", h.MaxTokens())
 	}
 	for i := 0; i < nSlots; i++ {
 		e.slots = append(e.slots, &slot{id: i})

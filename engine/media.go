@@ -70,8 +70,15 @@ type mediaEntry struct {
 	cols, rows  int      // the image's tile grid
 	base        int32
 	n           int
+	gw, gh      int       // the input's token grid: n = gw x gh, row by row (M-RoPE positions)
 	embd        []float32 // n rows of the text model's width
 	used        uint64
+}
+
+// mediaPart is one encoded input: its embeddings, gw x gh rows of the text model's width.
+type mediaPart struct {
+	embd   []float32
+	gw, gh int
 }
 
 // byHash returns an image already encoded, all its inputs held, marking it used.
@@ -102,18 +109,18 @@ func (st *mediaStore) byHash(h [32]byte) (MediaImage, bool) {
 	return img, true
 }
 
-// add keeps an image's embeddings (one slice per encoder input, of n rows each) under fresh
-// placeholders, replacing what is left of an earlier encoding of it, and drops the least
-// recently used other images' inputs beyond the store's bounds.
-func (st *mediaStore) add(h [32]byte, embds [][]float32, n []int, cols, rows int) (MediaImage, error) {
+// add keeps an image's encoded inputs under fresh placeholders, replacing what is left of an
+// earlier encoding of it, and drops the least recently used other images' inputs beyond the
+// store's bounds.
+func (st *mediaStore) add(h [32]byte, parts []mediaPart, cols, rows int) (MediaImage, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.next == 0 {
 		st.next = model.MediaToken
 	}
 	total := 0
-	for _, k := range n {
-		total += k
+	for _, p := range parts {
+		total += p.gw * p.gh
 	}
 	if int64(st.next)+int64(total) > math.MaxInt32 {
 		return MediaImage{}, fmt.Errorf("engine: image placeholders exhausted after %d images: restart the server", st.clock)
@@ -121,14 +128,15 @@ func (st *mediaStore) add(h [32]byte, embds [][]float32, n []int, cols, rows int
 	st.drop(func(e *mediaEntry) bool { return e.hash == h })
 	st.clock++
 	img := MediaImage{Cols: cols, Rows: rows}
-	for i, embd := range embds {
-		e := &mediaEntry{hash: h, part: i, parts: len(embds), cols: cols, rows: rows, base: st.next, n: n[i], embd: embd, used: st.clock}
-		st.next += int32(n[i])
+	for i, p := range parts {
+		n := p.gw * p.gh
+		e := &mediaEntry{hash: h, part: i, parts: len(parts), cols: cols, rows: rows, base: st.next, n: n, gw: p.gw, gh: p.gh, embd: p.embd, used: st.clock}
+		st.next += int32(n)
 		st.entries = append(st.entries, e)
-		st.bytes += 4 * len(embd)
+		st.bytes += 4 * len(p.embd)
 		img.Chunks = append(img.Chunks, MediaChunk{Base: e.base, N: e.n})
 	}
-	for len(st.entries) > len(embds) && (len(st.entries) > mediaKeep || st.bytes > mediaKeepBytes) {
+	for len(st.entries) > len(parts) && (len(st.entries) > mediaKeep || st.bytes > mediaKeepBytes) {
 		var oldest *mediaEntry
 		for _, x := range st.entries {
 			if x.hash != h && (oldest == nil || x.used < oldest.used) {
@@ -155,6 +163,19 @@ func (st *mediaStore) drop(gone func(*mediaEntry) bool) {
 	st.entries = kept
 }
 
+// grid returns the image input placeholder id belongs to: its first placeholder and its token
+// grid, and whether it is held.
+func (st *mediaStore) grid(id int32) (base int32, gw, gh int, ok bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, e := range st.entries {
+		if id >= e.base && id < e.base+int32(e.n) {
+			return e.base, e.gw, e.gh, true
+		}
+	}
+	return 0, 0, 0, false
+}
+
 // row returns the embedding of placeholder id, the last position of its image relative to id,
 // and whether the image is held.
 func (st *mediaStore) row(id int32) (embd []float32, toEnd int32, ok bool) {
@@ -171,8 +192,10 @@ func (st *mediaStore) row(id int32) (embd []float32, toEnd int32, ok bool) {
 }
 
 // loadVision loads the projector of Config.MMProjPath onto dev, checking that it fits the
-// model: its embeddings as wide as the model's, and an image within one forward pass.
-func loadVision(dev *gpu.Device, path string, nEmbd, batch int) (*model.VisionEncoder, error) {
+// model: its embeddings as wide as the model's, M-RoPE in the model exactly for Qwen's, and a
+// gemma3 image (decoded both ways) within one forward pass.
+func loadVision(dev *gpu.Device, cfg Config, nEmbd, batch int, mrope bool) (*model.VisionEncoder, error) {
+	path := cfg.MMProjPath
 	f, err := gguf.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("mmproj: %w", err)
@@ -182,12 +205,24 @@ func loadVision(dev *gpu.Device, path string, nEmbd, batch int) (*model.VisionEn
 	if err != nil {
 		return nil, fmt.Errorf("mmproj %s: %w", path, err)
 	}
+	if enc.H.Qwen() { // --image-min-tokens, --image-max-tokens
+		if cfg.ImageMinTokens > 0 {
+			enc.H.ImageMinTokens = cfg.ImageMinTokens
+		}
+		if cfg.ImageMaxTokens > 0 {
+			enc.H.ImageMaxTokens = cfg.ImageMaxTokens
+		}
+		enc.H.ImageMinTokens = min(enc.H.ImageMinTokens, enc.H.ImageMaxTokens)
+	}
 	h := enc.H
 	switch {
 	case h.ProjDim != nEmbd:
 		enc.Close()
 		return nil, fmt.Errorf("mmproj %s: its embeddings are %d wide, the model's %d: not this model's projector", path, h.ProjDim, nEmbd)
-	case h.Tokens() > batch:
+	case h.Qwen() != mrope:
+		enc.Close()
+		return nil, fmt.Errorf("mmproj %s: a %s projector needs a text model with M-RoPE (qwen2vl) and only it: not this model's projector", path, h.Projector)
+	case h.Projector == vision.ProjectorGemma3 && h.Tokens() > batch:
 		enc.Close()
 		return nil, fmt.Errorf("mmproj %s: an image takes %d positions, more than the batch size %d (-ub): images are decoded in one pass", path, h.Tokens(), batch)
 	}
@@ -226,16 +261,16 @@ func (e *Engine) EncodeImage(ctx context.Context, hash [32]byte, prepare func() 
 		if err := e.wakeUp(); err != nil {
 			return err
 		}
-		embds := make([][]float32, len(p.Inputs))
-		n := make([]int, len(p.Inputs))
+		parts := make([]mediaPart, len(p.Inputs))
 		for i, in := range p.Inputs {
-			var err error
-			if embds[i], err = e.vision.Encode(in); err != nil {
+			embd, err := e.vision.Encode(in)
+			if err != nil {
 				return err
 			}
-			n[i] = e.visionH.Tokens()
+			gw, gh := e.visionH.Grid(in)
+			parts[i] = mediaPart{embd: embd, gw: gw, gh: gh}
 		}
-		img, err = e.media.add(hash, embds, n, p.Cols, p.Rows)
+		img, err = e.media.add(hash, parts, p.Cols, p.Rows)
 		return err
 	})
 	return img, err
@@ -266,8 +301,24 @@ func (e *Engine) mediaRows(prompt []int32) error {
 // ErrBadMedia is the error of a prompt whose image placeholders are not whole images.
 var ErrBadMedia = errors.New("engine: invalid image tokens")
 
-// cutMedia shortens a prompt chunk (a prefix of rest) so that it does not end inside an image:
-// an image's rows are decoded in one pass.
+// cutMedia shortens a prompt chunk (a prefix of rest) so that it does not end inside an image
+// when the projector's images are decoded both ways (gemma3's), whose rows must be in one
+// pass; other images are decoded causally and may be split across passes, as llama.cpp
+// decodes them in batches of -ub.
+func (e *Engine) cutMedia(rest, chunk []int32) []int32 {
+	if !e.bidirectionalImages() {
+		return chunk
+	}
+	return cutMedia(rest, chunk)
+}
+
+// bidirectionalImages reports whether an image's rows see one another both ways, as llama.cpp's
+// mtmd_decode_use_non_causal says of gemma3's.
+func (e *Engine) bidirectionalImages() bool {
+	return e.visionH != nil && e.visionH.Projector == vision.ProjectorGemma3
+}
+
+// cutMedia shortens a prompt chunk (a prefix of rest) so that it does not end inside an image.
 func cutMedia(rest, chunk []int32) []int32 {
 	n := len(chunk)
 	for n > 0 && n < len(rest) && rest[n] >= model.MediaToken && rest[n-1] == rest[n]-1 {
@@ -281,7 +332,7 @@ func cutMedia(rest, chunk []int32) []int32 {
 // attention ends; a batch without images is left as it is. It reports the first row whose
 // image is not held.
 func (e *Engine) attachMedia(b *model.Batch) (missing int, ok bool) {
-	bidirectional := e.visionH != nil && e.visionH.Projector == vision.ProjectorGemma3
+	bidirectional := e.bidirectionalImages()
 	for i, id := range b.Tokens {
 		if id < model.MediaToken {
 			continue

@@ -12,9 +12,9 @@ import (
 func TestMediaStore(t *testing.T) {
 	var st mediaStore
 	hash := func(i int) [32]byte { return [32]byte{byte(i), byte(i >> 8)} }
-	embd := func(v float32) [][]float32 { return [][]float32{{v, v, v + 1, v + 1}} } // 2 rows of 2
+	embd := func(v float32) []mediaPart { return []mediaPart{{embd: []float32{v, v, v + 1, v + 1}, gw: 2, gh: 1}} } // 2 rows of 2
 	add := func(i int, v float32) MediaImage {
-		img, err := st.add(hash(i), embd(v), []int{2}, 0, 0)
+		img, err := st.add(hash(i), embd(v), 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,8 +55,9 @@ func TestMediaStore(t *testing.T) {
 // dropped whole (a part alone would be of no use).
 func TestMediaStoreTiled(t *testing.T) {
 	var st mediaStore
-	tiles := [][]float32{{1, 1}, {2, 2, 3, 3}, {4, 4}} // the overview, then two tiles of 2 and 1 rows
-	img, err := st.add([32]byte{7}, tiles, []int{1, 2, 1}, 2, 1)
+	// the overview, then two tiles of 2 and 1 rows
+	tiles := []mediaPart{{embd: []float32{1, 1}, gw: 1, gh: 1}, {embd: []float32{2, 2, 3, 3}, gw: 1, gh: 2}, {embd: []float32{4, 4}, gw: 1, gh: 1}}
+	img, err := st.add([32]byte{7}, tiles, 2, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,12 +71,12 @@ func TestMediaStoreTiled(t *testing.T) {
 		t.Errorf("by hash %+v %v", got, ok)
 	}
 	// encoding it again replaces it
-	again, _ := st.add([32]byte{7}, tiles, []int{1, 2, 1}, 2, 1)
+	again, _ := st.add([32]byte{7}, tiles, 2, 1)
 	if len(st.entries) != 3 || again.Chunks[0].Base == img.Chunks[0].Base {
 		t.Errorf("%d entries after encoding again, %+v", len(st.entries), again)
 	}
 	for i := range mediaKeep {
-		if _, err := st.add([32]byte{8, byte(i), byte(i >> 8)}, [][]float32{{0}}, []int{1}, 0, 0); err != nil {
+		if _, err := st.add([32]byte{8, byte(i), byte(i >> 8)}, []mediaPart{{embd: []float32{0}, gw: 1, gh: 1}}, 0, 0); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -141,7 +141,7 @@ func (e *Engine) reload() error {
 		return err
 	}
 	if e.visionH != nil {
-		if e.vision, err = loadVision(dev, e.cfg.MMProjPath, e.info.NEmbd, e.batch); err != nil {
+		if e.vision, err = loadVision(dev, e.cfg, e.info.NEmbd, e.batch, m.Config.MRoped()); err != nil {
 			return err
 		}
 	}

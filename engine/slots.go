@@ -232,6 +232,7 @@ func (e *Engine) turn() {
 			b.Base = append(b.Base, base)
 			b.Logits = append(b.Logits, len(b.Tokens)-1)
 		}
+		b.MPos = e.appendMRoPE(b.MPos, s.cached, toks)
 		rows = append(rows, row{s: s, tokens: toks, logits: len(toks)})
 		budget -= len(toks)
 	}
@@ -247,7 +248,7 @@ func (e *Engine) turn() {
 			blocked++
 			continue
 		}
-		if chunk = cutMedia(rest, chunk); len(chunk) == 0 {
+		if chunk = e.cutMedia(rest, chunk); len(chunk) == 0 {
 			continue // an image that does not fit this pass's room: a later pass has more
 		}
 		base := bp.base(s)
@@ -256,6 +257,7 @@ func (e *Engine) turn() {
 			b.Pos = append(b.Pos, int32(len(s.cached)+i))
 			b.Base = append(b.Base, base)
 		}
+		b.MPos = e.appendMRoPE(b.MPos, s.cached, chunk)
 		r := row{s: s, tokens: chunk}
 		if len(chunk) == len(rest) {
 			b.Logits = append(b.Logits, len(b.Tokens)-1)

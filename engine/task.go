@@ -316,6 +316,6 @@ type ModelInfo struct {
 	RerankTemplate string
 	// SpecType is the speculative decoding method in use, SpecNone when off.
 	SpecType SpecType
-	// ImageTokens is how many positions an image takes, 0 without a projector (--mmproj).
+	// ImageTokens is the most positions an image input takes, 0 without a projector (--mmproj).
 	ImageTokens int
 }

@@ -287,6 +287,15 @@ type Rope struct {
 	// PageBits says how pos addresses the cache (see RoPEKV); it is the KV cache's, carried
 	// here because RoPEKV writes the cache.
 	PageBits int
+	// MPos, when set, makes this ggml's multi-section RoPE (M-RoPE, Qwen2-VL; NeoX pairs):
+	// it holds four position components per token (t, h, w, e), and pair i turns by the one
+	// its section names: i modulo the Sections' total falls in section 0 (t), 1 (h), 2 (w)
+	// or 3 (e). The token's position in pos still names its cache row.
+	MPos     *Buffer
+	Sections [4]int
+	// Vision is ggml's vision mode of M-RoPE (a ViT's 2D RoPE): each section's frequencies
+	// restart at its first pair and spread over NRot/2 dimensions.
+	Vision bool
 }
 
 // YaRN holds ggml's YaRN RoPE parameters; see YaRNCorrDims for the range.
@@ -325,13 +334,21 @@ func (r *Recorder) RoPEKV(qkv, pos, kCache, vCache, bias *Buffer, kvF16 bool, nT
 		defs = append(defs, "NEOX")
 	}
 	switch {
-	case bias != nil && rope.Factors != nil:
-		r.fail("gpu: rope: a projection bias with frequency factors is not supported")
+	case bias != nil && rope.Factors != nil, rope.MPos != nil && rope.Factors != nil:
+		r.fail("gpu: rope: frequency factors with a projection bias or M-RoPE are not supported")
 		return
 	case bias != nil:
 		defs, bind, bufs = append(defs, "BIAS"), append(bind, ReadOnly), append(bufs, bias)
 	case rope.Factors != nil:
 		defs, bind, bufs = append(defs, "FACTORS"), append(bind, ReadOnly), append(bufs, rope.Factors)
+	}
+	sect := rope.Sections
+	if rope.MPos != nil {
+		if !rope.NeoX || sect[0]+sect[1]+sect[2]+sect[3] == 0 {
+			r.fail("gpu: rope: M-RoPE takes NeoX pairs and sections, not %v", sect)
+			return
+		}
+		defs, bind, bufs = append(defs, "MROPE"), append(bind, ReadOnly), append(bufs, rope.MPos)
 	}
 	p := r.kernel("rope_kv", bind, 64, defs...)
 	if p == nil {
@@ -346,7 +363,12 @@ func (r *Recorder) RoPEKV(qkv, pos, kCache, vCache, bias *Buffer, kvF16 bool, nT
 		attn = 1
 	}
 	y := rope.YaRN
-	r.Dispatch(p, Params(nTokens, nHead, nKVHead, headDim, rope.NRot, rope.FreqBase, scale, y.ExtFactor, attn, y.CorrLo, y.CorrHi, rope.PageBits), r.elementwise(pairs), bufs...)
+	vision := 0
+	if rope.Vision {
+		vision = 1
+	}
+	r.Dispatch(p, Params(nTokens, nHead, nKVHead, headDim, rope.NRot, rope.FreqBase, scale, y.ExtFactor, attn, y.CorrLo, y.CorrHi, rope.PageBits,
+		sect[0], sect[1], sect[2], sect[3], vision), r.elementwise(pairs), bufs...)
 }
 
 // HeadNorm RMS-normalises every query and key head vector of the fused qkv rows in place,

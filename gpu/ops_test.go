@@ -611,6 +611,57 @@ func TestRoPEFactors(t *testing.T) {
 	check(t, "rope factors", rot([]int32{2, 10, 40}, factors), rot([]int32{1, 5, 20}, nil), 1e-6)
 }
 
+// TestRoPEMulti checks M-RoPE (Qwen2-VL's text sections and its ViT's vision mode) against
+// ggml's formula in Go, with a bias, on positions whose components differ; with every
+// component equal to the position, the text sections are plain NeoX RoPE.
+func TestRoPEMulti(t *testing.T) {
+	d := gputest.Device(t)
+	rng := rand.New(rand.NewPCG(31, 32))
+	const nTok, nHead, nKV, headDim, nCtx = 5, 3, 1, 24, 16
+	const row = (nHead + 2*nKV) * headDim
+	mpos := []int32{0, 0, 0, 0, 4, 4, 5, 0, 4, 5, 4, 0, 4, 6, 7, 0, 9, 9, 9, 0}
+	rows := []int32{0, 1, 2, 3, 4}
+	for _, c := range []struct {
+		name     string
+		sections [4]int
+		vision   bool
+		nRot     int
+	}{{"text", [4]int{2, 5, 5, 0}, false, headDim}, {"text partial", [4]int{1, 2, 2, 1}, false, 16}, {"vision", [4]int{6, 6, 6, 6}, true, headDim}} {
+		qkv, bias := randVec(rng, nTok*row), randVec(rng, row)
+		var q, k []float32
+		for tk := range nTok {
+			r := append([]float32(nil), qkv[tk*row:(tk+1)*row]...)
+			for i := range bias {
+				r[i] += bias[i]
+			}
+			q = append(q, r[:nHead*headDim]...)
+			k = append(k, r[nHead*headDim:(nHead+nKV)*headDim]...)
+		}
+		cpuref.RoPEMulti(q, mpos, nHead, headDim, c.nRot, 10000, c.sections, c.vision)
+		cpuref.RoPEMulti(k, mpos, nKV, headDim, c.nRot, 10000, c.sections, c.vision)
+		buf := upload(t, d, qkv)
+		kc, vc := empty(t, d, nCtx*nKV*headDim), empty(t, d, nCtx*nKV*headDim)
+		got := run(t, d, buf, len(qkv), func(r *gpu.Recorder) {
+			r.RoPEKV(buf, uploadU32(t, d, withBase(rows, 0)), kc, vc, upload(t, d, bias), false, nTok, nHead, nKV, headDim,
+				gpu.Rope{NRot: c.nRot, FreqBase: 10000, NeoX: true, MPos: uploadU32(t, d, mpos), Sections: c.sections, Vision: c.vision})
+		})
+		var gotQ []float32
+		for tk := range nTok {
+			gotQ = append(gotQ, got[tk*row:tk*row+nHead*headDim]...)
+		}
+		check(t, "m-rope q "+c.name, gotQ, q, 1e-5)
+		check(t, "m-rope k "+c.name, cacheFloats(t, d, kc, nCtx*nKV*headDim, false)[:nTok*nKV*headDim], k, 1e-5)
+	}
+	// text positions (all components equal) turn as NeoX RoPE
+	same := []int32{3, 3, 3, 0, 8, 8, 8, 0}
+	x := randVec(rng, 2*row)
+	want := append([]float32(nil), x...)
+	cpuref.RoPEMulti(want, same, (nHead + 2*nKV), headDim, headDim, 10000, [4]int{2, 5, 5, 0}, false)
+	plain := append([]float32(nil), x...)
+	cpuref.RoPENeoX(plain, []int32{3, 8}, nHead+2*nKV, headDim, headDim, 10000)
+	check(t, "m-rope of text positions is neox", want, plain, 1e-6)
+}
+
 // TestRoPEYaRN checks YaRN scaling against ggml's formula in Go, both pairings.
 func TestRoPEYaRN(t *testing.T) {
 	d := gputest.Device(t)

@@ -38,6 +38,10 @@ type Config struct {
 	RopeBaseSWA   float32 // RoPE base of sliding-window layers (0: RopeBase)
 	GELU          bool    // GELU-gated FFN instead of SiLU
 
+	// MRope are Qwen2-VL's M-RoPE sections (rope.dimension_sections): the rotated pairs that
+	// turn by a token's t, h, w and e positions (Batch.MPos); all 0 without M-RoPE.
+	MRope [4]int
+
 	// Encoders (BERT): no causal mask, no RoPE, LayerNorm, and a pooled embedding as output.
 	Encoder bool
 	Causal  bool // an encoder whose file asks for a causal mask (attention.causal true)
@@ -57,7 +61,7 @@ type Config struct {
 }
 
 // Supported lists the architectures this build runs.
-var Supported = []string{"bert", "gemma2", "gemma3", "llama", "phi3", "qwen2", "qwen3"}
+var Supported = []string{"bert", "gemma2", "gemma3", "llama", "phi3", "qwen2", "qwen2vl", "qwen3"}
 
 // ReadConfig reads and checks the hyperparameters; errors name the missing or bad key.
 func ReadConfig(f *gguf.File) (Config, error) {
@@ -168,6 +172,11 @@ func ReadConfig(f *gguf.File) (Config, error) {
 		}
 	}
 	c.AttnScale = float32(1 / math.Sqrt(float64(c.HeadDim)))
+	if arch == "qwen2vl" {
+		if err := readMRope(f, &c); err != nil {
+			return Config{}, err
+		}
+	}
 	if arch == "gemma2" || arch == "gemma3" {
 		readGemma(f, &c)
 	}
@@ -322,3 +331,28 @@ func guessFileType(f *gguf.File) string {
 	}
 	return "(guessed) mostly " + best.String()
 }
+
+// readMRope reads Qwen2-VL's M-RoPE sections (llama.cpp pads them to four), which must cover
+// at most the rotated pairs and rotate whole heads, as llama.cpp asserts (n_rot == head_dim).
+func readMRope(f *gguf.File, c *Config) error {
+	key := c.Arch + ".rope.dimension_sections"
+	v, ok := f.Int32s(key)
+	if !ok || len(v) == 0 || len(v) > 4 {
+		return fmt.Errorf("model: %s missing or not 1 to 4 integers", key)
+	}
+	total := 0
+	for i, n := range v {
+		if n < 0 {
+			return fmt.Errorf("model: %s has a negative section", key)
+		}
+		c.MRope[i] = int(n)
+		total += int(n)
+	}
+	if total == 0 || c.NRot != c.HeadDim {
+		return fmt.Errorf("model: %s %v do not fit %d rotated dimensions of %d-wide heads", key, v, c.NRot, c.HeadDim)
+	}
+	return nil
+}
+
+// MRoped reports whether the model turns by M-RoPE positions (Batch.MPos).
+func (c Config) MRoped() bool { return c.MRope != [4]int{} }

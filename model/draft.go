@@ -49,6 +49,9 @@ func (m *Model) DraftGreedy(kv *KVCache, first Batch, steps int) (ids [][]int32,
 	if m.enc != nil {
 		return nil, nil, fmt.Errorf("model: %s is an embedding model: it does not generate text", m.Config.Arch)
 	}
+	if m.Config.MRoped() {
+		return nil, nil, fmt.Errorf("model: %s turns by M-RoPE positions, which the drafting loop does not advance", m.Config.Arch)
+	}
 	if err := m.checkBatch(kv, first); err != nil {
 		return nil, nil, err
 	}

@@ -89,6 +89,11 @@ type Batch struct {
 	// last of its image for an image's rows, which see one another both ways as llama.cpp
 	// decodes Gemma 3's images. All of an image's rows must be in one batch.
 	AttnEnds []int32
+	// MPos, for an M-RoPE model (Config.MRoped), gives each row's four rotary positions (t,
+	// h, w, e) in place of its position: an image's rows turn by their place in its grid, and
+	// the text after it by positions that advanced by the grid's longer side only. nil: each
+	// row's Pos for t, h and w, 0 for e.
+	MPos []int32
 }
 
 // MediaToken is where the placeholder tokens of embedding rows (Batch.Embeds) start: ids at or
@@ -119,6 +124,9 @@ func (m *Model) checkBatch(kv *KVCache, b Batch) error {
 		if p < 0 || int(p)<<b.PageBits >= kv.NCtx {
 			return fmt.Errorf("model: page %d is outside the cache of %d rows", p, kv.NCtx)
 		}
+	}
+	if b.MPos != nil && len(b.MPos) != 4*n {
+		return fmt.Errorf("model: batch of %d tokens with %d M-RoPE positions", n, len(b.MPos))
 	}
 	if b.Embeds != nil && len(b.Embeds) != n || b.AttnEnds != nil && len(b.AttnEnds) != n {
 		return fmt.Errorf("model: batch of %d tokens with %d embeddings and %d attention ends", n, len(b.Embeds), len(b.AttnEnds))
@@ -176,6 +184,21 @@ func (m *Model) writePos(b Batch) error {
 	}
 	if err := m.dev.Write(m.scratch.pos, 0, gpu.Bytes(words)); err != nil {
 		return err
+	}
+	if m.Config.MRoped() {
+		mpos := b.MPos
+		if mpos == nil {
+			mpos = make([]int32, 4*n)
+			for i, p := range b.Pos {
+				mpos[4*i], mpos[4*i+1], mpos[4*i+2] = p, p, p
+			}
+		}
+		if err := ensureWords(m.dev, &m.scratch.mpos, "mpos", len(mpos)); err != nil {
+			return err
+		}
+		if err := m.dev.Write(m.scratch.mpos, 0, gpu.Bytes(mpos)); err != nil {
+			return err
+		}
 	}
 	if b.AttnEnds == nil {
 		return nil

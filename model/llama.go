@@ -53,6 +53,8 @@ type scratch struct {
 	// attnPos is pos with each row's attention end (Batch.AttnEnds) for its position, for
 	// batches with images; nil until one comes.
 	attnPos *gpu.Buffer
+	// mpos are an M-RoPE model's rotary positions (Batch.MPos); nil for other models.
+	mpos *gpu.Buffer
 	// keyEnds holds each token's last attended position and row base for an encoder (see
 	// recordEncoder).
 	keyEnds *gpu.Buffer
@@ -274,8 +276,10 @@ func (m *Model) Close() {
 	for _, b := range []*gpu.Buffer{s.x, s.xn, s.qkv, s.attn, s.gu, s.ffn, s.xq, s.xsums, s.tmp, s.logits, s.ids, s.pos, s.outRows, s.keyEnds, s.attnState} {
 		b.Release()
 	}
-	if s.attnPos != nil {
-		s.attnPos.Release()
+	for _, b := range []*gpu.Buffer{s.attnPos, s.mpos} { // made on demand
+		if b != nil {
+			b.Release()
+		}
 	}
 	m.draft.release()
 	m.cand.release()
@@ -494,6 +498,9 @@ func (m *Model) recordLogits(r *gpu.Recorder, n int, logits []int) {
 func (m *Model) layerAttention(il int) (gpu.Rope, gpu.AttnParams) {
 	c := m.Config
 	rope := gpu.Rope{NRot: c.NRot, FreqBase: c.RopeBase, FreqScale: c.RopeScale, NeoX: c.RopeNeoX, Factors: m.ropeFreqs, YaRN: c.YaRN}
+	if c.MRoped() {
+		rope.MPos, rope.Sections = m.scratch.mpos, c.MRope
+	}
 	ap := gpu.AttnParams{Scale: c.AttnScale, SoftCap: c.AttnSoftCap}
 	if c.SlidingLayer(il) {
 		ap.Window = c.SlidingWindow

@@ -35,6 +35,9 @@ type VisionEncoder struct {
 	order []int
 	// nPatch patches and a class token (mlp) make nSeq rows.
 	nPatch, nSeq, headDim int
+	// qwen is a Qwen projector's encoder, which takes inputs of any size; the fields above
+	// are then unused.
+	qwen *qwenVision
 }
 
 // visionLayer is one pre-norm ViT block.
@@ -68,6 +71,14 @@ func LoadVisionEncoder(dev *gpu.Device, f *gguf.File) (*VisionEncoder, error) {
 		return nil, err
 	}
 	e := &VisionEncoder{H: h, dev: dev, l: &loader{f: f, dev: dev}, headDim: h.NEmbd / h.NHead, nPatch: h.Patches()}
+	if h.Qwen() {
+		e.qwen = &qwenVision{h: h, dev: dev, headDim: e.headDim}
+		if err := e.qwen.load(e.l); err != nil {
+			e.l.release()
+			return nil, err
+		}
+		return e, nil
+	}
 	e.nSeq = e.nPatch
 	if h.Projector == vision.ProjectorMLP {
 		if _, ok := f.Tensor("v.class_embd"); ok {
@@ -102,21 +113,9 @@ func (e *VisionEncoder) load() error {
 	l, h := e.l, e.H
 	d, P := h.NEmbd, h.PatchSize
 	var err error
-	// The convolution's kernel (ggml ne [P, P, 3, d]) is a d x 3PP matrix over im2col rows,
-	// in f16 as ggml's im2col makes it whatever the file's type.
-	pt, kernel, err := l.floats("v.patch_embd.weight", P, P, 3, d)
-	if err != nil {
+	if e.patch, err = l.patchKernel("v.patch_embd.weight", P, d); err != nil {
 		return err
 	}
-	halves := make([]uint16, len(kernel))
-	for i, v := range kernel {
-		halves[i] = gguf.F32ToF16(v)
-	}
-	if e.patch, err = e.dev.UploadWeight(pt.Name, gpu.F16, d, 3*P*P, gpu.Bytes(halves)); err != nil {
-		return fmt.Errorf("model: %w", err)
-	}
-	l.weights = append(l.weights, e.patch)
-	l.progressed(pt)
 	if e.patchB, err = l.optionalVector("v.patch_embd.bias", d); err != nil {
 		return err
 	}
@@ -310,10 +309,13 @@ func (e *VisionEncoder) alloc() error {
 	return e.dev.Write(s.pix, 0, make([]byte, 4*n*3*h.PatchSize*h.PatchSize))
 }
 
-// Encode runs one preprocessed input (vision.Prepare's, ImageSize square) through the
-// encoder in one pass and returns its Tokens() embeddings of ProjDim values, one after
-// another.
+// Encode runs one preprocessed input (vision.Prepare's: ImageSize square, or for Qwen any
+// size of whole merged patches) through the encoder in one pass and returns its embeddings of
+// ProjDim values, one after another: H.Grid(in)'s tokens, row by row.
 func (e *VisionEncoder) Encode(in vision.Input) ([]float32, error) {
+	if e.qwen != nil {
+		return e.qwen.encode(in)
+	}
 	h := e.H
 	r, x, err := e.trunk(in, len(e.layers))
 	if err != nil {
@@ -418,6 +420,9 @@ func (e *VisionEncoder) project(r *gpu.Recorder, x *gpu.Buffer) {
 // Close releases the encoder's device memory.
 func (e *VisionEncoder) Close() {
 	e.l.release()
+	if e.qwen != nil {
+		e.qwen.release()
+	}
 	s := &e.s
 	for _, b := range []*gpu.Buffer{s.pix, s.x, s.xn, s.qkv, s.k, s.v, s.attn, s.ffn, s.pooled, s.normed, s.hidden, s.out, s.pos, s.state} {
 		if b != nil {

@@ -153,20 +153,69 @@ func genProjector(t *testing.T, p synth.Projector) *gguf.File {
 	return f
 }
 
-// randomInput is an input of fresh random normalised pixels.
+// randomInput is an input of fresh random normalised pixels: ImageSize square, or for Qwen
+// 140 x 84 (5 x 3 tokens: Qwen2.5-VL's 4-token windows split it in two).
 func randomInput(h vision.Hparams, rng *rand.Rand) vision.Input {
-	in := vision.Input{W: h.ImageSize, H: h.ImageSize, Pix: make([]float32, 3*h.ImageSize*h.ImageSize)}
+	w, hh := h.ImageSize, h.ImageSize
+	if h.Qwen() {
+		w, hh = 140, 84
+	}
+	in := vision.Input{W: w, H: hh, Pix: make([]float32, 3*w*hh)}
 	for i := range in.Pix {
 		in.Pix[i] = float32(rng.NormFloat64())
 	}
 	return in
 }
 
-// The mlp (LLaVA) and idefics3 (SmolVLM) encoders, on gen-model's projectors and random
-// inputs, give the plain-Go reference's rows after every layer and its embeddings within 1e-4
-// (4e-5 measured: the GELU tables' f16 roundings flip by one step where the driver's exp or
-// tanh and Go's differ in their last bit); two inputs give different embeddings (the pixels
-// reach them).
+// gpuTrunk runs the encoder's ViT through layers layers and returns its rows in the
+// reference's order (reference.VisionTrunk's).
+func gpuTrunk(t *testing.T, enc *VisionEncoder, in vision.Input, layers int) []float32 {
+	t.Helper()
+	d := enc.H.NEmbd
+	var r *gpu.Recorder
+	var x *gpu.Buffer
+	var err error
+	rows, gpuOrder, refOrder := enc.nSeq, enc.order, []int(nil)
+	if enc.qwen != nil {
+		r, x, _, err = enc.qwen.trunk(in, layers)
+		gw, gh := in.W/enc.H.PatchSize, in.H/enc.H.PatchSize
+		rows = gw * gh
+		win := 0
+		if enc.H.WindowPattern > 0 {
+			win = enc.H.WindowTokens()
+		}
+		gpuOrder, _, _ = vision.WindowOrder(gw, gh, win)
+		refOrder = vision.PatchOrder(gw, gh, 2)
+	} else {
+		r, x, err = enc.trunk(in, layers)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := r.SubmitAndRead(x, 0, uint64(4*rows*d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := gpu.Float32s(raw)
+	if gpuOrder == nil {
+		return got
+	}
+	out := make([]float32, len(got))
+	for i, j := range gpuOrder {
+		k := i
+		if refOrder != nil {
+			k = refOrder[i]
+		}
+		copy(out[k*d:(k+1)*d], got[j*d:(j+1)*d])
+	}
+	return out
+}
+
+// The mlp (LLaVA), idefics3 (SmolVLM), Qwen2-VL and Qwen2.5-VL encoders, on gen-model's
+// projectors and random inputs, give the plain-Go reference's rows after every layer and its
+// embeddings within 1e-4 (4e-5 measured: the GELU tables' f16 roundings flip by one step where
+// the driver's exp or tanh and Go's differ in their last bit); two inputs give different
+// embeddings (the pixels reach them).
 func TestVisionEncoderProjectors(t *testing.T) {
 	dev := gputest.Device(t)
 	rng := rand.New(rand.NewPCG(7, 11))
@@ -177,31 +226,20 @@ func TestVisionEncoderProjectors(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer enc.Close()
-		h, d := enc.H, enc.H.NEmbd
+		h := enc.H
 		in := randomInput(h, rng)
-		for layers := 0; layers <= h.Layers(); layers++ {
-			r, x, err := enc.trunk(in, layers)
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw, err := r.SubmitAndRead(x, 0, uint64(4*enc.nSeq*d))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := gpu.Float32s(raw)
-			if enc.order != nil { // back to row order
-				rows := make([]float32, len(got))
-				for i, j := range enc.order {
-					copy(rows[i*d:(i+1)*d], got[j*d:(j+1)*d])
-				}
-				got = rows
-			}
-			want, err := reference.VisionTrunk(f, in, layers)
+		layers := h.Layers()
+		if h.Qwen() {
+			layers = h.NLayer
+		}
+		for l := 0; l <= layers; l++ {
+			got := gpuTrunk(t, enc, in, l)
+			want, err := reference.VisionTrunk(f, in, l)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if e := cpuref.RelErr(got, want); e > 1e-4 {
-				t.Errorf("%s after %d layers: relative error %.2g", typ, layers, e)
+				t.Errorf("%s after %d layers: relative error %.2g", typ, l, e)
 			}
 		}
 		got, err := enc.Encode(in)
@@ -212,8 +250,9 @@ func TestVisionEncoderProjectors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) != h.Tokens()*64 || len(want) != len(got) {
-			t.Fatalf("%s: %d values, reference %d, want %d tokens of 64", typ, len(got), len(want), h.Tokens())
+		gw, gh := h.Grid(in)
+		if len(got) != gw*gh*64 || len(want) != len(got) {
+			t.Fatalf("%s: %d values, reference %d, want %dx%d tokens of 64", typ, len(got), len(want), gw, gh)
 		}
 		if e := cpuref.RelErr(got, want); e > 1e-4 {
 			t.Errorf("%s: embeddings' relative error %.2g", typ, e)

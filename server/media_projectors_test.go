@@ -10,6 +10,7 @@ import (
 	"image/png"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
@@ -33,11 +34,12 @@ func pngOf(t *testing.T, w, h int, seed uint8) []byte {
 	return buf.Bytes()
 }
 
-// gen-model's tiny llama with an mlp (LLaVA) or idefics3 (SmolVLM) projector serves images in
-// /completion and chat: the prompt holds the image's rows in the projector's layout (mlp's
-// 25 alone; idefics3's four tiles and overview of 9 each with their row, column and global
-// tokens), the same image again reuses its cached rows, another image does not, and /props
-// reports vision.
+// gen-model's tiny llama with an mlp (LLaVA) or idefics3 (SmolVLM) projector, and its tiny
+// Qwen2-VL text model with a Qwen2-VL or Qwen2.5-VL projector, serve images in /completion
+// and chat: the prompt holds the image's rows in the projector's layout (mlp's 25 alone;
+// idefics3's four tiles and overview of 9 each with their row, column and global tokens;
+// Qwen's 4 x 3 between <|vision_start|> and <|vision_end|>), the same image again reuses its
+// cached rows, another image does not, and /props reports vision.
 func TestVisionProjectorsServe(t *testing.T) {
 	for _, typ := range synth.ProjectorTypes() {
 		dir := t.TempDir()
@@ -45,6 +47,9 @@ func TestVisionProjectorsServe(t *testing.T) {
 		cfg, err := synth.Preset("tiny")
 		if err != nil {
 			t.Fatal(err)
+		}
+		if strings.HasPrefix(typ, "qwen") {
+			cfg.Arch = "qwen2vl"
 		}
 		if _, err := synth.WriteFile(text, cfg, nil); err != nil {
 			t.Fatal(err)
@@ -61,27 +66,38 @@ func TestVisionProjectorsServe(t *testing.T) {
 
 		h, _ := e.Vision()
 		tok := e.Tokenizer()
-		imageRows := 25 // mlp: 5 x 5 patches
-		if typ == "idefics3" {
-			// a 50 x 30 image in a 72-pixel edge: 2 x 2 tiles of 36, and the overview
-			imageRows = 5 * 9
-			lookup := func(s string) int {
-				for id := range int32(tok.NVocab()) {
-					if string(tok.Piece(id, true)) == s {
-						return 1
-					}
-				}
-				return len(tok.Encode(s, false, true))
-			}
-			for _, p := range h.Layout(2, 2) {
-				switch {
-				case p.Input >= 0:
-				case p.Lookup:
-					imageRows += lookup(p.Text)
-				default:
-					imageRows += len(tok.Encode(p.Text, false, true))
+		// a 50 x 30 image: mlp's 5 x 5 patches; idefics3's 2 x 2 tiles of 9 in a 72-pixel
+		// edge and the overview; Qwen's 112 x 84 (scaled up to its 8-token minimum): 4 x 3
+		inputs, cols, rows := []int{25}, 0, 0
+		switch {
+		case typ == "idefics3":
+			inputs, cols, rows = []int{9, 9, 9, 9, 9}, 2, 2
+		case h.Qwen():
+			inputs = []int{12}
+		}
+		lookup := func(s string) int {
+			for id := range int32(tok.NVocab()) {
+				if string(tok.Piece(id, true)) == s {
+					return 1
 				}
 			}
+			return len(tok.Encode(s, false, true))
+		}
+		imageRows, before := 0, 1 // the image's positions, and the prompt's before its first row (BOS, ...)
+		for _, p := range h.Layout(cols, rows) {
+			n := 0
+			switch {
+			case p.Input >= 0:
+				n = inputs[p.Input]
+			case p.Lookup:
+				n = lookup(p.Text)
+			default:
+				n = len(tok.Encode(p.Text, false, true))
+			}
+			if before == 1+imageRows && p.Input < 0 {
+				before += n
+			}
+			imageRows += n
 		}
 		var props struct {
 			Modalities map[string]bool `json:"modalities"`
@@ -114,10 +130,6 @@ func TestVisionProjectorsServe(t *testing.T) {
 		}
 		if n, cached := complete(a); n != want || cached < want-1 {
 			t.Errorf("%s: the same image again: %d prompt tokens, %d cached", typ, n, cached)
-		}
-		before := 1 // the tokens before the image's first row: BOS, and idefics3's first tile's
-		if typ == "idefics3" {
-			before += len(tok.Encode("<fake_token_around_image><row_1_col_1>", false, true))
 		}
 		if _, cached := complete(b); cached > before {
 			t.Errorf("%s: another image reused %d cached rows, more than the %d before its rows", typ, cached, before)

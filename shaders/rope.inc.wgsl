@@ -2,9 +2,49 @@
 // (with n_rot, freq_base, freq_scale, ext_factor, corr_lo, corr_hi) and, with FACTORS, the
 // binding `factors` (one divisor per rotated pair).
 
+#ifdef MROPE
+// mrope_section is the position component (0..3) pair i turns by: ggml's sector of i.
+fn mrope_section(i: u32) -> u32 {
+    let s = i % (p.sect0 + p.sect1 + p.sect2 + p.sect3);
+    if (s < p.sect0) {
+        return 0u;
+    }
+    if (s < p.sect0 + p.sect1) {
+        return 1u;
+    }
+    if (s < p.sect0 + p.sect1 + p.sect2) {
+        return 2u;
+    }
+    return 3u;
+}
+
+// mrope_exponent is pair i's frequency index and the dimensions its angles spread over: i
+// and n_rot, or in vision mode i from its section's start and n_rot / 2.
+fn mrope_exponent(i: u32) -> vec2<f32> {
+    if (p.mrope_vision == 0u) {
+        return vec2<f32>(f32(i), f32(p.n_rot));
+    }
+    let s = i % (p.sect0 + p.sect1 + p.sect2 + p.sect3);
+    var start = 0u;
+    if (s >= p.sect0 + p.sect1 + p.sect2) {
+        start = p.sect0 + p.sect1 + p.sect2;
+    } else if (s >= p.sect0 + p.sect1) {
+        start = p.sect0 + p.sect1;
+    } else if (s >= p.sect0) {
+        start = p.sect0;
+    }
+    return vec2<f32>(f32(s - start), f32(p.n_rot / 2u));
+}
+#endif
+
 // rope_theta is the unscaled angle of frequency i at position at.
 fn rope_theta(at: f32, i: u32) -> f32 {
+#ifdef MROPE
+    let e = mrope_exponent(i);
+    let th = at * pow(p.freq_base, -2.0 * e.x / e.y);
+#else
     let th = at * pow(p.freq_base, -f32(2u * i) / f32(p.n_rot));
+#endif
 #ifdef FACTORS
     return th / factors[i];
 #else

@@ -8,6 +8,11 @@
 // j with j + n_rot/2 (GPT-NeoX style, n_rot a multiple of 4) instead of adjacent elements.
 // BIAS adds the projection bias (one row of the qkv width) first; FACTORS divides each
 // frequency's angle by its factor (ggml's freq_factors). The two are never combined.
+// MROPE (with NEOX) is ggml's multi-section RoPE (Qwen2-VL): each token has four position
+// components in mpos (t, h, w, e), and pair i turns by the component its section names (i
+// modulo the sections' total: the first sect0 pairs t, the next sect1 h, then sect2 w, the
+// rest e). With mrope_vision (ggml's vision mode, the ViT's 2D RoPE) the frequency index
+// restarts at each section and the angles are spread over n_rot / 2 dimensions.
 
 struct Params {
     n_tokens: u32,
@@ -22,6 +27,11 @@ struct Params {
     corr_lo: f32,    // YaRN: the dimension range over which the blend ramps
     corr_hi: f32,
     page_bits: u32,  // cache addressing (kv_row.inc)
+    sect0: u32,      // MROPE: the pairs of each section
+    sect1: u32,
+    sect2: u32,
+    sect3: u32,
+    mrope_vision: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -36,6 +46,13 @@ struct Params {
 #endif
 #ifdef BIAS
 @group(0) @binding(5) var<storage, read> bias: array<f32>;      // (n_head + 2 n_kv_head, head_dim)
+#endif
+#ifdef MROPE
+#ifdef BIAS
+@group(0) @binding(6) var<storage, read> mpos: array<i32>;      // (n_tokens, 4): t, h, w, e
+#else
+@group(0) @binding(5) var<storage, read> mpos: array<i32>;
+#endif
 #endif
 #ifdef FACTORS
 // Per-frequency divisors of the angle (Llama 3.1's rope_freqs), one per rotated pair.
@@ -65,7 +82,11 @@ fn store_pair(is_k: bool, off: u32, v: vec2<f32>) {
 
 // rotate turns v by the angle of frequency i at token t's position.
 fn rotate(v: vec2<f32>, t: u32, i: u32) -> vec2<f32> {
+#ifdef MROPE
+    return rope_turn(v, f32(mpos[4u * t + mrope_section(i)]), i, p.attn_factor);
+#else
     return rope_turn(v, f32(pos[t]), i, p.attn_factor);
+#endif
 }
 
 // load reads two adjacent values of a head slot, with the projection bias added (BIAS).

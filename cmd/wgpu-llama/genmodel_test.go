@@ -138,7 +138,7 @@ func TestGenModelErrors(t *testing.T) {
 		{[]string{"--type", "Q9", "--out", out}, "unknown quantization type"},
 		{[]string{"--preset", "tiny"}, "--out FILE is required"},
 		{[]string{"--heads", "3", "--out", out}, "not a multiple of heads"},
-		{[]string{"--arch", "gpt2", "--out", out}, `architecture "gpt2" not supported (supported: llama, qwen2, qwen3, phi3, gemma2, gemma3, bert)`},
+		{[]string{"--arch", "gpt2", "--out", out}, `architecture "gpt2" not supported (supported: llama, qwen2, qwen2vl, qwen3, phi3, gemma2, gemma3, bert)`},
 		{[]string{"--vocab", "100", "--out", out}, "below the minimum"},
 		{[]string{"--rank", "--out", out}, "a rank head is bert's alone"},
 		{[]string{"--type", "Q4_K", "--out", filepath.Join(out, "no", "dir")}, "no such file"},
@@ -164,6 +164,7 @@ func TestGenModelProjector(t *testing.T) {
 		{[]string{"--projector", "mlp"}, "mlp", 25, 0, 64},
 		{[]string{"--projector", "mlp", "--image-size", "28", "--patch-size", "7", "--proj-dim", "96"}, "mlp", 16, 0, 96},
 		{[]string{"--projector", "idefics3", "--longest-edge", "108"}, "idefics3", 9, 108, 64},
+		{[]string{"--projector", "qwen2.5vl_merger", "--proj-dim", "32"}, "qwen2.5vl_merger", 16, 0, 32},
 	} {
 		f, err := gguf.Open(genModel(t, c.args...))
 		if err != nil {

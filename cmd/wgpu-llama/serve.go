@@ -102,6 +102,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		httpSrv.Close()
 		return err
 	}
+	cfg.ImageMinTokens, cfg.ImageMaxTokens = max(0, sf.vision.imageMinTokens), max(0, sf.vision.imageMaxTokens)
 	if err := sf.embed.apply(&cfg); err != nil {
 		httpSrv.Close()
 		return err

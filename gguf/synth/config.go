@@ -77,7 +77,9 @@ var presets = map[string]Config{
 }
 
 // Archs lists the architectures Write can generate.
-func Archs() []string { return []string{"llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3", "bert"} }
+func Archs() []string {
+	return []string{"llama", "qwen2", "qwen2vl", "qwen3", "phi3", "gemma2", "gemma3", "bert"}
+}
 
 // Presets lists the preset names, smallest first.
 func Presets() []string { return []string{"tiny", "134m", "1b", "8b"} }
@@ -128,7 +130,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("synth: head size %d must be even", hd)
 	case rot%2 != 0 || rot <= 0 || rot > hd:
 		return fmt.Errorf("synth: rope dimensions %d must be even, positive and at most the head size %d", rot, hd)
-	case (c.arch() == "qwen2" || c.arch() == "qwen3" || c.gemma()) && rot != hd:
+	case (c.qwen2() || c.arch() == "qwen3" || c.gemma()) && rot != hd:
 		return fmt.Errorf("synth: %s rotates whole heads: rope dimensions %d must equal the head size %d", c.arch(), rot, hd)
 	case (c.arch() == "phi3" || c.bert()) && hd*c.Heads != c.Dim:
 		return fmt.Errorf("synth: %s needs heads x head size = dim, got %d x %d != %d", c.arch(), c.Heads, hd, c.Dim)
@@ -176,6 +178,19 @@ func (c Config) ropeDim() int {
 		return c.headDim() / 2
 	}
 	return c.headDim()
+}
+
+// qwen2 reports whether the architecture is Qwen2's: qwen2, and qwen2vl (Qwen2-VL's text
+// model, the same tensors turned by M-RoPE).
+func (c Config) qwen2() bool { return c.arch() == "qwen2" || c.arch() == "qwen2vl" }
+
+// mropeSections are qwen2vl's rope.dimension_sections: the head's rotated pairs split as
+// Qwen2-VL's [16, 24, 24, 0] of 64 are, t a quarter, h and w the rest.
+func (c Config) mropeSections() [4]int {
+	pairs := c.headDim() / 2
+	t := pairs / 4
+	h := (pairs - t) / 2
+	return [4]int{t, h, pairs - t - h, 0}
 }
 
 // gemma says whether the architecture is Gemma 2 or 3.

@@ -30,20 +30,35 @@ type Projector struct {
 	ScaleFactor int
 	// LongestEdge is idefics3's clip.vision.preproc_image_size (0: no tiles).
 	LongestEdge int
+	// WindowPattern is Qwen2.5-VL's n_wa_pattern (every WindowPattern-th layer attends
+	// over the whole image).
+	WindowPattern int
 	// Seed selects the weights.
 	Seed uint64
 }
 
 // ProjectorTypes lists the projector types WriteProjector writes.
-func ProjectorTypes() []string { return []string{"mlp", "idefics3"} }
+func ProjectorTypes() []string {
+	return []string{"mlp", "idefics3", "qwen2vl_merger", "qwen2.5vl_merger"}
+}
+
+// qwen reports whether the projector is Qwen2-VL's or Qwen2.5-VL's.
+func (p Projector) qwen() bool { return strings.HasPrefix(p.Type, "qwen2") }
 
 // TinyProjector is a small projector of the type for the tiny preset's width (64): a 5 x 5
 // patch grid (mlp) or 6 x 6 pooled by 2 (idefics3, tiles of an image fit into 72 x 72), sizes
-// no kernel tile divides.
+// no kernel tile divides; Qwen's take 14-pixel patches (their windows are 4 x 4 tokens), and
+// Qwen2.5-VL's layers alternate windowed and full attention (n_wa_pattern 2).
 func TinyProjector(typ string) Projector {
 	p := Projector{Type: typ, ImageSize: 30, PatchSize: 6, Dim: 48, Layers: 3, Heads: 4, FF: 100, ProjDim: 64, Hidden: 80, Seed: 1}
-	if typ == "idefics3" {
+	switch typ {
+	case "idefics3":
 		p.ImageSize, p.ScaleFactor, p.LongestEdge = 36, 2, 72
+	case "qwen2vl_merger", "qwen2.5vl_merger":
+		p.ImageSize, p.PatchSize = 112, 14
+		if typ == "qwen2.5vl_merger" {
+			p.WindowPattern = 2
+		}
 	}
 	return p
 }
@@ -71,6 +86,10 @@ func (p Projector) Validate() error {
 		return fmt.Errorf("synth: an mlp projector runs all layers but the last: it needs 2 or more")
 	case p.Type == "mlp" && p.Dim == p.FF:
 		return fmt.Errorf("synth: an mlp projector's ff must differ from its dim (its ffn_up and ffn_down are told apart by shape)")
+	case p.qwen() && (p.Dim/p.Heads)%4 != 0:
+		return fmt.Errorf("synth: a Qwen projector's head size %d must be a multiple of 4 (2D rotary positions)", p.Dim/p.Heads)
+	case p.Type == "qwen2.5vl_merger" && (p.WindowPattern < 1 || p.WindowPattern > p.Layers):
+		return fmt.Errorf("synth: Qwen2.5-VL needs a window pattern of 1 to %d layers, not %d", p.Layers, p.WindowPattern)
 	case p.Type == "idefics3" && (p.ScaleFactor < 2 || g%p.ScaleFactor != 0):
 		return fmt.Errorf("synth: idefics3 needs a scale factor above 1 that divides the %dx%d patch grid, not %d", g, g, p.ScaleFactor)
 	}
@@ -95,6 +114,9 @@ func (p Projector) tensors() []quantize.Tensor {
 	var ts []quantize.Tensor
 	add := func(name string, shape ...uint64) {
 		ts = append(ts, quantize.Tensor{Name: name, Shape: shape, Type: gguf.TypeF32})
+	}
+	if p.qwen() {
+		return p.qwenTensors()
 	}
 	mlp := p.Type == "mlp"
 	if mlp {
@@ -145,8 +167,51 @@ func (p Projector) tensors() []quantize.Tensor {
 	return ts
 }
 
-// kvs is the projector's metadata. mlp has CLIP's mean and std and quick GELU (no
-// clip.use_gelu); idefics3 SigLIP's 0.5s and GELU.
+// qwenTensors are Qwen2-VL's (llama.cpp's converter's names): the 3D convolution's two frames'
+// kernels, no position embeddings, LayerNorms (Qwen2.5-VL: RMS norms, without biases, and a
+// gate), and the merger's two matrices over 2 x 2 patches.
+func (p Projector) qwenTensors() []quantize.Tensor {
+	d, P, ff := uint64(p.Dim), uint64(p.PatchSize), uint64(p.FF)
+	var ts []quantize.Tensor
+	add := func(name string, shape ...uint64) {
+		ts = append(ts, quantize.Tensor{Name: name, Shape: shape, Type: gguf.TypeF32})
+	}
+	rms := p.Type == "qwen2.5vl_merger"
+	norm := func(name string) {
+		add(name+".weight", d)
+		if !rms {
+			add(name+".bias", d)
+		}
+	}
+	add("v.patch_embd.weight", P, P, 3, d)
+	add("v.patch_embd.weight.1", P, P, 3, d)
+	for i := range p.Layers {
+		b := fmt.Sprintf("v.blk.%d.", i)
+		for _, x := range []string{"attn_q", "attn_k", "attn_v", "attn_out"} {
+			add(b+x+".weight", d, d)
+			add(b+x+".bias", d)
+		}
+		norm(b + "ln1")
+		if rms {
+			add(b+"ffn_gate.weight", d, ff)
+			add(b+"ffn_gate.bias", ff)
+		}
+		add(b+"ffn_up.weight", d, ff)
+		add(b+"ffn_up.bias", ff)
+		add(b+"ffn_down.weight", ff, d)
+		add(b+"ffn_down.bias", d)
+		norm(b + "ln2")
+	}
+	norm("v.post_ln")
+	add("mm.0.weight", 4*d, 4*d)
+	add("mm.0.bias", 4*d)
+	add("mm.2.weight", 4*d, uint64(p.ProjDim))
+	add("mm.2.bias", uint64(p.ProjDim))
+	return ts
+}
+
+// kvs is the projector's metadata. mlp and Qwen have CLIP's mean and std and quick GELU (no
+// clip.use_gelu; Qwen2.5-VL clip.use_silu); idefics3 SigLIP's 0.5s and GELU.
 func (p Projector) kvs() []gguf.KV {
 	u32 := func(k string, v int) gguf.KV { return gguf.KV{Key: k, Type: gguf.TypeUint32, Value: uint32(v)} }
 	f32 := func(k string, v float32) gguf.KV { return gguf.KV{Key: k, Type: gguf.TypeFloat32, Value: v} }
@@ -177,6 +242,16 @@ func (p Projector) kvs() []gguf.KV {
 			f32s("clip.vision.image_mean", 0.48145466, 0.4578275, 0.40821073),
 			f32s("clip.vision.image_std", 0.26862954, 0.26130258, 0.27577711),
 			f32("clip.vision.attention.layer_norm_epsilon", 1e-5))
+	case "qwen2vl_merger", "qwen2.5vl_merger":
+		kvs = append(kvs,
+			f32s("clip.vision.image_mean", 0.48145466, 0.4578275, 0.40821073),
+			f32s("clip.vision.image_std", 0.26862954, 0.26130258, 0.27577711),
+			f32("clip.vision.attention.layer_norm_epsilon", 1e-6),
+			u32("clip.vision.spatial_merge_size", 2))
+		if p.Type == "qwen2.5vl_merger" {
+			kvs = append(kvs, boolean("clip.use_silu", true), u32("clip.vision.n_wa_pattern", p.WindowPattern))
+		}
+		return kvs
 	default:
 		kvs = append(kvs,
 			f32s("clip.vision.image_mean", 0.5, 0.5, 0.5),

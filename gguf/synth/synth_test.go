@@ -267,6 +267,9 @@ func TestArchs(t *testing.T) {
 		"qwen2": {"attn_q.weight": {64, 64}, "attn_q.bias": {64}, "attn_k.weight": {64, 32}, "attn_k.bias": {32},
 			"attn_v.weight": {64, 32}, "attn_v.bias": {32}, "attn_output.weight": {64, 64},
 			"ffn_gate.weight": {64, 172}, "ffn_up.weight": {64, 172}},
+		"qwen2vl": {"attn_q.weight": {64, 64}, "attn_q.bias": {64}, "attn_k.weight": {64, 32}, "attn_k.bias": {32},
+			"attn_v.weight": {64, 32}, "attn_v.bias": {32}, "attn_output.weight": {64, 64},
+			"ffn_gate.weight": {64, 172}, "ffn_up.weight": {64, 172}},
 		// Heads of 32 (2*dim/heads): q is 4x32 = 128 wide, k and v 2x32.
 		"qwen3": {"attn_q.weight": {64, 128}, "attn_q_norm.weight": {32}, "attn_k.weight": {64, 64}, "attn_k_norm.weight": {32},
 			"attn_v.weight": {64, 64}, "attn_output.weight": {128, 64}, "ffn_gate.weight": {64, 172}, "ffn_up.weight": {64, 172}},
@@ -280,10 +283,11 @@ func TestArchs(t *testing.T) {
 			"ffn_gate.weight": {64, 172}, "ffn_up.weight": {64, 172}, "post_ffw_norm.weight": {64}},
 	}
 	keys := map[string]map[string]uint64{ // beyond the common ones
-		"llama": {"rope.dimension_count": 16},
-		"qwen2": {"rope.dimension_count": 16},
-		"qwen3": {"rope.dimension_count": 32, "attention.key_length": 32, "attention.value_length": 32},
-		"phi3":  {"rope.dimension_count": 8},
+		"llama":   {"rope.dimension_count": 16},
+		"qwen2":   {"rope.dimension_count": 16},
+		"qwen2vl": {"rope.dimension_count": 16},
+		"qwen3":   {"rope.dimension_count": 32, "attention.key_length": 32, "attention.value_length": 32},
+		"phi3":    {"rope.dimension_count": 8},
 		"gemma2": {"rope.dimension_count": 16, "attention.key_length": 16, "attention.value_length": 16,
 			"attention.sliding_window": 4},
 		"gemma3": {"rope.dimension_count": 16, "attention.key_length": 16, "attention.value_length": 16,
@@ -389,6 +393,9 @@ func TestArchs(t *testing.T) {
 					if _, ok := f.Lookup(arch + "." + key); ok != want {
 						t.Errorf("%s.%s present: %v", arch, key, ok)
 					}
+				}
+				if sect, ok := f.Int32s(arch + ".rope.dimension_sections"); ok != (arch == "qwen2vl") || ok && fmt.Sprint(sect) != "[2 3 3 0]" {
+					t.Errorf("%s.rope.dimension_sections %v (%v)", arch, sect, ok)
 				}
 				checkTokenizer(t, f)
 			})

@@ -81,20 +81,20 @@ func (c Config) Tensors() []quantize.Tensor {
 		} else {
 			blk("attn_q.weight", d, q)
 			switch arch {
-			case "qwen2":
+			case "qwen2", "qwen2vl":
 				blk("attn_q.bias", q)
 			case "qwen3", "gemma3":
 				blk("attn_q_norm.weight", hd)
 			}
 			blk("attn_k.weight", d, kv)
 			switch arch {
-			case "qwen2":
+			case "qwen2", "qwen2vl":
 				blk("attn_k.bias", kv)
 			case "qwen3", "gemma3":
 				blk("attn_k_norm.weight", hd)
 			}
 			blk("attn_v.weight", d, kv)
-			if arch == "qwen2" {
+			if c.qwen2() {
 				blk("attn_v.bias", kv)
 			}
 		}
@@ -186,6 +186,10 @@ func (c Config) KVs() ([]gguf.KV, error) {
 	kvs = append(kvs,
 		u32(a+".rope.dimension_count", c.ropeDim()),
 		f32(a+".rope.freq_base", c.RopeBase))
+	if a == "qwen2vl" {
+		sect := c.mropeSections()
+		kvs = append(kvs, gguf.KV{Key: a + ".rope.dimension_sections", Type: gguf.TypeArray, Value: gguf.Array{Elem: gguf.TypeInt32, Values: []int32{int32(sect[0]), int32(sect[1]), int32(sect[2]), int32(sect[3])}}})
+	}
 	if s := c.ropeScale(); s > 0 {
 		kvs = append(kvs, str(a+".rope.scaling.type", "linear"), f32(a+".rope.scaling.factor", s))
 	}

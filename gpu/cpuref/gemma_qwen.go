@@ -122,3 +122,35 @@ func AvgPool(x []float32, n, g, s int) []float32 {
 	}
 	return out
 }
+
+// RoPEMulti rotates x in place as ggml's multi-section RoPE (ggml_rope_multi, NeoX pairs:
+// element i with i + nRot/2): pos holds four position components per token (t, h, w, e), and
+// pair i turns by the component its section names (i modulo the sections' total). In vision
+// mode each section's frequency index restarts at its first pair and the angles spread over
+// nRot/2 dimensions: theta = p * freqBase^(-2k/(nRot/2)), k counted from the section's start;
+// otherwise theta = p * freqBase^(-2i/nRot).
+func RoPEMulti(x []float32, pos []int32, nHeads, headDim, nRot int, freqBase float32, sections [4]int, vision bool) {
+	half := nRot / 2
+	total := sections[0] + sections[1] + sections[2] + sections[3]
+	for t := range len(pos) / 4 {
+		for h := range nHeads {
+			base := (t*nHeads + h) * headDim
+			for i := range half {
+				s, c, start := i%total, 0, 0
+				for c < 3 && s >= start+sections[c] {
+					start += sections[c]
+					c++
+				}
+				k, dims := float64(i), float64(nRot)
+				if vision {
+					k, dims = float64(s-start), float64(nRot/2)
+				}
+				theta := float64(pos[4*t+c]) * math.Pow(float64(freqBase), -2*k/dims)
+				cs, sn := math.Cos(theta), math.Sin(theta)
+				x0, x1 := float64(x[base+i]), float64(x[base+i+half])
+				x[base+i] = float32(x0*cs - x1*sn)
+				x[base+i+half] = float32(x0*sn + x1*cs)
+			}
+		}
+	}
+}

@@ -21,6 +21,8 @@
 //
 //	llama: RoPE on adjacent pairs (x[2i], x[2i+1]); biases optional.
 //	qwen2: NeoX RoPE, pairs (x[i], x[i + n_rot/2]); attn_q/attn_k/attn_v biases.
+//	qwen2vl: qwen2's; its M-RoPE turns text, whose position components are all equal, as NeoX
+//	       RoPE (Forward takes text only).
 //	qwen3: NeoX RoPE; attn_q_norm and attn_k_norm, RMSNorms over each head's head_dim values.
 //	phi3:  NeoX RoPE, often on part of each head (rope.dimension_count < head_dim); one fused
 //	       attn_qkv matrix whose rows are q's, then k's, then v's; and ffn_up with 2*n_ff rows,
@@ -56,7 +58,7 @@ import (
 )
 
 // Supported lists the architectures Forward runs (decoders; Embed runs the Encoders).
-var Supported = []string{"llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"}
+var Supported = []string{"llama", "qwen2", "qwen2vl", "qwen3", "phi3", "gemma2", "gemma3"}
 
 // hparams are the hyperparameters, from the "<arch>.*" metadata keys.
 type hparams struct {
@@ -246,7 +248,7 @@ func loadLayer(w loader, hp hparams, il int) (layerWeights, error) {
 		get(&lw.wk, "attn_k.weight", hp.nEmbd, kvDim)
 		get(&lw.wv, "attn_v.weight", hp.nEmbd, kvDim)
 	}
-	if hp.arch == "qwen2" { // required there, optional elsewhere (llama.cpp's build_qkv)
+	if hp.arch == "qwen2" || hp.arch == "qwen2vl" { // required there, optional elsewhere (llama.cpp's build_qkv)
 		get(&lw.bq, "attn_q.bias", qDim)
 		get(&lw.bk, "attn_k.bias", kvDim)
 		get(&lw.bv, "attn_v.bias", kvDim)

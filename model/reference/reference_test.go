@@ -373,7 +373,7 @@ func TestErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Forward(f, prompt); err == nil || !strings.Contains(err.Error(), "llama, qwen2, qwen3, phi3, gemma2, gemma3") {
+	if _, err := Forward(f, prompt); err == nil || !strings.Contains(err.Error(), "llama, qwen2, qwen2vl, qwen3, phi3, gemma2, gemma3") {
 		t.Errorf("gpt2: %v, want an error listing the supported architectures", err)
 	}
 	m := synthFile(t, "qwen3", quantize.MixF32)

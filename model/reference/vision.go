@@ -40,17 +40,23 @@ func EncodeImage(f *gguf.File, in vision.Input) ([]float32, error) {
 		return nil, err
 	}
 	h, _ := vision.ReadHparams(f)
+	if h.Qwen() {
+		return qwenMerge(f, h, x)
+	}
 	return project(loader{f}, h, x)
 }
 
 // VisionTrunk runs the encoder's ViT on one input up to the output of layer layers-1 (all the
 // layers run, and the post-norm, when layers < 0; the embeddings before layer 0 when layers
 // is 0): the rows the projector takes, for checking an encoder layer by layer. mlp's class
-// token is the last row.
+// token is the last row; Qwen's rows are in 2 x 2 block order (vision.PatchOrder by 2).
 func VisionTrunk(f *gguf.File, in vision.Input, layers int) ([]float32, error) {
 	h, err := vision.ReadHparams(f)
 	if err != nil {
 		return nil, err
+	}
+	if h.Qwen() {
+		return qwenTrunk(f, h, in, layers)
 	}
 	S, P, d := h.ImageSize, h.PatchSize, h.NEmbd
 	if in.W != S || in.H != S || len(in.Pix) != 3*S*S {

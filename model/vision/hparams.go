@@ -22,10 +22,16 @@ const (
 	// ProjectorIdefics3 is SmolVLM's: a SigLIP ViT, a pixel shuffle and one projection, with
 	// an image cut into tiles plus an overview.
 	ProjectorIdefics3 = "idefics3"
+	// ProjectorQwen2VL is Qwen2-VL's: a ViT of any input size with 2D rotary positions, and a
+	// merger of 2 x 2 patches through a two-layer GELU MLP; its text model turns by M-RoPE.
+	ProjectorQwen2VL = "qwen2vl_merger"
+	// ProjectorQwen25VL is Qwen2.5-VL's: Qwen2-VL's with RMS norms, a SiLU-gated
+	// feed-forward and attention within windows but in every WindowPattern-th layer.
+	ProjectorQwen25VL = "qwen2.5vl_merger"
 )
 
 // Projectors lists the supported projector types.
-var Projectors = []string{ProjectorGemma3, ProjectorMLP, ProjectorIdefics3}
+var Projectors = []string{ProjectorGemma3, ProjectorMLP, ProjectorIdefics3, ProjectorQwen2VL, ProjectorQwen25VL}
 
 // Act is a vision FFN's activation.
 type Act int
@@ -35,6 +41,8 @@ const (
 	ActGELU Act = iota
 	// ActGELUQuick is x * sigmoid(1.702 x), llama.cpp's default (CLIP's quick_gelu).
 	ActGELUQuick
+	// ActSiLU is a SiLU-gated feed-forward (clip.use_silu; Qwen2.5-VL's ffn_gate).
+	ActSiLU
 )
 
 // Hparams are a projector file's vision hyperparameters.
@@ -57,6 +65,28 @@ type Hparams struct {
 	// LongestEdge is idefics3's clip.vision.preproc_image_size: an image is scaled (keeping its
 	// aspect) to fit it, then cut into ImageSize tiles; 0 means no tiles, the overview only.
 	LongestEdge int
+	// Merge is Qwen's spatial_merge_size: Merge x Merge patches become one token.
+	Merge int
+	// WindowPattern is Qwen2.5-VL's n_wa_pattern: layer il attends over the whole image when
+	// (il+1) % WindowPattern == 0, within windows of WindowTokens x WindowTokens tokens
+	// otherwise; 0: always the whole image.
+	WindowPattern int
+	// ImageMinTokens and ImageMaxTokens bound the tokens of a variable-size image (Qwen;
+	// llama.cpp's 8 and 4096, --image-min-tokens and --image-max-tokens); 0 for fixed-size
+	// projectors.
+	ImageMinTokens, ImageMaxTokens int
+	// RMSNorm: the ViT's norms are RMS norms (Qwen2.5-VL), not LayerNorms.
+	RMSNorm bool
+}
+
+// WindowTokens is Qwen2.5-VL's window side in tokens: llama.cpp's 112 pixels over merged
+// patches.
+func (h Hparams) WindowTokens() int { return max(1, 112/(h.PatchSize*h.Merge)) }
+
+// Qwen reports whether the projector is Qwen2-VL's or Qwen2.5-VL's: inputs of any size,
+// 2D rotary positions, M-RoPE in the text model.
+func (h Hparams) Qwen() bool {
+	return h.Projector == ProjectorQwen2VL || h.Projector == ProjectorQwen25VL
 }
 
 // ReadHparams reads a projector's hyperparameters, refusing files that are not a vision
@@ -74,6 +104,9 @@ func ReadHparams(f *gguf.File) (Hparams, error) {
 	case ProjectorGemma3:
 		h.ScaleFactor = 4 // llama.cpp's default, real Gemma 3's value
 	case ProjectorMLP, ProjectorIdefics3:
+	case "qwen2.5o": // llama.cpp reads Qwen2.5-Omni's vision side as Qwen2.5-VL's
+		h.Projector = ProjectorQwen25VL
+	case ProjectorQwen2VL, ProjectorQwen25VL:
 	default:
 		return Hparams{}, fmt.Errorf("vision: projector type %q is not supported (supported: %s)", h.Projector, strings.Join(Projectors, ", "))
 	}
@@ -113,7 +146,13 @@ func ReadHparams(f *gguf.File) (Hparams, error) {
 		h.Act = ActGELU
 	}
 	if v, _ := f.Bool("clip.use_silu"); v {
-		return Hparams{}, fmt.Errorf("vision: clip.use_silu: a SiLU feed-forward is not supported for projector %q", h.Projector)
+		if h.Act == ActGELU {
+			return Hparams{}, fmt.Errorf("vision: clip.use_gelu and clip.use_silu are both set")
+		}
+		if h.Projector != ProjectorQwen25VL {
+			return Hparams{}, fmt.Errorf("vision: clip.use_silu: a SiLU feed-forward is not supported for projector %q", h.Projector)
+		}
+		h.Act = ActSiLU
 	}
 	for _, c := range []struct {
 		key string
@@ -130,6 +169,10 @@ func ReadHparams(f *gguf.File) (Hparams, error) {
 	}
 	grid := h.ImageSize / h.PatchSize
 	switch {
+	case h.Qwen():
+		if h.NEmbd/h.NHead%4 != 0 {
+			return Hparams{}, fmt.Errorf("vision: head size %d is not a multiple of 4 (2D rotary positions)", h.NEmbd/h.NHead)
+		}
 	case h.ImageSize%h.PatchSize != 0:
 		return Hparams{}, fmt.Errorf("vision: image_size %d is not a multiple of patch_size %d", h.ImageSize, h.PatchSize)
 	case h.Projector != ProjectorMLP && (h.ScaleFactor < 1 || grid%h.ScaleFactor != 0):
@@ -168,6 +211,31 @@ func (h *Hparams) projectorSpecific(f *gguf.File) error {
 		if h.NLayer < 2 {
 			return fmt.Errorf("vision: an mlp projector runs block_count-1 layers: block_count %d is too few", h.NLayer)
 		}
+	case ProjectorQwen2VL, ProjectorQwen25VL:
+		h.Merge, h.ImageMinTokens, h.ImageMaxTokens = 2, 8, 4096
+		if v, ok := f.Uint("clip.vision.spatial_merge_size"); ok {
+			h.Merge = int(v)
+		}
+		if h.Merge != 2 {
+			return fmt.Errorf("vision: spatial_merge_size %d is not supported (llama.cpp's Qwen graph merges 2 x 2)", h.Merge)
+		}
+		if v, ok := f.Uint("clip.vision.n_wa_pattern"); ok {
+			h.WindowPattern = int(v)
+		} else if h.Projector == ProjectorQwen25VL {
+			return fmt.Errorf("vision: clip.vision.n_wa_pattern missing (Qwen2.5-VL's window attention)")
+		}
+		if h.WindowPattern > h.NLayer {
+			return fmt.Errorf("vision: n_wa_pattern %d is over the %d layers", h.WindowPattern, h.NLayer)
+		}
+		h.RMSNorm = h.Projector == ProjectorQwen25VL
+		if _, ok := f.Tensor("v.patch_embd.bias"); ok {
+			return fmt.Errorf("vision: a Qwen projector's patch embedding has no bias")
+		}
+		t, ok := f.Tensor("mm.2.weight")
+		if !ok || len(t.Shape) != 2 || t.Shape[1] == 0 || t.Shape[1] > 1<<16 {
+			return fmt.Errorf("vision: a Qwen projector needs a 2-D mm.2.weight")
+		}
+		h.ProjDim = int(t.Shape[1])
 	case ProjectorIdefics3:
 		if h.ScaleFactor < 2 {
 			return fmt.Errorf("vision: idefics3 needs clip.vision.projector.scale_factor above 1, not %d", h.ScaleFactor)
@@ -193,10 +261,33 @@ func (h Hparams) Layers() int {
 	return h.NLayer
 }
 
-// Tokens is the number of embeddings (text positions) one encoder input becomes.
-func (h Hparams) Tokens() int {
+// Grid is the token grid an encoder input becomes: its embeddings are gw x gh, row by row.
+func (h Hparams) Grid(in Input) (gw, gh int) {
+	if h.Qwen() {
+		return in.W / (h.PatchSize * h.Merge), in.H / (h.PatchSize * h.Merge)
+	}
+	g := h.ImageSize / h.PatchSize
 	if h.Projector == ProjectorMLP {
+		return g, g
+	}
+	return g / h.ScaleFactor, g / h.ScaleFactor
+}
+
+// MaxTokens is the most embeddings one encoder input becomes.
+func (h Hparams) MaxTokens() int {
+	if h.Qwen() {
+		return h.ImageMaxTokens
+	}
+	return h.Tokens()
+}
+
+// Tokens is the number of embeddings (text positions) an ImageSize x ImageSize input becomes.
+func (h Hparams) Tokens() int {
+	switch {
+	case h.Projector == ProjectorMLP:
 		return h.Patches()
+	case h.Qwen():
+		return h.Patches() / (h.Merge * h.Merge)
 	}
 	return h.Patches() / (h.ScaleFactor * h.ScaleFactor)
 }

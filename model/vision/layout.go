@@ -17,7 +17,7 @@ type Piece struct {
 
 // Layout is what llama.cpp's mtmd_tokenize puts in a prompt for an image of the projector,
 // prepared with the given tile grid: gemma3's <start_of_image> and <end_of_image> around the
-// embeddings; mlp's embeddings alone; idefics3's tiles, each after
+// embeddings (Qwen's <|vision_start|> and <|vision_end|>); mlp's embeddings alone; idefics3's tiles, each after
 // <fake_token_around_image><row_R_col_C>, rows ended by a newline, then "\n\n", the overview
 // between <fake_token_around_image><global-img> and <fake_token_around_image>.
 func (h Hparams) Layout(cols, rows int) []Piece {
@@ -26,6 +26,8 @@ func (h Hparams) Layout(cols, rows int) []Piece {
 	switch h.Projector {
 	case ProjectorGemma3:
 		return []Piece{text("<start_of_image>"), {Input: 0}, text("<end_of_image>")}
+	case ProjectorQwen2VL, ProjectorQwen25VL:
+		return []Piece{text("<|vision_start|>"), {Input: 0}, text("<|vision_end|>")}
 	case ProjectorIdefics3:
 		var out []Piece
 		for y := range rows {

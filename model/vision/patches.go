@@ -44,3 +44,38 @@ func Patches(in Input, P int, order []int) []float32 {
 	}
 	return out
 }
+
+// WindowOrder is the sequence order of a Qwen encoder's gw x gh patch grid, merged 2 x 2 into
+// tokens, whose attention keeps within windows of win x win tokens (0: one window, the whole
+// grid): windows row by row, each window's tokens row by row, each token's four patches row
+// by row, so a window's patches, and a token's, lie end to end. It returns each patch's
+// sequence position (row order in, as PatchOrder), the raster index of the token at each
+// sequence place (to put the merged tokens back in row order), and the windows' lengths in
+// tokens, in order.
+func WindowOrder(gw, gh, win int) (patches, tokens, windows []int) {
+	pw, ph := gw/2, gh/2
+	if win <= 0 {
+		win = max(pw, ph)
+	}
+	seqOf := make([]int, pw*ph) // a token's place in the sequence
+	for wy := 0; wy < ph; wy += win {
+		for wx := 0; wx < pw; wx += win {
+			n := 0
+			for ty := wy; ty < min(wy+win, ph); ty++ {
+				for tx := wx; tx < min(wx+win, pw); tx++ {
+					seqOf[ty*pw+tx] = len(tokens)
+					tokens = append(tokens, ty*pw+tx)
+					n++
+				}
+			}
+			windows = append(windows, n)
+		}
+	}
+	patches = make([]int, gw*gh)
+	for y := range gh {
+		for x := range gw {
+			patches[y*gw+x] = 4*seqOf[(y/2)*pw+x/2] + (y%2)*2 + x%2
+		}
+	}
+	return patches, tokens, windows
+}

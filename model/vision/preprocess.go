@@ -22,10 +22,16 @@ type Prepared struct {
 // projector does (tools/mtmd): gemma3 and mlp scale the image, keeping its aspect, to fit
 // ImageSize x ImageSize (gemma3 bilinear on black, mlp bicubic on the CLIP mean's grey);
 // idefics3 scales it (bicubic, aspect kept, black) to whole ImageSize tiles that fit
-// LongestEdge and adds the image stretched (bilinear) to one tile as the overview. The
-// arithmetic is float32 as llama.cpp's, so the pixels are bit-exact to it.
+// LongestEdge and adds the image stretched (bilinear) to one tile as the overview; Qwen's
+// scale it (bilinear, aspect kept, black) to a size of whole merged patches within its token
+// bounds (smartSize). The arithmetic is float32 as llama.cpp's, so the pixels are bit-exact
+// to it.
 func Prepare(img *RGB, h Hparams) Prepared {
 	s := h.ImageSize
+	if h.Qwen() {
+		w, hh := smartSize(img.W, img.H, h)
+		return Prepared{Inputs: []Input{normalise(fit(img, w, hh, resizeBilinear, [3]uint8{}), h)}}
+	}
 	switch h.Projector {
 	case ProjectorMLP:
 		return Prepared{Inputs: []Input{normalise(fit(img, s, s, resizeBicubic, [3]uint8{122, 116, 104}), h)}}
@@ -56,6 +62,25 @@ func tiledSize(w, h, tile, longest int) (int, int) {
 	scale := min(float32(longest)/float32(w), float32(longest)/float32(h))
 	up := func(v float32) int { return int(math.Ceil(float64(v/float32(tile)))) * tile }
 	return up(float32(w) * scale), up(float32(h) * scale)
+}
+
+// smartSize is llama.cpp's calc_size_preserved_ratio for Qwen (transformers' smart_resize):
+// each side rounded to whole merged patches, then scaled down (sides floored) or up (ceiled)
+// keeping the aspect when the area leaves the token bounds.
+func smartSize(width, height int, h Hparams) (int, int) {
+	align := h.PatchSize * h.Merge
+	minPx, maxPx := h.ImageMinTokens*align*align, h.ImageMaxTokens*align*align
+	by := func(x float32, f func(float64) float64) int { return int(f(float64(x/float32(align)))) * align }
+	wBar, hBar := max(align, by(float32(width), math.Round)), max(align, by(float32(height), math.Round))
+	switch {
+	case wBar*hBar > maxPx:
+		beta := float32(math.Sqrt(float64(float32(width*height) / float32(maxPx))))
+		wBar, hBar = max(align, by(float32(width)/beta, math.Floor)), max(align, by(float32(height)/beta, math.Floor))
+	case wBar*hBar < minPx:
+		beta := float32(math.Sqrt(float64(float32(minPx) / float32(width*height))))
+		wBar, hBar = by(float32(width)*beta, math.Ceil), by(float32(height)*beta, math.Ceil)
+	}
+	return wBar, hBar
 }
 
 // fit scales img into w x h keeping its aspect (llama.cpp's img_tool::resize with padding):

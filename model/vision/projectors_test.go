@@ -132,3 +132,54 @@ func TestPatchOrder(t *testing.T) {
 		t.Errorf("row order: %s", got)
 	}
 }
+
+// Qwen's window order: a 6 x 4 patch grid is 3 x 2 tokens; windows of 2 tokens take tokens
+// (0, 1, 3, 4) then (2, 5); one window is the 2 x 2 block order.
+func TestWindowOrder(t *testing.T) {
+	patches, tokens, windows := WindowOrder(6, 4, 2)
+	if fmt.Sprint(tokens) != "[0 1 3 4 2 5]" || fmt.Sprint(windows) != "[4 2]" {
+		t.Errorf("tokens %v, windows %v", tokens, windows)
+	}
+	// patch (4, 0) is token 2's first, the fifth token of the sequence
+	if patches[4] != 16 || patches[1*6+5] != 19 || patches[3*6+0] != 10 {
+		t.Errorf("patches %v", patches)
+	}
+	whole, tokens, windows := WindowOrder(6, 4, 0)
+	if fmt.Sprint(whole) != fmt.Sprint(PatchOrder(6, 4, 2)) || fmt.Sprint(tokens) != "[0 1 2 3 4 5]" || fmt.Sprint(windows) != "[6]" {
+		t.Errorf("one window: %v %v %v", whole, tokens, windows)
+	}
+}
+
+// Qwen scales an image to whole merged patches within its token bounds (transformers'
+// smart_resize as llama.cpp computes it) and fits it there on black.
+func TestPrepareQwen(t *testing.T) {
+	h := Hparams{Projector: ProjectorQwen2VL, PatchSize: 14, Merge: 2, ImageMinTokens: 8, ImageMaxTokens: 4096}
+	for _, c := range []struct {
+		w, h, max, wantW, wantH int
+	}{
+		{50, 30, 4096, 112, 84},      // 56 x 28 is under 8 tokens: scaled up
+		{1000, 700, 4096, 1008, 700}, // rounded to 28s
+		{900, 600, 16, 112, 84},      // over 16 tokens: scaled down, sides floored
+		{10, 2000, 4096, 28, 1988},   // a side never below one merged patch
+	} {
+		h.ImageMaxTokens = c.max
+		if w, hh := smartSize(c.w, c.h, h); w != c.wantW || hh != c.wantH {
+			t.Errorf("%dx%d (max %d tokens): %dx%d, want %dx%d", c.w, c.h, c.max, w, hh, c.wantW, c.wantH)
+		}
+	}
+	h.ImageMaxTokens = 4096
+	p := Prepare(filled(50, 30, func(int, int) uint8 { return 255 }), Hparams{Projector: ProjectorQwen2VL, PatchSize: 14, Merge: 2, ImageMinTokens: 8, ImageMaxTokens: 4096, Std: [3]float32{1, 1, 1}})
+	in := p.Inputs[0]
+	if len(p.Inputs) != 1 || in.W != 112 || in.H != 84 {
+		t.Fatalf("%d inputs, %dx%d", len(p.Inputs), in.W, in.H)
+	}
+	// 50 x 30 scaled by 2.24 to 112 x 68, centred: rows 0..7 and 76..83 black
+	for y, want := range map[int]float32{0: 0, 7: 0, 8: 1, 75: 1, 76: 0, 83: 0} {
+		if got := in.Pix[y*112+50]; got != want {
+			t.Errorf("row %d: %v, want %v", y, got, want)
+		}
+	}
+	if gw, gh := h.Grid(in); gw != 4 || gh != 3 {
+		t.Errorf("grid %dx%d", gw, gh)
+	}
+}
