@@ -143,13 +143,7 @@ func encode(f *gguf.File, hp bertHparams, tokens []int32) ([]float32, error) {
 	w := loader{f}
 	d := hp.nEmbd
 	var err error
-	get := func(name string, shape ...int) []float32 {
-		var v []float32
-		if err == nil {
-			v, err = w.tensor(name, shape...)
-		}
-		return v
-	}
+	get := w.getter(&err)
 	embd := get("token_embd.weight", d, hp.nVocab)
 	posEmbd := get("position_embd.weight", d, hp.nCtxTrain)
 	normW, normB := get("token_embd_norm.weight", d), get("token_embd_norm.bias", d)

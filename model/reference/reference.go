@@ -471,6 +471,19 @@ func (l loader) tensor(name string, shape ...int) ([]float32, error) {
 	return vals, nil
 }
 
+// getter returns a tensor reader that stops at the first error, which it keeps in *err: a run
+// of reads checked once.
+func (l loader) getter(err *error) func(name string, shape ...int) []float32 {
+	return func(name string, shape ...int) []float32 {
+		if *err != nil {
+			return nil
+		}
+		v, e := l.tensor(name, shape...)
+		*err = e
+		return v
+	}
+}
+
 // optional is tensor for a tensor that may be absent: nil, without error, when it is.
 func (l loader) optional(name string, shape ...int) ([]float32, error) {
 	if _, ok := l.f.Tensor(name); !ok {

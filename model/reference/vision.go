@@ -63,14 +63,7 @@ func VisionTrunk(f *gguf.File, in vision.Input, layers int) ([]float32, error) {
 		return nil, fmt.Errorf("reference: a %dx%d input of %d values, want %dx%d", in.W, in.H, len(in.Pix), S, S)
 	}
 	l := loader{f}
-	get := func(name string, shape ...int) []float32 {
-		if err != nil {
-			return nil
-		}
-		var v []float32
-		v, err = l.tensor(name, shape...)
-		return v
-	}
+	get := l.getter(&err)
 	n, k := h.Patches(), 3*P*P
 	wPatch := get("v.patch_embd.weight", P, P, 3, d)
 	bPatch, bErr := l.optional("v.patch_embd.bias", d)

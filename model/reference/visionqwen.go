@@ -37,14 +37,7 @@ func qwenTrunk(f *gguf.File, h vision.Hparams, in vision.Input, layers int) ([]f
 	}
 	l := loader{f}
 	var err error
-	get := func(name string, shape ...int) []float32 {
-		if err != nil {
-			return nil
-		}
-		var v []float32
-		v, err = l.tensor(name, shape...)
-		return v
-	}
+	get := l.getter(&err)
 	gw, gh := in.W/P, in.H/P
 	n, k := gw*gh, 3*P*P
 	order := vision.PatchOrder(gw, gh, 2)
