@@ -332,8 +332,9 @@ func guessFileType(f *gguf.File) string {
 	return "(guessed) mostly " + best.String()
 }
 
-// readMRope reads Qwen2-VL's M-RoPE sections (llama.cpp pads them to four), which must cover
-// at most the rotated pairs and rotate whole heads, as llama.cpp asserts (n_rot == head_dim).
+// readMRope reads Qwen2-VL's M-RoPE sections (llama.cpp pads them to four; a pair's section
+// is its index modulo their total). The model must rotate whole heads, as llama.cpp asserts
+// (n_rot == head_dim).
 func readMRope(f *gguf.File, c *Config) error {
 	key := c.Arch + ".rope.dimension_sections"
 	v, ok := f.Int32s(key)
@@ -342,8 +343,8 @@ func readMRope(f *gguf.File, c *Config) error {
 	}
 	total := 0
 	for i, n := range v {
-		if n < 0 {
-			return fmt.Errorf("model: %s has a negative section", key)
+		if n < 0 || n > 1<<16 {
+			return fmt.Errorf("model: %s has a section of %d", key, n)
 		}
 		c.MRope[i] = int(n)
 		total += int(n)
