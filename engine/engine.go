@@ -81,6 +81,10 @@ type Config struct {
 	// MMProjPath, when set, is a multimodal projector (llama-server's --mmproj): images in
 	// prompts (EncodeImage, media.go).
 	MMProjPath string
+	// Lora are the LoRA adapters to load (--lora, --lora-scaled), each with its initial global
+	// scale; LoraInitWithoutApply starts every scale at 0 (--lora-init-without-apply).
+	Lora                 []LoraSpec
+	LoraInitWithoutApply bool
 	// ImageMinTokens and ImageMaxTokens, when positive, bound the tokens of an image for a
 	// projector of variable resolution (Qwen's; llama-server's --image-min-tokens and
 	// --image-max-tokens).
@@ -133,6 +137,9 @@ type Engine struct {
 	cacheReuse int
 
 	spec *speculator // nil without speculative decoding
+
+	loraMu   sync.Mutex
+	adapters []Adapter // Config.Lora's, with their global scales (lora.go)
 
 	vision  *model.VisionEncoder // Config.MMProjPath's encoder, nil without one or asleep
 	visionH *vision.Hparams      // its hyperparameters, nil without one
@@ -197,6 +204,11 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
+		m.Close()
+		return nil, err
+	}
+	adapters, err := loadAdapters(m, cfg.Lora, cfg.LoraInitWithoutApply)
+	if err != nil {
 		m.Close()
 		return nil, err
 	}
@@ -289,6 +301,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		spec:       sp,
 		candidates: cfg.Readback.candidates(dev),
 		vision:     venc,
+		adapters:   adapters,
 	}
 	if venc != nil {
 		h := venc.H

@@ -41,6 +41,10 @@ type generation struct {
 	pending      []int32
 	pendingProbs []StepProbs
 	next         int32 // the sampled token to evaluate in the next batch
+
+	lora    []float32 // the adapters' scales (Params.Lora, resolved)
+	loraKey string    // loraKey(lora): which slots may share a pass
+	waited  int       // passes run without this slot since it last took part (passLora)
 }
 
 // start prepares a request in slot s: it reuses the longest cached prefix of the prompt held by
@@ -52,18 +56,20 @@ func (e *Engine) start(s *slot, r *request) error {
 		return e.startJob(s, r)
 	}
 	t := r.task
-	if e.updatesCache(s, t.Prompt, t.Slot != nil) {
+	lora := e.loraScales(t.Params)
+	key := loraKey(lora)
+	if e.updatesCache(s, t.Prompt, key, t.Slot != nil) {
 		e.log.Debug("updating prompt cache", "slot", s.id)
 		e.saveToCache(s)
 	}
 	defer e.saveIdleSlots(s) // once this request has its prefix
 	nPast := 0
 	if !t.Params.SkipPromptCache {
-		donor, n := e.donorFor(s, t.Prompt)
+		donor, n := e.donorFor(s, t.Prompt, key)
 		nPast = min(n, len(t.Prompt)-1)
 		if donor != s {
 			e.adopt(s, donor, nPast)
-		} else if reuse := cmp.Or(t.Params.NCacheReuse, e.cacheReuse); reuse > 0 {
+		} else if reuse := cmp.Or(t.Params.NCacheReuse, e.cacheReuse); reuse > 0 && s.lora == key {
 			var err error
 			if nPast, err = e.reuseChunks(s, t.Prompt, nPast, reuse); err != nil {
 				return err
@@ -71,7 +77,8 @@ func (e *Engine) start(s *slot, r *request) error {
 		}
 	}
 	e.truncate(s, nPast)
-	g := &generation{r: r, p: t.Params, prompt: t.Prompt, promptStart: time.Now(), dec: e.tok.NewStreamDecoder(), images: holdsImages(t.Prompt)}
+	s.lora = key // the rows written from here on
+	g := &generation{r: r, p: t.Params, prompt: t.Prompt, promptStart: time.Now(), dec: e.tok.NewStreamDecoder(), images: holdsImages(t.Prompt), lora: lora, loraKey: key}
 	g.res = Result{TokensEvaluated: len(t.Prompt), Slot: s.id}
 	g.res.Timings.CacheN = nPast
 	g.res.Timings.PromptN = len(t.Prompt) - nPast

@@ -77,7 +77,7 @@ func (e *Engine) truncate(s *slot, n int) {
 // own cache is dropped first.
 func (e *Engine) adopt(s, donor *slot, n int) {
 	e.truncate(s, 0)
-	s.cached = append(s.cached, donor.cached[:n]...)
+	s.cached, s.lora = append(s.cached, donor.cached[:n]...), donor.lora
 	for _, pg := range donor.pages[:pagesFor(n)] {
 		e.pool.retain(pg)
 		s.pages = append(s.pages, pg)
@@ -192,15 +192,16 @@ func (e *Engine) evictable(s *slot) bool {
 }
 
 // donorFor finds, among s itself, the slots running a request and the prompt cache's entries,
-// the holder whose cache shares the longest prefix with prompt, and that length. An idle
+// the holder whose cache shares the longest prefix with prompt under the adapter scales key,
+// and that length. An idle
 // slot's prompt is shared once it is in the prompt cache (see promptcache.go).
-func (e *Engine) donorFor(s *slot, prompt []int32) (*slot, int) {
-	best, bestLen := s, commonPrefix(s.cached, prompt)
+func (e *Engine) donorFor(s *slot, prompt []int32, key string) (*slot, int) {
+	best, bestLen := s, s.prefixFor(prompt, key)
 	for _, o := range slices.Concat(e.cacheEntries(), e.slots) {
 		if o.idle() && o.id >= 0 {
 			continue
 		}
-		if n := commonPrefix(o.cached, prompt); n > bestLen {
+		if n := o.prefixFor(prompt, key); n > bestLen {
 			best, bestLen = o, n
 		}
 	}

@@ -57,11 +57,11 @@ func (e *Engine) cacheEntries() []*slot {
 // as llama-server's get_available_slot decides: a slot chosen for being least recently used
 // (an unpinned request whose prompt no slot resembles), or one whose cache the prompt would
 // mostly discard. A pinned slot the prompt does not resemble is used as it is.
-func (e *Engine) updatesCache(s *slot, prompt []int32, pinned bool) bool {
+func (e *Engine) updatesCache(s *slot, prompt []int32, key string, pinned bool) bool {
 	if e.cache == nil {
 		return false
 	}
-	lcp := commonPrefix(s.cached, prompt)
+	lcp := s.prefixFor(prompt, key)
 	similar := len(s.cached) > 0 && float64(lcp)/float64(len(prompt)) > slotPromptSimilarity
 	mostlyLost := len(s.cached) > 0 && float64(lcp)/float64(len(s.cached)) < 0.5
 	if pinned {
@@ -77,13 +77,13 @@ func (e *Engine) saveToCache(s *slot) bool {
 		return false
 	}
 	for _, c := range e.cache.entries {
-		if commonPrefix(c.cached, s.cached) == len(s.cached) {
+		if c.prefixFor(s.cached, s.lora) == len(s.cached) {
 			return false
 		}
 	}
 	kept := e.cache.entries[:0]
 	for _, c := range e.cache.entries {
-		if commonPrefix(c.cached, s.cached) == len(c.cached) {
+		if c.lora == s.lora && commonPrefix(c.cached, s.cached) == len(c.cached) {
 			e.truncate(c, 0)
 		} else {
 			kept = append(kept, c)

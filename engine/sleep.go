@@ -134,6 +134,9 @@ func (e *Engine) reload() error {
 		return err
 	}
 	e.model = m
+	if _, err := loadAdapters(m, e.cfg.Lora, false); err != nil { // the global scales stay as set
+		return err
+	}
 	if c := m.Config; c.NVocab != e.info.NVocab || c.NEmbd != e.info.NEmbd || c.NCtxTrain != e.info.NCtxTrain || c.TensorSize != e.info.Size {
 		return fmt.Errorf("%s is not the model that was loaded before (it changed on disk)", e.cfg.ModelPath)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/charmbracelet/log"
+
 	"github.com/wgpu-llama/wgpu-llama/model"
 )
 
@@ -20,6 +22,7 @@ type slot struct {
 	job      *embedJob   // an embedding or rerank task, when one runs here instead
 	prev     *generation // the last generation that ran here, for SlotInfo
 	lastUsed time.Time
+	lora     string // the adapter scales its cached rows were computed with (loraKey)
 }
 
 // loop is the engine goroutine: it admits requests into idle slots and runs every active slot
@@ -97,7 +100,7 @@ func (e *Engine) admit() bool {
 			continue
 		}
 		if r.task.Slot == nil {
-			e.startIn(e.pickSlot(idle, r.task.Prompt), r)
+			e.startIn(e.pickSlot(idle, r.task.Prompt, loraKey(e.loraScales(r.task.Params))), r)
 		} else if s := e.slots[*r.task.Slot]; s.idle() {
 			e.startIn(s, r)
 		} else {
@@ -164,11 +167,11 @@ func (e *Engine) idleSlots() []*slot {
 // pickSlot chooses, as llama-server does, the idle slot whose cache holds the largest part of
 // the prompt, above slotPromptSimilarity, else the least recently used. (Busy slots' and the
 // prompt cache's prefixes can then be shared: see start.)
-func (e *Engine) pickSlot(idle []*slot, prompt []int32) *slot {
+func (e *Engine) pickSlot(idle []*slot, prompt []int32, key string) *slot {
 	var best *slot
 	bestLen := 0
 	for _, s := range idle {
-		if n := commonPrefix(s.cached, prompt); n > bestLen && float64(n)/float64(len(prompt)) > slotPromptSimilarity {
+		if n := s.prefixFor(prompt, key); n > bestLen && float64(n)/float64(len(prompt)) > slotPromptSimilarity {
 			best, bestLen = s, n
 		}
 	}
@@ -194,6 +197,17 @@ func (e *Engine) turn() {
 	}
 	e.shiftFull()
 	b := model.Batch{PageBits: pageBits}
+	// one set of adapter scales a pass; slots with another wait (passLora)
+	key, scales := e.passLora()
+	b.Lora = scales
+	other := func(g *generation) bool {
+		if g.loraKey != key {
+			g.waited++
+			return true
+		}
+		g.waited = 0
+		return false
+	}
 	var bp batchPages
 	type row struct {
 		s      *slot
@@ -206,7 +220,7 @@ func (e *Engine) turn() {
 	drafts := e.propose()
 	for _, s := range e.slots { // generating slots first: they need one token each
 		g := s.gen
-		if g == nil || !g.promptDone || budget == 0 {
+		if g == nil || !g.promptDone || budget == 0 || other(g) {
 			continue
 		}
 		toks := []int32{g.next}
@@ -239,7 +253,7 @@ func (e *Engine) turn() {
 	blocked := 0
 	for _, s := range e.slots {
 		g := s.gen
-		if g == nil || g.promptDone || budget == 0 {
+		if g == nil || g.promptDone || budget == 0 || other(g) {
 			continue
 		}
 		rest := g.prompt[len(s.cached):]
@@ -273,6 +287,13 @@ func (e *Engine) turn() {
 		return
 	}
 	b.Pages = bp.pages
+	if e.log.GetLevel() <= log.DebugLevel { // the pass's make-up, for tests and diagnosis
+		ids := make([]int, len(rows))
+		for i, r := range rows {
+			ids[i] = r.s.id
+		}
+		e.log.Debug("forward pass", "slots", ids, "tokens", len(b.Tokens), "lora", key)
+	}
 	if i, ok := e.attachMedia(&b); !ok {
 		// The image was dropped from the engine's store since the request was checked: its
 		// request fails, the others run at the next turn.

@@ -146,6 +146,12 @@ type Params struct {
 	SpecNMax int
 	SpecNMin int
 	SpecPMin float32
+	// Lora are the scales of the engine's LoRA adapters (by id) for this request; nil: the
+	// global scales (SetAdapterScales). Adapters past its end get 0.
+	Lora []float32
+	// LoraListed is the request's lora field as it came, for reporting
+	// (generation_settings.lora).
+	LoraListed []AdapterScale
 }
 
 // GrammarTrigger is a text that starts a lazy grammar: anywhere in the output, or with AtStart

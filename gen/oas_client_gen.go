@@ -192,6 +192,12 @@ type Invoker interface {
 	//
 	// GET /v1/health
 	GetHealthAlias(ctx context.Context) (*HealthResponse, error)
+	// GetLoraAdapters invokes getLoraAdapters operation.
+	//
+	// The LoRA adapters loaded (--lora, --lora-scaled) with their global scales.
+	//
+	// GET /lora-adapters
+	GetLoraAdapters(ctx context.Context) ([]LoraAdapterInfo, error)
 	// GetMetrics invokes getMetrics operation.
 	//
 	// Prometheus metrics (text format 0.0.4): llama-server's llamacpp:* series and wgpu-llama's
@@ -287,6 +293,15 @@ type Invoker interface {
 	//
 	// POST /reranking
 	RerankingAlias(ctx context.Context, request *RerankRequest) (RerankResult, error)
+	// SetLoraAdapters invokes setLoraAdapters operation.
+	//
+	// Set the global scales: [{"id", "scale"}, ...]. An adapter not listed gets 0 and an id
+	// that names no adapter is ignored, as llama-server does; a body that is not an array
+	// answers 400 "Request body must be an array". A request's own `lora` field wins over
+	// the global scales.
+	//
+	// POST /lora-adapters
+	SetLoraAdapters(ctx context.Context, request LoraScalesBody) (*PropsUpdateResponse, error)
 	// SlotAction invokes slotAction operation.
 	//
 	// Save a slot's KV cache to a file, restore it, or erase it (?action=save|restore|erase);
@@ -1368,6 +1383,43 @@ func (c *Client) sendGetHealthAlias(ctx context.Context) (res *HealthResponse, e
 	return result, nil
 }
 
+// GetLoraAdapters invokes getLoraAdapters operation.
+//
+// The LoRA adapters loaded (--lora, --lora-scaled) with their global scales.
+//
+// GET /lora-adapters
+func (c *Client) GetLoraAdapters(ctx context.Context) ([]LoraAdapterInfo, error) {
+	res, err := c.sendGetLoraAdapters(ctx)
+	return res, err
+}
+
+func (c *Client) sendGetLoraAdapters(ctx context.Context) (res []LoraAdapterInfo, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/lora-adapters"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "GET", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer body.Close()
+
+	result, err := decodeGetLoraAdaptersResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
 // GetMetrics invokes getMetrics operation.
 //
 // Prometheus metrics (text format 0.0.4): llama-server's llamacpp:* series and wgpu-llama's
@@ -1966,6 +2018,49 @@ func (c *Client) sendRerankingAlias(ctx context.Context, request *RerankRequest)
 	defer body.Close()
 
 	result, err := decodeRerankingAliasResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// SetLoraAdapters invokes setLoraAdapters operation.
+//
+// Set the global scales: [{"id", "scale"}, ...]. An adapter not listed gets 0 and an id
+// that names no adapter is ignored, as llama-server does; a body that is not an array
+// answers 400 "Request body must be an array". A request's own `lora` field wins over
+// the global scales.
+//
+// POST /lora-adapters
+func (c *Client) SetLoraAdapters(ctx context.Context, request LoraScalesBody) (*PropsUpdateResponse, error) {
+	res, err := c.sendSetLoraAdapters(ctx, request)
+	return res, err
+}
+
+func (c *Client) sendSetLoraAdapters(ctx context.Context, request LoraScalesBody) (res *PropsUpdateResponse, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/lora-adapters"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeSetLoraAdaptersRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer body.Close()
+
+	result, err := decodeSetLoraAdaptersResponse(resp)
 	if err != nil {
 		return res, errors.Wrap(err, "decode response")
 	}

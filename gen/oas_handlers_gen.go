@@ -2154,6 +2154,82 @@ func (s *Server) handleGetHealthAliasRequest(args [0]string, argsEscaped bool, w
 	}
 }
 
+// handleGetLoraAdaptersRequest handles getLoraAdapters operation.
+//
+// The LoRA adapters loaded (--lora, --lora-scaled) with their global scales.
+//
+// GET /lora-adapters
+func (s *Server) handleGetLoraAdaptersRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err error
+	)
+
+	var rawBody []byte
+
+	var response []LoraAdapterInfo
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    GetLoraAdaptersOperation,
+			OperationSummary: "The LoRA adapters loaded (--lora, --lora-scaled) with their global scales.",
+			OperationID:      "getLoraAdapters",
+			Body:             nil,
+			RawBody:          rawBody,
+			Params:           middleware.Parameters{},
+			Raw:              r,
+		}
+
+		type (
+			Request  = struct{}
+			Params   = struct{}
+			Response = []LoraAdapterInfo
+		)
+		response, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			nil,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				response, err = s.h.GetLoraAdapters(ctx)
+				return response, err
+			},
+		)
+	} else {
+		response, err = s.h.GetLoraAdapters(ctx)
+	}
+	if err != nil {
+		if errRes, ok := errors.Into[*ErrorStatusCode](err); ok {
+			if err := encodeErrorResponse(errRes, w); err != nil {
+				defer recordError("Internal", err)
+			}
+			return
+		}
+		if errors.Is(err, ht.ErrNotImplemented) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+		if err := encodeErrorResponse(s.h.NewError(ctx, err), w); err != nil {
+			defer recordError("Internal", err)
+		}
+		return
+	}
+
+	if err := encodeGetLoraAdaptersResponse(response, w); err != nil {
+		defer recordError("EncodeResponse", err)
+		if !errors.Is(err, ht.ErrInternalServerErrorResponse) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+		}
+		return
+	}
+}
+
 // handleGetMetricsRequest handles getMetrics operation.
 //
 // Prometheus metrics (text format 0.0.4): llama-server's llamacpp:* series and wgpu-llama's
@@ -3281,6 +3357,104 @@ func (s *Server) handleRerankingAliasRequest(args [0]string, argsEscaped bool, w
 	}
 
 	if err := encodeRerankingAliasResponse(response, w); err != nil {
+		defer recordError("EncodeResponse", err)
+		if !errors.Is(err, ht.ErrInternalServerErrorResponse) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+		}
+		return
+	}
+}
+
+// handleSetLoraAdaptersRequest handles setLoraAdapters operation.
+//
+// Set the global scales: [{"id", "scale"}, ...]. An adapter not listed gets 0 and an id
+// that names no adapter is ignored, as llama-server does; a body that is not an array
+// answers 400 "Request body must be an array". A request's own `lora` field wins over
+// the global scales.
+//
+// POST /lora-adapters
+func (s *Server) handleSetLoraAdaptersRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err          error
+		opErrContext = ogenerrors.OperationContext{
+			Name: SetLoraAdaptersOperation,
+			ID:   "setLoraAdapters",
+		}
+	)
+
+	var rawBody []byte
+	request, rawBody, close, err := s.decodeSetLoraAdaptersRequest(r)
+	if err != nil {
+		err = &ogenerrors.DecodeRequestError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeRequest", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+	defer func() {
+		if err := close(); err != nil {
+			recordError("CloseRequest", err)
+		}
+	}()
+
+	var response *PropsUpdateResponse
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    SetLoraAdaptersOperation,
+			OperationSummary: "Set the global scales: [{\"id\", \"scale\"}, ...]. An adapter not listed gets 0 and an id\nthat names no adapter is ignored, as llama-server does; a body that is not an array\nanswers 400 \"Request body must be an array\". A request's own `lora` field wins over\nthe global scales.\n",
+			OperationID:      "setLoraAdapters",
+			Body:             request,
+			RawBody:          rawBody,
+			Params:           middleware.Parameters{},
+			Raw:              r,
+		}
+
+		type (
+			Request  = LoraScalesBody
+			Params   = struct{}
+			Response = *PropsUpdateResponse
+		)
+		response, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			nil,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				response, err = s.h.SetLoraAdapters(ctx, request)
+				return response, err
+			},
+		)
+	} else {
+		response, err = s.h.SetLoraAdapters(ctx, request)
+	}
+	if err != nil {
+		if errRes, ok := errors.Into[*ErrorStatusCode](err); ok {
+			if err := encodeErrorResponse(errRes, w); err != nil {
+				defer recordError("Internal", err)
+			}
+			return
+		}
+		if errors.Is(err, ht.ErrNotImplemented) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+		if err := encodeErrorResponse(s.h.NewError(ctx, err), w); err != nil {
+			defer recordError("Internal", err)
+		}
+		return
+	}
+
+	if err := encodeSetLoraAdaptersResponse(response, w); err != nil {
 		defer recordError("EncodeResponse", err)
 		if !errors.Is(err, ht.ErrInternalServerErrorResponse) {
 			s.cfg.ErrorHandler(ctx, w, r, err)

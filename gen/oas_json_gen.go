@@ -3372,6 +3372,12 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if len(s.Lora) != 0 {
+			e.FieldStart("lora")
+			e.Raw(s.Lora)
+		}
+	}
+	{
 		if len(s.ResponseFormat) != 0 {
 			e.FieldStart("response_format")
 			e.Raw(s.ResponseFormat)
@@ -3397,7 +3403,7 @@ func (s *ChatCompletionRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfChatCompletionRequest = [71]string{
+var jsonFieldsNameOfChatCompletionRequest = [72]string{
 	0:  "model",
 	1:  "messages",
 	2:  "tools",
@@ -3465,10 +3471,11 @@ var jsonFieldsNameOfChatCompletionRequest = [71]string{
 	64: "samplers",
 	65: "grammar",
 	66: "json_schema",
-	67: "response_format",
-	68: "speculative.n_max",
-	69: "speculative.n_min",
-	70: "speculative.p_min",
+	67: "lora",
+	68: "response_format",
+	69: "speculative.n_max",
+	70: "speculative.n_min",
+	71: "speculative.p_min",
 }
 
 // Decode decodes ChatCompletionRequest from json.
@@ -4162,6 +4169,17 @@ func (s *ChatCompletionRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"json_schema\"")
+			}
+		case "lora":
+			if err := func() error {
+				v, err := d.RawAppend(nil)
+				s.Lora = jx.Raw(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"lora\"")
 			}
 		case "response_format":
 			if err := func() error {
@@ -7581,6 +7599,12 @@ func (s *CompletionRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if len(s.Lora) != 0 {
+			e.FieldStart("lora")
+			e.Raw(s.Lora)
+		}
+	}
+	{
 		if len(s.ResponseFormat) != 0 {
 			e.FieldStart("response_format")
 			e.Raw(s.ResponseFormat)
@@ -7606,7 +7630,7 @@ func (s *CompletionRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfCompletionRequest = [61]string{
+var jsonFieldsNameOfCompletionRequest = [62]string{
 	0:  "prompt",
 	1:  "model",
 	2:  "n",
@@ -7664,10 +7688,11 @@ var jsonFieldsNameOfCompletionRequest = [61]string{
 	54: "samplers",
 	55: "grammar",
 	56: "json_schema",
-	57: "response_format",
-	58: "speculative.n_max",
-	59: "speculative.n_min",
-	60: "speculative.p_min",
+	57: "lora",
+	58: "response_format",
+	59: "speculative.n_max",
+	60: "speculative.n_min",
+	61: "speculative.p_min",
 }
 
 // Decode decodes CompletionRequest from json.
@@ -8251,6 +8276,17 @@ func (s *CompletionRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"json_schema\"")
+			}
+		case "lora":
+			if err := func() error {
+				v, err := d.RawAppend(nil)
+				s.Lora = jx.Raw(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"lora\"")
 			}
 		case "response_format":
 			if err := func() error {
@@ -11967,6 +12003,12 @@ func (s *InfillRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if len(s.Lora) != 0 {
+			e.FieldStart("lora")
+			e.Raw(s.Lora)
+		}
+	}
+	{
 		if len(s.ResponseFormat) != 0 {
 			e.FieldStart("response_format")
 			e.Raw(s.ResponseFormat)
@@ -12012,7 +12054,7 @@ func (s *InfillRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfInfillRequest = [64]string{
+var jsonFieldsNameOfInfillRequest = [65]string{
 	0:  "model",
 	1:  "n",
 	2:  "n_cmpl",
@@ -12069,14 +12111,15 @@ var jsonFieldsNameOfInfillRequest = [64]string{
 	53: "samplers",
 	54: "grammar",
 	55: "json_schema",
-	56: "response_format",
-	57: "speculative.n_max",
-	58: "speculative.n_min",
-	59: "speculative.p_min",
-	60: "prompt",
-	61: "input_prefix",
-	62: "input_suffix",
-	63: "input_extra",
+	56: "lora",
+	57: "response_format",
+	58: "speculative.n_max",
+	59: "speculative.n_min",
+	60: "speculative.p_min",
+	61: "prompt",
+	62: "input_prefix",
+	63: "input_suffix",
+	64: "input_extra",
 }
 
 // Decode decodes InfillRequest from json.
@@ -12084,7 +12127,7 @@ func (s *InfillRequest) Decode(d *jx.Decoder) error {
 	if s == nil {
 		return errors.New("invalid: unable to decode InfillRequest to nil")
 	}
-	var requiredBitSet [8]uint8
+	var requiredBitSet [9]uint8
 
 	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
 		switch string(k) {
@@ -12651,6 +12694,17 @@ func (s *InfillRequest) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"json_schema\"")
 			}
+		case "lora":
+			if err := func() error {
+				v, err := d.RawAppend(nil)
+				s.Lora = jx.Raw(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"lora\"")
+			}
 		case "response_format":
 			if err := func() error {
 				v, err := d.RawAppend(nil)
@@ -12703,7 +12757,7 @@ func (s *InfillRequest) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"prompt\"")
 			}
 		case "input_prefix":
-			requiredBitSet[7] |= 1 << 5
+			requiredBitSet[7] |= 1 << 6
 			if err := func() error {
 				if err := s.InputPrefix.Decode(d); err != nil {
 					return err
@@ -12713,7 +12767,7 @@ func (s *InfillRequest) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"input_prefix\"")
 			}
 		case "input_suffix":
-			requiredBitSet[7] |= 1 << 6
+			requiredBitSet[7] |= 1 << 7
 			if err := func() error {
 				if err := s.InputSuffix.Decode(d); err != nil {
 					return err
@@ -12741,7 +12795,7 @@ func (s *InfillRequest) Decode(d *jx.Decoder) error {
 	}
 	// Validate required fields.
 	var failures []validate.FieldError
-	for i, mask := range [8]uint8{
+	for i, mask := range [9]uint8{
 		0b00000000,
 		0b00000000,
 		0b00000000,
@@ -12749,7 +12803,8 @@ func (s *InfillRequest) Decode(d *jx.Decoder) error {
 		0b00000000,
 		0b00000000,
 		0b00000000,
-		0b01100000,
+		0b11000000,
+		0b00000000,
 	} {
 		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
 			// Mask only required fields and check equality to mask using XOR.
@@ -13075,6 +13130,212 @@ func (s *LoraAdapter) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *LoraAdapter) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode implements json.Marshaler.
+func (s *LoraAdapterInfo) Encode(e *jx.Encoder) {
+	e.ObjStart()
+	s.encodeFields(e)
+	e.ObjEnd()
+}
+
+// encodeFields encodes fields.
+func (s *LoraAdapterInfo) encodeFields(e *jx.Encoder) {
+	{
+		e.FieldStart("id")
+		e.Int(s.ID)
+	}
+	{
+		e.FieldStart("path")
+		e.Str(s.Path)
+	}
+	{
+		e.FieldStart("scale")
+		e.Float64(s.Scale)
+	}
+	{
+		e.FieldStart("task_name")
+		e.Str(s.TaskName)
+	}
+	{
+		e.FieldStart("prompt_prefix")
+		e.Str(s.PromptPrefix)
+	}
+}
+
+var jsonFieldsNameOfLoraAdapterInfo = [5]string{
+	0: "id",
+	1: "path",
+	2: "scale",
+	3: "task_name",
+	4: "prompt_prefix",
+}
+
+// Decode decodes LoraAdapterInfo from json.
+func (s *LoraAdapterInfo) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode LoraAdapterInfo to nil")
+	}
+	var requiredBitSet [1]uint8
+
+	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
+		switch string(k) {
+		case "id":
+			requiredBitSet[0] |= 1 << 0
+			if err := func() error {
+				v, err := d.Int()
+				s.ID = int(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"id\"")
+			}
+		case "path":
+			requiredBitSet[0] |= 1 << 1
+			if err := func() error {
+				v, err := d.Str()
+				s.Path = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"path\"")
+			}
+		case "scale":
+			requiredBitSet[0] |= 1 << 2
+			if err := func() error {
+				v, err := d.Float64()
+				s.Scale = float64(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"scale\"")
+			}
+		case "task_name":
+			requiredBitSet[0] |= 1 << 3
+			if err := func() error {
+				v, err := d.Str()
+				s.TaskName = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"task_name\"")
+			}
+		case "prompt_prefix":
+			requiredBitSet[0] |= 1 << 4
+			if err := func() error {
+				v, err := d.Str()
+				s.PromptPrefix = string(v)
+				if err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"prompt_prefix\"")
+			}
+		default:
+			return d.Skip()
+		}
+		return nil
+	}); err != nil {
+		return errors.Wrap(err, "decode LoraAdapterInfo")
+	}
+	// Validate required fields.
+	var failures []validate.FieldError
+	for i, mask := range [1]uint8{
+		0b00011111,
+	} {
+		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
+			// Mask only required fields and check equality to mask using XOR.
+			//
+			// If XOR result is not zero, result is not equal to expected, so some fields are missed.
+			// Bits of fields which would be set are actually bits of missed fields.
+			missed := bits.OnesCount8(result)
+			for bitN := 0; bitN < missed; bitN++ {
+				bitIdx := bits.TrailingZeros8(result)
+				fieldIdx := i*8 + bitIdx
+				var name string
+				if fieldIdx < len(jsonFieldsNameOfLoraAdapterInfo) {
+					name = jsonFieldsNameOfLoraAdapterInfo[fieldIdx]
+				} else {
+					name = strconv.Itoa(fieldIdx)
+				}
+				failures = append(failures, validate.FieldError{
+					Name:  name,
+					Error: validate.ErrFieldRequired,
+				})
+				// Reset bit.
+				result &^= 1 << bitIdx
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *LoraAdapterInfo) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *LoraAdapterInfo) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes LoraScalesBody as json.
+func (s LoraScalesBody) Encode(e *jx.Encoder) {
+	unwrapped := jx.Raw(s)
+
+	if len(unwrapped) != 0 {
+		e.Raw(unwrapped)
+	}
+}
+
+// Decode decodes LoraScalesBody from json.
+func (s *LoraScalesBody) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode LoraScalesBody to nil")
+	}
+	var unwrapped jx.Raw
+	if err := func() error {
+		v, err := d.RawAppend(nil)
+		unwrapped = jx.Raw(v)
+		if err != nil {
+			return err
+		}
+		return nil
+	}(); err != nil {
+		return errors.Wrap(err, "alias")
+	}
+	*s = LoraScalesBody(unwrapped)
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s LoraScalesBody) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *LoraScalesBody) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }

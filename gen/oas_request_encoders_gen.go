@@ -346,6 +346,20 @@ func encodeRerankingAliasRequest(
 	return nil
 }
 
+func encodeSetLoraAdaptersRequest(
+	req LoraScalesBody,
+	r *http.Request,
+) error {
+	const contentType = "application/json"
+	e := new(jx.Encoder)
+	{
+		req.Encode(e)
+	}
+	encoded := e.Bytes()
+	ht.SetBody(r, bytes.NewReader(encoded), contentType)
+	return nil
+}
+
 func encodeSlotActionRequest(
 	req OptSlotActionRequest,
 	r *http.Request,

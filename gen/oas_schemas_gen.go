@@ -1402,6 +1402,10 @@ type ChatCompletionRequest struct {
 	Grammar OptNilString `json:"grammar"`
 	// A JSON schema the output must satisfy (converted to a grammar).
 	JSONSchema jx.Raw `json:"json_schema"`
+	// LoRA adapter scales for this request: [{"id", "scale"}, ...]; adapters not listed
+	// get 0, ids that name no adapter are ignored; absent or [] means the global scales
+	// (GET /lora-adapters). Not an array: 400.
+	Lora jx.Raw `json:"lora"`
 	// OpenAI's output format: {"type": "text"}, {"type": "json_object"} (any JSON object,
 	// or the "schema" given) or {"type": "json_schema", "json_schema": {"schema": {...}}}.
 	ResponseFormat jx.Raw `json:"response_format"`
@@ -1747,6 +1751,11 @@ func (s *ChatCompletionRequest) GetGrammar() OptNilString {
 // GetJSONSchema returns the value of JSONSchema.
 func (s *ChatCompletionRequest) GetJSONSchema() jx.Raw {
 	return s.JSONSchema
+}
+
+// GetLora returns the value of Lora.
+func (s *ChatCompletionRequest) GetLora() jx.Raw {
+	return s.Lora
 }
 
 // GetResponseFormat returns the value of ResponseFormat.
@@ -2102,6 +2111,11 @@ func (s *ChatCompletionRequest) SetGrammar(val OptNilString) {
 // SetJSONSchema sets the value of JSONSchema.
 func (s *ChatCompletionRequest) SetJSONSchema(val jx.Raw) {
 	s.JSONSchema = val
+}
+
+// SetLora sets the value of Lora.
+func (s *ChatCompletionRequest) SetLora(val jx.Raw) {
+	s.Lora = val
 }
 
 // SetResponseFormat sets the value of ResponseFormat.
@@ -3267,6 +3281,10 @@ type CompletionRequest struct {
 	Grammar OptNilString `json:"grammar"`
 	// A JSON schema the output must satisfy (converted to a grammar).
 	JSONSchema jx.Raw `json:"json_schema"`
+	// LoRA adapter scales for this request: [{"id", "scale"}, ...]; adapters not listed
+	// get 0, ids that name no adapter are ignored; absent or [] means the global scales
+	// (GET /lora-adapters). Not an array: 400.
+	Lora jx.Raw `json:"lora"`
 	// OpenAI's output format: {"type": "text"}, {"type": "json_object"} (any JSON object,
 	// or the "schema" given) or {"type": "json_schema", "json_schema": {"schema": {...}}}.
 	ResponseFormat jx.Raw `json:"response_format"`
@@ -3562,6 +3580,11 @@ func (s *CompletionRequest) GetGrammar() OptNilString {
 // GetJSONSchema returns the value of JSONSchema.
 func (s *CompletionRequest) GetJSONSchema() jx.Raw {
 	return s.JSONSchema
+}
+
+// GetLora returns the value of Lora.
+func (s *CompletionRequest) GetLora() jx.Raw {
+	return s.Lora
 }
 
 // GetResponseFormat returns the value of ResponseFormat.
@@ -3867,6 +3890,11 @@ func (s *CompletionRequest) SetGrammar(val OptNilString) {
 // SetJSONSchema sets the value of JSONSchema.
 func (s *CompletionRequest) SetJSONSchema(val jx.Raw) {
 	s.JSONSchema = val
+}
+
+// SetLora sets the value of Lora.
+func (s *CompletionRequest) SetLora(val jx.Raw) {
+	s.Lora = val
 }
 
 // SetResponseFormat sets the value of ResponseFormat.
@@ -6012,6 +6040,10 @@ type InfillRequest struct {
 	Grammar OptNilString `json:"grammar"`
 	// A JSON schema the output must satisfy (converted to a grammar).
 	JSONSchema jx.Raw `json:"json_schema"`
+	// LoRA adapter scales for this request: [{"id", "scale"}, ...]; adapters not listed
+	// get 0, ids that name no adapter are ignored; absent or [] means the global scales
+	// (GET /lora-adapters). Not an array: 400.
+	Lora jx.Raw `json:"lora"`
 	// OpenAI's output format: {"type": "text"}, {"type": "json_object"} (any JSON object,
 	// or the "schema" given) or {"type": "json_schema", "json_schema": {"schema": {...}}}.
 	ResponseFormat jx.Raw `json:"response_format"`
@@ -6308,6 +6340,11 @@ func (s *InfillRequest) GetGrammar() OptNilString {
 // GetJSONSchema returns the value of JSONSchema.
 func (s *InfillRequest) GetJSONSchema() jx.Raw {
 	return s.JSONSchema
+}
+
+// GetLora returns the value of Lora.
+func (s *InfillRequest) GetLora() jx.Raw {
+	return s.Lora
 }
 
 // GetResponseFormat returns the value of ResponseFormat.
@@ -6630,6 +6667,11 @@ func (s *InfillRequest) SetJSONSchema(val jx.Raw) {
 	s.JSONSchema = val
 }
 
+// SetLora sets the value of Lora.
+func (s *InfillRequest) SetLora(val jx.Raw) {
+	s.Lora = val
+}
+
 // SetResponseFormat sets the value of ResponseFormat.
 func (s *InfillRequest) SetResponseFormat(val jx.Raw) {
 	s.ResponseFormat = val
@@ -6787,6 +6829,69 @@ func (s *LoraAdapter) SetID(val int) {
 func (s *LoraAdapter) SetScale(val float64) {
 	s.Scale = val
 }
+
+// Ref: #/components/schemas/LoraAdapterInfo
+type LoraAdapterInfo struct {
+	ID int `json:"id"`
+	// The file as given on the command line.
+	Path string `json:"path"`
+	// The global scale.
+	Scale        float64 `json:"scale"`
+	TaskName     string  `json:"task_name"`
+	PromptPrefix string  `json:"prompt_prefix"`
+}
+
+// GetID returns the value of ID.
+func (s *LoraAdapterInfo) GetID() int {
+	return s.ID
+}
+
+// GetPath returns the value of Path.
+func (s *LoraAdapterInfo) GetPath() string {
+	return s.Path
+}
+
+// GetScale returns the value of Scale.
+func (s *LoraAdapterInfo) GetScale() float64 {
+	return s.Scale
+}
+
+// GetTaskName returns the value of TaskName.
+func (s *LoraAdapterInfo) GetTaskName() string {
+	return s.TaskName
+}
+
+// GetPromptPrefix returns the value of PromptPrefix.
+func (s *LoraAdapterInfo) GetPromptPrefix() string {
+	return s.PromptPrefix
+}
+
+// SetID sets the value of ID.
+func (s *LoraAdapterInfo) SetID(val int) {
+	s.ID = val
+}
+
+// SetPath sets the value of Path.
+func (s *LoraAdapterInfo) SetPath(val string) {
+	s.Path = val
+}
+
+// SetScale sets the value of Scale.
+func (s *LoraAdapterInfo) SetScale(val float64) {
+	s.Scale = val
+}
+
+// SetTaskName sets the value of TaskName.
+func (s *LoraAdapterInfo) SetTaskName(val string) {
+	s.TaskName = val
+}
+
+// SetPromptPrefix sets the value of PromptPrefix.
+func (s *LoraAdapterInfo) SetPromptPrefix(val string) {
+	s.PromptPrefix = val
+}
+
+type LoraScalesBody jx.Raw
 
 // Ref: #/components/schemas/Modalities
 type Modalities struct {

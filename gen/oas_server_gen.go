@@ -102,6 +102,12 @@ type Handler interface {
 	//
 	// GET /v1/health
 	GetHealthAlias(ctx context.Context) (*HealthResponse, error)
+	// GetLoraAdapters implements getLoraAdapters operation.
+	//
+	// The LoRA adapters loaded (--lora, --lora-scaled) with their global scales.
+	//
+	// GET /lora-adapters
+	GetLoraAdapters(ctx context.Context) ([]LoraAdapterInfo, error)
 	// GetProps implements getProps operation.
 	//
 	// The server's settings, the model's chat template and the default generation settings.
@@ -169,6 +175,15 @@ type Handler interface {
 	//
 	// POST /reranking
 	RerankingAlias(ctx context.Context, req *RerankRequest) (RerankResult, error)
+	// SetLoraAdapters implements setLoraAdapters operation.
+	//
+	// Set the global scales: [{"id", "scale"}, ...]. An adapter not listed gets 0 and an id
+	// that names no adapter is ignored, as llama-server does; a body that is not an array
+	// answers 400 "Request body must be an array". A request's own `lora` field wins over
+	// the global scales.
+	//
+	// POST /lora-adapters
+	SetLoraAdapters(ctx context.Context, req LoraScalesBody) (*PropsUpdateResponse, error)
 	// SlotAction implements slotAction operation.
 	//
 	// Save a slot's KV cache to a file, restore it, or erase it (?action=save|restore|erase);

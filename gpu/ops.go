@@ -153,6 +153,16 @@ func (r *Recorder) MatMul(w Weight, x *Buffer, xRow0, nTokens int, y *Buffer, ac
 // ActQ8_1): the matrix-vector kernels then apply each block minimum to the rounded sum as
 // llama.cpp does. Packed activations are read by CPU adapters' kernel only.
 func (r *Recorder) MatMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, yCol int, accumulate bool) {
+	r.matMulAt(w, x, nTokens, y, yStride, yCol, accumulate, 1)
+}
+
+// MatMulScaledAdd is MatMulAt adding scale times the products into y (a LoRA pair's term,
+// scale·B·(A·x), added to its projection's output in the product's own epilogue).
+func (r *Recorder) MatMulScaledAdd(w Weight, x Acts, nTokens int, y *Buffer, yStride, yCol int, scale float32) {
+	r.matMulAt(w, x, nTokens, y, yStride, yCol, true, scale)
+}
+
+func (r *Recorder) matMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, yCol int, accumulate bool, scale float32) {
 	if w.Cols%4 != 0 {
 		r.fail("gpu: matmul needs a row length that is a multiple of 4, got %d", w.Cols)
 		return
@@ -165,10 +175,13 @@ func (r *Recorder) MatMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, y
 	if accumulate {
 		extra = append(extra, "ADD")
 	}
+	if scale != 1 {
+		extra = append(extra, "SCALED")
+	}
 	xSums, xRow0 := x.Sums, x.Row0
 	switch {
 	case r.d.BarrierFree && nTokens > 4:
-		r.matMulRows(w, x, nTokens, y, yStride, yCol, extra)
+		r.matMulRows(w, x, nTokens, y, yStride, yCol, extra, scale)
 	case r.d.BarrierFree:
 		variant := append(append(extra, "ROW_PER_THREAD"), x.Packed.packedDefines()...)
 		lanes := 1 // token lanes per invocation: as few as the batch needs, at most 4
@@ -193,7 +206,7 @@ func (r *Recorder) MatMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, y
 			// One dispatch per chunk: groups of lanes tokens go in the grid's z.
 			groups := r.grid((c.Rows + rowsWorkgroup*rows - 1) / (rowsWorkgroup * rows))
 			groups[2] = uint32(tokenGroups)
-			r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, xRow0, 0, yStride, yCol+c.Row0), groups, withSums(xSums, c.Buf, x.X, y)...)
+			r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, xRow0, 0, yStride, yCol+c.Row0, scale), groups, withSums(xSums, c.Buf, x.X, y)...)
 		}
 	case nTokens <= matvecMaxTokens:
 		if r.d.SubgroupMath {
@@ -208,7 +221,7 @@ func (r *Recorder) MatMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, y
 		p := r.matvecKernel(w.Type, xSums != nil, extra)
 		for _, c := range w.Chunks {
 			if p != nil {
-				r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, xRow0, 0, yStride, yCol+c.Row0), r.grid((c.Rows+matvecRows-1)/matvecRows), withSums(xSums, c.Buf, x.X, y)...)
+				r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, xRow0, 0, yStride, yCol+c.Row0, scale), r.grid((c.Rows+matvecRows-1)/matvecRows), withSums(xSums, c.Buf, x.X, y)...)
 			}
 		}
 	default:
@@ -218,7 +231,7 @@ func (r *Recorder) MatMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, y
 		p := r.kernel("matmul", bindRRRW, 256, weightDefines(w.Type, extra...)...)
 		for _, c := range w.Chunks {
 			if p != nil {
-				r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, xRow0, 0, yStride, yCol+c.Row0),
+				r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, xRow0, 0, yStride, yCol+c.Row0, scale),
 					[3]uint32{uint32((c.Rows + matmulTile - 1) / matmulTile), uint32((nTokens + matmulTile - 1) / matmulTile), 1}, c.Buf, x.X, y)
 			}
 		}
@@ -227,7 +240,7 @@ func (r *Recorder) MatMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, y
 
 // matMulRows is MatMulAt on CPU adapters for batches of 5 tokens and more: matmul_rows.wgsl,
 // each invocation 4 rows and 8 tokens (the grid's z holds the groups of tokens).
-func (r *Recorder) matMulRows(w Weight, x Acts, nTokens int, y *Buffer, yStride, yCol int, extra []string) {
+func (r *Recorder) matMulRows(w Weight, x Acts, nTokens int, y *Buffer, yStride, yCol int, extra []string, scale float32) {
 	bind, extra := sumsVariant(w.Type, x.Sums != nil, extra)
 	p := r.kernel("matmul_rows", bind, rowsWorkgroup, weightDefines(w.Type, append(extra, x.Packed.packedDefines()...)...)...)
 	if p == nil {
@@ -236,7 +249,7 @@ func (r *Recorder) matMulRows(w Weight, x Acts, nTokens int, y *Buffer, yStride,
 	for _, c := range w.Chunks {
 		groups := r.grid((c.Rows + 4*rowsWorkgroup - 1) / (4 * rowsWorkgroup))
 		groups[2] = uint32((nTokens + 7) / 8)
-		r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, x.Row0, 0, yStride, yCol+c.Row0), groups, withSums(x.Sums, c.Buf, x.X, y)...)
+		r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, x.Row0, 0, yStride, yCol+c.Row0, scale), groups, withSums(x.Sums, c.Buf, x.X, y)...)
 	}
 }
 
@@ -638,6 +651,39 @@ func (r *Recorder) AvgPool(x, out *Buffer, n, g, s int) {
 		return
 	}
 	r.Dispatch(p, Params(n, g, s), r.elementwise((g/s)*(g/s)*n), x, out)
+}
+
+// LoRA limits: the fused kernel takes at most LoRAMaxTokens tokens and LoRAMaxRank rank.
+const (
+	LoRAMaxTokens = 8
+	LoRAMaxRank   = 64
+)
+
+// LoRA adds a LoRA group's term for nTokens (at most LoRAMaxTokens) rows of x (k wide, from
+// xRow0) into columns yCol .. yCol+out-1 of y's rows of yStride, in one dispatch: y +=
+// scale·B·(A·x), A rank rows of k and B out rows of rank (at most LoRAMaxRank), both f32.
+// act is the adapter's type's activation rounding (ActNone, ActF16 or ActBF16).
+func (r *Recorder) LoRA(x *Buffer, xRow0, nTokens, k int, a, b *Buffer, rank, out int, y *Buffer, yStride, yCol int, scale float32, act ActQuant) {
+	if nTokens > LoRAMaxTokens || rank > LoRAMaxRank || yCol+out > yStride {
+		r.fail("gpu: lora: %d tokens, rank %d, columns %d..%d of %d: over the fused kernel's limits", nTokens, rank, yCol, yCol+out, yStride)
+		return
+	}
+	var defs []string
+	switch act {
+	case ActF16:
+		defs = append(defs, "ACT_F16")
+	case ActBF16:
+		defs = append(defs, "ACT_BF16")
+	}
+	groups := r.grid((out + 63) / 64)
+	if r.d.BarrierFree {
+		defs, groups = append(defs, "ONE_GROUP"), [3]uint32{1, 1, 1}
+	}
+	p := r.kernel("lora", []Access{ReadOnly, ReadOnly, ReadOnly, ReadWrite}, 64, defs...)
+	if p == nil {
+		return
+	}
+	r.Dispatch(p, Params(k, rank, out, nTokens, xRow0, yStride, yCol, scale), groups, x, a, b, y)
 }
 
 // Add computes a += b over n elements.

@@ -210,18 +210,32 @@ func testMatMul(t *testing.T, d *gpu.Device, tolScale float64) {
 			if typ == gpu.F32 || typ == gpu.F16 || typ == gpu.BF16 {
 				c.cols = 4 * (c.cols + 40) // odd multiples of 4, not of the 16-wide tile
 			}
-			for _, acc := range []bool{false, true} {
-				name := fmt.Sprintf("%s %dx%d t=%d row0=%d add=%v", typ, c.rows, c.cols, c.tokens, c.row0, acc)
+			// set, add, and (for the LoRA types) add scaled
+			modes := []string{"set", "add"}
+			if typ == gpu.F32 || typ == gpu.F16 || typ == gpu.BF16 {
+				modes = append(modes, "scaled")
+			}
+			for _, mode := range modes {
+				name := fmt.Sprintf("%s %dx%d t=%d row0=%d %s", typ, c.rows, c.cols, c.tokens, c.row0, mode)
 				w, wv := weight(t, d, rng, typ, c.rows, c.cols)
 				x := randVec(rng, (c.row0+c.tokens)*c.cols)
 				y0 := randVec(rng, c.tokens*c.rows)
 				out := upload(t, d, y0)
 				got := run(t, d, out, len(y0), func(r *gpu.Recorder) {
-					r.MatMul(w, upload(t, d, x), c.row0, c.tokens, out, acc)
+					if mode == "scaled" {
+						r.MatMulScaledAdd(w, gpu.Acts{X: upload(t, d, x), Row0: c.row0}, c.tokens, out, c.rows, 0, -0.375)
+					} else {
+						r.MatMul(w, upload(t, d, x), c.row0, c.tokens, out, mode == "add")
+					}
 				})
 				want := cpuref.MatMul(wv, c.rows, c.cols, x[c.row0*c.cols:], c.tokens)
-				if acc {
+				switch mode {
+				case "add":
 					want = cpuref.Add(y0, want)
+				case "scaled":
+					for i := range want {
+						want[i] = y0[i] + -0.375*want[i]
+					}
 				}
 				check(t, name, got, want, tolFor(typ)*tolScale)
 			}
@@ -494,6 +508,42 @@ func TestSiLUMulAndAdd(t *testing.T) {
 	ab := upload(t, d, a)
 	got = run(t, d, ab, n, func(r *gpu.Recorder) { r.Add(ab, upload(t, d, b), n) })
 	check(t, "add", got, cpuref.Add(a, b), tolF32)
+
+}
+
+// TestLoRA checks the fused LoRA kernel against B·(A·x) in Go for 1, 3 and 8 tokens, ranks
+// and widths that are not multiples of the workgroup, into a column range of wider rows, with
+// the activations as they are and rounded to halves and bfloat16.
+func TestLoRA(t *testing.T) {
+	d := gputest.Device(t)
+	rng := rand.New(rand.NewPCG(33, 34))
+	for _, c := range []struct {
+		tokens, k, rank, out, col, stride int
+		act                               gpu.ActQuant
+	}{{1, 64, 8, 70, 0, 70, gpu.ActNone}, {3, 172, 24, 130, 5, 140, gpu.ActNone}, {8, 40, 64, 65, 65, 130, gpu.ActNone}, {2, 64, 4, 64, 0, 64, gpu.ActF16}, {2, 64, 4, 64, 0, 64, gpu.ActBF16}} {
+		x, a, b := randVec(rng, (1+c.tokens)*c.k), randVec(rng, c.rank*c.k), randVec(rng, c.out*c.rank)
+		y0 := randVec(rng, c.tokens*c.stride)
+		yb := upload(t, d, y0)
+		got := run(t, d, yb, len(y0), func(r *gpu.Recorder) {
+			r.LoRA(upload(t, d, x), 1, c.tokens, c.k, upload(t, d, a), upload(t, d, b), c.rank, c.out, yb, c.stride, c.col, 0.75, c.act)
+		})
+		round := func(v []float32) []float32 { return v }
+		switch c.act {
+		case gpu.ActF16:
+			round = cpuref.ActF16
+		case gpu.ActBF16:
+			round = cpuref.ActBF16
+		}
+		tv := round(cpuref.MatMul(a, c.rank, c.k, round(x[c.k:]), c.tokens))
+		yv := cpuref.MatMul(b, c.out, c.rank, tv, c.tokens)
+		want := append([]float32(nil), y0...)
+		for tok := range c.tokens {
+			for r := range c.out {
+				want[tok*c.stride+c.col+r] += 0.75 * yv[tok*c.out+r]
+			}
+		}
+		check(t, fmt.Sprintf("lora %+v", c), got, want, 1e-5)
+	}
 }
 
 // TestLargeGrid covers the 2-D workgroup grid used when a dimension would exceed the limit.

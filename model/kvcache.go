@@ -94,6 +94,9 @@ type Batch struct {
 	// the text after it by positions that advanced by the grid's longer side only. nil: each
 	// row's Pos for t, h and w, 0 for e.
 	MPos []int32
+	// Lora are the user scales of the model's LoRA adapters (Model.LoadAdapter's indices) for
+	// every row of the batch; an adapter past its end, or at 0, is not applied.
+	Lora []float32
 }
 
 // MediaToken is where the placeholder tokens of embedding rows (Batch.Embeds) start: ids at or
@@ -124,6 +127,9 @@ func (m *Model) checkBatch(kv *KVCache, b Batch) error {
 		if p < 0 || int(p)<<b.PageBits >= kv.NCtx {
 			return fmt.Errorf("model: page %d is outside the cache of %d rows", p, kv.NCtx)
 		}
+	}
+	if len(b.Lora) > m.adapters {
+		return fmt.Errorf("model: batch with %d adapter scales for %d adapters", len(b.Lora), m.adapters)
 	}
 	if b.MPos != nil && len(b.MPos) != 4*n {
 		return fmt.Errorf("model: batch of %d tokens with %d M-RoPE positions", n, len(b.MPos))

@@ -37,6 +37,13 @@ type Model struct {
 
 	enc *encoder // BERT's extra weights, or nil for decoders
 
+	shapes    map[string][]uint64 // the file's tensors' shapes, for checking adapters
+	adapters  int                 // LoRA adapters loaded (adapter.go)
+	layerLora []loraTerms         // each layer's adapter pairs
+	loraOut   []loraTerm          // the output matrix's
+	loraRank  int                 // the largest group's rank, which sizes scratch.loraT
+	passLora  []float32           // the adapters' user scales in the pass being recorded (Batch.Lora)
+
 	maxBatch   int
 	maxOutputs int
 	kvF16      bool
@@ -55,6 +62,8 @@ type scratch struct {
 	attnPos *gpu.Buffer
 	// mpos are an M-RoPE model's rotary positions (Batch.MPos); nil for other models.
 	mpos *gpu.Buffer
+	// loraT holds a LoRA group's rank-wide products (A·x); nil without adapters.
+	loraT *gpu.Buffer
 	// keyEnds holds each token's last attended position and row base for an encoder (see
 	// recordEncoder).
 	keyEnds *gpu.Buffer
@@ -99,7 +108,11 @@ func Load(dev *gpu.Device, f *gguf.File, opts Options) (*Model, error) {
 		opts.MaxBatch = 512
 	}
 	opts.MaxOutputs = max(opts.MaxOutputs, 1)
-	m := &Model{Config: cfg, Tokenizer: tok, dev: dev, maxBatch: opts.MaxBatch, maxOutputs: min(opts.MaxOutputs, opts.MaxBatch), kvF16: !opts.KVF32, actQuant: !opts.RawActivations}
+	m := &Model{Config: cfg, Tokenizer: tok, dev: dev, maxBatch: opts.MaxBatch, maxOutputs: min(opts.MaxOutputs, opts.MaxBatch), kvF16: !opts.KVF32, actQuant: !opts.RawActivations,
+		shapes: make(map[string][]uint64, len(f.Tensors)), layerLora: make([]loraTerms, cfg.NLayer)}
+	for _, t := range f.Tensors {
+		m.shapes[t.Name] = t.Shape
+	}
 	l := &loader{f: f, dev: dev, progress: opts.Progress, total: cfg.TensorSize}
 	if err := m.loadWeights(l); err != nil {
 		l.release()
@@ -276,7 +289,7 @@ func (m *Model) Close() {
 	for _, b := range []*gpu.Buffer{s.x, s.xn, s.qkv, s.attn, s.gu, s.ffn, s.xq, s.xsums, s.tmp, s.logits, s.ids, s.pos, s.outRows, s.keyEnds, s.attnState} {
 		b.Release()
 	}
-	for _, b := range []*gpu.Buffer{s.attnPos, s.mpos} { // made on demand
+	for _, b := range []*gpu.Buffer{s.attnPos, s.mpos, s.loraT} { // made on demand
 		if b != nil {
 			b.Release()
 		}
@@ -388,6 +401,7 @@ func (m *Model) begin(kv *KVCache, b Batch) (*gpu.Recorder, error) {
 // addressing (writePos), and the rows to gather logits from when recordLogits needs them.
 func (m *Model) upload(b Batch) error {
 	s, n := &m.scratch, len(b.Tokens)
+	m.passLora = b.Lora
 	if err := m.dev.Write(s.ids, 0, gpu.Bytes(b.Tokens)); err != nil {
 		return err
 	}
@@ -455,6 +469,7 @@ func (m *Model) recordLayers(r *gpu.Recorder, kv *KVCache, n, seqs, maxKeys, pag
 		ly := &m.layers[i]
 		r.RMSNorm(s.x, ly.attnNorm, s.xn, c.NEmbd, n, c.RMSEps)
 		m.project(r, ly.qkv, s.xn, 0, n, c.NEmbd, s.qkv, qkvW, false)
+		m.addLora(r, m.layerLora[i].qkv, s.xn, 0, n, c.NEmbd, s.qkv, qkvW)
 		if ly.qNorm != nil {
 			r.HeadNorm(s.qkv, ly.qNorm, ly.kNorm, n, c.NHead, c.NKVHead, c.HeadDim, c.RMSEps)
 		}
@@ -467,11 +482,12 @@ func (m *Model) recordLayers(r *gpu.Recorder, kv *KVCache, n, seqs, maxKeys, pag
 		} else {
 			r.Attention(s.qkv, kv.k[i], kv.v[i], attnPos, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, ap)
 		}
-		m.residual(r, ly.wo, s.attn, c.NHead*c.HeadDim, ly.postAttn, n)
+		m.residual(r, ly.wo, m.layerLora[i].wo, s.attn, c.NHead*c.HeadDim, ly.postAttn, n)
 		r.RMSNorm(s.x, ly.ffnNorm, s.xn, c.NEmbd, n, c.RMSEps)
 		m.project(r, ly.gateUp, s.xn, 0, n, c.NEmbd, s.gu, 2*c.NFF, false)
+		m.addLora(r, m.layerLora[i].gateUp, s.xn, 0, n, c.NEmbd, s.gu, 2*c.NFF)
 		r.GLU(s.gu, s.ffn, c.NFF, n, c.GELU)
-		m.residual(r, ly.ffnDown, s.ffn, c.NFF, ly.postFFN, n)
+		m.residual(r, ly.ffnDown, m.layerLora[i].down, s.ffn, c.NFF, ly.postFFN, n)
 	}
 }
 
@@ -488,6 +504,7 @@ func (m *Model) recordLogits(r *gpu.Recorder, n int, logits []int) {
 		src, row0 = s.tmp, 0
 	}
 	m.project(r, m.output, src, row0, k, c.NEmbd, s.logits, c.NVocab, false)
+	m.addLora(r, m.loraOut, src, row0, k, c.NEmbd, s.logits, c.NVocab)
 	if c.FinalSoftCap > 0 {
 		r.SoftCap(s.logits, k*c.NVocab, c.FinalSoftCap)
 	}
@@ -511,15 +528,18 @@ func (m *Model) layerAttention(il int) (gpu.Rope, gpu.AttnParams) {
 	return rope, ap
 }
 
-// residual adds a block's output projection (of x, k wide) to the residual stream: fused into
-// the projection, or, with Gemma's post-norm, projected, normalised and then added.
-func (m *Model) residual(r *gpu.Recorder, ps []proj, x *gpu.Buffer, k int, postNorm *gpu.Buffer, n int) {
+// residual adds a block's output projection (of x, k wide) and its adapters' terms to the
+// residual stream: fused into the projection, or, with Gemma's post-norm, projected,
+// normalised and then added.
+func (m *Model) residual(r *gpu.Recorder, ps []proj, terms []loraTerm, x *gpu.Buffer, k int, postNorm *gpu.Buffer, n int) {
 	c, s := m.Config, &m.scratch
 	if postNorm == nil {
 		m.project(r, ps, x, 0, n, k, s.x, c.NEmbd, true)
+		m.addLora(r, terms, x, 0, n, k, s.x, c.NEmbd)
 		return
 	}
 	m.project(r, ps, x, 0, n, k, s.tmp, c.NEmbd, false)
+	m.addLora(r, terms, x, 0, n, k, s.tmp, c.NEmbd)
 	r.RMSNorm(s.tmp, postNorm, s.xn, c.NEmbd, n, c.RMSEps)
 	r.Add(s.x, s.xn, n*c.NEmbd)
 }
@@ -540,6 +560,16 @@ func (m *Model) project(r *gpu.Recorder, ps []proj, x *gpu.Buffer, xRow0, nToken
 		}
 		r.MatMulAt(p.w, in, nTokens, y, yStride, p.col, accumulate)
 	}
+}
+
+// projectScaled is project of one projection, from row 0 of x, adding scale times its products
+// into y (a LoRA group's B).
+func (m *Model) projectScaled(r *gpu.Recorder, p proj, x *gpu.Buffer, nTokens, k int, y *gpu.Buffer, yStride int, scale float32) {
+	in := gpu.Acts{X: x}
+	if a := gpu.ActFor(p.w.Type); m.actQuant && a != gpu.ActNone && k%a.Block() == 0 {
+		in = r.QuantizeActivations(a, x, 0, nTokens, k, m.scratch.xq, m.scratch.xsums)
+	}
+	r.MatMulScaledAdd(p.w, in, nTokens, y, yStride, p.col, scale)
 }
 
 // WeightBytes is the size of the weights on the device: what one decode step reads.

@@ -58,6 +58,7 @@ type samplingFields struct {
 	specNMax            gen.OptNilInt
 	specNMin            gen.OptNilInt
 	specPMin            gen.OptNilFloat64
+	lora                jx.Raw
 
 	// nCtx resolves repeat_last_n and dry_penalty_last_n of -1, as llama-server does.
 	nCtx int
@@ -102,6 +103,7 @@ type samplingRequest interface {
 	GetSamplers() jx.Raw
 	GetGrammar() gen.OptNilString
 	GetJSONSchema() jx.Raw
+	GetLora() jx.Raw
 	GetResponseFormat() jx.Raw
 	GetNKeep() gen.OptNilInt
 	GetNDiscard() gen.OptNilInt
@@ -152,6 +154,7 @@ func (m *loaded) samplingFields(req samplingRequest, nPredict gen.OptNilInt) sam
 		samplers:            req.GetSamplers(),
 		grammar:             req.GetGrammar(),
 		jsonSchema:          req.GetJSONSchema(),
+		lora:                req.GetLora(),
 		responseFormat:      req.GetResponseFormat(),
 		nKeep:               req.GetNKeep(),
 		nDiscard:            req.GetNDiscard(),
@@ -254,6 +257,10 @@ func (f samplingFields) params() (engine.Params, error) {
 		}
 	}
 	p.IgnoreEOS = f.ignoreEOS.Or(false)
+	var err error
+	if p.Lora, p.LoraListed, err = loraParams(f.lora); err != nil {
+		return p, err
+	}
 	if err := f.samplerParams(&p); err != nil {
 		return p, err
 	}

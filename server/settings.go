@@ -88,8 +88,17 @@ func generationSettings(p engine.Params, stream bool, spec engine.SpecType) gen.
 		TimingsPerToken:     p.TimingsPerToken,
 		PostSamplingProbs:   p.PostSamplingProbs,
 		BackendSampling:     false,
-		Lora:                []gen.LoraAdapter{},
+		Lora:                loraSettings(p.LoraListed),
 	}
+}
+
+// loraSettings is a request's lora list as generation_settings echoes it.
+func loraSettings(listed []engine.AdapterScale) []gen.LoraAdapter {
+	out := make([]gen.LoraAdapter, len(listed))
+	for i, e := range listed {
+		out[i] = gen.LoraAdapter{ID: e.ID, Scale: float64(e.Scale)}
+	}
+	return out
 }
 
 // timings converts the engine's timings to llama-server's, with rates 0 where there is nothing

@@ -5,7 +5,8 @@
 // 32-wide slice of k, each invocation dequantizes two 4-element groups of the weight tile into
 // workgroup memory (T_<TYPE> from dequant.inc), so the tile is dequantized once for 64 tokens,
 // and copies two groups of the activation tile beside it; 16 products then take 8 loads.
-// Variants: ADD accumulates into y; F16_MATH (adapters with shader-f16) keeps both tiles in
+// Variants: ADD accumulates into y; SCALED multiplies the products by p.scale first (a LoRA
+// pair's term); F16_MATH (adapters with shader-f16) keeps both tiles in
 // half precision, halving workgroup memory traffic, and takes each 4-element product in half
 // precision, accumulated in f32 (the tiles are what llama.cpp's Vulkan mul_mm keeps in f16).
 
@@ -24,6 +25,7 @@ struct Params {
     y_row0: u32,
     y_stride: u32,
     y_col0: u32,
+    scale: f32, // SCALED: the products are multiplied by it (a LoRA pair's scale)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -101,10 +103,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             let t = t0 + lid.y + 16u * j;
             if (r < p.n && t < p.n_tok) {
                 let o = (p.y_row0 + t) * p.y_stride + p.y_col0 + r;
-#ifdef ADD
-                y[o] += acc[i][j];
+#ifdef SCALED
+                let v = p.scale * acc[i][j];
 #else
-                y[o] = acc[i][j];
+                let v = acc[i][j];
+#endif
+#ifdef ADD
+                y[o] += v;
+#else
+                y[o] = v;
 #endif
             }
         }

@@ -10,6 +10,7 @@ struct Params {
     y_row0: u32,  // first row of y to write
     y_stride: u32,// row length of y (all rows of the whole weight)
     y_col0: u32,  // column of y for weight row 0 (a chunk of a split weight)
+    scale: f32,   // SCALED: the products are multiplied by it (a LoRA pair's scale)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -29,13 +30,19 @@ struct Params {
 var<private> tok0: u32 = 0u;
 var<private> nt: u32 = 0u;
 
-// store writes (ADD: adds) v as token tok0 + t's output for weight row row.
+// store writes (ADD: adds) v (SCALED: times scale) as token tok0 + t's output for weight row
+// row.
 fn store(t: u32, row: u32, v: f32) {
     let o = (p.y_row0 + tok0 + t) * p.y_stride + p.y_col0 + row;
-#ifdef ADD
-    y[o] += v;
+#ifdef SCALED
+    let out = p.scale * v;
 #else
-    y[o] = v;
+    let out = v;
+#endif
+#ifdef ADD
+    y[o] += out;
+#else
+    y[o] = out;
 #endif
 }
 

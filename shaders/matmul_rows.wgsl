@@ -2,7 +2,7 @@
 // sum_k x[x_row0 + t, k] * W[r, k], each invocation 4 rows of W and 8 tokens, the tokens in
 // two groups of four (quads). W is any type of dequant.inc; x is f32 rows or act_quant's
 // PACKED layouts (XPACK_*), which give exactly the f32 values act_quant would have written.
-// ADD accumulates into y; XSUM (Q4_1, Q5_1) applies each block's minimum to the Q8_1 block
+// ADD accumulates into y; SCALED multiplies the products by p.scale first; XSUM (Q4_1, Q5_1) applies each block's minimum to the Q8_1 block
 // sums in xs, as matvec does.
 //
 // Why it is shaped so: lavapipe runs 8 invocations as the lanes of one SIMD register, and it

@@ -4,6 +4,7 @@
 // The weight is read once for all tokens and accumulated in f32. W is any type of
 // dequant.inc (define T_<TYPE>), rows of k elements, k a multiple of the block size.
 // Variants: ADD accumulates into y (the residual add fused into the projection epilogue);
+// SCALED multiplies the products by p.scale first (a LoRA pair's term);
 // ROW_PER_THREAD gives each invocation whole rows and no workgroup barriers, what CPU adapters
 // such as lavapipe run fastest (there for 1 to 4 tokens; matmul_rows.wgsl takes more);
 // otherwise 64 invocations share each row and reduce, 4 rows to a workgroup.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wgpu-llama/wgpu-llama/gpu"
+	"github.com/wgpu-llama/wgpu-llama/model"
 )
 
 // benchResult is one test's figures, also the --json shape.
@@ -38,7 +39,7 @@ type benchResult struct {
 // bandwidth, prompt processing's GFLOP/s. --profile adds a table of GPU time by kernel family
 // for one pass of each test.
 func runBench(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench", "wgpu-llama bench -m FILE [-p 512] [-n 128] [-d 0] [-r 5] [--json]", stderr)
+	fs := newFlagSet("bench", "wgpu-llama bench -m FILE [-p 512] [-n 128] [-d 0] [-r 5] [--lora FILE] [--json]", stderr)
 	var (
 		mf         modelFlags
 		nPrompt    int
@@ -46,8 +47,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		depth      int
 		jsonOut    bool
 		profile    bool
+		lf         loraFlags
 	)
 	mf.register(fs)
+	fs.Var(loraList{&lf, false}, "lora", "LoRA adapter to run every test with at scale 1 (repeatable, or a comma-separated list)")
+	fs.Var(loraList{&lf, true}, "lora-scaled", "LoRA adapter to run with, FILE:SCALE (repeatable, or a comma-separated list)")
 	intVar(fs, &nPrompt, 512, "prompt tokens for the pp test (0: skip)", "p", "n-prompt")
 	intVar(fs, &nGen, 128, "generated tokens for the tg test (0: skip)", "n", "n-gen")
 	intVar(fs, &depth, 0, "tokens already in the cache when each test runs, as llama-bench's -d", "d", "n-depth")
@@ -72,6 +76,25 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeModel()
+	var scales []float32
+	for _, sp := range lf.specs {
+		if _, err := m.LoadAdapterFile(sp.Path); err != nil {
+			return fmt.Errorf("bench: lora %s: %w", sp.Path, err)
+		}
+		scales = append(scales, sp.Scale)
+	}
+	forward := func(kv *model.KVCache, tokens []int32, pos int) error {
+		if scales == nil {
+			_, err := m.Forward(kv, tokens, pos)
+			return err
+		}
+		b := model.Batch{Tokens: tokens, Pos: make([]int32, len(tokens)), Base: make([]int32, len(tokens)), Logits: []int{len(tokens) - 1}, Lora: scales}
+		for i := range b.Pos {
+			b.Pos[i] = int32(pos + i)
+		}
+		_, err := m.ForwardBatch(kv, b)
+		return err
+	}
 	kv, err := m.NewKVCache(depth + max(nPrompt, nGen, 1))
 	if err != nil {
 		return err
@@ -90,7 +113,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		for i := range fill {
 			fill[i] = token()
 		}
-		if _, err := m.Forward(kv, fill, pos); err != nil {
+		if err := forward(kv, fill, pos); err != nil {
 			return err
 		}
 	}
@@ -104,7 +127,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		for i := range prompt {
 			prompt[i] = token()
 		}
-		r, err := measure(reps, nPrompt, func() error { _, err := m.Forward(kv, prompt, depth); return err })
+		r, err := measure(reps, nPrompt, func() error { return forward(kv, prompt, depth) })
 		if err != nil {
 			return err
 		}
@@ -116,7 +139,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if nGen > 0 {
 		r, err := measure(reps, nGen, func() error {
 			for pos := depth; pos < depth+nGen; pos++ {
-				if _, err := m.Forward(kv, []int32{token()}, pos); err != nil {
+				if err := forward(kv, []int32{token()}, pos); err != nil {
 					return err
 				}
 			}
@@ -133,8 +156,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	var profiles []testProfile
 	if profile {
 		if profiles, err = profilePasses(dev, nPrompt, nGen > 0, func(tokens []int32, pos int) error {
-			_, err := m.Forward(kv, tokens, depth+pos)
-			return err
+			return forward(kv, tokens, depth+pos)
 		}, token); err != nil {
 			return err
 		}

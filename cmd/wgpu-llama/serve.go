@@ -103,6 +103,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	cfg.ImageMinTokens, cfg.ImageMaxTokens = max(0, sf.vision.imageMinTokens), max(0, sf.vision.imageMaxTokens)
+	sf.lora.apply(&cfg)
 	if err := sf.embed.apply(&cfg); err != nil {
 		httpSrv.Close()
 		return err

@@ -59,6 +59,7 @@ type serveFlags struct {
 	compat compatFlags
 	tools  toolFlags
 	vision visionFlags
+	lora   loraFlags
 	// corsLocalhost: tools are on and --cors-origins was not given, so only local pages may
 	// read answers (llama-server's default then).
 	corsLocalhost bool
@@ -185,6 +186,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.cors.register(fs)
 	f.tools.register(fs)
 	f.vision.register(fs)
+	f.lora.register(fs)
 	f.compat.register(fs)
 	f.spec.register(fs)
 	f.embed.register(fs)
