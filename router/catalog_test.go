@@ -35,7 +35,7 @@ func TestScanSources(t *testing.T) {
 	writeFile(t, filepath.Join(cache, "models--org--repo", "snapshots", rev, "repo-Q4_K_M.gguf"), "x")
 	writeFile(t, filepath.Join(cache, "models--org--repo", "snapshots", rev, "mmproj-repo-f16.gguf"), "x")
 	preset := filepath.Join(dir, "presets.ini")
-	writeFile(t, preset, "version = 1\n; a comment\n[*]\nctx-size = 512\ntemp = 0.5\n\n[alpha]\nctx-size = 1024\nload-on-startup = true\nstop-timeout = 3\n\n[custom]\n--hf-repo = org/other:Q8_0\n")
+	writeFile(t, preset, "version = 1\n; a comment\n[*]\nctx-size = 512\ntemp = 0.5\n\n[alpha]\nctx-size = 1024\nlora-scaled = style.gguf:0.5\nload-on-startup = true\nstop-timeout = 3\n\n[custom]\n--hf-repo = org/other:Q8_0\n")
 
 	got, err := Catalog{CacheDir: cache, ModelsDir: models, PresetFile: preset}.Scan()
 	if err != nil {
@@ -45,7 +45,7 @@ func TestScanSources(t *testing.T) {
 		source string
 		args   []string
 	}{
-		"alpha":           {SourcePreset, []string{"--ctx-size=1024", "--model=" + filepath.Join(models, "alpha.gguf"), "--temp=0.5"}},
+		"alpha":           {SourcePreset, []string{"--ctx-size=1024", "--lora-scaled=style.gguf:0.5", "--model=" + filepath.Join(models, "alpha.gguf"), "--temp=0.5"}},
 		"vision":          {SourceModelsDir, []string{"--ctx-size=512", "--mmproj=" + filepath.Join(models, "vision", "mmproj-vision-f16.gguf"), "--model=" + filepath.Join(models, "vision", "vision-Q8_0.gguf"), "--temp=0.5"}},
 		"org/repo:Q4_K_M": {SourceCache, []string{"--ctx-size=512", "--hf-repo=org/repo:Q4_K_M", "--temp=0.5"}},
 		"custom":          {SourcePreset, []string{"--ctx-size=512", "--hf-repo=org/other:Q8_0", "--temp=0.5"}},

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 
 import { buildChatRequest, toChatMessage } from "../src/lib/request";
-import { changedSampling, defaultSettings, loadSettings, samplingDefaults, saveSettings } from "../src/lib/settings";
+import { changedSampling, defaultSettings, loadSettings, loraField, samplingDefaults, saveSettings } from "../src/lib/settings";
 import type { Message, SlotParams } from "../src/lib/types";
 
 const params = {
@@ -54,6 +54,25 @@ describe("settings", () => {
       temperature: 0.2,
       samplers: ["temperature"],
     });
+  });
+
+  it("sends LoRA scales only when they differ from the server's, and then every adapter's", () => {
+    const adapters = [
+      { id: 0, path: "a.gguf", scale: 1 },
+      { id: 1, path: "b.gguf", scale: 0.5 },
+    ];
+    expect(loraField({}, adapters)).toBeUndefined();
+    expect(loraField({ 0: 1, 1: 0.5 }, adapters)).toBeUndefined();
+    expect(loraField({ 1: 0 }, adapters)).toEqual([
+      { id: 0, scale: 1 },
+      { id: 1, scale: 0 },
+    ]);
+    const s = { ...defaultSettings(), lora: { 0: 0.25 } };
+    expect(buildChatRequest([msg("user", "hi")], s, null, [], adapters).lora).toEqual([
+      { id: 0, scale: 0.25 },
+      { id: 1, scale: 0.5 },
+    ]);
+    expect(buildChatRequest([msg("user", "hi")], s, null).lora).toBeUndefined(); // no adapters: no field
   });
 
   it("persists in localStorage", () => {

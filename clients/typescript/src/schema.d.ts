@@ -672,6 +672,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/lora-adapters": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The LoRA adapters loaded (--lora, --lora-scaled) with their global scales. */
+        get: operations["getLoraAdapters"];
+        put?: never;
+        /**
+         * Set the global scales: [{"id", "scale"}, ...]. An adapter not listed gets 0 and an id
+         *     that names no adapter is ignored, as llama-server does; a body that is not an array
+         *     answers 400 "Request body must be an array". A request's own `lora` field wins over
+         *     the global scales.
+         */
+        post: operations["setLoraAdapters"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/slots": {
         parameters: {
             query?: never;
@@ -1081,6 +1104,12 @@ export interface components {
             /** @description A JSON schema the output must satisfy (converted to a grammar). */
             json_schema?: unknown;
             /**
+             * @description LoRA adapter scales for this request: [{"id", "scale"}, ...]; adapters not listed
+             *     get 0, ids that name no adapter are ignored; absent or [] means the global scales
+             *     (GET /lora-adapters). Not an array: 400.
+             */
+            lora?: unknown;
+            /**
              * @description OpenAI's output format: {"type": "text"}, {"type": "json_object"} (any JSON object,
              *     or the "schema" given) or {"type": "json_schema", "json_schema": {"schema": {...}}}.
              */
@@ -1380,6 +1409,12 @@ export interface components {
             /** @description A JSON schema the output must satisfy (converted to a grammar). */
             json_schema?: unknown;
             /**
+             * @description LoRA adapter scales for this request: [{"id", "scale"}, ...]; adapters not listed
+             *     get 0, ids that name no adapter are ignored; absent or [] means the global scales
+             *     (GET /lora-adapters). Not an array: 400.
+             */
+            lora?: unknown;
+            /**
              * @description OpenAI's output format: {"type": "text"}, {"type": "json_object"} (any JSON object,
              *     or the "schema" given) or {"type": "json_schema", "json_schema": {"schema": {...}}}.
              */
@@ -1531,6 +1566,20 @@ export interface components {
             id: number;
             scale: number;
         };
+        LoraAdapterInfo: {
+            id: number;
+            /** @description The file as given on the command line. */
+            path: string;
+            /** @description The global scale. */
+            scale: number;
+            task_name: string;
+            prompt_prefix: string;
+        };
+        /**
+         * @description An array of {"id", "scale"} (checked by the server: llama-server's answers for other
+         *     shapes, an id of another type read as -1, a scale of another type as 0).
+         */
+        LoraScalesBody: unknown;
         Timings: {
             /** @description Prompt tokens reused from the cache. */
             cache_n: number;
@@ -3111,6 +3160,52 @@ export interface operations {
         };
         responses: {
             /** @description The update was accepted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PropsUpdateResponse"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    getLoraAdapters: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The adapters, by id. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LoraAdapterInfo"][];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    setLoraAdapters: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LoraScalesBody"];
+            };
+        };
+        responses: {
+            /** @description The scales were set. */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -4,7 +4,7 @@ import * as store from "./conversations";
 import type { ChatDatabase } from "./db";
 import { newId } from "./ids";
 import { buildChatRequest } from "./request";
-import type { Sampling, Settings } from "./settings";
+import type { LoraAdapter, Sampling, Settings } from "./settings";
 import type { Server } from "./server";
 import { errorText, follow } from "./stream";
 import { callParams, offeredTools, resultText, type ToolInfo } from "./tools";
@@ -43,6 +43,8 @@ export class ChatState {
 
   /** The server's tools (GET /tools); empty when it offers none. */
   tools = $state.raw<ToolInfo[]>([]);
+  /** The server's LoRA adapters (GET /lora-adapters; none for a router), for settings.lora. */
+  adapters = $state.raw<LoraAdapter[]>([]);
   /** The tools a new chat will offer, until it becomes a conversation. */
   pendingTools = $state.raw<string[]>([]);
   /** The tools the open conversation (or the new chat) offers the model. */
@@ -199,7 +201,7 @@ export class ChatState {
   async #generate(parent: string): Promise<void> {
     const conv = this.current;
     if (!conv) return;
-    const request = buildChatRequest(pathTo(this.messages, parent), this.settings(), this.defaults(), offeredTools(conv.tools ?? [], this.tools));
+    const request = buildChatRequest(pathTo(this.messages, parent), this.settings(), this.defaults(), offeredTools(conv.tools ?? [], this.tools), this.adapters);
     const model = this.model();
     if (model) {
       request.model = model;

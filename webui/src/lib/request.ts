@@ -1,7 +1,7 @@
 // Building the chat request for a branch of a conversation.
 import type { ChatCompletionRequest, ChatMessage } from "@wgpu-llama/client";
 
-import { changedSampling, type Sampling, type Settings } from "./settings";
+import { changedSampling, loraField, type LoraAdapter, type Sampling, type Settings } from "./settings";
 import type { Attachment, Message } from "./types";
 
 /** Every generation asks for the 5 most likely tokens at each step, for the token view. */
@@ -12,12 +12,14 @@ export function buildChatRequest(
   settings: Settings,
   defaults: Sampling | null,
   tools: ChatCompletionRequest["tools"] = [],
+  adapters: LoraAdapter[] = [],
 ): ChatCompletionRequest {
   const messages: ChatMessage[] = [];
   if (settings.systemPrompt.trim()) messages.push({ role: "system", content: settings.systemPrompt });
   for (const m of path) messages.push(toChatMessage(m));
   const sampling = defaults ? changedSampling(settings.sampling, defaults) : settings.sampling;
-  return { messages, stream: true, n_probs: N_PROBS, ...sampling, ...(tools?.length ? { tools } : {}) };
+  const lora = loraField(settings.lora ?? {}, adapters);
+  return { messages, stream: true, n_probs: N_PROBS, ...sampling, ...(tools?.length ? { tools } : {}), ...(lora ? { lora } : {}) };
 }
 
 /**

@@ -3,6 +3,7 @@
 import { ApiError, EventReader, WgpuLlama } from "@wgpu-llama/client";
 import type { Client } from "openapi-fetch";
 
+import type { LoraAdapter } from "./settings";
 import type { ToolInfo, ToolPaths, ToolResult } from "./tools";
 import type { ModelsEvent, Props, RouterModelList, RouterPaths, RouterProps } from "./types";
 
@@ -113,6 +114,11 @@ export class Server {
   /** POST /tools: runs one tool; a result with "error" is the tool's own failure. */
   runTool(tool: string, params: Record<string, unknown>): Promise<ToolResult> {
     return this.call(async (c) => unwrap(await tools(c).POST("/tools", { body: { tool, params } })));
+  }
+
+  /** GET /lora-adapters: the LoRA adapters the model was started with, and their global scales. */
+  loraAdapters(): Promise<LoraAdapter[]> {
+    return this.call(async (c) => unwrap(await c.api.GET("/lora-adapters")));
   }
 
   slots(): Promise<SlotInfo[]> {

@@ -34,12 +34,24 @@ export interface Settings {
   sampling: Partial<Sampling>;
   /** Rounds of tool calls a reply may run before the UI stops running them. */
   toolRounds: number;
+  /**
+   * LoRA adapter scales by adapter id (GET /lora-adapters), sent as every request's `lora`;
+   * empty follows the server's global scales.
+   */
+  lora: Record<string, number>;
+}
+
+/** A loaded LoRA adapter, as GET /lora-adapters lists it. */
+export interface LoraAdapter {
+  id: number;
+  path: string;
+  scale: number;
 }
 
 const STORAGE_KEY = "wgpu-llama.settings";
 
 export function defaultSettings(): Settings {
-  return { systemPrompt: "", apiKey: "", theme: "system", sampling: {}, toolRounds: DEFAULT_TOOL_ROUNDS };
+  return { systemPrompt: "", apiKey: "", theme: "system", sampling: {}, toolRounds: DEFAULT_TOOL_ROUNDS, lora: {} };
 }
 
 export function loadSettings(storage: Storage = localStorage): Settings {
@@ -47,7 +59,7 @@ export function loadSettings(storage: Storage = localStorage): Settings {
     const raw = storage.getItem(STORAGE_KEY);
     if (!raw) return defaultSettings();
     const saved = JSON.parse(raw) as Partial<Settings>;
-    return { ...defaultSettings(), ...saved, sampling: { ...saved.sampling } };
+    return { ...defaultSettings(), ...saved, sampling: { ...saved.sampling }, lora: { ...saved.lora } };
   } catch {
     return defaultSettings();
   }
@@ -83,4 +95,14 @@ export function changedSampling(values: Partial<Sampling>, defaults: Sampling): 
 export function applyTheme(theme: Theme, root: HTMLElement = document.documentElement): void {
   if (theme === "system") root.removeAttribute("data-theme");
   else root.setAttribute("data-theme", theme);
+}
+
+/**
+ * The lora field a request carries: the user's scales when any differs from the adapter's
+ * global one (then every adapter's, so none falls to 0), else none.
+ */
+export function loraField(scales: Record<string, number>, adapters: LoraAdapter[]): { id: number; scale: number }[] | undefined {
+  const changed = adapters.some((a) => (scales[a.id] ?? a.scale) !== a.scale);
+  if (!changed) return undefined;
+  return adapters.map((a) => ({ id: a.id, scale: scales[a.id] ?? a.scale }));
 }
