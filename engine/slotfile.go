@@ -119,7 +119,9 @@ func (e *Engine) RestoreSlot(ctx context.Context, id int, path string) (SlotFile
 				break
 			}
 		}
-		s.cached = tokens
+		// A slot file does not say which adapter scales made its rows (llama.cpp's format has no
+		// room for it): they are taken for the base model's, as llama-server takes them.
+		s.cached, s.lora = tokens, ""
 		e.noteSlots()
 		res = SlotFile{Tokens: len(tokens), Bytes: int64(len(data)), Took: time.Since(start)}
 		return nil

@@ -131,3 +131,19 @@ export async function startRouter(dir, extraArgs = []) {
   }
   return { url, stop, log: () => log };
 }
+
+/** The requests the stored assistant messages were made with, oldest first (from IndexedDB). */
+export async function assistantRequests(page) {
+  return page.evaluate(async () => {
+    const db = await new Promise((resolve, reject) => {
+      const r = indexedDB.open("wgpu-llama");
+      r.onsuccess = () => resolve(r.result);
+      r.onerror = () => reject(r.error);
+    });
+    const all = await new Promise((resolve) => {
+      const q = db.transaction("messages").objectStore("messages").getAll();
+      q.onsuccess = () => resolve(q.result);
+    });
+    return all.filter((m) => m.role === "assistant").map((m) => m.request);
+  });
+}

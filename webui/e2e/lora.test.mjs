@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 
-import { launchBrowser, setSettings, startServer, until } from "./harness.mjs";
+import { assistantRequests, launchBrowser, setSettings, startServer, until } from "./harness.mjs";
 
 const shared = process.env.WGPU_LLAMA_SHARED ?? "";
 const lora = join(shared, "models", "lora");
@@ -43,18 +43,7 @@ describe("LoRA adapters", () => {
     await until(async () => (await replies.count()) > 0, "the reply");
     await until(async () => (await replies.last().getAttribute("data-state")) === "done", "the reply", 60000);
     assert.doesNotMatch(await replies.last().innerText(), /Error/);
-    const sent = await page.evaluate(async () => {
-      const db = await new Promise((resolve, reject) => {
-        const r = indexedDB.open("wgpu-llama");
-        r.onsuccess = () => resolve(r.result);
-        r.onerror = () => reject(r.error);
-      });
-      const all = await new Promise((resolve) => {
-        const q = db.transaction("messages").objectStore("messages").getAll();
-        q.onsuccess = () => resolve(q.result);
-      });
-      return all.filter((m) => m.role === "assistant").map((m) => m.request.lora);
-    });
+    const sent = (await assistantRequests(page)).map((r) => r.lora);
     assert.deepEqual(sent, [[{ id: 0, scale: 0.25 }, { id: 1, scale: 0.5 }]]);
   });
 });

@@ -6,7 +6,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 
-import { launchBrowser, screenshots, setSettings, startServer, until } from "./harness.mjs";
+import { assistantRequests, launchBrowser, screenshots, setSettings, startServer, until } from "./harness.mjs";
 
 const vision = join(process.env.WGPU_LLAMA_SHARED ?? "", "models", "vision");
 
@@ -45,18 +45,7 @@ describe("image input", () => {
     assert.notEqual((await lastReply().innerText()).trim(), "");
     assert.doesNotMatch(await lastReply().innerText(), /Error/);
     // the request carried the image as an image_url part
-    const sent = await page.evaluate(async () => {
-      const db = await new Promise((resolve, reject) => {
-        const r = indexedDB.open("wgpu-llama");
-        r.onsuccess = () => resolve(r.result);
-        r.onerror = () => reject(r.error);
-      });
-      const all = await new Promise((resolve) => {
-        const q = db.transaction("messages").objectStore("messages").getAll();
-        q.onsuccess = () => resolve(q.result);
-      });
-      return all.filter((m) => m.role === "assistant").map((m) => m.request.messages.at(-1).content);
-    });
+    const sent = (await assistantRequests(page)).map((r) => r.messages.at(-1).content);
     assert.equal(sent[0][1].type, "image_url");
     assert.match(sent[0][1].image_url.url, /^data:image\/png;base64,/);
     await page.screenshot({ path: join(screenshots, "vision.png") });
