@@ -1,10 +1,13 @@
 package model_test
 
 import (
+	"encoding/binary"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/wgpu-llama/wgpu-llama/gguf"
 	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
 	"github.com/wgpu-llama/wgpu-llama/model"
 )
@@ -74,5 +77,39 @@ func TestLoraGreedyMatchesLlamaCpp(t *testing.T) {
 		if got := greedyWith(t, m, c.scales); got != c.want {
 			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
 		}
+	}
+}
+
+// A BF16 adapter loads and runs: adapter A rounded to bfloat16 gives llama.cpp's A x1 tokens.
+func TestLoraBF16(t *testing.T) {
+	src, err := gguf.Open(shareddata.Path(t, "models", "lora") + "/stories260K-lora-A-F32.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var ts []gguf.TensorData
+	for i := range src.Tensors {
+		ti := &src.Tensors[i]
+		vals := make([]float32, ti.NumElements())
+		if err := gguf.Dequantize(ti.Type, src.TensorData(ti), vals); err != nil {
+			t.Fatal(err)
+		}
+		data := make([]byte, 2*len(vals))
+		for j, v := range vals {
+			binary.LittleEndian.PutUint16(data[2*j:], gguf.F32ToBF16(v))
+		}
+		ts = append(ts, gguf.TensorData{Name: ti.Name, Shape: ti.Shape, Type: gguf.TypeBF16, Data: data})
+	}
+	path := filepath.Join(t.TempDir(), "lora-A-BF16.gguf")
+	if err := gguf.WriteFile(path, src.KV, ts); err != nil {
+		t.Fatal(err)
+	}
+	m := loadOpts(t, model.Options{MaxBatch: 16}, "models", "stories260K.gguf")
+	if _, err := m.LoadAdapterFile(path); err != nil {
+		t.Fatal(err)
+	}
+	const a1 = "432 383 286 261 370 268 414 422 395 405 426 405 401 396 267 337 335 345 267 422 419 426 385 328 432 281 272 277 264 261 370 268"
+	if got := greedyWith(t, m, []float32{1}); got != a1 {
+		t.Errorf("A in BF16:\n got %s\nwant %s", got, a1)
 	}
 }
