@@ -98,12 +98,15 @@ func (r *Recorder) GetRowsScaled(w Weight, ids, out *Buffer, nTokens int, scale 
 }
 
 // matvecKernel returns the matrix-vector kernel for t, with block sums (XSUM) when given.
-func (r *Recorder) matvecKernel(t WeightType, sums bool, extra []string) *Pipeline {
+func (r *Recorder) matvecKernel(t WeightType, sums, lora bool, extra []string) *Pipeline {
 	wg := uint32(64)
 	if slices.Contains(extra, "ROW_PER_THREAD") {
 		wg = rowsWorkgroup
 	}
 	bind, extra := sumsVariant(t, sums, extra)
+	if lora {
+		bind = append(slices.Clone(bind), ReadOnly, ReadOnly)
+	}
 	return r.kernel("matvec", bind, wg, weightDefines(t, extra...)...)
 }
 
@@ -126,15 +129,51 @@ func withSums(sums *Buffer, bufs ...*Buffer) []*Buffer {
 
 // RMSNorm normalises each of rows rows of n values of x and multiplies by w, into out.
 func (r *Recorder) RMSNorm(x, w, out *Buffer, n, rows int, eps float32) {
+	r.rmsNorm(x, w, out, n, rows, eps, nil)
+}
+
+// LoRAInput is a LoRA group's A (rank rows, f32) and the buffer its products go to, for a
+// kernel that computes them on its way (RMSNormLoRA).
+type LoRAInput struct {
+	A, T *Buffer
+	Rank int
+	Act  ActQuant // the adapter's type's activation rounding (ActNone, ActF16, ActBF16)
+}
+
+// RMSNormLoRA is RMSNorm also writing each row's LoRA products, T[r, j] = A[j, :]·out[r, :],
+// for the projection that reads out (MatMulLoRA's epilogue): an adapter's A·x without a
+// dispatch of its own.
+func (r *Recorder) RMSNormLoRA(x, w, out *Buffer, n, rows int, eps float32, in LoRAInput) {
+	r.rmsNorm(x, w, out, n, rows, eps, &in)
+}
+
+func (r *Recorder) rmsNorm(x, w, out *Buffer, n, rows int, eps float32, lora *LoRAInput) {
 	wg := uint32(256) // GPUs: a row's loads in fewer rounds of memory latency
 	if r.d.BarrierFree {
 		wg = 64 // a barrier switches every invocation on CPU adapters
 	}
-	p := r.kernel("rms_norm", bindRRRW, wg, fmt.Sprintf("WG=%d", wg))
+	defs, bind, bufs, rank := []string{fmt.Sprintf("WG=%d", wg)}, bindRRRW, []*Buffer{x, w, out}, 0
+	if lora != nil {
+		defs = append(defs, append([]string{"LORA_A"}, actDefines(lora.Act)...)...)
+		bind = []Access{ReadOnly, ReadOnly, ReadWrite, ReadOnly, ReadWrite}
+		bufs, rank = append(bufs, lora.A, lora.T), lora.Rank
+	}
+	p := r.kernel("rms_norm", bind, wg, defs...)
 	if p == nil {
 		return
 	}
-	r.Dispatch(p, Params(n, rows, eps), r.grid(rows), x, w, out)
+	r.Dispatch(p, Params(n, rows, eps, rank), r.grid(rows), bufs...)
+}
+
+// actDefines are a LoRA kernel's defines for an adapter type's activation rounding.
+func actDefines(a ActQuant) []string {
+	switch a {
+	case ActF16:
+		return []string{"ACT_F16"}
+	case ActBF16:
+		return []string{"ACT_BF16"}
+	}
+	return nil
 }
 
 // MatMul computes y[t, :] = W x[xRow0+t, :] for nTokens rows of x, or adds it to y when
@@ -153,16 +192,36 @@ func (r *Recorder) MatMul(w Weight, x *Buffer, xRow0, nTokens int, y *Buffer, ac
 // ActQ8_1): the matrix-vector kernels then apply each block minimum to the rounded sum as
 // llama.cpp does. Packed activations are read by CPU adapters' kernel only.
 func (r *Recorder) MatMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, yCol int, accumulate bool) {
-	r.matMulAt(w, x, nTokens, y, yStride, yCol, accumulate, 1)
+	r.matMulAt(w, x, nTokens, y, yStride, yCol, accumulate, 1, nil)
 }
 
 // MatMulScaledAdd is MatMulAt adding scale times the products into y (a LoRA pair's term,
 // scale·B·(A·x), added to its projection's output in the product's own epilogue).
 func (r *Recorder) MatMulScaledAdd(w Weight, x Acts, nTokens int, y *Buffer, yStride, yCol int, scale float32) {
-	r.matMulAt(w, x, nTokens, y, yStride, yCol, true, scale)
+	r.matMulAt(w, x, nTokens, y, yStride, yCol, true, scale, nil)
 }
 
-func (r *Recorder) matMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, yCol int, accumulate bool, scale float32) {
+// LoRAEpilogue is a LoRA group's B (Width rows of Rank, f32) and its A·x for each token (T,
+// RMSNormLoRA's), whose Scale·B·T a product adds over its output's columns Col ..
+// Col+Width-1 as it stores them.
+type LoRAEpilogue struct {
+	B, T             *Buffer
+	Rank, Col, Width int
+	Scale            float32
+}
+
+// MatMulLoRA is MatMulAt with an adapter's term added in the epilogue: the whole LoRA of a
+// projection without a dispatch of its own. The matrix-vector kernels take it: at most
+// MatVecMaxTokens tokens on GPUs (CPU adapters' kernels take any count).
+func (r *Recorder) MatMulLoRA(w Weight, x Acts, nTokens int, y *Buffer, yStride, yCol int, accumulate bool, lora LoRAEpilogue) {
+	r.matMulAt(w, x, nTokens, y, yStride, yCol, accumulate, 1, &lora)
+}
+
+// MatVecMaxTokens is the most tokens GPUs' matrix-vector kernel takes (more go to the tiled
+// kernel, which has no LoRA epilogue).
+const MatVecMaxTokens = matvecMaxTokens
+
+func (r *Recorder) matMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, yCol int, accumulate bool, scale float32, lora *LoRAEpilogue) {
 	if w.Cols%4 != 0 {
 		r.fail("gpu: matmul needs a row length that is a multiple of 4, got %d", w.Cols)
 		return
@@ -178,10 +237,26 @@ func (r *Recorder) matMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, y
 	if scale != 1 {
 		extra = append(extra, "SCALED")
 	}
-	xSums, xRow0 := x.Sums, x.Row0
+	var lr LoRAEpilogue
+	if lora != nil {
+		extra, lr = append(extra, "LORA_B"), *lora
+	}
+	// params is the kernels' parameters for a chunk of the weight.
+	params := func(c WeightChunk) []uint32 {
+		return Params(w.Cols, c.Rows, nTokens, x.Row0, 0, yStride, yCol+c.Row0, scale, lr.Rank, lr.Col, lr.Width, lr.Scale)
+	}
+	// bufs binds a chunk: weight, activations, output, then the block sums and the LoRA's.
+	bufs := func(c WeightChunk) []*Buffer {
+		b := withSums(x.Sums, c.Buf, x.X, y)
+		if lora != nil {
+			b = append(b, lr.B, lr.T)
+		}
+		return b
+	}
+	xSums := x.Sums
 	switch {
 	case r.d.BarrierFree && nTokens > 4:
-		r.matMulRows(w, x, nTokens, y, yStride, yCol, extra, scale)
+		r.matMulRows(w, x, nTokens, extra, lora != nil, params, bufs)
 	case r.d.BarrierFree:
 		variant := append(append(extra, "ROW_PER_THREAD"), x.Packed.packedDefines()...)
 		lanes := 1 // token lanes per invocation: as few as the batch needs, at most 4
@@ -199,14 +274,14 @@ func (r *Recorder) matMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, y
 			if rowsDefines[rows] == nil { // 0 (or not 1, 2, 4): by size
 				rows = rowsPerInvocation(c.Rows, tokenGroups)
 			}
-			p := r.matvecKernel(w.Type, xSums != nil, append(variant, rowsDefines[rows]...))
+			p := r.matvecKernel(w.Type, xSums != nil, lora != nil, append(variant, rowsDefines[rows]...))
 			if p == nil {
 				break
 			}
 			// One dispatch per chunk: groups of lanes tokens go in the grid's z.
 			groups := r.grid((c.Rows + rowsWorkgroup*rows - 1) / (rowsWorkgroup * rows))
 			groups[2] = uint32(tokenGroups)
-			r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, xRow0, 0, yStride, yCol+c.Row0, scale), groups, withSums(xSums, c.Buf, x.X, y)...)
+			r.Dispatch(p, params(c), groups, bufs(c)...)
 		}
 	case nTokens <= matvecMaxTokens:
 		if r.d.SubgroupMath {
@@ -218,12 +293,14 @@ func (r *Recorder) matMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, y
 		if w.Type == Q4_K {
 			extra = append(extra, "CHUNK_DOT")
 		}
-		p := r.matvecKernel(w.Type, xSums != nil, extra)
+		p := r.matvecKernel(w.Type, xSums != nil, lora != nil, extra)
 		for _, c := range w.Chunks {
 			if p != nil {
-				r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, xRow0, 0, yStride, yCol+c.Row0, scale), r.grid((c.Rows+matvecRows-1)/matvecRows), withSums(xSums, c.Buf, x.X, y)...)
+				r.Dispatch(p, params(c), r.grid((c.Rows+matvecRows-1)/matvecRows), bufs(c)...)
 			}
 		}
+	case lora != nil:
+		r.fail("gpu: matmul: a LoRA epilogue takes at most %d tokens on this adapter, not %d", matvecMaxTokens, nTokens)
 	default:
 		if r.d.F16Math {
 			extra = append(extra, "F16_MATH")
@@ -231,7 +308,7 @@ func (r *Recorder) matMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, y
 		p := r.kernel("matmul", bindRRRW, 256, weightDefines(w.Type, extra...)...)
 		for _, c := range w.Chunks {
 			if p != nil {
-				r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, xRow0, 0, yStride, yCol+c.Row0, scale),
+				r.Dispatch(p, params(c),
 					[3]uint32{uint32((c.Rows + matmulTile - 1) / matmulTile), uint32((nTokens + matmulTile - 1) / matmulTile), 1}, c.Buf, x.X, y)
 			}
 		}
@@ -240,8 +317,11 @@ func (r *Recorder) matMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, y
 
 // matMulRows is MatMulAt on CPU adapters for batches of 5 tokens and more: matmul_rows.wgsl,
 // each invocation 4 rows and 8 tokens (the grid's z holds the groups of tokens).
-func (r *Recorder) matMulRows(w Weight, x Acts, nTokens int, y *Buffer, yStride, yCol int, extra []string, scale float32) {
+func (r *Recorder) matMulRows(w Weight, x Acts, nTokens int, extra []string, lora bool, params func(WeightChunk) []uint32, bufs func(WeightChunk) []*Buffer) {
 	bind, extra := sumsVariant(w.Type, x.Sums != nil, extra)
+	if lora {
+		bind = append(slices.Clone(bind), ReadOnly, ReadOnly)
+	}
 	p := r.kernel("matmul_rows", bind, rowsWorkgroup, weightDefines(w.Type, append(extra, x.Packed.packedDefines()...)...)...)
 	if p == nil {
 		return
@@ -249,7 +329,7 @@ func (r *Recorder) matMulRows(w Weight, x Acts, nTokens int, y *Buffer, yStride,
 	for _, c := range w.Chunks {
 		groups := r.grid((c.Rows + 4*rowsWorkgroup - 1) / (4 * rowsWorkgroup))
 		groups[2] = uint32((nTokens + 7) / 8)
-		r.Dispatch(p, Params(w.Cols, c.Rows, nTokens, x.Row0, 0, yStride, yCol+c.Row0, scale), groups, withSums(x.Sums, c.Buf, x.X, y)...)
+		r.Dispatch(p, params(c), groups, bufs(c)...)
 	}
 }
 
@@ -668,13 +748,7 @@ func (r *Recorder) LoRA(x *Buffer, xRow0, nTokens, k int, a, b *Buffer, rank, ou
 		r.fail("gpu: lora: %d tokens, rank %d, columns %d..%d of %d: over the fused kernel's limits", nTokens, rank, yCol, yCol+out, yStride)
 		return
 	}
-	var defs []string
-	switch act {
-	case ActF16:
-		defs = append(defs, "ACT_F16")
-	case ActBF16:
-		defs = append(defs, "ACT_BF16")
-	}
+	defs := actDefines(act)
 	groups := r.grid((out + 63) / 64)
 	if r.d.BarrierFree {
 		defs, groups = append(defs, "ONE_GROUP"), [3]uint32{1, 1, 1}

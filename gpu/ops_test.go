@@ -546,6 +546,58 @@ func TestLoRA(t *testing.T) {
 	}
 }
 
+// TestLoRAFused checks the LoRA split over an RMS norm and a product: RMSNormLoRA's rows and
+// A products, and MatMulLoRA adding scale·B·T over a column range in the epilogue of every
+// matrix-vector kernel (GPUs' cooperative one, CPU adapters' row-per-thread one and
+// matmul_rows), for weights of several types, with and without accumulating.
+func TestLoRAFused(t *testing.T) {
+	d := gputest.Device(t)
+	defer func(v bool) { d.BarrierFree = v }(d.BarrierFree)
+	rng := rand.New(rand.NewPCG(35, 36))
+	const k, rows, rank, col, width = 64, 70, 12, 9, 50
+	for _, bf := range []bool{false, true} {
+		d.BarrierFree = bf
+		for _, typ := range []gpu.WeightType{gpu.F32, gpu.Q8_0, gpu.Q4_K} {
+			cols := max(k, typ.BlockSize())
+			for _, tokens := range []int{1, 3, 6} {
+				if !bf && tokens > gpu.MatVecMaxTokens {
+					continue
+				}
+				x, nw := randVec(rng, tokens*cols), randVec(rng, cols)
+				a, b := randVec(rng, rank*cols), randVec(rng, width*rank)
+				xn := empty(t, d, tokens*cols)
+				tb := empty(t, d, tokens*rank)
+				gotXN := run(t, d, xn, tokens*cols, func(r *gpu.Recorder) {
+					r.RMSNormLoRA(upload(t, d, x), upload(t, d, nw), xn, cols, tokens, 1e-5, gpu.LoRAInput{A: upload(t, d, a), T: tb, Rank: rank})
+				})
+				wantXN := cpuref.RMSNorm(x, nw, cols, 1e-5)
+				check(t, "rms_norm lora rows", gotXN, wantXN, tolF32)
+				wantT := cpuref.MatMul(a, rank, cols, wantXN, tokens)
+				check(t, "rms_norm lora products", run(t, d, tb, tokens*rank, func(*gpu.Recorder) {}), wantT, 1e-5)
+				for _, acc := range []bool{false, true} {
+					w, wv := weight(t, d, rng, typ, rows, cols)
+					y0 := randVec(rng, tokens*rows)
+					yb := upload(t, d, y0)
+					got := run(t, d, yb, len(y0), func(r *gpu.Recorder) {
+						r.MatMulLoRA(w, gpu.Acts{X: xn}, tokens, yb, rows, 0, acc, gpu.LoRAEpilogue{B: upload(t, d, b), T: tb, Rank: rank, Col: col, Width: width, Scale: -1.5})
+					})
+					want := cpuref.MatMul(wv, rows, cols, gotXN, tokens)
+					if acc {
+						want = cpuref.Add(y0, want)
+					}
+					bt := cpuref.MatMul(b, width, rank, wantT, tokens)
+					for tok := range tokens {
+						for c := range width {
+							want[tok*rows+col+c] += -1.5 * bt[tok*width+c]
+						}
+					}
+					check(t, fmt.Sprintf("matmul lora %s t=%d barrier-free=%v add=%v", typ, tokens, bf, acc), got, want, tolFor(typ))
+				}
+			}
+		}
+	}
+}
+
 // TestLargeGrid covers the 2-D workgroup grid used when a dimension would exceed the limit.
 func TestLargeGrid(t *testing.T) {
 	d := gputest.Device(t)

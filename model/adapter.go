@@ -17,9 +17,11 @@ import (
 // adapter's term. The pairs of one projection group (q, k and v; gate and up), which share
 // their input, run as one: their A matrices stacked (one product gives every pair's A·x) and
 // their B matrices block-diagonal over the group's output columns; the B product adds its
-// scaled result into y in its own epilogue. Decode steps (a few tokens) take both products
-// in one dispatch (gpu.LoRA). So an adapter costs one dispatch per group a layer when
-// decoding, two for a prompt, and one with scale 0 costs nothing.
+// scaled result into y in its own epilogue. In a decode step (a few tokens), a group after an
+// RMS norm (q, k, v; gate, up) runs inside the norm and the projection (normProject), and the
+// others (attn_output, ffn_down) take both products in one dispatch (gpu.LoRA). So an adapter
+// costs two dispatches a layer when decoding, a few more for a prompt, and one with scale 0
+// costs nothing.
 
 // loraTerm is one adapter's pairs on one projection group.
 type loraTerm struct {
@@ -263,11 +265,48 @@ func (l *loader) adapterWeight(name string, typ gguf.GGMLType, rows, cols int, v
 	return w, nil
 }
 
+// loraScale is the scale the pass runs term t with: 0 when its adapter is off.
+func (m *Model) loraScale(t *loraTerm) float32 {
+	if t.adapter >= len(m.passLora) {
+		return 0
+	}
+	return m.passLora[t.adapter] * t.factor
+}
+
+// normProject records the RMS norm of the residual stream with weight norm and the group's
+// projection of it into y (yStride wide), with the group's adapter terms. A decode step's one
+// active adapter runs inside those two dispatches: its A·x computed by the norm
+// (RMSNormLoRA), its B·(A·x) added by the product's epilogue (MatMulLoRA).
+func (m *Model) normProject(r *gpu.Recorder, norm *gpu.Buffer, ps []proj, terms []loraTerm, n int, y *gpu.Buffer, yStride int) {
+	c, s := m.Config, &m.scratch
+	var fused *loraTerm
+	active := 0
+	for i := range terms {
+		if m.loraScale(&terms[i]) != 0 {
+			active++
+			fused = &terms[i]
+		}
+	}
+	if active != 1 || fused.fa == nil || n > gpu.LoRAMaxTokens || !m.dev.BarrierFree && n > gpu.MatVecMaxTokens {
+		r.RMSNorm(s.x, norm, s.xn, c.NEmbd, n, c.RMSEps)
+		m.project(r, ps, s.xn, 0, n, c.NEmbd, y, yStride, false)
+		m.addLora(r, terms, s.xn, 0, n, c.NEmbd, y, yStride)
+		return
+	}
+	act := fused.act
+	if !m.actQuant {
+		act = gpu.ActNone
+	}
+	r.RMSNormLoRA(s.x, norm, s.xn, c.NEmbd, n, c.RMSEps, gpu.LoRAInput{A: fused.fa, T: s.loraT, Rank: fused.rank, Act: act})
+	m.projectWith(r, ps, s.xn, 0, n, c.NEmbd, y, yStride, false,
+		&gpu.LoRAEpilogue{B: fused.fb, T: s.loraT, Rank: fused.rank, Col: fused.col, Width: fused.b.Rows, Scale: m.loraScale(fused)})
+}
+
 // addLora records, after a projection of the nTokens rows of x (k wide, from xRow0) into y,
 // the terms of the adapters this pass runs with a nonzero scale.
 func (m *Model) addLora(r *gpu.Recorder, terms []loraTerm, x *gpu.Buffer, xRow0, nTokens, k int, y *gpu.Buffer, yStride int) {
 	for _, t := range terms {
-		if t.adapter >= len(m.passLora) || m.passLora[t.adapter] == 0 {
+		if m.loraScale(&t) == 0 {
 			continue
 		}
 		if t.fa != nil && nTokens <= gpu.LoRAMaxTokens {
@@ -275,10 +314,10 @@ func (m *Model) addLora(r *gpu.Recorder, terms []loraTerm, x *gpu.Buffer, xRow0,
 			if !m.actQuant {
 				act = gpu.ActNone
 			}
-			r.LoRA(x, xRow0, nTokens, k, t.fa, t.fb, t.rank, t.b.Rows, y, yStride, t.col, m.passLora[t.adapter]*t.factor, act)
+			r.LoRA(x, xRow0, nTokens, k, t.fa, t.fb, t.rank, t.b.Rows, y, yStride, t.col, m.loraScale(&t), act)
 			continue
 		}
 		m.project(r, []proj{{w: t.a}}, x, xRow0, nTokens, k, m.scratch.loraT, t.rank, false)
-		m.projectScaled(r, proj{w: t.b, col: t.col}, m.scratch.loraT, nTokens, t.rank, y, yStride, m.passLora[t.adapter]*t.factor)
+		m.projectScaled(r, proj{w: t.b, col: t.col}, m.scratch.loraT, nTokens, t.rank, y, yStride, m.loraScale(&t))
 	}
 }

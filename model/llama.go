@@ -467,9 +467,7 @@ func (m *Model) recordLayers(r *gpu.Recorder, kv *KVCache, n, seqs, maxKeys, pag
 	qkvW := m.qkvWidth()
 	for i := range m.layers {
 		ly := &m.layers[i]
-		r.RMSNorm(s.x, ly.attnNorm, s.xn, c.NEmbd, n, c.RMSEps)
-		m.project(r, ly.qkv, s.xn, 0, n, c.NEmbd, s.qkv, qkvW, false)
-		m.addLora(r, m.layerLora[i].qkv, s.xn, 0, n, c.NEmbd, s.qkv, qkvW)
+		m.normProject(r, ly.attnNorm, ly.qkv, m.layerLora[i].qkv, n, s.qkv, qkvW)
 		if ly.qNorm != nil {
 			r.HeadNorm(s.qkv, ly.qNorm, ly.kNorm, n, c.NHead, c.NKVHead, c.HeadDim, c.RMSEps)
 		}
@@ -483,9 +481,7 @@ func (m *Model) recordLayers(r *gpu.Recorder, kv *KVCache, n, seqs, maxKeys, pag
 			r.Attention(s.qkv, kv.k[i], kv.v[i], attnPos, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, ap)
 		}
 		m.residual(r, ly.wo, m.layerLora[i].wo, s.attn, c.NHead*c.HeadDim, ly.postAttn, n)
-		r.RMSNorm(s.x, ly.ffnNorm, s.xn, c.NEmbd, n, c.RMSEps)
-		m.project(r, ly.gateUp, s.xn, 0, n, c.NEmbd, s.gu, 2*c.NFF, false)
-		m.addLora(r, m.layerLora[i].gateUp, s.xn, 0, n, c.NEmbd, s.gu, 2*c.NFF)
+		m.normProject(r, ly.ffnNorm, ly.gateUp, m.layerLora[i].gateUp, n, s.gu, 2*c.NFF)
 		r.GLU(s.gu, s.ffn, c.NFF, n, c.GELU)
 		m.residual(r, ly.ffnDown, m.layerLora[i].down, s.ffn, c.NFF, ly.postFFN, n)
 	}
@@ -548,6 +544,12 @@ func (m *Model) residual(r *gpu.Recorder, ps []proj, terms []loraTerm, x *gpu.Bu
 // yStride-wide rows of y, first rounding the activations as llama.cpp would for each weight
 // type (see Options.RawActivations); projections of one type share one rounding.
 func (m *Model) project(r *gpu.Recorder, ps []proj, x *gpu.Buffer, xRow0, nTokens, k int, y *gpu.Buffer, yStride int, accumulate bool) {
+	m.projectWith(r, ps, x, xRow0, nTokens, k, y, yStride, accumulate, nil)
+}
+
+// projectWith is project with an adapter's term added in the products' epilogue when epi is
+// not nil.
+func (m *Model) projectWith(r *gpu.Recorder, ps []proj, x *gpu.Buffer, xRow0, nTokens, k int, y *gpu.Buffer, yStride int, accumulate bool, epi *gpu.LoRAEpilogue) {
 	rounded, acts := gpu.ActNone, gpu.Acts{}
 	for _, p := range ps {
 		in := gpu.Acts{X: x, Row0: xRow0}
@@ -558,7 +560,11 @@ func (m *Model) project(r *gpu.Recorder, ps []proj, x *gpu.Buffer, xRow0, nToken
 			}
 			in = acts
 		}
-		r.MatMulAt(p.w, in, nTokens, y, yStride, p.col, accumulate)
+		if epi != nil {
+			r.MatMulLoRA(p.w, in, nTokens, y, yStride, p.col, accumulate, *epi)
+		} else {
+			r.MatMulAt(p.w, in, nTokens, y, yStride, p.col, accumulate)
+		}
 	}
 }
 

@@ -26,6 +26,10 @@ struct Params {
     y_stride: u32,
     y_col0: u32,
     scale: f32, // SCALED: the products are multiplied by it (a LoRA pair's scale)
+    lora_rank: u32, // unused here (matmul_io.inc's LORA_B epilogue)
+    lora_col: u32,
+    lora_width: u32,
+    lora_scale: f32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;

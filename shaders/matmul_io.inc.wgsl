@@ -11,6 +11,10 @@ struct Params {
     y_stride: u32,// row length of y (all rows of the whole weight)
     y_col0: u32,  // column of y for weight row 0 (a chunk of a split weight)
     scale: f32,   // SCALED: the products are multiplied by it (a LoRA pair's scale)
+    lora_rank: u32,   // LORA_B: the adapter's B (lora_width rows of lora_rank) and its scale,
+    lora_col: u32,    // added over y's columns lora_col .. lora_col + lora_width - 1
+    lora_width: u32,
+    lora_scale: f32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -24,20 +28,42 @@ struct Params {
 #ifdef XSUM
 @group(0) @binding(4) var<storage, read> xs: array<f32>;           // (x_row0 + n_tok, k / 32)
 #endif
+#ifdef LORA_B
+// A LoRA group's term in the epilogue: lb its B, lt each token's A·x (RMSNormLoRA's).
+#ifdef XSUM
+@group(0) @binding(5) var<storage, read> lb: array<f32>;           // (lora_width, lora_rank)
+@group(0) @binding(6) var<storage, read> lt: array<f32>;           // (n_tok, lora_rank)
+#else
+@group(0) @binding(4) var<storage, read> lb: array<f32>;
+@group(0) @binding(5) var<storage, read> lt: array<f32>;
+#endif
+#endif
 
 // The kernels that take tokens in groups, one per grid z slice, set tok0 to the slice's first
 // token and nt to its token count.
 var<private> tok0: u32 = 0u;
 var<private> nt: u32 = 0u;
 
-// store writes (ADD: adds) v (SCALED: times scale) as token tok0 + t's output for weight row
-// row.
+// store writes (ADD: adds) v (SCALED: times scale; LORA_B: plus the adapter's term) as token
+// tok0 + t's output for weight row row.
 fn store(t: u32, row: u32, v: f32) {
     let o = (p.y_row0 + tok0 + t) * p.y_stride + p.y_col0 + row;
 #ifdef SCALED
-    let out = p.scale * v;
+    var out = p.scale * v;
 #else
-    let out = v;
+    var out = v;
+#endif
+#ifdef LORA_B
+    let c = p.y_col0 + row;
+    if (c >= p.lora_col && c < p.lora_col + p.lora_width) {
+        let bo = (c - p.lora_col) * p.lora_rank;
+        let to = (tok0 + t) * p.lora_rank;
+        var s = 0.0;
+        for (var j = 0u; j < p.lora_rank; j++) {
+            s += lb[bo + j] * lt[to + j];
+        }
+        out += p.lora_scale * s;
+    }
 #endif
 #ifdef ADD
     y[o] += out;
