@@ -129,10 +129,10 @@ func withSums(sums *Buffer, bufs ...*Buffer) []*Buffer {
 
 // RMSNorm normalises each of rows rows of n values of x and multiplies by w, into out.
 func (r *Recorder) RMSNorm(x, w, out *Buffer, n, rows int, eps float32) {
-	r.rmsNorm(x, w, out, n, rows, eps, nil)
+	r.rmsNorm(x, w, out, n, rows, eps, nil, nil)
 }
 
-// LoRAInput is a LoRA group's A (rank rows, f32) and the buffer its products go to, for a
+// LoRAInput is a LoRA group's A (Rank rows, f32) and the buffer its products go to, for a
 // kernel that computes them on its way (RMSNormLoRA).
 type LoRAInput struct {
 	A, T *Buffer
@@ -140,29 +140,56 @@ type LoRAInput struct {
 	Act  ActQuant // the adapter's type's activation rounding (ActNone, ActF16, ActBF16)
 }
 
-// RMSNormLoRA is RMSNorm also writing each row's LoRA products, T[r, j] = A[j, :]·out[r, :],
-// for the projection that reads out (MatMulLoRA's epilogue): an adapter's A·x without a
-// dispatch of its own.
-func (r *Recorder) RMSNormLoRA(x, w, out *Buffer, n, rows int, eps float32, in LoRAInput) {
-	r.rmsNorm(x, w, out, n, rows, eps, &in)
+// LoRAResidual is a residual projection's adapter term left for the RMS norm that reads the
+// residual stream next: Scale·B·(A·In) added into columns Col .. Col+Width-1 of its rows (A
+// Rank rows of K, B Width rows of Rank, f32), In the projection's input (K wide).
+type LoRAResidual struct {
+	In, A, B            *Buffer
+	K, Rank, Col, Width int
+	Scale               float32
+	Act                 ActQuant
 }
 
-func (r *Recorder) rmsNorm(x, w, out *Buffer, n, rows int, eps float32, lora *LoRAInput) {
+// RMSNormLoRA is RMSNorm with LoRA work on its way: with res, first adding the previous
+// projection's adapter term into x in place; with in, also writing each row's products for
+// the projection that reads out, T[r, j] = A[j, :]·out[r, :] (MatMulLoRA's epilogue). Either
+// saves the adapter a dispatch of its own.
+func (r *Recorder) RMSNormLoRA(x, w, out *Buffer, n, rows int, eps float32, in *LoRAInput, res *LoRAResidual) {
+	r.rmsNorm(x, w, out, n, rows, eps, in, res)
+}
+
+func (r *Recorder) rmsNorm(x, w, out *Buffer, n, rows int, eps float32, lora *LoRAInput, res *LoRAResidual) {
 	wg := uint32(256) // GPUs: a row's loads in fewer rounds of memory latency
 	if r.d.BarrierFree {
 		wg = 64 // a barrier switches every invocation on CPU adapters
 	}
-	defs, bind, bufs, rank := []string{fmt.Sprintf("WG=%d", wg)}, bindRRRW, []*Buffer{x, w, out}, 0
+	defs, bind, bufs := []string{fmt.Sprintf("WG=%d", wg)}, slices.Clone(bindRRRW), []*Buffer{x, w, out}
+	rank := 0
+	var rp LoRAResidual
 	if lora != nil {
 		defs = append(defs, append([]string{"LORA_A"}, actDefines(lora.Act)...)...)
-		bind = []Access{ReadOnly, ReadOnly, ReadWrite, ReadOnly, ReadWrite}
-		bufs, rank = append(bufs, lora.A, lora.T), lora.Rank
+		bind, bufs, rank = append(bind, ReadOnly, ReadWrite), append(bufs, lora.A, lora.T), lora.Rank
+	}
+	if res != nil {
+		if res.Rank > LoRAMaxRank || res.Col+res.Width > n {
+			r.fail("gpu: rms_norm: a residual LoRA of rank %d over columns %d..%d of %d", res.Rank, res.Col, res.Col+res.Width, n)
+			return
+		}
+		defs = append(defs, "LORA_RES")
+		switch res.Act {
+		case ActF16:
+			defs = append(defs, "RES_F16")
+		case ActBF16:
+			defs = append(defs, "RES_BF16")
+		}
+		bind[0] = ReadWrite
+		bind, bufs, rp = append(bind, ReadOnly, ReadOnly, ReadOnly), append(bufs, res.In, res.A, res.B), *res
 	}
 	p := r.kernel("rms_norm", bind, wg, defs...)
 	if p == nil {
 		return
 	}
-	r.Dispatch(p, Params(n, rows, eps, rank), r.grid(rows), bufs...)
+	r.Dispatch(p, Params(n, rows, eps, rank, rp.K, rp.Rank, rp.Col, rp.Width, rp.Scale), r.grid(rows), bufs...)
 }
 
 // actDefines are a LoRA kernel's defines for an adapter type's activation rounding.

@@ -568,7 +568,7 @@ func TestLoRAFused(t *testing.T) {
 				xn := empty(t, d, tokens*cols)
 				tb := empty(t, d, tokens*rank)
 				gotXN := run(t, d, xn, tokens*cols, func(r *gpu.Recorder) {
-					r.RMSNormLoRA(upload(t, d, x), upload(t, d, nw), xn, cols, tokens, 1e-5, gpu.LoRAInput{A: upload(t, d, a), T: tb, Rank: rank})
+					r.RMSNormLoRA(upload(t, d, x), upload(t, d, nw), xn, cols, tokens, 1e-5, &gpu.LoRAInput{A: upload(t, d, a), T: tb, Rank: rank}, nil)
 				})
 				wantXN := cpuref.RMSNorm(x, nw, cols, 1e-5)
 				check(t, "rms_norm lora rows", gotXN, wantXN, tolF32)
@@ -593,6 +593,41 @@ func TestLoRAFused(t *testing.T) {
 					}
 					check(t, fmt.Sprintf("matmul lora %s t=%d barrier-free=%v add=%v", typ, tokens, bf, acc), got, want, tolFor(typ))
 				}
+			}
+		}
+	}
+}
+
+// TestRMSNormLoRAResidual checks the residual adapter term an RMS norm adds to its input in
+// place before normalising, alone and with the next group's products, for 1 and 3 rows.
+func TestRMSNormLoRAResidual(t *testing.T) {
+	d := gputest.Device(t)
+	rng := rand.New(rand.NewPCG(37, 38))
+	const n, k, rank, nextRank = 72, 100, 9, 6
+	for _, rows := range []int{1, 3} {
+		for _, next := range []bool{false, true} {
+			x, w, in := randVec(rng, rows*n), randVec(rng, n), randVec(rng, rows*k)
+			ra, rb, a := randVec(rng, rank*k), randVec(rng, (n-4)*rank), randVec(rng, nextRank*n)
+			xb, out, tb := upload(t, d, x), empty(t, d, rows*n), empty(t, d, rows*nextRank)
+			var li *gpu.LoRAInput
+			if next {
+				li = &gpu.LoRAInput{A: upload(t, d, a), T: tb, Rank: nextRank}
+			}
+			res := &gpu.LoRAResidual{In: upload(t, d, in), A: upload(t, d, ra), B: upload(t, d, rb), K: k, Rank: rank, Col: 3, Width: n - 4, Scale: 0.6}
+			got := run(t, d, out, rows*n, func(r *gpu.Recorder) { r.RMSNormLoRA(xb, upload(t, d, w), out, n, rows, 1e-5, li, res) })
+			want := append([]float32(nil), x...)
+			term := cpuref.MatMul(rb, n-4, rank, cpuref.MatMul(ra, rank, k, in, rows), rows)
+			for r := range rows {
+				for c := range n - 4 {
+					want[r*n+3+c] += 0.6 * term[r*(n-4)+c]
+				}
+			}
+			name := fmt.Sprintf("rows=%d next=%v", rows, next)
+			check(t, "residual lora into x "+name, run(t, d, xb, rows*n, func(*gpu.Recorder) {}), want, 1e-5)
+			norm := cpuref.RMSNorm(want, w, n, 1e-5)
+			check(t, "residual lora norm "+name, got, norm, 1e-5)
+			if next {
+				check(t, "residual lora next products "+name, run(t, d, tb, rows*nextRank, func(*gpu.Recorder) {}), cpuref.MatMul(a, nextRank, n, norm, rows), 1e-5)
 			}
 		}
 	}

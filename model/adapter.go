@@ -17,11 +17,11 @@ import (
 // adapter's term. The pairs of one projection group (q, k and v; gate and up), which share
 // their input, run as one: their A matrices stacked (one product gives every pair's A·x) and
 // their B matrices block-diagonal over the group's output columns; the B product adds its
-// scaled result into y in its own epilogue. In a decode step (a few tokens), a group after an
-// RMS norm (q, k, v; gate, up) runs inside the norm and the projection (normProject), and the
-// others (attn_output, ffn_down) take both products in one dispatch (gpu.LoRA). So an adapter
-// costs two dispatches a layer when decoding, a few more for a prompt, and one with scale 0
-// costs nothing.
+// scaled result into y in its own epilogue. With one adapter active, no term needs a dispatch
+// of its own in a decode step: a group after an RMS norm (q, k, v; gate, up) runs inside the
+// norm (A·x) and the projection (B·t in its epilogue), and a residual projection's (attn_output,
+// ffn_down) is added by the RMS norm that reads the residual stream next (normProject); only
+// the last layer's ffn_down takes a dispatch (gpu.LoRA). An adapter at scale 0 costs nothing.
 
 // loraTerm is one adapter's pairs on one projection group.
 type loraTerm struct {
@@ -273,33 +273,88 @@ func (m *Model) loraScale(t *loraTerm) float32 {
 	return m.passLora[t.adapter] * t.factor
 }
 
+// fusable is the one active term of a group, when one alone is active and has the fused
+// kernels' f32 copies; nil otherwise.
+func (m *Model) fusable(terms []loraTerm) *loraTerm {
+	var one *loraTerm
+	for i := range terms {
+		if m.loraScale(&terms[i]) == 0 {
+			continue
+		}
+		if one != nil || terms[i].fa == nil {
+			return nil
+		}
+		one = &terms[i]
+	}
+	return one
+}
+
+// actOf is the activation rounding a term's products take.
+func (m *Model) actOf(t *loraTerm) gpu.ActQuant {
+	if !m.actQuant {
+		return gpu.ActNone
+	}
+	return t.act
+}
+
+// pendingLora is a residual projection's adapter terms not yet added to the residual stream
+// (deferLora): the next RMS norm adds them on its way, else flushLora.
+type pendingLora struct {
+	terms []loraTerm
+	x     *gpu.Buffer // the projection's input
+	k     int
+}
+
+// deferLora leaves a residual projection's terms (of input x, k wide, into s.x) for the RMS
+// norm that reads s.x next, when one term alone is active; otherwise it records them now.
+func (m *Model) deferLora(r *gpu.Recorder, terms []loraTerm, x *gpu.Buffer, k, n int) {
+	if t := m.fusable(terms); t != nil && t.col+t.b.Rows <= m.Config.NEmbd {
+		m.pending = &pendingLora{terms: terms, x: x, k: k}
+		return
+	}
+	m.addLora(r, terms, x, 0, n, k, m.scratch.x, m.Config.NEmbd)
+}
+
+// flushLora records the terms deferLora left, when no RMS norm took them.
+func (m *Model) flushLora(r *gpu.Recorder, n int) {
+	if p := m.pending; p != nil {
+		m.pending = nil
+		m.addLora(r, p.terms, p.x, 0, n, p.k, m.scratch.x, m.Config.NEmbd)
+	}
+}
+
 // normProject records the RMS norm of the residual stream with weight norm and the group's
-// projection of it into y (yStride wide), with the group's adapter terms. A decode step's one
-// active adapter runs inside those two dispatches: its A·x computed by the norm
-// (RMSNormLoRA), its B·(A·x) added by the product's epilogue (MatMulLoRA).
+// projection of it into y (yStride wide), with the group's adapter terms. The norm first adds
+// the terms the previous residual projection left (deferLora), and a decode step's one active
+// adapter of this group runs inside the two dispatches: its A·x computed by the norm, its
+// B·(A·x) added by the product's epilogue (MatMulLoRA).
 func (m *Model) normProject(r *gpu.Recorder, norm *gpu.Buffer, ps []proj, terms []loraTerm, n int, y *gpu.Buffer, yStride int) {
 	c, s := m.Config, &m.scratch
-	var fused *loraTerm
-	active := 0
-	for i := range terms {
-		if m.loraScale(&terms[i]) != 0 {
-			active++
-			fused = &terms[i]
-		}
+	var res *gpu.LoRAResidual
+	if p := m.pending; p != nil {
+		m.pending = nil
+		t := m.fusable(p.terms)
+		res = &gpu.LoRAResidual{In: p.x, A: t.fa, B: t.fb, K: p.k, Rank: t.rank, Col: t.col, Width: t.b.Rows, Scale: m.loraScale(t), Act: m.actOf(t)}
 	}
-	if active != 1 || fused.fa == nil || n > gpu.LoRAMaxTokens || !m.dev.BarrierFree && n > gpu.MatVecMaxTokens {
+	next := m.fusable(terms)
+	if n > gpu.LoRAMaxTokens || !m.dev.BarrierFree && n > gpu.MatVecMaxTokens {
+		next = nil
+	}
+	if res == nil && next == nil {
 		r.RMSNorm(s.x, norm, s.xn, c.NEmbd, n, c.RMSEps)
 		m.project(r, ps, s.xn, 0, n, c.NEmbd, y, yStride, false)
 		m.addLora(r, terms, s.xn, 0, n, c.NEmbd, y, yStride)
 		return
 	}
-	act := fused.act
-	if !m.actQuant {
-		act = gpu.ActNone
+	if next == nil {
+		r.RMSNormLoRA(s.x, norm, s.xn, c.NEmbd, n, c.RMSEps, nil, res)
+		m.project(r, ps, s.xn, 0, n, c.NEmbd, y, yStride, false)
+		m.addLora(r, terms, s.xn, 0, n, c.NEmbd, y, yStride)
+		return
 	}
-	r.RMSNormLoRA(s.x, norm, s.xn, c.NEmbd, n, c.RMSEps, gpu.LoRAInput{A: fused.fa, T: s.loraT, Rank: fused.rank, Act: act})
+	r.RMSNormLoRA(s.x, norm, s.xn, c.NEmbd, n, c.RMSEps, &gpu.LoRAInput{A: next.fa, T: s.loraT, Rank: next.rank, Act: m.actOf(next)}, res)
 	m.projectWith(r, ps, s.xn, 0, n, c.NEmbd, y, yStride, false,
-		&gpu.LoRAEpilogue{B: fused.fb, T: s.loraT, Rank: fused.rank, Col: fused.col, Width: fused.b.Rows, Scale: m.loraScale(fused)})
+		&gpu.LoRAEpilogue{B: next.fb, T: s.loraT, Rank: next.rank, Col: next.col, Width: next.b.Rows, Scale: m.loraScale(next)})
 }
 
 // addLora records, after a projection of the nTokens rows of x (k wide, from xRow0) into y,
@@ -310,11 +365,7 @@ func (m *Model) addLora(r *gpu.Recorder, terms []loraTerm, x *gpu.Buffer, xRow0,
 			continue
 		}
 		if t.fa != nil && nTokens <= gpu.LoRAMaxTokens {
-			act := t.act
-			if !m.actQuant {
-				act = gpu.ActNone
-			}
-			r.LoRA(x, xRow0, nTokens, k, t.fa, t.fb, t.rank, t.b.Rows, y, yStride, t.col, m.loraScale(&t), act)
+			r.LoRA(x, xRow0, nTokens, k, t.fa, t.fb, t.rank, t.b.Rows, y, yStride, t.col, m.loraScale(&t), m.actOf(&t))
 			continue
 		}
 		m.project(r, []proj{{w: t.a}}, x, xRow0, nTokens, k, m.scratch.loraT, t.rank, false)

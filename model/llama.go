@@ -43,6 +43,7 @@ type Model struct {
 	loraOut   []loraTerm          // the output matrix's
 	loraRank  int                 // the largest group's rank, which sizes scratch.loraT
 	passLora  []float32           // the adapters' user scales in the pass being recorded (Batch.Lora)
+	pending   *pendingLora        // a residual projection's terms left for the next RMS norm
 
 	maxBatch   int
 	maxOutputs int
@@ -464,6 +465,7 @@ func (m *Model) recordLayers(r *gpu.Recorder, kv *KVCache, n, seqs, maxKeys, pag
 		embScale = 1
 	}
 	r.GetRowsScaled(m.tokEmbd, s.ids, s.x, n, embScale)
+	m.pending = nil
 	qkvW := m.qkvWidth()
 	for i := range m.layers {
 		ly := &m.layers[i]
@@ -485,6 +487,7 @@ func (m *Model) recordLayers(r *gpu.Recorder, kv *KVCache, n, seqs, maxKeys, pag
 		r.GLU(s.gu, s.ffn, c.NFF, n, c.GELU)
 		m.residual(r, ly.ffnDown, m.layerLora[i].down, s.ffn, c.NFF, ly.postFFN, n)
 	}
+	m.flushLora(r, n)
 }
 
 // recordLogits records the logits of the given rows of n tokens into scratch.logits, in order:
@@ -525,13 +528,13 @@ func (m *Model) layerAttention(il int) (gpu.Rope, gpu.AttnParams) {
 }
 
 // residual adds a block's output projection (of x, k wide) and its adapters' terms to the
-// residual stream: fused into the projection, or, with Gemma's post-norm, projected,
-// normalised and then added.
+// residual stream: fused into the projection (the terms left for the next RMS norm when it
+// can take them, deferLora), or, with Gemma's post-norm, projected, normalised and then added.
 func (m *Model) residual(r *gpu.Recorder, ps []proj, terms []loraTerm, x *gpu.Buffer, k int, postNorm *gpu.Buffer, n int) {
 	c, s := m.Config, &m.scratch
 	if postNorm == nil {
 		m.project(r, ps, x, 0, n, k, s.x, c.NEmbd, true)
-		m.addLora(r, terms, x, 0, n, k, s.x, c.NEmbd)
+		m.deferLora(r, terms, x, k, n)
 		return
 	}
 	m.project(r, ps, x, 0, n, k, s.tmp, c.NEmbd, false)

@@ -4,26 +4,77 @@
 // projection that reads out to add its adapter's B·t in its epilogue; with ACT_F16 (ACT_BF16)
 // out is rounded to halves (bfloat16) for the product and so is t, as llama.cpp rounds a half
 // (bfloat16) weight's activations.
+// LORA_RES first adds to each row of x, in place, the previous projection's adapter term that
+// was left for it (attn_output's or ffn_down's, whose input pin the norm does not otherwise
+// read): x[r, res_col + c] += res_scale * sum_j RB[c, j] * (sum_i RA[j, i] * pin[r, i]), with
+// RES_F16 (RES_BF16) the rounding of that adapter's type. So a residual projection's adapter
+// costs no dispatch of its own.
 
 struct Params {
     n: u32,     // row length
     rows: u32,
     eps: f32,
     rank: u32,  // LORA_A: A's rows
+    res_k: u32, // LORA_RES: pin's row length, RA's rows and RB's rows of res_rank
+    res_rank: u32,
+    res_col: u32,
+    res_width: u32,
+    res_scale: f32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
+#ifdef LORA_RES
+@group(0) @binding(1) var<storage, read_write> x: array<f32>;   // (rows, n), the term added
+#else
 @group(0) @binding(1) var<storage, read> x: array<f32>;         // (rows, n)
+#endif
 @group(0) @binding(2) var<storage, read> w: array<f32>;         // (n)
 @group(0) @binding(3) var<storage, read_write> out: array<f32>; // (rows, n)
 
 #ifdef LORA_A
 @group(0) @binding(4) var<storage, read> a: array<f32>;        // (rank, n)
 @group(0) @binding(5) var<storage, read_write> t: array<f32>;  // (rows, rank)
+#ifdef LORA_RES
+@group(0) @binding(6) var<storage, read> pin: array<f32>;      // (rows, res_k)
+@group(0) @binding(7) var<storage, read> ra: array<f32>;       // (res_rank, res_k)
+@group(0) @binding(8) var<storage, read> rb: array<f32>;       // (res_width, res_rank)
+#endif
+#else
+#ifdef LORA_RES
+@group(0) @binding(4) var<storage, read> pin: array<f32>;
+@group(0) @binding(5) var<storage, read> ra: array<f32>;
+@group(0) @binding(6) var<storage, read> rb: array<f32>;
+#endif
 #endif
 #ifdef ACT_F16
 //#include f16_round.inc
+#else
+#ifdef RES_F16
+//#include f16_round.inc
 #endif
+#endif
+#ifdef LORA_RES
+var<workgroup> rt: array<f32, 64>; // the row's RA·pin
+#endif
+
+// bf16 rounds to bfloat16, ties to even.
+fn bf16(v: f32) -> f32 {
+    let u = bitcast<u32>(v);
+    return bitcast<f32>((u + 0x7FFFu + ((u >> 16u) & 1u)) & 0xFFFF0000u);
+}
+
+// act_res rounds the residual adapter's products' inputs as its type asks.
+fn act_res(v: f32) -> f32 {
+#ifdef RES_F16
+    return unpack2x16float(f16_bits(v)).x;
+#else
+#ifdef RES_BF16
+    return bf16(v);
+#else
+    return v;
+#endif
+#endif
+}
 
 var<workgroup> partial: array<f32, WG>;
 
@@ -33,8 +84,7 @@ fn act(v: f32) -> f32 {
     return unpack2x16float(f16_bits(v)).x;
 #else
 #ifdef ACT_BF16
-    let u = bitcast<u32>(v);
-    return bitcast<f32>((u + 0x7FFFu + ((u >> 16u) & 1u)) & 0xFFFF0000u);
+    return bf16(v);
 #else
     return v;
 #endif
@@ -49,6 +99,24 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         return;
     }
     let base = row * p.n;
+#ifdef LORA_RES
+    for (var j = lid.x; j < p.res_rank; j += WG) {
+        var q = 0.0;
+        for (var i = 0u; i < p.res_k; i++) {
+            q += act_res(pin[row * p.res_k + i]) * ra[j * p.res_k + i];
+        }
+        rt[j] = act_res(q);
+    }
+    workgroupBarrier();
+    for (var c = lid.x; c < p.res_width; c += WG) {
+        var q = 0.0;
+        for (var j = 0u; j < p.res_rank; j++) {
+            q += rb[c * p.res_rank + j] * rt[j];
+        }
+        x[base + p.res_col + c] += p.res_scale * q;
+    }
+    storageBarrier();
+#endif
     var s = 0.0;
     for (var i = lid.x; i < p.n; i += WG) {
         let v = x[base + i];
