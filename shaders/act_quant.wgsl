@@ -199,12 +199,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 
 #endif
 
-// bf16_round rounds to nearest even on the 16 dropped bits, as ggml's fp32_to_bf16 does.
-fn bf16_round(v: f32) -> f32 {
-    let b = bitcast<u32>(v);
-    return bitcast<f32>((b + 0x7FFFu + ((b >> 16u) & 1u)) & 0xFFFF0000u);
-}
-
 // put_q8 stores element j of a Q8 block at dst: d * q, or packed, d once and q as an int8 in
 // its block's words (each word written whole when its fourth element arrives).
 var<private> word: u32 = 0u;

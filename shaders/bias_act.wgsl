@@ -14,12 +14,7 @@ struct Params {
 @group(0) @binding(1) var<storage, read_write> y: array<f32>; // (n_rows, n)
 @group(0) @binding(2) var<storage, read> b: array<f32>;       // (n)
 
-#ifdef GELU_F16
 //#include f16_round.inc
-#endif
-#ifdef GELU_QUICK_F16
-//#include f16_round.inc
-#endif
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -35,17 +30,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (v <= -10.0) {
         v = 0.0;
     } else if (v < 10.0) {
-        let h = unpack2x16float(f16_bits(v)).x;
+        let h = f16_round(v);
         // 0.5 (1 + tanh(u)) as the logistic 1 / (1 + exp(-2u)): the same value without the
         // cancellation of 1 + tanh(u) near -1, where the f16 rounding that follows would
         // magnify the driver's error
         let u = 0.7978845608028654 * h * (1.0 + 0.044715 * h * h);
-        v = unpack2x16float(f16_bits(h / (1.0 + exp(-2.0 * u)))).x;
+        v = f16_round(h / (1.0 + exp(-2.0 * u)));
     }
 #endif
 #ifdef GELU_QUICK_F16
-    let hq = unpack2x16float(f16_bits(v)).x;
-    v = unpack2x16float(f16_bits(hq / (1.0 + exp(-1.702 * hq)))).x;
+    let hq = f16_round(v);
+    v = f16_round(hq / (1.0 + exp(-1.702 * hq)));
 #endif
     y[i] = v;
 }

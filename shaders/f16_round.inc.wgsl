@@ -47,3 +47,9 @@ fn f16_round4(v: vec4<f32>) -> vec4<f32> {
 fn f16_round(v: f32) -> f32 {
     return f16_round4(vec4<f32>(v)).x;
 }
+
+// bf16_round rounds to nearest even on the 16 dropped bits, as ggml's fp32_to_bf16 does.
+fn bf16_round(v: f32) -> f32 {
+    let b = bitcast<u32>(v);
+    return bitcast<f32>((b + 0x7FFFu + ((b >> 16u) & 1u)) & 0xFFFF0000u);
+}

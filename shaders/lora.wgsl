@@ -30,18 +30,15 @@ struct Params {
 
 var<workgroup> t: array<f32, 512>; // MAXT * MAXR: each token's A·x
 
-#ifdef ACT_F16
 //#include f16_round.inc
-#endif
 
 // act rounds a product's input as the adapter's type asks.
 fn act(v: f32) -> f32 {
 #ifdef ACT_F16
-    return unpack2x16float(f16_bits(v)).x;
+    return f16_round(v);
 #else
 #ifdef ACT_BF16
-    let u = bitcast<u32>(v);
-    return bitcast<f32>((u + 0x7FFFu + ((u >> 16u) & 1u)) & 0xFFFF0000u);
+    return bf16_round(v);
 #else
     return v;
 #endif

@@ -46,30 +46,18 @@ struct Params {
 @group(0) @binding(6) var<storage, read> rb: array<f32>;
 #endif
 #endif
-#ifdef ACT_F16
 //#include f16_round.inc
-#else
-#ifdef RES_F16
-//#include f16_round.inc
-#endif
-#endif
 #ifdef LORA_RES
 var<workgroup> rt: array<f32, 64>; // the row's RA·pin
 #endif
 
-// bf16 rounds to bfloat16, ties to even.
-fn bf16(v: f32) -> f32 {
-    let u = bitcast<u32>(v);
-    return bitcast<f32>((u + 0x7FFFu + ((u >> 16u) & 1u)) & 0xFFFF0000u);
-}
-
 // act_res rounds the residual adapter's products' inputs as its type asks.
 fn act_res(v: f32) -> f32 {
 #ifdef RES_F16
-    return unpack2x16float(f16_bits(v)).x;
+    return f16_round(v);
 #else
 #ifdef RES_BF16
-    return bf16(v);
+    return bf16_round(v);
 #else
     return v;
 #endif
@@ -81,10 +69,10 @@ var<workgroup> partial: array<f32, WG>;
 // act rounds a LoRA product's input as the adapter's type asks.
 fn act(v: f32) -> f32 {
 #ifdef ACT_F16
-    return unpack2x16float(f16_bits(v)).x;
+    return f16_round(v);
 #else
 #ifdef ACT_BF16
-    return bf16(v);
+    return bf16_round(v);
 #else
     return v;
 #endif
