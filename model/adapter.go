@@ -3,6 +3,8 @@ package model
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -95,12 +97,7 @@ func (m *Model) LoadAdapter(ad *lora.Adapter, f *gguf.File) (int, error) {
 	}
 	var terms []placed
 	rank := 0
-	keys := make([]string, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(groups)) {
 		g := groups[k]
 		t, err := l.loraTerm(k, g.members, ad)
 		if err != nil {

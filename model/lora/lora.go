@@ -6,7 +6,8 @@ package lora
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/wgpu-llama/wgpu-llama/gguf"
@@ -76,12 +77,7 @@ func Read(f *gguf.File, arch string, baseShape func(name string) ([]uint64, bool
 		h[half] = t
 		halves[name] = h
 	}
-	names := make([]string, 0, len(halves))
-	for name := range halves {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(halves)) {
 		h := halves[name]
 		if h[0] == nil || h[1] == nil {
 			return nil, fmt.Errorf("lora: tensor %q is missing one component (lora_a or lora_b)", name)
