@@ -192,10 +192,7 @@ func (e *VisionEncoder) loadLayer(i int) error {
 	if ly.qkvB, err = l.concatVectors([]string{p + "attn_q.bias", p + "attn_k.bias", p + "attn_v.bias"}, []int{d, d, d}); err != nil {
 		return err
 	}
-	up, down := p+"ffn_up", p+"ffn_down"
-	if t, ok := l.f.Tensor(down + ".weight"); ok && len(t.Shape) == 2 && t.Shape[0] == uint64(d) && d != h.NFF {
-		up, down = down, up // as llama.cpp: a file with the two exchanged
-	}
+	up, down := l.visionFFNNames(p, d, h.NFF)
 	for _, m := range []struct {
 		name       string
 		rows, cols int
@@ -218,6 +215,17 @@ func (e *VisionEncoder) loadLayer(i int) error {
 		}
 	}
 	return nil
+}
+
+// visionFFNNames are the names of a ViT block's (prefix p) up and down projections:
+// ffn_up and ffn_down, exchanged as llama.cpp exchanges them when ffn_down's rows have the
+// embedding's width (files written with the two swapped).
+func (l *loader) visionFFNNames(p string, d, nFF int) (up, down string) {
+	up, down = p+"ffn_up", p+"ffn_down"
+	if t, ok := l.f.Tensor(down + ".weight"); ok && len(t.Shape) == 2 && t.Shape[0] == uint64(d) && d != nFF {
+		up, down = down, up
+	}
+	return up, down
 }
 
 // loadHead loads the projector proper.

@@ -81,10 +81,7 @@ func (q *qwenVision) load(l *loader) error {
 		if ly.outB, err = l.vector(p+"attn_out.bias", d); err != nil {
 			return err
 		}
-		up, down := p+"ffn_up", p+"ffn_down"
-		if t, ok := l.f.Tensor(down + ".weight"); ok && len(t.Shape) == 2 && t.Shape[0] == uint64(d) && d != h.NFF {
-			up, down = down, up // as llama.cpp: a file with the two exchanged
-		}
+		up, down := l.visionFFNNames(p, d, h.NFF)
 		ups := []string{up}
 		if h.Act == vision.ActSiLU {
 			ups = []string{p + "ffn_gate", up}

@@ -193,6 +193,7 @@ func ReadHparams(f *gguf.File) (Hparams, error) {
 // as other types or through other graphs (mm.3: MLP_NORM; grid pinpoints: LLaVA-1.6's tiles;
 // feature layers: Granite's concatenation) are refused by name.
 func (h *Hparams) projectorSpecific(f *gguf.File) error {
+	var err error
 	switch h.Projector {
 	case ProjectorMLP:
 		if _, ok := f.Tensor("mm.3.weight"); ok {
@@ -203,11 +204,9 @@ func (h *Hparams) projectorSpecific(f *gguf.File) error {
 				return fmt.Errorf("vision: %s (LLaVA-1.6 tiles, Granite feature layers) is not supported", k)
 			}
 		}
-		t, ok := f.Tensor("mm.2.weight")
-		if !ok || len(t.Shape) != 2 || t.Shape[1] == 0 || t.Shape[1] > 1<<16 {
-			return fmt.Errorf("vision: an mlp projector needs a 2-D mm.2.weight")
+		if h.ProjDim, err = outputWidth(f, "an mlp projector", "mm.2.weight"); err != nil {
+			return err
 		}
-		h.ProjDim = int(t.Shape[1])
 		if h.NLayer < 2 {
 			return fmt.Errorf("vision: an mlp projector runs block_count-1 layers: block_count %d is too few", h.NLayer)
 		}
@@ -231,22 +230,28 @@ func (h *Hparams) projectorSpecific(f *gguf.File) error {
 		if _, ok := f.Tensor("v.patch_embd.bias"); ok {
 			return fmt.Errorf("vision: a Qwen projector's patch embedding has no bias")
 		}
-		t, ok := f.Tensor("mm.2.weight")
-		if !ok || len(t.Shape) != 2 || t.Shape[1] == 0 || t.Shape[1] > 1<<16 {
-			return fmt.Errorf("vision: a Qwen projector needs a 2-D mm.2.weight")
+		if h.ProjDim, err = outputWidth(f, "a Qwen projector", "mm.2.weight"); err != nil {
+			return err
 		}
-		h.ProjDim = int(t.Shape[1])
 	case ProjectorIdefics3:
 		if h.ScaleFactor < 2 {
 			return fmt.Errorf("vision: idefics3 needs clip.vision.projector.scale_factor above 1, not %d", h.ScaleFactor)
 		}
-		t, ok := f.Tensor("mm.model.fc.weight")
-		if !ok || len(t.Shape) != 2 || t.Shape[1] == 0 || t.Shape[1] > 1<<16 {
-			return fmt.Errorf("vision: an idefics3 projector needs a 2-D mm.model.fc.weight")
+		if h.ProjDim, err = outputWidth(f, "an idefics3 projector", "mm.model.fc.weight"); err != nil {
+			return err
 		}
-		h.ProjDim = int(t.Shape[1])
 	}
 	return nil
+}
+
+// outputWidth is the width of the embeddings a projector's last matrix (named name) makes:
+// its rows (clip.vision.projection_dim is not what llama.cpp uses for these projectors).
+func outputWidth(f *gguf.File, kind, name string) (int, error) {
+	t, ok := f.Tensor(name)
+	if !ok || len(t.Shape) != 2 || t.Shape[1] == 0 || t.Shape[1] > 1<<16 {
+		return 0, fmt.Errorf("vision: %s needs a 2-D %s", kind, name)
+	}
+	return int(t.Shape[1]), nil
 }
 
 // Patches is the number of patches an ImageSize x ImageSize input is cut into.
