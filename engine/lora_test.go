@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"bytes"
 	"regexp"
 	"strings"
 	"sync"
@@ -14,29 +13,11 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
 )
 
-// syncBuffer is a log sink safe for the engine goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // loraEngine serves stories260K with the reference's adapters A (id 0) and B (id 1), logging
 // its passes.
-func loraEngine(t *testing.T, slots int) (*engine.Engine, *syncBuffer) {
+func loraEngine(t *testing.T, slots int) (*engine.Engine, *enginetest.LogBuffer) {
 	dir := shareddata.Path(t, "models", "lora")
-	logs := &syncBuffer{}
+	logs := &enginetest.LogBuffer{}
 	e := enginetest.LoadConfig(t, engine.Config{
 		ModelPath: shareddata.Path(t, "models", "stories260K.gguf"), CtxSize: 512, Slots: slots,
 		Lora:   []engine.LoraSpec{{Path: dir + "/stories260K-lora-A-F32.gguf", Scale: 1}, {Path: dir + "/stories260K-lora-B-F32.gguf", Scale: 1}},

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wgpu-llama/wgpu-llama/engine/enginetest"
 	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
 )
 
@@ -41,7 +42,7 @@ func hfEnv(t *testing.T, cache, endpoint string) {
 // servedServer is a server started from its command line by startServer.
 type servedServer struct {
 	base   string
-	stderr *syncBuffer
+	stderr *enginetest.LogBuffer
 }
 
 // startServer runs the server with args on a free port and returns once it listens (the
@@ -62,7 +63,7 @@ func startServer(t *testing.T, args ...string) *servedServer {
 // startServerCtx is startServer under ctx, which stops the server; done yields run's result.
 func startServerCtx(t *testing.T, ctx context.Context, args ...string) (s *servedServer, done chan error) {
 	t.Helper()
-	s = &servedServer{stderr: &syncBuffer{}}
+	s = &servedServer{stderr: &enginetest.LogBuffer{}}
 	done = make(chan error, 1)
 	go func() { done <- run(ctx, append([]string{"--port", "0"}, args...), io.Discard, s.stderr) }()
 	urlRe := regexp.MustCompile(`url=(http://\S+)`)

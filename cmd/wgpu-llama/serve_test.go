@@ -1,31 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
 )
-
-// syncBuffer is a buffer the server's goroutines may log into while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestServeEndToEnd starts the server from its command line (port 0), waits for the model,
 // and checks that the flags reach it: the API key, /metrics, /props' defaults and slot saving.
