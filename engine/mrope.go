@@ -14,18 +14,24 @@ func (e *Engine) appendMRoPE(mpos []int32, cached, add []int32) []int32 {
 	if !e.model.Config.MRoped() {
 		return mpos
 	}
-	seq := make([]int32, 0, len(cached)+len(add))
-	seq = append(append(seq, cached...), add...)
-	return append(mpos, mropePositions(seq, len(cached), e.media.grid)...)
+	return append(mpos, mropePositions(cached, add, e.media.grid)...)
 }
 
-// mropePositions returns the M-RoPE positions of seq[from:]; grid names the image input a
-// placeholder belongs to (its first placeholder and token grid).
-func mropePositions(seq []int32, from int, grid func(id int32) (base int32, gw, gh int, ok bool)) []int32 {
-	out := make([]int32, 0, 4*(len(seq)-from))
+// mropePositions returns the M-RoPE positions of the tokens add that follow cached in their
+// sequence; grid names the image input a placeholder belongs to (its first placeholder and
+// token grid).
+func mropePositions(cached, add []int32, grid func(id int32) (base int32, gw, gh int, ok bool)) []int32 {
+	from, n := len(cached), len(cached)+len(add)
+	at := func(i int) int32 {
+		if i < from {
+			return cached[i]
+		}
+		return add[i-from]
+	}
+	out := make([]int32, 0, 4*len(add))
 	shift := int32(0) // how many rows the images so far took beyond the positions they advance
-	for i := 0; i < len(seq); i++ {
-		id := seq[i]
+	for i := 0; i < n; i++ {
+		id := at(i)
 		if id < model.MediaToken {
 			if i >= from {
 				p := int32(i) - shift
@@ -39,16 +45,16 @@ func mropePositions(seq []int32, from int, grid func(id int32) (base int32, gw, 
 			base, gw, gh = id, 1, 1
 		}
 		p0 := int32(i) - int32(id-base) - shift // the image's first row's position
-		n := gw * gh
-		end := min(len(seq), i+n-int(id-base))
+		rows := gw * gh
+		end := min(n, i+rows-int(id-base))
 		for ; i < end; i++ {
-			k := int(seq[i] - base)
+			k := int(at(i) - base)
 			if i >= from {
 				out = append(out, p0, p0+int32(k/gw), p0+int32(k%gw), 0)
 			}
 		}
 		i--
-		shift += int32(n - max(gw, gh))
+		shift += int32(rows - max(gw, gh))
 	}
 	return out
 }

@@ -26,7 +26,7 @@ func TestMRoPEPositions(t *testing.T) {
 		5, 5, 5, 0, 6, 6, 6, 0,
 	}
 	for from := range seq {
-		got := mropePositions(seq, from, grid)
+		got := mropePositions(seq[:from], seq[from:], grid)
 		if fmt.Sprint(got) != fmt.Sprint(want[4*from:]) {
 			t.Errorf("from %d: %v\nwant %v", from, got, want[4*from:])
 		}
