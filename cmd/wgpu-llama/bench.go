@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -30,6 +31,8 @@ type benchResult struct {
 	SizeBytes       uint64  `json:"size_bytes"`
 	Params          uint64  `json:"params"`
 	Reps            int     `json:"reps"`
+	// BaseTimeRatio is a +lora test's time per token over the base test's (bench --lora).
+	BaseTimeRatio float64 `json:"base_time_ratio,omitempty"`
 }
 
 // runBench implements `wgpu-llama bench`, like llama-bench: prompt processing (ppN: N prompt
@@ -37,7 +40,8 @@ type benchResult struct {
 // each repeated, reported as mean ± stddev tokens/s, the weight bytes read per second and how
 // far that is from the roofline: generation's bandwidth as a share of the device's measured copy
 // bandwidth, prompt processing's GFLOP/s. --profile adds a table of GPU time by kernel family
-// for one pass of each test.
+// for one pass of each test. --lora adds a "+lora" run of each test with the adapters, and
+// how many times the base's time per token it takes.
 func runBench(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench", "wgpu-llama bench -m FILE [-p 512] [-n 128] [-d 0] [-r 5] [--lora FILE] [--json]", stderr)
 	var (
@@ -76,6 +80,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeModel()
+	// the base tests' figures count the model's weights, the +lora tests' the adapters' too
+	baseBytes, baseParams := m.WeightBytes(), m.Params()
 	var scales []float32
 	for _, sp := range lf.specs {
 		if _, err := m.LoadAdapterFile(sp.Path); err != nil {
@@ -83,12 +89,13 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		}
 		scales = append(scales, sp.Scale)
 	}
-	forward := func(kv *model.KVCache, tokens []int32, pos int) error {
-		if scales == nil {
-			_, err := m.Forward(kv, tokens, pos)
-			return err
+	// forward runs a pass with the adapters at their scales (lora) or off; with them off it
+	// records the same dispatches as a model without adapters.
+	forward := func(kv *model.KVCache, tokens []int32, pos int, lora bool) error {
+		b := model.Batch{Tokens: tokens, Pos: make([]int32, len(tokens)), Base: make([]int32, len(tokens)), Logits: []int{len(tokens) - 1}}
+		if lora {
+			b.Lora = scales
 		}
-		b := model.Batch{Tokens: tokens, Pos: make([]int32, len(tokens)), Base: make([]int32, len(tokens)), Logits: []int{len(tokens) - 1}, Lora: scales}
 		for i := range b.Pos {
 			b.Pos[i] = int32(pos + i)
 		}
@@ -101,7 +108,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	defer kv.Release()
 
-	base := benchResult{Adapter: dev.Info.Name, Model: filepath.Base(mf.path), SizeBytes: m.WeightBytes(), Params: m.Params(), Reps: reps, CopyGBPerSecond: copyGBs}
+	base := benchResult{Adapter: dev.Info.Name, Model: filepath.Base(mf.path), SizeBytes: baseBytes, Params: baseParams, Reps: reps, CopyGBPerSecond: copyGBs}
 	if mf.path == "" {
 		base.Model = "stories260K.gguf"
 	}
@@ -113,7 +120,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		for i := range fill {
 			fill[i] = token()
 		}
-		if err := forward(kv, fill, pos); err != nil {
+		if err := forward(kv, fill, pos, false); err != nil {
 			return err
 		}
 	}
@@ -121,25 +128,46 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if depth > 0 {
 		at = fmt.Sprintf(" @ d%d", depth)
 	}
+	// With adapters each test runs twice, the base (adapters off) and the adapters, their
+	// repetitions interleaved so that both see the same machine: a shared or throttled one
+	// drifts more between runs than the adapters cost.
+	variants := []bool{false}
+	if scales != nil {
+		variants = append(variants, true)
+	}
+	test := func(name string, tokens int, fn func(lora bool) error) ([]benchResult, error) {
+		rs, err := measure(reps, tokens, len(variants), func(v int) error { return fn(variants[v]) })
+		if err != nil {
+			return nil, err
+		}
+		rs[0] = base.with(rs[0], name)
+		if len(rs) > 1 {
+			withLora := base
+			withLora.SizeBytes, withLora.Params = m.WeightBytes(), m.Params()
+			rs[1] = withLora.with(rs[1], name+" +lora")
+		}
+		return rs, nil
+	}
 	var results []benchResult
 	if nPrompt > 0 {
 		prompt := make([]int32, nPrompt)
 		for i := range prompt {
 			prompt[i] = token()
 		}
-		r, err := measure(reps, nPrompt, func() error { return forward(kv, prompt, depth) })
+		rs, err := test(fmt.Sprintf("pp%d%s", nPrompt, at), nPrompt, func(lora bool) error { return forward(kv, prompt, depth, lora) })
 		if err != nil {
 			return err
 		}
-		r = base.with(r, fmt.Sprintf("pp%d%s", nPrompt, at))
-		r.GBPerSecond = float64(base.SizeBytes) / 1e9 * r.TokensPerSecond / float64(nPrompt)
-		r.GFLOPPerSecond = 2 * float64(base.Params) * r.TokensPerSecond / 1e9
-		results = append(results, r)
+		for _, r := range rs {
+			r.GBPerSecond = float64(r.SizeBytes) / 1e9 * r.TokensPerSecond / float64(nPrompt)
+			r.GFLOPPerSecond = 2 * float64(r.Params) * r.TokensPerSecond / 1e9
+			results = append(results, r)
+		}
 	}
 	if nGen > 0 {
-		r, err := measure(reps, nGen, func() error {
+		rs, err := test(fmt.Sprintf("tg%d%s", nGen, at), nGen, func(lora bool) error {
 			for pos := depth; pos < depth+nGen; pos++ {
-				if err := forward(kv, []int32{token()}, pos); err != nil {
+				if err := forward(kv, []int32{token()}, pos, lora); err != nil {
 					return err
 				}
 			}
@@ -148,15 +176,16 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		r = base.with(r, fmt.Sprintf("tg%d%s", nGen, at))
-		r.GBPerSecond = float64(base.SizeBytes) / 1e9 * r.TokensPerSecond // every weight once per token
-		r.RooflineShare = r.GBPerSecond / copyGBs
-		results = append(results, r)
+		for _, r := range rs {
+			r.GBPerSecond = float64(r.SizeBytes) / 1e9 * r.TokensPerSecond // every weight once per token
+			r.RooflineShare = r.GBPerSecond / copyGBs
+			results = append(results, r)
+		}
 	}
 	var profiles []testProfile
 	if profile {
 		if profiles, err = profilePasses(dev, nPrompt, nGen > 0, func(tokens []int32, pos int) error {
-			return forward(kv, tokens, depth+pos)
+			return forward(kv, tokens, depth+pos, scales != nil)
 		}, token); err != nil {
 			return err
 		}
@@ -180,6 +209,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "device copy bandwidth: %.2f GB/s\n", copyGBs)
+	for _, r := range results {
+		if r.BaseTimeRatio > 0 {
+			fmt.Fprintf(stdout, "%s: %.3f× the base's time per token (median of %d interleaved pairs)\n", r.Test, r.BaseTimeRatio, reps)
+		}
+	}
 	for _, p := range profiles {
 		how := "CPU-timed, one submit per kernel"
 		if p.profile.GPUTimed {
@@ -235,30 +269,49 @@ func profilePasses(dev *gpu.Device, nPrompt int, gen bool, forward func([]int32,
 	return out, nil
 }
 
-// measure runs fn once to warm up (pipeline compilation) and then reps times, returning mean
-// and sample standard deviation of tokens/s.
-func measure(reps, tokens int, fn func() error) (benchResult, error) {
-	if err := fn(); err != nil {
-		return benchResult{}, err
-	}
-	rates := make([]float64, reps)
-	for i := range rates {
-		start := time.Now()
-		if err := fn(); err != nil {
-			return benchResult{}, err
+// measure runs each of n variants of a test once to warm up (pipeline compilation) and then
+// reps times, the variants' repetitions interleaved, returning each variant's mean and sample
+// standard deviation of tokens/s; a variant after the first also gets its time per token
+// relative to the first's (BaseTimeRatio), the median over repetitions of the ratio between
+// adjacent runs.
+func measure(reps, tokens, n int, fn func(variant int) error) ([]benchResult, error) {
+	for v := range n {
+		if err := fn(v); err != nil {
+			return nil, err
 		}
-		rates[i] = float64(tokens) / time.Since(start).Seconds()
 	}
-	var mean, sd float64
-	for _, r := range rates {
-		mean += r
-	}
-	mean /= float64(reps)
-	if reps > 1 {
-		for _, r := range rates {
-			sd += (r - mean) * (r - mean)
+	rates := make([][]float64, n)
+	for range reps {
+		for v := range n {
+			start := time.Now()
+			if err := fn(v); err != nil {
+				return nil, err
+			}
+			rates[v] = append(rates[v], float64(tokens)/time.Since(start).Seconds())
 		}
-		sd = math.Sqrt(sd / float64(reps-1))
 	}
-	return benchResult{TokensPerSecond: mean, Stddev: sd}, nil
+	out := make([]benchResult, n)
+	for v, rs := range rates {
+		var mean, sd float64
+		for _, r := range rs {
+			mean += r
+		}
+		mean /= float64(reps)
+		if reps > 1 {
+			for _, r := range rs {
+				sd += (r - mean) * (r - mean)
+			}
+			sd = math.Sqrt(sd / float64(reps-1))
+		}
+		out[v] = benchResult{TokensPerSecond: mean, Stddev: sd}
+		if v > 0 {
+			ratios := make([]float64, reps)
+			for i := range ratios {
+				ratios[i] = rates[0][i] / rs[i]
+			}
+			slices.Sort(ratios)
+			out[v].BaseTimeRatio = (ratios[(reps-1)/2] + ratios[reps/2]) / 2
+		}
+	}
+	return out, nil
 }

@@ -94,6 +94,19 @@ func TestBench(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res) != 2 || res[0]["test"] != "pp8 @ d20" || res[1]["test"] != "tg4 @ d20" {
 		t.Fatalf("bench -d 20: %v %v\n%s", err, res, out)
 	}
+	// With an adapter each test also runs as "+lora", interleaved with the base, counting the
+	// adapter's weights and reporting its cost relative to the base.
+	adapter := shareddata.Path(t, "models", "lora", "stories260K-lora-A-F32.gguf")
+	out = runOK(t, "bench", "-m", path, "-p", "8", "-n", "4", "-r", "3", "--lora", adapter, "--json")
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res) != 4 || res[1]["test"] != "pp8 +lora" || res[3]["test"] != "tg4 +lora" {
+		t.Fatalf("bench --lora: %v %v\n%s", err, res, out)
+	}
+	for i, r := range res {
+		ratio, _ := r["base_time_ratio"].(float64)
+		if (i%2 == 1) != (ratio > 0) || (i%2 == 1) != (r["size_bytes"].(float64) > res[0]["size_bytes"].(float64)) {
+			t.Errorf("bench --lora %v: base_time_ratio %v, size_bytes %v", r["test"], r["base_time_ratio"], r["size_bytes"])
+		}
+	}
 	table := runOK(t, "bench", "-m", path, "-p", "8", "-n", "4", "-r", "1", "--profile")
 	for _, want := range []string{"pp8", "% of copy", "GFLOP/s", "device copy bandwidth:", "pp8, one pass by kernel family (", "tg (one token)", " matvec ", " attention_lanes ", " attention ", " total "} {
 		if !strings.Contains(table, want) {
