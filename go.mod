@@ -14,7 +14,10 @@ require (
 	github.com/prometheus/common v0.62.0
 )
 
-require golang.org/x/image v0.48.0 // indirect
+require (
+	github.com/go-gl/glfw/v3.4/glfw v0.1.0-pre.1.0.20260628091122-0bd588dc30cf
+	golang.org/x/image v0.48.0
+)
 
 require (
 	github.com/google/jsonschema-go v0.4.3 // indirect

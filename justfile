@@ -16,12 +16,18 @@ router *ARGS:
 build:
     go build -o wgpu-llama ./cmd/wgpu-llama
 
+# The desktop app: the server on stories260K in a window with the live GPU debug view; extra
+# flags pass through (every flag of the server, --screenshot FILE --after N).
+desktop *ARGS:
+    go run ./cmd/wgpu-llama-desktop -m "$WGPU_LLAMA_SHARED/models/stories260K.gguf" {{ARGS}}
+
 # The whole test suite: gofmt, vet, all tests (GPU ones on software Vulkan), race detector on CPU-only packages.
 test:
     @test -z "$(gofmt -l $(git ls-files '*.go' | grep -v '^gen/'))" || { echo "gofmt needed:"; gofmt -l $(git ls-files '*.go' | grep -v '^gen/'); exit 1; }
     go vet ./...
     go test -race ./gguf/... ./model/tokenizer/... ./model/chat/... ./model/reference/... ./engine/grammar/... ./shaders/... ./server/... ./tools/... ./mcpservers/... ./corsproxy/... ./mcpendpoint/...
     go test -count=1 ./...
+    xvfb-run -a go test -count=1 -run Window ./gpu/canvas
     just llama-server-tests
     just webui-test
 

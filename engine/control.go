@@ -67,6 +67,7 @@ func (e *Engine) runControls() {
 			waiting = append(waiting, c)
 		default:
 			c.finish(c.run())
+			e.obs.dirty = true // for the feed's next snapshot (feed.go)
 		}
 	}
 	clear(e.pending[len(waiting):])

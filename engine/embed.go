@@ -206,6 +206,7 @@ func (e *Engine) runJobs() {
 		scores [][]float32
 		err    error
 	)
+	w := e.watchPass()
 	if rank {
 		firsts := make([]int, len(parts))
 		for i, p := range parts {
@@ -214,6 +215,12 @@ func (e *Engine) runJobs() {
 		err = e.embedPass(func() (err error) { scores, err = e.model.ForwardRank(e.kv, b, firsts); return })
 	} else {
 		err = e.embedPass(func() (err error) { hidden, err = e.model.ForwardEmbed(e.kv, b); return })
+	}
+	if w != nil {
+		for _, p := range parts {
+			w.add(p.s.id, p.count, true)
+		}
+		e.passDone(w)
 	}
 	for i, p := range parts {
 		s, j := p.s, p.s.job

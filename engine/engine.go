@@ -147,6 +147,8 @@ type Engine struct {
 
 	candidates      bool // read back candidates where the samplers allow (Config.Readback)
 	candidatePasses atomic.Int64
+
+	obs observer // the snapshot feed (feed.go)
 }
 
 type request struct {
@@ -302,6 +304,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		candidates: cfg.Readback.candidates(dev),
 		vision:     venc,
 		adapters:   adapters,
+		obs:        observer{poke: make(chan struct{}, 1)},
 	}
 	if venc != nil {
 		h := venc.H

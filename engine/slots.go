@@ -38,6 +38,7 @@ func (e *Engine) loop() {
 		}
 		e.runJobs()
 		e.turn()
+		e.feedTick()
 	}
 }
 
@@ -68,6 +69,7 @@ func (e *Engine) admit() bool {
 			}
 		} else {
 			sleepAt, stop := e.idleTimer()
+		wait:
 			select {
 			case r = <-e.queue:
 			case c := <-e.control:
@@ -84,6 +86,9 @@ func (e *Engine) admit() bool {
 			case <-sleepAt:
 				e.sleep()
 				continue
+			case <-e.feedIdle(): // a snapshot to publish (feed.go); the sleep timer runs on
+				e.obs.dirty = true
+				goto wait
 			}
 			stop()
 		}
@@ -308,7 +313,24 @@ func (e *Engine) turn() {
 		}
 		return
 	}
+	if e.obs.feed.Load() != nil {
+		slots, counts := make([]int, len(rows)), make([]int, len(rows))
+		for i, r := range rows {
+			slots[i], counts[i] = r.s.id, len(r.tokens)
+		}
+		e.probeBatch(&b, slots, counts)
+	}
+	w := e.watchPass()
 	logits, err := e.forward(b)
+	if err == nil {
+		e.probeDone(b)
+	}
+	if w != nil {
+		for _, r := range rows {
+			w.add(r.s.id, len(r.tokens), !r.s.gen.promptDone)
+		}
+		e.passDone(w)
+	}
 	if err != nil {
 		e.log.Error("forward pass failed", "err", err)
 		for _, r := range rows {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 
 	"github.com/oliverbestmann/webgpu/wgpu"
 )
@@ -27,7 +28,8 @@ type Recorder struct {
 	params []byte
 	n      int // dispatches recorded
 	err    error
-	timed  []timed // profiled dispatches with GPU timestamps, in order
+	timed  []timed     // profiled dispatches with GPU timestamps, in order
+	reads  []*Readback // regions read back at the submit besides SubmitAndRead's (ReadAlso)
 }
 
 // Begin starts recording. Only one Recorder may be open on a device at a time.
@@ -167,9 +169,13 @@ func (r *Recorder) finish(b *Buffer, offset, size uint64) ([]byte, error) {
 			return nil, err
 		}
 	}
+	reads, total := r.reads, uint64(0)
 	if b != nil {
+		reads = append([]*Readback{{b: b, offset: offset, size: size}}, reads...)
+	}
+	if len(reads) > 0 {
 		var err error
-		if staging, err = d.copyToStaging(r.enc, b, offset, size); err != nil {
+		if staging, total, err = d.stageReads(r.enc, reads); err != nil {
 			return nil, err
 		}
 	}
@@ -194,7 +200,78 @@ func (r *Recorder) finish(b *Buffer, offset, size uint64) ([]byte, error) {
 	if staging == nil {
 		return nil, nil
 	}
-	return d.mapStaging(staging, size)
+	all, err := d.mapStaging(staging, total)
+	if err != nil {
+		return nil, err
+	}
+	for _, rb := range reads {
+		rb.data = all[rb.at : rb.at+rb.size]
+	}
+	if b == nil {
+		return nil, nil
+	}
+	return reads[0].data, nil
+}
+
+// Readback is a region of a buffer that the submit ending a Recorder copies to host memory
+// beside what SubmitAndRead returns, in the same command buffer: a second result of a pass
+// (an attention probe's weights next to the logits) without a second submit.
+type Readback struct {
+	b                *Buffer
+	offset, size, at uint64 // at: the region's offset in the staging buffer
+	data             []byte
+}
+
+// Bytes are the region's bytes once the submit has completed; nil before, or if it failed.
+func (rb *Readback) Bytes() []byte { return rb.data }
+
+// ReadAlso asks for size bytes of b at offset to be read back by this Recorder's submit
+// (Submit or SubmitAndRead), after every dispatch recorded.
+func (r *Recorder) ReadAlso(b *Buffer, offset, size uint64) *Readback {
+	rb := &Readback{b: b, offset: offset, size: size}
+	if size == 0 || b == nil {
+		r.fail("gpu: read back of %d bytes: empty or no buffer", size)
+		return rb
+	}
+	r.reads = append(r.reads, rb)
+	return rb
+}
+
+// stageReads records the copies of reads into one map-readable buffer, each region at a
+// 4-byte aligned offset, and returns it with the bytes to map. A lone read takes a staging
+// buffer of its own size, as always; several share one of a power-of-two size, so regions that
+// grow every pass (a probe's keys) leave few cached staging buffers behind.
+func (d *Device) stageReads(enc *wgpu.CommandEncoder, reads []*Readback) (*wgpu.Buffer, uint64, error) {
+	if len(reads) == 1 {
+		staging, err := d.copyToStaging(enc, reads[0].b, reads[0].offset, reads[0].size)
+		return staging, reads[0].size, err
+	}
+	var total uint64
+	for _, rb := range reads {
+		if rb.offset%4 != 0 || rb.offset+rb.size > rb.b.size {
+			return nil, 0, fmt.Errorf("gpu: read of %d bytes at %d from %q (%d bytes): out of range or misaligned", rb.size, rb.offset, rb.b.label, rb.b.size)
+		}
+		rb.at = total
+		total += roundUp4(rb.size)
+	}
+	padded := uint64(1) << bits.Len64(total-1)
+	staging := d.staging[padded]
+	if staging == nil {
+		var err error
+		staging, err = d.dev.TryCreateBuffer(&wgpu.BufferDescriptor{
+			Label: "staging", Size: padded, Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst,
+		})
+		if err != nil {
+			return nil, 0, fmt.Errorf("gpu: create staging buffer: %w", err)
+		}
+		d.staging[padded] = staging
+	}
+	for _, rb := range reads {
+		if err := enc.TryCopyBufferToBuffer(rb.b.buf, rb.offset, staging, rb.at, roundUp4(rb.size)); err != nil {
+			return nil, 0, fmt.Errorf("gpu: copy %q to staging: %w", rb.b.label, err)
+		}
+	}
+	return staging, total, nil
 }
 
 // bindGroup returns a cached bind group for the pipeline's layout and these buffers.

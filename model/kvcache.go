@@ -97,6 +97,9 @@ type Batch struct {
 	// Lora are the user scales of the model's LoRA adapters (Model.LoadAdapter's indices) for
 	// every row of the batch; an adapter past its end, or at 0, is not applied.
 	Lora []float32
+	// Probe, when set, has the pass also compute one row's attention weights in one layer and
+	// head, read back with its result (Model.ProbeWeights); nil records nothing extra.
+	Probe *AttnProbe
 }
 
 // MediaToken is where the placeholder tokens of embedding rows (Batch.Embeds) start: ids at or
@@ -136,6 +139,17 @@ func (m *Model) checkBatch(kv *KVCache, b Batch) error {
 	}
 	if b.Embeds != nil && len(b.Embeds) != n || b.AttnEnds != nil && len(b.AttnEnds) != n {
 		return fmt.Errorf("model: batch of %d tokens with %d embeddings and %d attention ends", n, len(b.Embeds), len(b.AttnEnds))
+	}
+	if p := b.Probe; p != nil {
+		c := m.Config
+		switch {
+		case m.enc != nil:
+			return fmt.Errorf("model: %s is an encoder: attention probes look at a decoder's layers", c.Arch)
+		case p.Row < 0 || p.Row >= n:
+			return fmt.Errorf("model: attention probe of batch row %d in a batch of %d tokens", p.Row, n)
+		case p.Layer < 0 || p.Layer >= c.NLayer || p.Head < 0 || p.Head >= c.NHead:
+			return fmt.Errorf("model: attention probe of layer %d, head %d; the model has %d layers of %d heads", p.Layer, p.Head, c.NLayer, c.NHead)
+		}
 	}
 	for i, id := range b.Tokens {
 		if b.Embeds != nil && b.Embeds[i] != nil {

@@ -52,6 +52,7 @@ type Model struct {
 	scratch    scratch
 	draft      draftScratch // DraftGreedy's buffers, made on first use
 	cand       candScratch  // ForwardTopK's buffers, made on first use
+	probe      probeState   // Batch.Probe on its way to its layer, and its weights (probe.go)
 }
 
 // scratch holds the activations of one forward pass, sized for maxBatch tokens.
@@ -297,6 +298,7 @@ func (m *Model) Close() {
 	}
 	m.draft.release()
 	m.cand.release()
+	m.probe.release()
 	m.vectors, m.weights = nil, nil
 }
 
@@ -403,6 +405,9 @@ func (m *Model) begin(kv *KVCache, b Batch) (*gpu.Recorder, error) {
 func (m *Model) upload(b Batch) error {
 	s, n := &m.scratch, len(b.Tokens)
 	m.passLora = b.Lora
+	if err := m.startProbe(b); err != nil {
+		return err
+	}
 	if err := m.dev.Write(s.ids, 0, gpu.Bytes(b.Tokens)); err != nil {
 		return err
 	}
@@ -482,6 +487,7 @@ func (m *Model) recordLayers(r *gpu.Recorder, kv *KVCache, n, seqs, maxKeys, pag
 		} else {
 			r.Attention(s.qkv, kv.k[i], kv.v[i], attnPos, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, ap)
 		}
+		m.recordProbe(r, kv, i, n, attnPos, ap) // Batch.Probe's layer only
 		m.residual(r, ly.wo, m.layerLora[i].wo, s.attn, c.NHead*c.HeadDim, ly.postAttn, n)
 		m.normProject(r, ly.ffnNorm, ly.gateUp, m.layerLora[i].gateUp, n, s.gu, 2*c.NFF)
 		r.GLU(s.gu, s.ffn, c.NFF, n, c.GELU)

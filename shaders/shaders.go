@@ -68,15 +68,21 @@ func expand(name string, set map[string]bool, depth int) (string, error) {
 	return out.String(), nil
 }
 
-// Families lists the embedded kernel families (includes excluded).
+// Families lists the embedded compute kernel families. Includes are left out, and so are render
+// shaders (files with a @vertex entry point, such as gpu/canvas's canvas.wgsl), which Source
+// still serves but which have no @compute entry point.
 func Families() []string {
 	entries, _ := files.ReadDir(".")
 	var names []string
 	for _, e := range entries {
 		name := strings.TrimSuffix(e.Name(), ".wgsl")
-		if !strings.HasSuffix(name, includeSuffix) {
-			names = append(names, name)
+		if strings.HasSuffix(name, includeSuffix) {
+			continue
 		}
+		if b, err := files.ReadFile(e.Name()); err == nil && strings.Contains(string(b), "@vertex") {
+			continue
+		}
+		names = append(names, name)
 	}
 	sort.Strings(names)
 	return names

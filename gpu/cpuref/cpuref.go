@@ -83,33 +83,11 @@ func AttentionOpts(q, k, v []float32, pos []int32, nHead, nKVHead, headDim int, 
 	out := make([]float32, len(q))
 	group := nHead / nKVHead
 	stride := nKVHead * headDim
-	for t, p := range pos {
+	for t := range pos {
 		for h := 0; h < nHead; h++ {
 			qo := (t*nHead + h) * headDim
 			kvo := (h / group) * headDim
-			first := 0
-			if window > 0 {
-				first = max(0, int(p)+1-window)
-			}
-			scores := make([]float64, int(p)+1)
-			maxS := math.Inf(-1)
-			for j := first; j < len(scores); j++ {
-				var s float64
-				for d := 0; d < headDim; d++ {
-					s += float64(q[qo+d]) * float64(k[j*stride+kvo+d])
-				}
-				s *= float64(scale)
-				if softCap > 0 {
-					s = float64(softCap) * math.Tanh(s/float64(softCap))
-				}
-				scores[j] = s
-				maxS = math.Max(maxS, s)
-			}
-			var sum float64
-			for j := first; j < len(scores); j++ {
-				scores[j] = math.Exp(scores[j] - maxS)
-				sum += scores[j]
-			}
+			scores, first, sum := attentionScores(q, k, pos, t, h, nHead, nKVHead, headDim, scale, softCap, window)
 			for d := 0; d < headDim; d++ {
 				var acc float64
 				for j := first; j < len(scores); j++ {
@@ -120,6 +98,37 @@ func AttentionOpts(q, k, v []float32, pos []int32, nHead, nKVHead, headDim int, 
 		}
 	}
 	return out
+}
+
+// attentionScores is token t's query head h's exp(s_j - max s) over cache rows first..pos[t]
+// (AttentionOpts' layout and options) and their sum.
+func attentionScores(q, k []float32, pos []int32, t, h, nHead, nKVHead, headDim int, scale, softCap float32, window int) (scores []float64, first int, sum float64) {
+	qo := (t*nHead + h) * headDim
+	kvo := h / (nHead / nKVHead) * headDim
+	stride := nKVHead * headDim
+	p := int(pos[t])
+	if window > 0 {
+		first = max(0, p+1-window)
+	}
+	scores = make([]float64, p+1)
+	maxS := math.Inf(-1)
+	for j := first; j <= p; j++ {
+		var s float64
+		for d := 0; d < headDim; d++ {
+			s += float64(q[qo+d]) * float64(k[j*stride+kvo+d])
+		}
+		s *= float64(scale)
+		if softCap > 0 {
+			s = float64(softCap) * math.Tanh(s/float64(softCap))
+		}
+		scores[j] = s
+		maxS = math.Max(maxS, s)
+	}
+	for j := first; j <= p; j++ {
+		scores[j] = math.Exp(scores[j] - maxS)
+		sum += scores[j]
+	}
+	return scores, first, sum
 }
 
 // SiLUMul returns silu(gate) * up elementwise, the llama FFN's gated activation.

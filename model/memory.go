@@ -1,0 +1,95 @@
+package model
+
+import "github.com/wgpu-llama/wgpu-llama/gpu"
+
+// Device memory by use, for the engine's debug view: what a model's buffers take, told apart
+// without the view knowing the model's layout.
+
+// WeightBytesByType is the base model's weights on the device by ggml type name ("F32" for the
+// norm and bias vectors): WeightBytes less the LoRA adapters' tensors (AdapterBytes).
+func (m *Model) WeightBytesByType() map[string]uint64 {
+	skip := m.adapterBuffers()
+	out := map[string]uint64{}
+	for _, b := range m.vectors {
+		if !skip[b] {
+			out[gpu.F32.String()] += b.Size()
+		}
+	}
+	for _, w := range m.weights {
+		if len(w.Chunks) > 0 && !skip[w.Chunks[0].Buf] {
+			out[w.Type.String()] += w.Bytes()
+		}
+	}
+	return out
+}
+
+// AdapterBytes is the device memory the loaded LoRA adapters' tensors take.
+func (m *Model) AdapterBytes() uint64 {
+	var n uint64
+	m.eachLoraTerm(func(t *loraTerm) {
+		n += t.a.Bytes() + t.b.Bytes() + bufSize(t.fa) + bufSize(t.fb)
+	})
+	return n
+}
+
+// ScratchBytes is the device memory of the forward pass's activations and outputs as they are
+// now (some buffers grow on first use).
+func (m *Model) ScratchBytes() uint64 {
+	s := &m.scratch
+	var n uint64
+	for _, b := range []*gpu.Buffer{s.x, s.xn, s.qkv, s.attn, s.gu, s.ffn, s.xq, s.xsums, s.tmp, s.logits, s.ids,
+		s.pos, s.outRows, s.keyEnds, s.attnState, s.attnPos, s.mpos, s.loraT, m.draft.out, m.draft.plan, m.cand.out, m.cand.part} {
+		n += bufSize(b)
+	}
+	return n
+}
+
+// Bytes is the device memory the cache takes: keys, values and attention partials.
+func (kv *KVCache) Bytes() uint64 {
+	n := bufSize(kv.part)
+	for _, b := range append(kv.k[:len(kv.k):len(kv.k)], kv.v...) {
+		n += bufSize(b)
+	}
+	return n
+}
+
+// adapterBuffers are the first buffers of the adapters' tensors, to tell them from the base
+// model's in m.weights and m.vectors, where loading put them too.
+func (m *Model) adapterBuffers() map[*gpu.Buffer]bool {
+	out := map[*gpu.Buffer]bool{}
+	m.eachLoraTerm(func(t *loraTerm) {
+		for _, w := range []gpu.Weight{t.a, t.b} {
+			if len(w.Chunks) > 0 {
+				out[w.Chunks[0].Buf] = true
+			}
+		}
+		for _, b := range []*gpu.Buffer{t.fa, t.fb} {
+			if b != nil {
+				out[b] = true
+			}
+		}
+	})
+	return out
+}
+
+func (m *Model) eachLoraTerm(fn func(*loraTerm)) {
+	each := func(ts []loraTerm) {
+		for i := range ts {
+			fn(&ts[i])
+		}
+	}
+	for _, l := range m.layerLora {
+		each(l.qkv)
+		each(l.wo)
+		each(l.gateUp)
+		each(l.down)
+	}
+	each(m.loraOut)
+}
+
+func bufSize(b *gpu.Buffer) uint64 {
+	if b == nil {
+		return 0
+	}
+	return b.Size()
+}
