@@ -67,6 +67,14 @@ func New(src Source) *View {
 // Update takes the source's newest state unless the view is paused, and reports whether
 // anything changed.
 func (v *View) Update(now time.Time) bool {
+	passes := v.TakePasses()
+	return v.TakeSnapshot(now) || passes
+}
+
+// TakePasses takes the pass records since the last call (the timeline's and throughput's
+// data), unless the view is paused, and reports whether there were any. The source keeps
+// engine.PassHistory records: a caller that draws seldom still calls this often enough.
+func (v *View) TakePasses() bool {
 	if v.paused {
 		return false
 	}
@@ -80,6 +88,17 @@ func (v *View) Update(now time.Time) bool {
 	if n := len(v.passes) - timelinePasses; n > 0 {
 		v.passes = append(v.passes[:0], v.passes[n:]...)
 	}
+	return changed
+}
+
+// TakeSnapshot takes the source's newest snapshot unless the view is paused, and reports
+// whether it is new. Snapshots cost their first reader (the slots' text, the candidates), so
+// a caller takes one only when it will draw.
+func (v *View) TakeSnapshot(now time.Time) bool {
+	if v.paused {
+		return false
+	}
+	changed := false
 	if s, ok := v.src.Latest(); ok && (!v.have || s.Pass != v.snap.Pass || s.Time != v.snap.Time) {
 		v.snap, v.have, changed = s, true, true
 		v.noteQueue(s.Queue, now)
@@ -164,6 +183,10 @@ func (v *View) Click(x, y float32) ClickResult {
 	}
 	return ClickNone
 }
+
+// Busy reports whether the view's snapshot shows the engine working (false before the
+// first).
+func (v *View) Busy() bool { return v.have && !v.Idle() }
 
 // Idle reports whether the engine was idle at the view's snapshot: no slot busy, nothing
 // queued.

@@ -43,6 +43,7 @@ type Feed struct {
 	latest       atomic.Pointer[published]
 	selected     atomic.Int64
 	probe        atomic.Pointer[probeReq] // feed_probe.go
+	probeArmed   atomic.Bool              // the next pass of the probed slot probes
 	profileEvery atomic.Int64             // nanoseconds, 0: off
 
 	mu   sync.Mutex
@@ -112,6 +113,9 @@ func (f *Feed) Latest() (Snapshot, bool) {
 		return Snapshot{}, false
 	}
 	p.once.Do(p.resolve)
+	if f.probe.Load() != nil {
+		f.probeArmed.Store(true) // a fresh probe for the next snapshot (Probe)
+	}
 	return p.snap.clone(), true
 }
 

@@ -5,15 +5,17 @@ import "github.com/wgpu-llama/wgpu-llama/model"
 // probeReq is a Feed's attention probe: whose weights, in which layer and head.
 type probeReq struct{ slot, layer, head int }
 
-// Probe asks for the attention weights of slot's last row in each pass it takes part in, for
-// one layer and head (slot < 0: off, the default). The weights are computed in the pass and
-// copied back with its logits only while a probe is set; snapshots carry the latest as
+// Probe asks for the attention weights of slot's last row, for one layer and head, in the
+// next pass slot takes part in, and again in the first after each Latest (slot < 0: off, the
+// default). So the engine probes once per snapshot a reader takes, not every pass: the weights
+// are computed in the pass and copied back with its logits. Snapshots carry the latest as
 // Attention.
 func (f *Feed) Probe(slot, layer, head int) {
 	if slot < 0 {
 		f.probe.Store(nil)
 	} else {
 		f.probe.Store(&probeReq{slot, layer, head})
+		f.probeArmed.Store(true)
 	}
 	f.wake()
 }
@@ -27,7 +29,7 @@ func (e *Engine) probeFor(slot int) *probeReq {
 	}
 	q := f.probe.Load()
 	c := e.model.Config
-	if q == nil || q.slot != slot || q.layer < 0 || q.layer >= c.NLayer || q.head < 0 || q.head >= c.NHead {
+	if q == nil || q.slot != slot || q.layer < 0 || q.layer >= c.NLayer || q.head < 0 || q.head >= c.NHead || !f.probeArmed.Load() {
 		return nil
 	}
 	return q
@@ -39,7 +41,7 @@ func (e *Engine) probeBatch(b *model.Batch, slots, counts []int) {
 	at := 0
 	for i, s := range slots {
 		at += counts[i]
-		if q := e.probeFor(s); q != nil {
+		if q := e.probeFor(s); q != nil && e.obs.feed.Load().probeArmed.CompareAndSwap(true, false) {
 			b.Probe = &model.AttnProbe{Row: at - 1, Layer: q.layer, Head: q.head}
 			e.obs.probeSlot = s
 		}

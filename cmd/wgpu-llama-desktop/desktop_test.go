@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -410,5 +411,47 @@ func TestRouterModeScreenshot(t *testing.T) {
 	}
 	if share := drawnShare(img, img.Bounds()); share < 0.01 {
 		t.Errorf("router frame: %.2f%% drawn", 100*share)
+	}
+}
+
+// TestTerminateExits sends the app SIGTERM: the server drains, the window closes and the app
+// exits 0, whichever of the two notices first.
+func TestTerminateExits(t *testing.T) {
+	model := shareddata.Path(t, "models", "stories260K.gguf")
+	xvfb := needXvfb(t)
+	bin := buildDesktop(t)
+	dir := t.TempDir()
+	port := freePort(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pidFile := filepath.Join(dir, "pid")
+	cmd := exec.CommandContext(ctx, xvfb, "-a", "sh", "-c", `echo $$ > "$0"; shift; exec "$@"`, pidFile, "_",
+		bin, "-m", model, "--port", strconv.Itoa(port), "-c", "256")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	waitHealthy(t, fmt.Sprintf("http://127.0.0.1:%d", port), done, &stderr)
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(stderr.String(), "window closed") {
+			t.Fatalf("after SIGTERM: %v\n%s", err, stderr.String())
+		}
+	case <-ctx.Done():
+		t.Fatalf("the app did not exit after SIGTERM\n%s", stderr.String())
 	}
 }

@@ -30,6 +30,20 @@ import (
 // wait, so an idle window costs next to nothing.
 const frameInterval = time.Second / 60
 
+// busyShare bounds the share of time frames take while the engine works: the view must not
+// slow it (by more than 2%), and on a software adapter the window's frames run on the same
+// cores as the engine's kernels. A frame that costs 1 ms allows 60 a second; one that costs
+// 40 ms (lavapipe) one every 8 seconds, until the engine is idle again.
+const busyShare = 0.005
+
+// profileEvery is how often the kernels panel's pass is profiled: a profiled pass stamps every
+// dispatch and runs slower, so seldom enough to cost the engine little.
+const profileEvery = 3 * time.Second
+
+// passesEvery is how often the view takes the engine's pass records between frames: the feed
+// keeps the last engine.PassHistory, a few seconds' worth at the busiest.
+const passesEvery = 250 * time.Millisecond
+
 // fontSize is the text size in logical pixels.
 const fontSize = 13
 
@@ -47,8 +61,13 @@ type app struct {
 	logger        *log.Logger
 	glfw          bool // initialised
 	wake          waker
-	frames        int          // drawn, for the log at exit
-	router        *routerWatch // in router mode
+	serverDone    bool // the loop took the server's result (serverErr)
+	serverErr     error
+	frames        int           // drawn, for the log at exit
+	busyTime      time.Duration // the engine's busy time, as the view saw it
+	busyDraw      time.Duration // the frames' time within it
+	drawCost      time.Duration // a frame's recent cost (building and drawing it), smoothed
+	router        *routerWatch  // in router mode
 	routerChanged atomic.Bool
 }
 
@@ -71,7 +90,7 @@ func runDesktop(ctx context.Context, opts desktopOptions, serveArgs []string) er
 			Engine: func(e *engine.Engine) {
 				// the feed starts here, before the first request, so that the view sees every pass
 				f := e.Feed()
-				f.ProfileEvery(time.Second)
+				f.ProfileEvery(profileEvery)
 				feedSource{f}.Select(0, 0, 0) // the view's first selection
 				feeds <- f
 				a.wake.post()
@@ -81,10 +100,20 @@ func runDesktop(ctx context.Context, opts desktopOptions, serveArgs []string) er
 	}()
 	started := time.Now()
 	err := a.loop(ctx, urls, feeds, routed, served)
-	a.logger.Info("window closed", "frames", a.frames, "fps", fmt.Sprintf("%.1f", float64(a.frames)/time.Since(started).Seconds()))
+	share := 0.0
+	if a.busyTime > 0 {
+		share = 100 * float64(a.busyDraw) / float64(a.busyTime)
+	}
+	// what the view took while the engine worked: on a software adapter, time the engine's
+	// kernels did not get
+	a.logger.Info("window closed", "frames", a.frames, "fps", fmt.Sprintf("%.1f", float64(a.frames)/time.Since(started).Seconds()),
+		"frame_cost", a.drawCost.Round(time.Microsecond), "engine_busy", a.busyTime.Round(time.Millisecond), "busy_draw_share", fmt.Sprintf("%.2f%%", share))
 	a.close()
 	cancel()
-	if serr := <-served; serr != nil && !errors.Is(serr, context.Canceled) && err == nil {
+	if !a.serverDone {
+		a.serverErr = <-served
+	}
+	if serr := a.serverErr; serr != nil && !errors.Is(serr, context.Canceled) && err == nil {
 		err = serr
 	}
 	return err
@@ -166,12 +195,17 @@ func (a *app) setScale() error {
 
 // loop draws on change until the window closes or the app is done.
 func (a *app) loop(ctx context.Context, urls <-chan string, feeds <-chan *engine.Feed, routed <-chan struct{}, served <-chan error) error {
-	var lastDraw time.Time
+	var lastDraw, lastPasses, lastLoop time.Time
 	for !a.win.ShouldClose() {
 		select {
 		case <-ctx.Done():
 			return nil
 		case err := <-served:
+			a.serverDone = true
+			if ctx.Err() != nil { // it stopped for the same reason as the window
+				a.serverErr = err
+				return nil
+			}
 			// the server stopped on its own (a bad flag, a failed load): show nothing more
 			if err == nil {
 				err = errors.New("the server stopped")
@@ -188,12 +222,32 @@ func (a *app) loop(ctx context.Context, urls <-chan string, feeds <-chan *engine
 		default:
 		}
 		now := time.Now()
-		if a.view != nil && a.view.Update(now) || a.routerChanged.Swap(false) {
+		busy := a.busy()
+		if busy && !lastLoop.IsZero() {
+			a.busyTime += now.Sub(lastLoop)
+		}
+		lastLoop = now
+		due := now.Sub(lastDraw) >= a.interval()
+		if a.view != nil {
+			// Records are taken often enough that none is lost, the snapshot only for a frame.
+			if (due || now.Sub(lastPasses) >= passesEvery) && a.view.TakePasses() {
+				a.dirty, lastPasses = true, now
+			}
+			if due && a.view.TakeSnapshot(now) {
+				a.dirty = true
+			}
+		}
+		if a.routerChanged.Swap(false) {
 			a.dirty = true
 		}
-		if a.dirty && now.Sub(lastDraw) >= frameInterval {
+		if a.dirty && due {
 			if err := a.draw(); err != nil {
 				return err
+			}
+			cost := time.Since(now)
+			a.drawCost = (3*a.drawCost + cost) / 4
+			if busy {
+				a.busyDraw += cost
 			}
 			lastDraw, a.dirty = now, false
 			a.frames++
@@ -203,12 +257,24 @@ func (a *app) loop(ctx context.Context, urls <-chan string, feeds <-chan *engine
 		}
 		wait := time.Second // the throughput panel moves on every second
 		if a.dirty {
-			wait = max(frameInterval-time.Since(lastDraw), time.Millisecond)
+			wait = max(a.interval()-time.Since(lastDraw), time.Millisecond)
 		}
 		glfw.WaitEventsTimeout(wait.Seconds())
 	}
 	return nil
 }
+
+// interval is the least time between frames: frameInterval, or while the engine works as
+// long as busyShare allows for the frames' cost.
+func (a *app) interval() time.Duration {
+	if !a.busy() {
+		return frameInterval
+	}
+	return max(frameInterval, time.Duration(float64(a.drawCost)/busyShare))
+}
+
+// busy reports whether the view's last snapshot showed the engine working.
+func (a *app) busy() bool { return a.view != nil && a.view.Busy() }
 
 // watchRouter starts polling the router's models once both router mode and the address are
 // known (the server reports them in that order, but the loop may take them in either).
