@@ -31,6 +31,11 @@ test:
     just llama-server-tests
     just webui-test
 
+# Run every Go fuzz target for TIME each; a crash is kept in its package's testdata/fuzz/ as a
+# regression input (.ci/fuzz).
+fuzz TIME="20s":
+    .ci/fuzz {{TIME}}
+
 # llama.cpp's own llama-server test suite (../shared/llama-server-tests) against a fresh build;
 # fails when a test of .ci/llama-server-tests.txt (the ones we pass so far) fails.
 llama-server-tests *ARGS: build
