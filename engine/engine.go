@@ -37,6 +37,10 @@ type Config struct {
 	// Slots is how many sequences run at once (llama-server's -np); the context is split
 	// evenly between them unless KVUnified. Default 1.
 	Slots int
+	// MaxQueue is how many requests may wait for a slot; beyond it Submit fails at once with
+	// ErrQueueFull, so that a burst is answered "busy, retry" instead of piling up (0: no
+	// limit).
+	MaxQueue int
 	// KVUnified lets every slot use the whole context (llama-server's --kv-unified): the
 	// slots share one pool of CtxSize cache rows instead of a fixed share each.
 	KVUnified bool
@@ -115,6 +119,7 @@ type Engine struct {
 	queue   chan *request
 	waiting []*request   // taken from queue, waiting for the busy slot they asked for
 	nWait   atomic.Int64 // len(waiting), for Stats
+	nIdle   atomic.Int64 // idle slots when admit last looked: queued requests they will take at once
 	quit    chan struct{}
 	done    chan struct{}
 	closeMu sync.Once
@@ -402,6 +407,9 @@ func (e *Engine) enqueue(ctx context.Context, t Task) (<-chan Result, error) {
 	if e.draining() {
 		return nil, ErrClosed
 	}
+	if e.shed() {
+		return nil, ErrQueueFull
+	}
 	r := &request{ctx: ctx, id: int(e.taskIDs.Add(1) - 1), task: t, box: newOutbox()}
 	select {
 	case e.queue <- r:
@@ -413,6 +421,21 @@ func (e *Engine) enqueue(ctx context.Context, t Task) (<-chan Result, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// shed reports whether a new request would exceed Config.MaxQueue, counting it as shed.
+func (e *Engine) shed() bool {
+	if e.cfg.MaxQueue <= 0 {
+		return false
+	}
+	waiting := len(e.queue) + int(e.nWait.Load()) - int(e.nIdle.Load())
+	if waiting < e.cfg.MaxQueue {
+		return false
+	}
+	e.stats.mu.Lock()
+	e.stats.s.Shed++
+	e.stats.mu.Unlock()
+	return true
 }
 
 // Close stops the engine goroutine (failing queued requests) and frees the GPU.

@@ -54,6 +54,7 @@ func (e *Engine) admit() bool {
 	}
 	for {
 		idle := e.idleSlots()
+		e.nIdle.Store(int64(len(idle)))
 		busy := len(idle) < len(e.slots)
 		if len(idle) == 0 {
 			return !e.closing()

@@ -35,9 +35,12 @@ type Stats struct {
 	Generations uint64
 
 	// Processing is the number of slots running a request, Deferred the requests waiting
-	// for a slot.
+	// for a slot; Shed counts requests refused because Config.MaxQueue were waiting, and
+	// MaxQueue is that limit (0: none).
 	Processing int
 	Deferred   int
+	Shed       uint64
+	MaxQueue   int
 
 	// KVTokens is how many KV cache rows the slots' pages take, of KVCapacity rows.
 	KVTokens   int
@@ -59,6 +62,7 @@ func (e *Engine) Stats() Stats {
 	s := e.stats.s
 	e.stats.mu.Unlock()
 	s.Deferred = len(e.queue) + int(e.nWait.Load())
+	s.MaxQueue = e.cfg.MaxQueue
 	s.Spec = e.SpecStats()
 	return s
 }

@@ -295,6 +295,8 @@ var (
 	ErrClosed       = errors.New("engine: closed")
 	ErrEmptyPrompt  = errors.New("engine: empty prompt")
 	ErrPromptTooBig = errors.New("engine: prompt exceeds the context size")
+	// ErrQueueFull: Config.MaxQueue requests already wait for a slot (load shedding).
+	ErrQueueFull = errors.New("engine: too many requests are waiting for a slot")
 )
 
 // ModelInfo describes the loaded model for /v1/models, /props and logs.

@@ -110,6 +110,8 @@ func toAPIError(err error) *apiError {
 		return &apiError{typ: errInvalidRequest, cause: err, message: "Invalid slot ID"}
 	case errors.Is(err, engine.ErrClosed):
 		return &apiError{typ: errUnavailable, cause: err, message: "the server is shutting down"}
+	case errors.Is(err, engine.ErrQueueFull):
+		return &apiError{typ: errUnavailable, cause: err, message: "the server is busy: too many requests are waiting for a slot (--max-queue); retry later"}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return &apiError{typ: errServer, cause: err, message: "request cancelled"}
 	}

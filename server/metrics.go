@@ -160,6 +160,8 @@ func writeOwnMetrics(w io.Writer, st engine.Stats, requests map[requestCount]uin
 		fmt.Fprintf(w, "wgpu_llama_http_requests_total{path=%s,status=\"%d\"} %d\n", strconv.Quote(k.path), k.status, requests[k])
 	}
 	writeMetric(w, "wgpu_llama_generations_total", "Generation requests finished, whatever their outcome", "counter", float64(st.Generations))
+	writeMetric(w, "wgpu_llama_requests_shed_total", "Requests answered 503 at once because --max-queue requests were waiting for a slot", "counter", float64(st.Shed))
+	writeMetric(w, "wgpu_llama_queue_limit", "Most requests that may wait for a slot (--max-queue; 0: no limit)", "gauge", float64(st.MaxQueue))
 	writeMetric(w, "wgpu_llama_kv_cache_tokens", "KV cache rows in use (the pages the slots hold; shared prompt prefixes count once)", "gauge", float64(st.KVTokens))
 	writeMetric(w, "wgpu_llama_kv_cache_capacity_tokens", "KV cache rows in all", "gauge", float64(st.KVCapacity))
 	usage := 0.0

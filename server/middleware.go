@@ -87,6 +87,10 @@ func (r *statusRecorder) WriteHeader(code int) {
 	if r.status == 0 {
 		r.status = code
 	}
+	// Every 503 (loading, a full queue, shutting down) is a "try again soon".
+	if code == http.StatusServiceUnavailable && r.Header().Get("Retry-After") == "" {
+		r.Header().Set("Retry-After", "1")
+	}
 	r.ResponseWriter.WriteHeader(code)
 }
 

@@ -121,6 +121,9 @@ func runServe(ctx context.Context, args []string, stderr io.Writer, hooks ServeH
 		return err
 	}
 	cfg.BatchSize = min(cfg.BatchSize, sf.batch) // llama.cpp's n_ubatch = min(n_ubatch, n_batch)
+	if cfg.MaxQueue = sf.maxQueue; cfg.MaxQueue < 0 {
+		cfg.MaxQueue = maxQueueFor(max(cfg.Slots, 1))
+	}
 	if cfg.MMProjPath, err = sf.vision.path(cfg.ModelPath, sf.compat.noMmproj); err != nil {
 		httpSrv.Close()
 		return err

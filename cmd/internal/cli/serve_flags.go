@@ -32,6 +32,8 @@ type serveFlags struct {
 	alias string
 	tags  string
 	batch int // -b: llama.cpp's logical batch; the forward pass takes min(-b, -ub) tokens
+	// maxQueue is --max-queue: requests that may wait for a slot (-1: maxQueueFor the slots)
+	maxQueue int
 
 	nPredict         int
 	temp, topP, minP float64
@@ -145,6 +147,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	stringVar(fs, &f.alias, "", "model names clients may use, comma-separated; the first in sort order is the name reported (default: the file name)", "a", "alias")
 	stringVar(fs, &f.tags, "", "comma-separated tags listed with the model in /v1/models", "tags")
 	intVar(fs, &f.batch, 2048, "logical batch size; a forward pass takes at most min(-b, -ub) tokens", "b", "batch-size")
+	intVar(fs, &f.maxQueue, -1, "requests that may wait for a slot; beyond it requests get 503 with Retry-After at once (-1: 8 per slot, at least 64; 0: no limit)", "max-queue")
 
 	intVar(fs, &f.nPredict, -1, "tokens a request generates unless it says (-1: until end of generation)", "n", "predict", "n-predict")
 	floatVar(fs, &f.temp, 0.8, "default temperature", "temp")
@@ -529,3 +532,8 @@ func asTyped(name string, args []string) string {
 	}
 	return name
 }
+
+// maxQueueFor is --max-queue's default for a number of slots: several times the slots, and at
+// least 64, so that the bursts clients make on purpose (llama-server's tests send 16 requests
+// to 2 slots) still wait their turn.
+func maxQueueFor(slots int) int { return max(64, 8*slots) }

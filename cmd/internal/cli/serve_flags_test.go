@@ -91,6 +91,12 @@ func TestServeFlags(t *testing.T) {
 			t.Errorf("--sse-ping-interval %s: %v, %v; want %v", tc.arg, cfg.SSEPingInterval, err, tc.want)
 		}
 	}
+	if f := parseServe(t, nil, "--max-queue", "5"); f.maxQueue != 5 || parseServe(t, nil).maxQueue != -1 {
+		t.Errorf("--max-queue: %d", f.maxQueue)
+	}
+	if maxQueueFor(2) != 64 || maxQueueFor(16) != 128 {
+		t.Errorf("default queue for 2 slots %d, for 16 %d", maxQueueFor(2), maxQueueFor(16))
+	}
 	if f := parseServe(t, nil, "--no-slots", "--slots"); !f.slots {
 		t.Error("--slots after --no-slots left slots off")
 	}
