@@ -58,6 +58,8 @@ var routerOnly = map[string]bool{
 	"agent-sessions": true, "agent-session-ttl": true, "mcp-endpoint": true,
 	// one model's projector: a router's children find theirs beside their model (--mmproj-auto)
 	"mm": true, "mmproj": true,
+	// one listener: the router's own profiles (children would all try the same address)
+	"pprof-addr": true,
 }
 
 // inheritedArgs are the router's command-line flags its children get, in their order.

@@ -61,6 +61,13 @@ func runServe(ctx context.Context, args []string, stderr io.Writer, hooks ServeH
 	if err != nil {
 		return err
 	}
+	if sf.pprofAddr != "" {
+		stop, err := startPprof(sf.pprofAddr, logger)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	toolsRun, err := sf.tools.start(ctx, logger)
 	if err != nil {
 		return err

@@ -34,6 +34,8 @@ type serveFlags struct {
 	batch int // -b: llama.cpp's logical batch; the forward pass takes min(-b, -ub) tokens
 	// maxQueue is --max-queue: requests that may wait for a slot (-1: maxQueueFor the slots)
 	maxQueue int
+	// pprofAddr is --pprof-addr: where Go's profiles are served ("": off)
+	pprofAddr string
 
 	nPredict         int
 	temp, topP, minP float64
@@ -147,6 +149,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	stringVar(fs, &f.alias, "", "model names clients may use, comma-separated; the first in sort order is the name reported (default: the file name)", "a", "alias")
 	stringVar(fs, &f.tags, "", "comma-separated tags listed with the model in /v1/models", "tags")
 	intVar(fs, &f.batch, 2048, "logical batch size; a forward pass takes at most min(-b, -ub) tokens", "b", "batch-size")
+	stringVar(fs, &f.pprofAddr, "", "serve Go's profiles (/debug/pprof/) on this address, for diagnosis (off by default)", "pprof-addr")
 	intVar(fs, &f.maxQueue, -1, "requests that may wait for a slot; beyond it requests get 503 with Retry-After at once (-1: 8 per slot, at least 64; 0: no limit)", "max-queue")
 
 	intVar(fs, &f.nPredict, -1, "tokens a request generates unless it says (-1: until end of generation)", "n", "predict", "n-predict")

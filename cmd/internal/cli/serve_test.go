@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"io"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -12,8 +15,14 @@ import (
 func TestServeEndToEnd(t *testing.T) {
 	model := shareddata.Path(t, "models", "stories260K.gguf")
 	requireGPU(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pprofAddr := ln.Addr().String()
+	ln.Close()
 	srv := startServer(t, "-m", model, "-c", "256", "--api-key", "sesame", "--metrics",
-		"--seed", "42", "--slot-save-path", t.TempDir(), "-ngl", "99")
+		"--seed", "42", "--slot-save-path", t.TempDir(), "-ngl", "99", "--pprof-addr", pprofAddr)
 	srv.waitReady(t)
 	get := func(method, path, key, body string) (int, string) { return srv.doKey(t, method, path, key, body) }
 	if status, _ := get("GET", "/health", "", ""); status != 200 {
@@ -33,5 +42,18 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 	if status, body := get("GET", "/metrics", "sesame", ""); status != 200 || !strings.Contains(body, "llamacpp:tokens_predicted_total 4\n") {
 		t.Errorf("/metrics: %d %s", status, body)
+	}
+	// --pprof-addr: Go's profiles on their own listener, not on the API's
+	resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/goroutine?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "goroutine profile:") {
+		t.Errorf("pprof: %d %.200s", resp.StatusCode, body)
+	}
+	if status, _ := get("GET", "/debug/pprof/", "sesame", ""); status != 404 {
+		t.Errorf("/debug/pprof/ on the API's port: %d, want 404", status)
 	}
 }
