@@ -40,8 +40,10 @@ func TestFeedProbe(t *testing.T) {
 	if a == nil || a.Slot != 1 || a.Layer != 2 || a.Head != 1 {
 		t.Fatalf("attention %+v", a)
 	}
-	if first := firstPassOf(recs, 1, 0); a.Pass != first || len(a.Weights) != run.final.Timings.PromptN {
-		t.Errorf("weights from pass %d over %d positions; want slot 1's first pass %d, over its %d prompt tokens", a.Pass, len(a.Weights), first, run.final.Timings.PromptN)
+	// the prompt's tokens: those evaluated and any prefix shared from slot 0's cache
+	prompt := run.final.Timings.PromptN + run.final.Timings.CacheN
+	if first := firstPassOf(recs, 1, 0); a.Pass != first || len(a.Weights) != prompt {
+		t.Errorf("weights from pass %d over %d positions; want slot 1's first pass %d, over its %d prompt tokens", a.Pass, len(a.Weights), first, prompt)
 	}
 	var sum float64
 	for _, w := range a.Weights {
