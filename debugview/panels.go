@@ -2,6 +2,7 @@ package debugview
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -303,7 +304,7 @@ func (v *View) memoryPanel(p *painter, r rect) {
 		bytes uint64
 	}
 	var parts []part
-	for _, t := range slices.Sorted(mapKeys(m.Weights)) {
+	for _, t := range slices.Sorted(maps.Keys(m.Weights)) {
 		parts = append(parts, part{"weights " + t, m.Weights[t]})
 	}
 	parts = append(parts, part{"KV cache", m.KV}, part{"scratch", m.Scratch})
@@ -341,16 +342,6 @@ func (v *View) memoryPanel(p *painter, r rect) {
 		}
 		p.text(area.x, y, area.w, line, textDim)
 		y += p.lineH()
-	}
-}
-
-func mapKeys(m map[string]uint64) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
 	}
 }
 

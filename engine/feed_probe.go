@@ -20,31 +20,26 @@ func (f *Feed) Probe(slot, layer, head int) {
 	f.wake()
 }
 
-// probeFor is the probe a pass should run for slot, nil when none is asked for it or the
-// layer or head is outside the model (a request made before the model was known).
-func (e *Engine) probeFor(slot int) *probeReq {
+// armedProbe is the probe the next pass of its slot should run: nil when no feed asks for
+// one, it is not armed, or its layer or head is outside the model (asked before the model was
+// known).
+func (e *Engine) armedProbe() *probeReq {
 	f := e.obs.feed.Load()
-	if f == nil || e.model == nil {
+	if f == nil || e.model == nil || !f.probeArmed.Load() {
 		return nil
 	}
-	q := f.probe.Load()
-	c := e.model.Config
-	if q == nil || q.slot != slot || q.layer < 0 || q.layer >= c.NLayer || q.head < 0 || q.head >= c.NHead || !f.probeArmed.Load() {
+	q, c := f.probe.Load(), e.model.Config
+	if q == nil || q.layer < 0 || q.layer >= c.NLayer || q.head < 0 || q.head >= c.NHead {
 		return nil
 	}
 	return q
 }
 
-// probeBatch sets b's probe on the last of its rows that belong to the probed slot; the
-// slots' rows come in order, counts[i] rows of slots[i].
-func (e *Engine) probeBatch(b *model.Batch, slots, counts []int) {
-	at := 0
-	for i, s := range slots {
-		at += counts[i]
-		if q := e.probeFor(s); q != nil && e.obs.feed.Load().probeArmed.CompareAndSwap(true, false) {
-			b.Probe = &model.AttnProbe{Row: at - 1, Layer: q.layer, Head: q.head}
-			e.obs.probeSlot = s
-		}
+// setProbe puts q on b's row and disarms it until a reader takes the next snapshot.
+func (e *Engine) setProbe(b *model.Batch, q *probeReq, row int) {
+	if e.obs.feed.Load().probeArmed.CompareAndSwap(true, false) {
+		b.Probe = &model.AttnProbe{Row: row, Layer: q.layer, Head: q.head}
+		e.obs.probeSlot = q.slot
 	}
 }
 

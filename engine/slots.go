@@ -314,12 +314,16 @@ func (e *Engine) turn() {
 		}
 		return
 	}
-	if e.obs.feed.Load() != nil {
-		slots, counts := make([]int, len(rows)), make([]int, len(rows))
-		for i, r := range rows {
-			slots[i], counts[i] = r.s.id, len(r.tokens)
+	if q := e.armedProbe(); q != nil { // the probed slot's last row in this pass, if it has one
+		at, row := 0, -1
+		for _, r := range rows {
+			if at += len(r.tokens); r.s.id == q.slot {
+				row = at - 1
+			}
 		}
-		e.probeBatch(&b, slots, counts)
+		if row >= 0 {
+			e.setProbe(&b, q, row)
+		}
 	}
 	w := e.watchPass()
 	logits, err := e.forward(b)
