@@ -528,7 +528,9 @@ func TestGGMLTypes(t *testing.T) {
 	}
 }
 
-// FuzzParse checks that no input panics, and that what parses is self-consistent.
+// FuzzParse checks that no input panics, and that what parses is self-consistent: every
+// tensor's data has its size, and that of a type Dequantize handles (up to 1<<16 elements,
+// to bound the work) decodes without an error, as a loader would decode it.
 func FuzzParse(f *testing.F) {
 	f.Add(sampleFile().build().buf)
 	f.Add(testFile{version: 2, kvs: allTypesKVs()[:5]}.build().buf)
@@ -544,8 +546,14 @@ func FuzzParse(f *testing.F) {
 		}
 		for i := range g.Tensors {
 			tt := &g.Tensors[i]
-			if d := g.TensorData(tt); uint64(len(d)) != tt.Size {
+			d := g.TensorData(tt)
+			if uint64(len(d)) != tt.Size {
 				t.Fatalf("tensor %d: %d bytes, want %d", i, len(d), tt.Size)
+			}
+			if n := tt.NumElements(); tt.Type.CanDequantize() && n <= 1<<16 {
+				if err := Dequantize(tt.Type, d, make([]float32, n)); err != nil {
+					t.Fatalf("tensor %d (%s, %d elements): %v", i, tt.Type, n, err)
+				}
 			}
 		}
 		for _, kv := range g.KV {

@@ -48,10 +48,14 @@ func Decode(data []byte) (*RGB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrImage, format, err)
 	}
-	b := img.Bounds()
-	out := &RGB{W: b.Dx(), H: b.Dy(), Pix: make([]uint8, 3*b.Dx()*b.Dy())}
-	i := 0
+	// The image is the size its header gives, the size checked above. A GIF's first frame may
+	// cover only part of its logical screen: as stb_image does for llama.cpp, it is drawn at
+	// its place on a screen-sized canvas left black elsewhere (a frame reaching outside the
+	// screen is cut to it, never allowed to grow the image past the checked size).
+	out := &RGB{W: cfg.Width, H: cfg.Height, Pix: make([]uint8, 3*cfg.Width*cfg.Height)}
+	b := img.Bounds().Intersect(image.Rect(0, 0, cfg.Width, cfg.Height))
 	for y := b.Min.Y; y < b.Max.Y; y++ {
+		i := 3 * (y*cfg.Width + b.Min.X)
 		for x := b.Min.X; x < b.Max.X; x++ {
 			r, g, bl := straightRGB(img.At(x, y))
 			out.Pix[i], out.Pix[i+1], out.Pix[i+2] = r, g, bl
