@@ -60,6 +60,10 @@ type Config struct {
 	CacheReuse int
 	// Device selects an adapter by index; -1 picks the best.
 	Device int
+	// GPUMemory, when positive, is the device memory in bytes the engine may use
+	// (--gpu-memory): the load checks the model against it rather than what the device
+	// reports, and allocations beyond it fail as out of memory (gpu.Device.SetBudget).
+	GPUMemory uint64
 	// KVF32 keeps the KV cache in f32 rather than f16.
 	KVF32 bool
 	// RawActivations skips rounding matmul activations as llama.cpp does (model.Options).
@@ -154,6 +158,10 @@ type Engine struct {
 	candidatePasses atomic.Int64
 
 	obs observer // the snapshot feed (feed.go)
+
+	fault      atomic.Pointer[error] // why the engine cannot run requests (recover.go); nil: healthy
+	recoveries atomic.Int64
+	liveDev    atomic.Pointer[gpu.Device] // dev, for Stats on other goroutines
 }
 
 type request struct {
@@ -176,6 +184,7 @@ func Load(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	dev.SetBudget(cfg.GPUMemory)
 	logger.Info("device", "adapter", dev.Info.Name, "type", dev.Info.Type, "backend", dev.Info.Backend, "driver", dev.Info.Driver)
 	e, err := load(ctx, cfg, dev, logger)
 	if err != nil {
@@ -206,6 +215,20 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		outputs = nSlots * (spec.NMax + 1)
 	}
 	opts := model.Options{MaxBatch: batch, MaxOutputs: outputs, KVF32: cfg.KVF32, RawActivations: cfg.RawActivations}
+	c, err := model.ReadConfig(f)
+	if err != nil {
+		return nil, err
+	}
+	kp, err := planKV(cfg, c.NCtxTrain, nSlots)
+	if err != nil {
+		return nil, err
+	}
+	if kp.nCtx > c.NCtxTrain {
+		logger.Warn("context size exceeds the model's training context", "n_ctx", kp.nCtx, "n_ctx_train", c.NCtxTrain)
+	}
+	if err := checkFits(dev, f, c, opts, kp, cfg); err != nil {
+		return nil, err
+	}
 	m, err := loadWeights(dev, f, cfg.ModelPath, opts, cfg.LoadProgress, logger)
 	if err != nil {
 		return nil, err
@@ -219,32 +242,8 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		m.Close()
 		return nil, err
 	}
-	c := m.Config
-	nCtx := cfg.CtxSize
-	if nCtx <= 0 {
-		nCtx = c.NCtxTrain
-	}
-	if nCtx > c.NCtxTrain {
-		logger.Warn("context size exceeds the model's training context", "n_ctx", nCtx, "n_ctx_train", c.NCtxTrain)
-	}
-	slotCtx, nPages := nCtx/nSlots, 0
-	if cfg.KVUnified {
-		slotCtx = nCtx
-	}
-	if slotCtx < 2 {
-		m.Close()
-		return nil, fmt.Errorf("engine: a context of %d tokens cannot be split over %d slots", nCtx, nSlots)
-	}
-	cellLimit := 0
-	if cfg.KVUnified {
-		// llama.cpp's unified cache counts cells (token rows), not pages: the slots together hold
-		// at most nCtx of them (cellLimit), and each slot's last page may be partly empty, so
-		// there is a page more per slot than the cells need.
-		cellLimit = nCtx
-		nPages = pagesFor(nCtx) + nSlots
-	} else {
-		nPages = nSlots * pagesFor(slotCtx) // each slot's share, in whole pages
-	}
+	c = m.Config
+	nCtx, slotCtx, cellLimit, nPages := kp.nCtx, kp.slotCtx, kp.cellLimit, kp.nPages
 	kv, err := m.NewKVCache(nPages << pageBits)
 	if err != nil {
 		m.Close()
@@ -311,6 +310,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		adapters:   adapters,
 		obs:        observer{poke: make(chan struct{}, 1)},
 	}
+	e.liveDev.Store(dev)
 	if venc != nil {
 		h := venc.H
 		e.visionH = &h

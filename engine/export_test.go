@@ -20,3 +20,33 @@ func (e *Engine) SlotTokens(ctx context.Context, id int) ([]int32, error) {
 func (e *Engine) DeviceFreed() bool {
 	return e.dev == nil && e.model == nil && e.kv == nil && e.pool.used() == 0
 }
+
+// LoseDevice destroys the engine's device between two passes, as a driver reset would.
+func (e *Engine) LoseDevice(ctx context.Context) error {
+	return e.do(ctx, nil, func() error {
+		e.dev.Destroy()
+		return nil
+	})
+}
+
+// CapMemory caps the device's storage memory at what it holds now plus extra bytes (0 after
+// a negative extra: no cap), between two passes.
+func (e *Engine) CapMemory(ctx context.Context, extra int64) error {
+	return e.do(ctx, nil, func() error {
+		if extra < 0 {
+			e.dev.SetBudget(0)
+		} else {
+			e.dev.SetBudget(e.dev.StorageBytes() + uint64(extra))
+		}
+		return nil
+	})
+}
+
+// StorageBytes is the device's storage memory in use, read between two passes.
+func (e *Engine) StorageBytes(ctx context.Context) (n uint64, err error) {
+	err = e.do(ctx, nil, func() error {
+		n = e.dev.StorageBytes()
+		return nil
+	})
+	return n, err
+}

@@ -73,6 +73,10 @@ func TestPrefixSharedAcrossSlots(t *testing.T) {
 	cancel()
 	for range long {
 	}
+	// Shared, copied-on-write and released pages: each counted once per holder.
+	if st := e.Stats(); st.KVPagesAdrift != 0 {
+		t.Errorf("%d KV pages adrift from their holders", st.KVPagesAdrift)
+	}
 }
 
 // TestContextShift: with the context shift on, generation goes past the slot's 64-token

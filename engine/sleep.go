@@ -47,6 +47,18 @@ func (e *Engine) idleTimer() (<-chan time.Time, func()) {
 // sleep frees the device and everything on it. It runs on the engine goroutine with every slot
 // idle.
 func (e *Engine) sleep() {
+	e.dropCaches()
+	e.freeDevice()
+	e.sleeping.Store(true)
+	e.log.Info("sleeping: the model and its device memory are freed", "idle", e.cfg.SleepIdle)
+	if e.cfg.OnSleep != nil {
+		e.cfg.OnSleep(true)
+	}
+}
+
+// dropCaches empties every slot's cache, the prompt cache and the draft model's record of
+// what it holds, before the KV cache they index is freed.
+func (e *Engine) dropCaches() {
 	for _, s := range e.slots {
 		e.truncate(s, 0)
 	}
@@ -59,12 +71,6 @@ func (e *Engine) sleep() {
 	}
 	if e.spec != nil {
 		clear(e.spec.cached)
-	}
-	e.freeDevice()
-	e.sleeping.Store(true)
-	e.log.Info("sleeping: the model and its device memory are freed", "idle", e.cfg.SleepIdle)
-	if e.cfg.OnSleep != nil {
-		e.cfg.OnSleep(true)
 	}
 }
 
@@ -89,6 +95,7 @@ func (e *Engine) freeDevice() {
 		e.model = nil
 	}
 	if e.dev != nil {
+		e.liveDev.Store(nil)
 		e.dev.Close()
 		e.dev = nil
 	}
@@ -108,6 +115,7 @@ func (e *Engine) wakeUp() error {
 		return fmt.Errorf("engine: waking up: %w", err)
 	}
 	e.sleeping.Store(false)
+	e.setFault(nil) // a reload after a device loss that had failed (recover.go)
 	e.noteSlots()
 	e.log.Info("awake", "took", time.Since(start).Round(time.Millisecond))
 	if e.cfg.OnSleep != nil {
@@ -123,7 +131,9 @@ func (e *Engine) reload() error {
 	if err != nil {
 		return err
 	}
+	dev.SetBudget(e.cfg.GPUMemory)
 	e.dev = dev
+	e.liveDev.Store(dev)
 	f, err := gguf.Open(e.cfg.ModelPath)
 	if err != nil {
 		return err

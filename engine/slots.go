@@ -30,6 +30,7 @@ type slot struct {
 func (e *Engine) loop() {
 	defer close(e.done)
 	for {
+		e.checkDevice()
 		e.runControls()
 		if !e.admit() {
 			e.failAll(ErrClosed)
@@ -75,6 +76,7 @@ func (e *Engine) admit() bool {
 			case r = <-e.queue:
 			case c := <-e.control:
 				stop()
+				e.checkDevice()
 				if err := e.wakeUp(); err != nil {
 					c.finish(err)
 					continue
@@ -101,6 +103,7 @@ func (e *Engine) admit() bool {
 			r.fail(ErrClosed)
 			continue
 		}
+		e.checkDevice()
 		if err := e.wakeUp(); err != nil {
 			r.fail(err)
 			continue
@@ -338,6 +341,7 @@ func (e *Engine) turn() {
 	}
 	if err != nil {
 		e.log.Error("forward pass failed", "err", err)
+		err = e.clientError(err)
 		for _, r := range rows {
 			e.truncate(r.s, 0)
 			r.s.gen.res.Err = err

@@ -45,9 +45,18 @@ type Stats struct {
 	// KVTokens is how many KV cache rows the slots' pages take, of KVCapacity rows.
 	KVTokens   int
 	KVCapacity int
+	// KVPagesAdrift counts KV cache pages whose count of users differs from the slots and
+	// prompt cache entries holding them, as last checked when a request ended: a leak (or a
+	// double release) when not 0.
+	KVPagesAdrift int
 
 	// Spec counts speculative decoding's drafts (zero without it).
 	Spec SpecStats
+
+	// GPUMemory is the device memory the engine's buffers take (weights, KV cache,
+	// activations; 0 while asleep), Recoveries the device losses it has reloaded after.
+	GPUMemory  uint64
+	Recoveries int
 }
 
 // stats guards the counters the engine goroutine updates and Stats reads.
@@ -64,6 +73,10 @@ func (e *Engine) Stats() Stats {
 	s.Deferred = len(e.queue) + int(e.nWait.Load())
 	s.MaxQueue = e.cfg.MaxQueue
 	s.Spec = e.SpecStats()
+	if d := e.liveDev.Load(); d != nil {
+		s.GPUMemory = d.StorageBytes()
+	}
+	s.Recoveries = e.Recoveries()
 	return s
 }
 
@@ -101,6 +114,7 @@ func (e *Engine) notePromptDone(t Timings) {
 // it, so that a scrape after the response counts it.
 func (e *Engine) noteEnd(s *slot, final Result) {
 	busy, held := e.slotUsage(s)
+	adrift := e.pagesAdrift()
 	e.stats.mu.Lock()
 	defer e.stats.mu.Unlock()
 	st := &e.stats.s
@@ -112,15 +126,43 @@ func (e *Engine) noteEnd(s *slot, final Result) {
 	st.PredictedTime += final.Timings.Predicted
 	st.TokensMax = max(st.TokensMax, uint64(len(s.cached)))
 	st.Generations++
-	st.Processing, st.KVTokens = busy, held
+	st.Processing, st.KVTokens, st.KVPagesAdrift = busy, held, adrift
 }
 
 // noteSlots refreshes the gauges after a control message changed what the slots hold.
 func (e *Engine) noteSlots() {
 	busy, held := e.slotUsage(nil)
+	adrift := e.pagesAdrift()
 	e.stats.mu.Lock()
-	e.stats.s.Processing, e.stats.s.KVTokens = busy, held
+	e.stats.s.Processing, e.stats.s.KVTokens, e.stats.s.KVPagesAdrift = busy, held, adrift
 	e.stats.mu.Unlock()
+}
+
+// pagesAdrift counts the pages whose users in the pool differ from the slots and prompt cache
+// entries that hold them. It runs on the engine goroutine between passes, when every page in
+// use belongs to one of those.
+func (e *Engine) pagesAdrift() int {
+	held := make([]int32, len(e.pool.refs))
+	count := func(s *slot) {
+		for _, pg := range s.pages {
+			held[pg]++
+		}
+	}
+	for _, s := range e.slots {
+		count(s)
+	}
+	if e.cache != nil {
+		for _, c := range e.cache.entries {
+			count(c)
+		}
+	}
+	n := 0
+	for pg, r := range e.pool.refs {
+		if r != held[pg] {
+			n++
+		}
+	}
+	return n
 }
 
 // slotUsage counts the slots running a request (counting ending as idle) and the KV cache rows

@@ -216,7 +216,7 @@ type Invoker interface {
 	// Every slot's state; 501 when the server runs with --no-slots.
 	//
 	// GET /slots
-	GetSlots(ctx context.Context, params GetSlotsParams) ([]SlotInfo, error)
+	GetSlots(ctx context.Context, params GetSlotsParams) (*GetSlotsOKHeaders, error)
 	// GetStream invokes getStream operation.
 	//
 	// Sends the bytes of the stream started by POST /v1/chat/completions with
@@ -1498,12 +1498,12 @@ func (c *Client) sendGetProps(ctx context.Context) (res *PropsResponse, err erro
 // Every slot's state; 501 when the server runs with --no-slots.
 //
 // GET /slots
-func (c *Client) GetSlots(ctx context.Context, params GetSlotsParams) ([]SlotInfo, error) {
+func (c *Client) GetSlots(ctx context.Context, params GetSlotsParams) (*GetSlotsOKHeaders, error) {
 	res, err := c.sendGetSlots(ctx, params)
 	return res, err
 }
 
-func (c *Client) sendGetSlots(ctx context.Context, params GetSlotsParams) (res []SlotInfo, err error) {
+func (c *Client) sendGetSlots(ctx context.Context, params GetSlotsParams) (res *GetSlotsOKHeaders, err error) {
 
 	u := uri.Clone(c.requestURL(ctx))
 	var pathParts [1]string

@@ -2403,7 +2403,7 @@ func (s *Server) handleGetSlotsRequest(args [0]string, argsEscaped bool, w http.
 
 	var rawBody []byte
 
-	var response []SlotInfo
+	var response *GetSlotsOKHeaders
 	if m := s.cfg.Middleware; m != nil {
 		mreq := middleware.Request{
 			Context:          ctx,
@@ -2424,7 +2424,7 @@ func (s *Server) handleGetSlotsRequest(args [0]string, argsEscaped bool, w http.
 		type (
 			Request  = struct{}
 			Params   = GetSlotsParams
-			Response = []SlotInfo
+			Response = *GetSlotsOKHeaders
 		)
 		response, err = middleware.HookMiddleware[
 			Request,

@@ -8,7 +8,9 @@ import (
 
 	"github.com/go-faster/errors"
 	"github.com/go-faster/jx"
+	"github.com/ogen-go/ogen/conv"
 	ht "github.com/ogen-go/ogen/http"
+	"github.com/ogen-go/ogen/uri"
 	"github.com/ogen-go/ogen/validate"
 )
 
@@ -346,38 +348,50 @@ func encodeGetPropsResponse(response *PropsResponse, w http.ResponseWriter) erro
 	return nil
 }
 
-func encodeGetSlotsResponse(response []SlotInfo, w http.ResponseWriter) error {
+func encodeGetSlotsResponse(response *GetSlotsOKHeaders, w http.ResponseWriter) error {
 	if err := func() error {
-		if response == nil {
-			return errors.New("nil is invalid value")
-		}
-		var failures []validate.FieldError
-		for i, elem := range response {
-			if err := func() error {
-				if err := elem.Validate(); err != nil {
-					return err
-				}
-				return nil
-			}(); err != nil {
-				failures = append(failures, validate.FieldError{
-					Name:  fmt.Sprintf("[%d]", i),
-					Error: err,
-				})
-			}
-		}
-		if len(failures) > 0 {
-			return &validate.Error{Fields: failures}
+		if err := response.Validate(); err != nil {
+			return err
 		}
 		return nil
 	}(); err != nil {
 		return errors.Wrap(err, "validate")
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Access-Control-Expose-Headers", "X-Queue-Length,X-Queue-Limit")
+	// Encoding response headers.
+	{
+		h := uri.NewHeaderEncoder(w.Header())
+		// Encode "X-Queue-Length" header.
+		{
+			cfg := uri.HeaderParameterEncodingConfig{
+				Name:    "X-Queue-Length",
+				Explode: false,
+			}
+			if err := h.EncodeParam(cfg, func(e uri.Encoder) error {
+				return e.EncodeValue(conv.IntToString(response.XQueueLength))
+			}); err != nil {
+				return errors.Wrap(err, "encode X-Queue-Length header")
+			}
+		}
+		// Encode "X-Queue-Limit" header.
+		{
+			cfg := uri.HeaderParameterEncodingConfig{
+				Name:    "X-Queue-Limit",
+				Explode: false,
+			}
+			if err := h.EncodeParam(cfg, func(e uri.Encoder) error {
+				return e.EncodeValue(conv.IntToString(response.XQueueLimit))
+			}); err != nil {
+				return errors.Wrap(err, "encode X-Queue-Limit header")
+			}
+		}
+	}
 	w.WriteHeader(200)
 
 	e := new(jx.Encoder)
 	e.ArrStart()
-	for _, elem := range response {
+	for _, elem := range response.Response {
 		elem.Encode(e)
 	}
 	e.ArrEnd()

@@ -5787,6 +5787,43 @@ func (s *GetMetricsOKRawTextPlain) SetResponse(val *http.Response) {
 
 func (*GetMetricsOKRawTextPlain) getMetricsRes() {}
 
+// GetSlotsOKHeaders wraps []SlotInfo with response headers.
+type GetSlotsOKHeaders struct {
+	XQueueLength int
+	XQueueLimit  int
+	Response     []SlotInfo
+}
+
+// GetXQueueLength returns the value of XQueueLength.
+func (s *GetSlotsOKHeaders) GetXQueueLength() int {
+	return s.XQueueLength
+}
+
+// GetXQueueLimit returns the value of XQueueLimit.
+func (s *GetSlotsOKHeaders) GetXQueueLimit() int {
+	return s.XQueueLimit
+}
+
+// GetResponse returns the value of Response.
+func (s *GetSlotsOKHeaders) GetResponse() []SlotInfo {
+	return s.Response
+}
+
+// SetXQueueLength sets the value of XQueueLength.
+func (s *GetSlotsOKHeaders) SetXQueueLength(val int) {
+	s.XQueueLength = val
+}
+
+// SetXQueueLimit sets the value of XQueueLimit.
+func (s *GetSlotsOKHeaders) SetXQueueLimit(val int) {
+	s.XQueueLimit = val
+}
+
+// SetResponse sets the value of Response.
+func (s *GetSlotsOKHeaders) SetResponse(val []SlotInfo) {
+	s.Response = val
+}
+
 // GetStreamByQueryOKRawTextEventStream represents raw HTTP response for GetStreamByQuery text/event-stream.
 type GetStreamByQueryOKRawTextEventStream struct {
 	Response *http.Response `json:"-"`

@@ -119,7 +119,7 @@ type Handler interface {
 	// Every slot's state; 501 when the server runs with --no-slots.
 	//
 	// GET /slots
-	GetSlots(ctx context.Context, params GetSlotsParams) ([]SlotInfo, error)
+	GetSlots(ctx context.Context, params GetSlotsParams) (*GetSlotsOKHeaders, error)
 	// ListModels implements listModels operation.
 	//
 	// The loaded model, in OpenAI's list shape plus llama-server's ollama-style list.

@@ -13,7 +13,8 @@ type Buffer struct {
 	buf   *wgpu.Buffer
 	size  uint64
 	label string
-	id    uint64 // identity for bind-group cache keys
+	id    uint64        // identity for bind-group cache keys
+	live  *atomic.Int64 // the device's count of storage bytes allocated, given back on release
 }
 
 var bufferIDs atomic.Uint64
@@ -27,6 +28,7 @@ func (b *Buffer) Label() string { return b.label }
 // Release frees the buffer's device memory now rather than when the garbage collector finds it.
 func (b *Buffer) Release() {
 	if b != nil && b.buf != nil {
+		b.live.Add(-int64(b.size))
 		b.buf.Destroy()
 		b.buf.Release()
 		b.buf = nil
@@ -44,11 +46,15 @@ func (d *Device) NewBuffer(label string, size uint64) (*Buffer, error) {
 	if size > d.Limits.MaxBufferSize {
 		return nil, fmt.Errorf("gpu: buffer %q of %d bytes exceeds the adapter's maxBufferSize %d", label, size, d.Limits.MaxBufferSize)
 	}
-	buf, err := d.dev.TryCreateBuffer(&wgpu.BufferDescriptor{Label: label, Size: size, Usage: storageUsage})
+	if err := d.checkBudget(label, size); err != nil {
+		return nil, err
+	}
+	buf, err := d.createBuffer(&wgpu.BufferDescriptor{Label: label, Size: size, Usage: storageUsage})
 	if err != nil {
 		return nil, fmt.Errorf("gpu: create buffer %q (%d bytes): %w", label, size, err)
 	}
-	return &Buffer{buf: buf, size: size, label: label, id: bufferIDs.Add(1)}, nil
+	d.live.Add(int64(size))
+	return &Buffer{buf: buf, size: size, label: label, id: bufferIDs.Add(1), live: &d.live}, nil
 }
 
 // Upload allocates a storage buffer holding data.
@@ -81,7 +87,7 @@ func (d *Device) Write(b *Buffer, offset uint64, data []byte) error {
 		data = padded
 	}
 	if err := d.queue.TryWriteBuffer(b.buf, offset, data); err != nil {
-		return fmt.Errorf("gpu: write buffer %q: %w", b.label, err)
+		return d.fault(fmt.Errorf("gpu: write buffer %q: %w", b.label, err))
 	}
 	return nil
 }
@@ -90,7 +96,7 @@ func (d *Device) Write(b *Buffer, offset uint64, data []byte) error {
 func (d *Device) Read(b *Buffer, offset, size uint64) ([]byte, error) {
 	enc, err := d.dev.TryCreateCommandEncoder(nil)
 	if err != nil {
-		return nil, fmt.Errorf("gpu: read %q: %w", b.label, err)
+		return nil, d.fault(fmt.Errorf("gpu: read %q: %w", b.label, err))
 	}
 	defer enc.Release()
 	staging, err := d.copyToStaging(enc, b, offset, size)
@@ -99,7 +105,7 @@ func (d *Device) Read(b *Buffer, offset, size uint64) ([]byte, error) {
 	}
 	cmd, err := enc.TryFinish(nil)
 	if err != nil {
-		return nil, fmt.Errorf("gpu: read %q: %w", b.label, err)
+		return nil, d.fault(fmt.Errorf("gpu: read %q: %w", b.label, err))
 	}
 	d.submit(cmd)
 	cmd.Release()
@@ -115,7 +121,7 @@ func (d *Device) copyToStaging(enc *wgpu.CommandEncoder, b *Buffer, offset, size
 	staging := d.staging[padded]
 	if staging == nil {
 		var err error
-		staging, err = d.dev.TryCreateBuffer(&wgpu.BufferDescriptor{
+		staging, err = d.createBuffer(&wgpu.BufferDescriptor{
 			Label: "staging", Size: padded, Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst,
 		})
 		if err != nil {
@@ -139,11 +145,17 @@ func (d *Device) mapStaging(staging *wgpu.Buffer, size uint64) ([]byte, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("gpu: map staging buffer: %w", err)
 	}
-	for !done {
-		d.dev.Poll(true, nil)
+	// A lost device may never complete the map: once the queue is empty, the callback is due
+	// at the next poll at the latest.
+	for idle := 0; !done; {
+		if d.dev.Poll(true, nil) {
+			if idle++; idle > 2 && !done {
+				return nil, d.fault(fmt.Errorf("%w: a read back never completed", ErrDeviceLost))
+			}
+		}
 	}
 	if status != wgpu.MapAsyncStatusSuccess {
-		return nil, fmt.Errorf("gpu: map staging buffer: status %v", status)
+		return nil, d.fault(fmt.Errorf("gpu: map staging buffer: status %v", status))
 	}
 	out := make([]byte, size)
 	copy(out, staging.GetMappedRange(0, uint(padded))[:size])

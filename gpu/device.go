@@ -96,6 +96,11 @@ type Device struct {
 	layouts   map[string]*layout
 
 	submits       atomic.Uint64
+	live          atomic.Int64          // storage buffer bytes allocated and not released
+	budget        atomic.Uint64         // SetBudget's limit on live; 0: none
+	lost          atomic.Pointer[error] // why the device was lost (faults.go); nil while usable
+	memory        uint64                // the adapter's memory as found at Open (0: unknown)
+	memorySource  string
 	staging       map[uint64]*wgpu.Buffer // readback buffers by size
 	uniform       *wgpu.Buffer            // per-dispatch parameter slots
 	bindGroups    map[bindKey]*wgpu.BindGroup
@@ -176,6 +181,7 @@ func Open(index int) (*Device, error) {
 		staging:      map[uint64]*wgpu.Buffer{},
 		bindGroups:   map[bindKey]*wgpu.BindGroup{},
 	}
+	d.memory, d.memorySource = findMemory(d.Info)
 	return d, nil
 }
 

@@ -118,7 +118,7 @@ func (d *Device) Pipeline(key PipelineKey, spec PipelineSpec) (*Pipeline, error)
 		WGSLSource: &wgpu.ShaderSourceWGSL{Code: src},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("gpu: compile kernel %s: %w", key, err)
+		return nil, d.fault(fmt.Errorf("gpu: compile kernel %s: %w", key, err))
 	}
 	defer mod.Release()
 	l, err := d.layoutFor(spec.Bindings)
@@ -131,7 +131,7 @@ func (d *Device) Pipeline(key PipelineKey, spec PipelineSpec) (*Pipeline, error)
 		Compute: wgpu.ProgrammableStageDescriptor{Module: mod, EntryPoint: spec.Entry},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("gpu: create pipeline %s: %w", key, err)
+		return nil, d.fault(fmt.Errorf("gpu: create pipeline %s: %w", key, err))
 	}
 	p := &Pipeline{Key: key, WorkgroupSize: spec.WorkgroupSize, pipeline: pipe, layout: l, nbind: len(spec.Bindings)}
 	d.pipelines[key] = p

@@ -248,12 +248,12 @@ func (r *Recorder) endTimed(p *Pipeline, bufs []*Buffer) {
 func (r *Recorder) resolveTimed() (*wgpu.Buffer, uint64, error) {
 	d := r.d
 	n := uint64(2 * len(r.timed))
-	resolve, err := d.dev.TryCreateBuffer(&wgpu.BufferDescriptor{Label: "profile-resolve", Size: 8 * n, Usage: wgpu.BufferUsageQueryResolve | wgpu.BufferUsageCopySrc})
+	resolve, err := d.createBuffer(&wgpu.BufferDescriptor{Label: "profile-resolve", Size: 8 * n, Usage: wgpu.BufferUsageQueryResolve | wgpu.BufferUsageCopySrc})
 	if err != nil {
 		return nil, 0, fmt.Errorf("gpu: profile: %w", err)
 	}
 	defer resolve.Release()
-	staging, err := d.dev.TryCreateBuffer(&wgpu.BufferDescriptor{Label: "profile-read", Size: 8 * n, Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst})
+	staging, err := d.createBuffer(&wgpu.BufferDescriptor{Label: "profile-read", Size: 8 * n, Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst})
 	if err != nil {
 		return nil, 0, fmt.Errorf("gpu: profile: %w", err)
 	}

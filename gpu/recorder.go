@@ -36,7 +36,7 @@ type Recorder struct {
 func (d *Device) Begin() (*Recorder, error) {
 	enc, err := d.dev.TryCreateCommandEncoder(nil)
 	if err != nil {
-		return nil, fmt.Errorf("gpu: create command encoder: %w", err)
+		return nil, d.fault(fmt.Errorf("gpu: create command encoder: %w", err))
 	}
 	pass := enc.BeginComputePass(&wgpu.ComputePassDescriptor{Label: "forward"})
 	params := d.paramsScratch[:0]
@@ -146,7 +146,13 @@ func (r *Recorder) SubmitAndRead(b *Buffer, offset, size uint64) ([]byte, error)
 	return r.finish(b, offset, size)
 }
 
+// finish submits the pass; errors after a device loss wrap ErrDeviceLost.
 func (r *Recorder) finish(b *Buffer, offset, size uint64) ([]byte, error) {
+	out, err := r.submit(b, offset, size)
+	return out, r.d.fault(err)
+}
+
+func (r *Recorder) submit(b *Buffer, offset, size uint64) ([]byte, error) {
 	d := r.d
 	if r.pass == nil { // a profiled pass that could not go on
 		d.paramsScratch = r.params[:0]
@@ -258,7 +264,7 @@ func (d *Device) stageReads(enc *wgpu.CommandEncoder, reads []*Readback) (*wgpu.
 	staging := d.staging[padded]
 	if staging == nil {
 		var err error
-		staging, err = d.dev.TryCreateBuffer(&wgpu.BufferDescriptor{
+		staging, err = d.createBuffer(&wgpu.BufferDescriptor{
 			Label: "staging", Size: padded, Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst,
 		})
 		if err != nil {
@@ -316,7 +322,7 @@ func (d *Device) ensureUniform() error {
 	if d.uniform != nil {
 		return nil
 	}
-	buf, err := d.dev.TryCreateBuffer(&wgpu.BufferDescriptor{
+	buf, err := d.createBuffer(&wgpu.BufferDescriptor{
 		Label: "params", Size: uniformSlots * ParamsSize, Usage: wgpu.BufferUsageUniform | wgpu.BufferUsageCopyDst,
 	})
 	if err != nil {

@@ -236,44 +236,39 @@ func (m *Model) loadAttention(l *loader, ly *layer, p string) error {
 }
 
 func (m *Model) allocScratch() error {
-	c, t := m.Config, m.maxBatch
-	alloc := func(name string, n int) (*gpu.Buffer, error) { return m.dev.NewBuffer(name, uint64(n)*4) }
-	var err error
-	for _, s := range []struct {
-		name string
-		n    int
-		dst  **gpu.Buffer
-	}{
-		{"x", t * c.NEmbd, &m.scratch.x},
-		{"xn", t * c.NEmbd, &m.scratch.xn},
-		{"qkv", t * m.qkvWidth(), &m.scratch.qkv},
-		{"attn", t * c.NHead * c.HeadDim, &m.scratch.attn},
-		{"gate_up", t * 2 * c.NFF, &m.scratch.gu},
-		{"ffn", t * c.NFF, &m.scratch.ffn},
-		{"act", t * max(c.NEmbd, c.NHead*c.HeadDim, c.NFF), &m.scratch.xq},
-		{"block_out", t * c.NEmbd, &m.scratch.tmp},
-		{"act_sums", t * max(c.NEmbd, c.NHead*c.HeadDim, c.NFF) / 32, &m.scratch.xsums},
-		{"logits", m.maxOutputs * c.NVocab, &m.scratch.logits},
-		{"ids", t, &m.scratch.ids},
-		{"pos", 2 * t, &m.scratch.pos},
-		{"out_rows", m.maxOutputs, &m.scratch.outRows},
-		{"key_ends", 2 * t, &m.scratch.keyEnds},
-		{"attn_state", m.attnStateSize(), &m.scratch.attnState},
-	} {
-		if *s.dst, err = alloc(s.name, s.n); err != nil {
-			return fmt.Errorf("model: scratch %s: %w", s.name, err)
+	s := &m.scratch
+	dst := []**gpu.Buffer{&s.x, &s.xn, &s.qkv, &s.attn, &s.gu, &s.ffn, &s.xq, &s.tmp, &s.xsums, &s.logits,
+		&s.ids, &s.pos, &s.outRows, &s.keyEnds, &s.attnState}
+	for i, sz := range scratchSizes(m.Config, m.maxBatch, m.maxOutputs, m.dev.BarrierFree) {
+		var err error
+		if *dst[i], err = m.dev.NewBuffer(sz.name, uint64(sz.n)*4); err != nil {
+			return fmt.Errorf("model: scratch %s: %w", sz.name, err)
 		}
 	}
 	return nil
 }
 
-// attnStateSize is the size of scratch.attnState in floats: room for a full batch on CPU
-// adapters, where long attention runs in chunks.
-func (m *Model) attnStateSize() int {
-	if !m.dev.BarrierFree {
-		return 1
+// scratchSize is one activation buffer of the forward pass, in 4-byte words.
+type scratchSize struct {
+	name string
+	n    int
+}
+
+// scratchSizes are the forward pass's activation buffers for batches of t tokens and outputs
+// rows of logits, in allocScratch's order; Footprint sums them before anything is loaded.
+func scratchSizes(c Config, t, outputs int, barrierFree bool) []scratchSize {
+	wide := max(c.NEmbd, c.NHead*c.HeadDim, c.NFF)
+	attnState := 1
+	if barrierFree { // room for a full batch on CPU adapters, where long attention runs in chunks
+		attnState = gpu.AttentionStateSize(t, c.NHead, c.HeadDim)
 	}
-	return gpu.AttentionStateSize(m.maxBatch, m.Config.NHead, m.Config.HeadDim)
+	return []scratchSize{
+		{"x", t * c.NEmbd}, {"xn", t * c.NEmbd}, {"qkv", t * (c.NHead + 2*c.NKVHead) * c.HeadDim},
+		{"attn", t * c.NHead * c.HeadDim}, {"gate_up", t * 2 * c.NFF}, {"ffn", t * c.NFF},
+		{"act", t * wide}, {"block_out", t * c.NEmbd}, {"act_sums", t * wide / 32},
+		{"logits", outputs * c.NVocab}, {"ids", t}, {"pos", 2 * t}, {"out_rows", outputs},
+		{"key_ends", 2 * t}, {"attn_state", attnState},
+	}
 }
 
 // Device is the GPU device the model's weights and passes live on.

@@ -93,3 +93,36 @@ func bufSize(b *gpu.Buffer) uint64 {
 	}
 	return b.Size()
 }
+
+// Footprint is the device memory a model takes by use, estimated before it loads: engine.Load
+// checks it against the adapter's memory and names the biggest part when it does not fit.
+type Footprint struct {
+	Weights uint64 // the tensors, as the file stores them
+	KV      uint64 // keys and values of every layer for the cache's rows
+	Scratch uint64 // the forward pass's activations and logits
+}
+
+// Total is the sum of the parts.
+func (f Footprint) Total() uint64 { return f.Weights + f.KV + f.Scratch }
+
+// EstimateFootprint is the footprint of the model configured by c (ReadConfig, with NVocab
+// known) loaded with opts and a KV cache of kvRows rows; barrierFree as the device's.
+func EstimateFootprint(c Config, opts Options, kvRows int, barrierFree bool) Footprint {
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 512
+	}
+	outputs := min(max(opts.MaxOutputs, 1), opts.MaxBatch)
+	row := uint64(c.NKVHead * c.HeadDim * 4)
+	if !opts.KVF32 {
+		row /= 2
+	}
+	var words uint64
+	for _, s := range scratchSizes(c, opts.MaxBatch, outputs, barrierFree) {
+		words += uint64(s.n)
+	}
+	return Footprint{
+		Weights: c.TensorSize,
+		KV:      2 * uint64(c.NLayer) * uint64(kvRows) * row,
+		Scratch: 4 * words,
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/go-faster/jx"
 
@@ -112,10 +113,20 @@ func toAPIError(err error) *apiError {
 		return &apiError{typ: errUnavailable, cause: err, message: "the server is shutting down"}
 	case errors.Is(err, engine.ErrQueueFull):
 		return &apiError{typ: errUnavailable, cause: err, message: "the server is busy: too many requests are waiting for a slot (--max-queue); retry later"}
+	case errors.Is(err, engine.ErrDeviceLost):
+		return &apiError{typ: errUnavailable, cause: err, message: firstLine(err.Error())}
+	case errors.Is(err, engine.ErrOutOfMemory):
+		return &apiError{typ: errUnavailable, cause: err, message: "the GPU has no memory left for this request (" + firstLine(err.Error()) + "); retry later, or with a shorter prompt or fewer tokens"}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return &apiError{typ: errServer, cause: err, message: "request cancelled"}
 	}
 	return &apiError{typ: errServer, cause: err, message: err.Error()}
+}
+
+// firstLine is an error message's first line: wgpu's run on over several.
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return strings.TrimSpace(s)
 }
 
 // submitError explains a failed Submit (or a failed final result) with the request's numbers.

@@ -33,10 +33,14 @@ func TestGeneratedClientServerState(t *testing.T) {
 	}
 
 	t.Run("slots", func(t *testing.T) {
-		slots, err := c.GetSlots(ctx, gen.GetSlotsParams{})
+		got, err := c.GetSlots(ctx, gen.GetSlotsParams{})
 		if err != nil {
 			t.Fatal(err)
 		}
+		if got.XQueueLength != 0 || got.XQueueLimit != 0 {
+			t.Errorf("X-Queue-Length %d, X-Queue-Limit %d; want 0, 0 (idle, no --max-queue)", got.XQueueLength, got.XQueueLimit)
+		}
+		slots := got.Response
 		if len(slots) != 1 {
 			t.Fatalf("%d slots, want 1", len(slots))
 		}
@@ -53,8 +57,8 @@ func TestGeneratedClientServerState(t *testing.T) {
 			t.Errorf("next_token %+v, want one with has_next_token false", s.NextToken)
 		}
 		// fail_on_no_slot only fails when every slot is busy.
-		if again, err := c.GetSlots(ctx, gen.GetSlotsParams{FailOnNoSlot: gen.NewOptString("1")}); err != nil || len(again) != 1 {
-			t.Errorf("GetSlots(fail_on_no_slot) with an idle slot = %d slots, %v", len(again), err)
+		if again, err := c.GetSlots(ctx, gen.GetSlotsParams{FailOnNoSlot: gen.NewOptString("1")}); err != nil || len(again.Response) != 1 {
+			t.Errorf("GetSlots(fail_on_no_slot) with an idle slot = %v, %v", again, err)
 		}
 	})
 

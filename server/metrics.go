@@ -142,7 +142,8 @@ func writeLlamaMetrics(w io.Writer, st, prev engine.Stats) {
 }
 
 // writeOwnMetrics writes wgpu-llama's series: HTTP requests by route and status, finished
-// generations and KV cache use.
+// generations, load shedding, KV cache and device memory use, device recoveries, and the
+// process's memory, goroutines and descriptors.
 func writeOwnMetrics(w io.Writer, st engine.Stats, requests map[requestCount]uint64) {
 	fmt.Fprint(w, "# HELP wgpu_llama_http_requests_total HTTP requests by route and status (0: the client left before an answer)\n"+
 		"# TYPE wgpu_llama_http_requests_total counter\n")
@@ -169,6 +170,17 @@ func writeOwnMetrics(w io.Writer, st engine.Stats, requests map[requestCount]uin
 		usage = float64(st.KVTokens) / float64(st.KVCapacity)
 	}
 	writeMetric(w, "wgpu_llama_kv_cache_usage_ratio", "KV cache use, 1 meaning full", "gauge", usage)
+	writeMetric(w, "wgpu_llama_kv_pages_adrift", "KV cache pages whose users differ from the slots and prompt cache entries holding them (a leak when not 0)", "gauge", float64(st.KVPagesAdrift))
+	writeMetric(w, "wgpu_llama_gpu_memory_bytes", "Device memory the model, KV cache and activations take (0 while asleep)", "gauge", float64(st.GPUMemory))
+	writeMetric(w, "wgpu_llama_device_recoveries_total", "GPU device losses the engine reopened the device and reloaded the model after", "counter", float64(st.Recoveries))
+	p := readProcStats()
+	if p.rss > 0 {
+		writeMetric(w, "wgpu_llama_process_resident_bytes", "Resident memory of the server process", "gauge", float64(p.rss))
+	}
+	writeMetric(w, "wgpu_llama_goroutines", "Goroutines in the server process", "gauge", float64(p.goroutines))
+	if p.fds >= 0 {
+		writeMetric(w, "wgpu_llama_open_fds", "Open file descriptors of the server process", "gauge", float64(p.fds))
+	}
 }
 
 // writeMetric writes one unlabelled series with its HELP and TYPE lines.

@@ -9,8 +9,14 @@ import (
 // GetHealth implements GET /health: {"status":"ok"} once the model is loaded (requireBackend
 // answers 503 "Loading model" before that).
 func (s *Server) GetHealth(context.Context) (*gen.HealthResponse, error) {
-	if s.model() == nil {
+	m := s.model()
+	if m == nil {
 		return nil, errLoading
+	}
+	if hb, ok := m.backend.(HealthBackend); ok {
+		if err := hb.Health(); err != nil {
+			return nil, &apiError{typ: errUnavailable, cause: err, message: err.Error()}
+		}
 	}
 	return &gen.HealthResponse{Status: "ok"}, nil
 }

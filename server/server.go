@@ -58,6 +58,13 @@ type StatsBackend interface {
 	Stats() engine.Stats
 }
 
+// HealthBackend is a backend that can be unable to serve while loaded: after a GPU device
+// loss, until its model is loaded again (engine.Engine.Health). /health answers 503 with the
+// reason meanwhile.
+type HealthBackend interface {
+	Health() error
+}
+
 // Defaults for Config's zero values.
 const (
 	// DefaultMaxBodyBytes bounds request bodies when Config.MaxBodyBytes is 0.

@@ -28,8 +28,10 @@ func (m *loaded) slotBackend() (SlotBackend, error) {
 }
 
 // GetSlots implements GET /slots: every slot's state, or with ?fail_on_no_slot=1 a 503 when
-// no slot is idle. It answers 501 when disabled (--no-slots).
-func (s *Server) GetSlots(ctx context.Context, params gen.GetSlotsParams) ([]gen.SlotInfo, error) {
+// no slot is idle. It answers 501 when disabled (--no-slots). The headers X-Queue-Length and
+// X-Queue-Limit tell how many requests wait for a slot and how many may (--max-queue): the
+// body stays llama-server's array.
+func (s *Server) GetSlots(ctx context.Context, params gen.GetSlotsParams) (*gen.GetSlotsOKHeaders, error) {
 	m := s.model()
 	if m == nil {
 		return nil, errLoading
@@ -57,7 +59,12 @@ func (s *Server) GetSlots(ctx context.Context, params gen.GetSlotsParams) ([]gen
 	if v, _ := params.FailOnNoSlot.Get(); v != "" && idle == 0 {
 		return nil, &apiError{typ: errUnavailable, message: "no slot available"}
 	}
-	return out, nil
+	res := &gen.GetSlotsOKHeaders{Response: out}
+	if stb, ok := m.backend.(StatsBackend); ok {
+		st := stb.Stats()
+		res.XQueueLength, res.XQueueLimit = st.Deferred, st.MaxQueue
+	}
+	return res, nil
 }
 
 // slotInfo converts a slot's state to llama-server's slot object; spec is the engine's

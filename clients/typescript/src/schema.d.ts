@@ -3232,6 +3232,10 @@ export interface operations {
             /** @description The slots. */
             200: {
                 headers: {
+                    /** @description Requests waiting for a slot now (llamacpp:requests_deferred in /metrics). */
+                    "X-Queue-Length": number;
+                    /** @description Most requests that may wait before more are refused with 503 (--max-queue; 0 none). */
+                    "X-Queue-Limit": number;
                     [name: string]: unknown;
                 };
                 content: {

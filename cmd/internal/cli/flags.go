@@ -133,6 +133,7 @@ type modelFlags struct {
 	cacheReuse     int
 	cacheRAM       int
 	cacheIdleSlots bool
+	gpuMemory      int
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
@@ -140,6 +141,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	intVar(fs, &m.ctxSize, 4096, "context size in tokens (0: the model's)", "c", "ctx-size")
 	intVar(fs, &m.batch, 512, "prompt tokens per forward pass", "ub", "ubatch-size")
 	intVar(fs, &m.device, -1, "GPU adapter index from `wgpu-llama devices` (-1: best)", "device")
+	intVar(fs, &m.gpuMemory, 0, "device memory in MiB the model, KV cache and activations may use: the load checks against it and allocations beyond it fail (0: what the driver tells, unchecked where it tells nothing)", "gpu-memory")
 	intVar(fs, &m.slots, -1, "sequences served at once; -1 (auto, as llama-server): 4 slots sharing the whole context (--kv-unified), else the context is split between them", "np", "parallel")
 	boolVar(fs, &m.verbose, false, "verbose logging; serve also adds __verbose (the native answer) to OpenAI-style answers unless a request sets \"verbose\": false", "v", "verbose", "log-verbose")
 	stringVar(fs, &m.cacheK, "f16", "KV cache type for keys: f16 or f32", "ctk", "cache-type-k")
@@ -183,8 +185,11 @@ func (m *modelFlags) engineConfig(alias string, logger *log.Logger) (engine.Conf
 	if m.cacheReuse < 0 {
 		return engine.Config{}, fmt.Errorf("--cache-reuse must be 0 or more, got %d", m.cacheReuse)
 	}
+	if m.gpuMemory < 0 {
+		return engine.Config{}, fmt.Errorf("--gpu-memory must be 0 or more MiB, got %d", m.gpuMemory)
+	}
 	return engine.Config{ModelPath: path, Alias: alias, CtxSize: m.ctxSize, BatchSize: m.batch, Slots: slots, Device: m.device,
-		KVF32: m.cacheK == "f32", RawActivations: m.rawActivations, Logger: logger,
+		GPUMemory: uint64(m.gpuMemory) << 20, KVF32: m.cacheK == "f32", RawActivations: m.rawActivations, Logger: logger,
 		KVUnified: unified, ContextShift: m.ctxShift && !m.noCtxShift, CacheReuse: m.cacheReuse,
 		PromptCacheMiB: m.cacheRAM, NoPromptCache: m.cacheRAM == 0, NoCacheIdleSlots: !m.cacheIdleSlots}, nil
 }
@@ -202,6 +207,7 @@ func (m *modelFlags) loadModel(stderr io.Writer, minBatch int, onDevice func(*gp
 	if dev, err = gpu.Open(cfg.Device); err != nil {
 		return nil, nil, nil, err
 	}
+	dev.SetBudget(cfg.GPUMemory)
 	if onDevice != nil {
 		if err := onDevice(dev); err != nil {
 			dev.Close()

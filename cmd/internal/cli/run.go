@@ -23,6 +23,7 @@ const usage = `usage: wgpu-llama [serve] -m FILE [--host H] [--port P] [-c N] ..
        wgpu-llama download ORG/NAME[:QUANT]                                download a model into the Hugging Face cache
        wgpu-llama quantize IN.gguf OUT.gguf TYPE                           convert a model, like llama-quantize
        wgpu-llama gen-model [--preset NAME] [--type TYPE] --out FILE       write a random llama model
+       wgpu-llama soak [--url URL] [--streams N] [--duration D] [--json]   soak a running server with mixed traffic
 
 Run "wgpu-llama COMMAND -h" for a command's flags.
 `
@@ -55,6 +56,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runQuantize(args, stdout, stderr)
 	case "gen-model":
 		return runGenModel(args, stdout, stderr)
+	case "soak":
+		return runSoak(ctx, args, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -94,6 +94,14 @@ func TestServeFlags(t *testing.T) {
 	if f := parseServe(t, nil, "--max-queue", "5"); f.maxQueue != 5 || parseServe(t, nil).maxQueue != -1 {
 		t.Errorf("--max-queue: %d", f.maxQueue)
 	}
+	if f := parseServe(t, nil, "-m", "x.gguf", "--gpu-memory", "3072"); f.model.gpuMemory != 3072 {
+		t.Errorf("--gpu-memory: %d", f.model.gpuMemory)
+	} else if cfg, err := f.model.engineConfig("", nil); err != nil || cfg.GPUMemory != 3072<<20 {
+		t.Errorf("--gpu-memory 3072: engine.Config.GPUMemory %d, %v", cfg.GPUMemory, err)
+	}
+	if _, err := parseServe(t, nil, "-m", "x.gguf", "--gpu-memory", "-1").model.engineConfig("", nil); err == nil || !strings.Contains(err.Error(), "--gpu-memory") {
+		t.Errorf("--gpu-memory -1: %v", err)
+	}
 	if maxQueueFor(2) != 64 || maxQueueFor(16) != 128 {
 		t.Errorf("default queue for 2 slots %d, for 16 %d", maxQueueFor(2), maxQueueFor(16))
 	}
