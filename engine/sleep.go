@@ -8,7 +8,7 @@ package engine
 // the engine goroutine, so no request ever sees a half-freed model.
 //
 // The counters Stats reports stay as they were on falling asleep (llama-server's snapshot taken
-// right before sleeping) and the gauges are refreshed on waking.
+// right before sleeping), the device memory too, and the gauges are refreshed on waking.
 
 import (
 	"context"
@@ -48,6 +48,9 @@ func (e *Engine) idleTimer() (<-chan time.Time, func()) {
 // idle.
 func (e *Engine) sleep() {
 	e.dropCaches()
+	e.stats.mu.Lock()
+	e.stats.s.GPUMemory = e.dev.StorageBytes() // what Stats reports asleep, as the counters
+	e.stats.mu.Unlock()
 	e.freeDevice()
 	e.sleeping.Store(true)
 	e.log.Info("sleeping: the model and its device memory are freed", "idle", e.cfg.SleepIdle)

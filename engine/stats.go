@@ -73,7 +73,7 @@ func (e *Engine) Stats() Stats {
 	s.Deferred = len(e.queue) + int(e.nWait.Load())
 	s.MaxQueue = e.cfg.MaxQueue
 	s.Spec = e.SpecStats()
-	if d := e.liveDev.Load(); d != nil {
+	if d := e.liveDev.Load(); d != nil { // asleep, the figure from before sleeping (sleep.go)
 		s.GPUMemory = d.StorageBytes()
 	}
 	s.Recoveries = e.Recoveries()

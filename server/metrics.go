@@ -23,6 +23,7 @@ type metricsState struct {
 	mu           sync.Mutex
 	last         engine.Stats
 	lastRequests map[requestCount]uint64
+	lastProc     procStats // the process gauges the previous scrape reported
 	requests     map[requestCount]uint64
 }
 
@@ -62,7 +63,9 @@ func (s *Server) routeLabel(r *http.Request) string {
 // previous scrape (the last generation's throughput once, then nothing). Its request counts
 // too stay as the previous scrape reported them once the engine has done nothing since:
 // repeated scrapes of a sleeping server read the same, whatever polled its /health or /props
-// meanwhile; they catch up once it wakes.
+// meanwhile; they catch up once it wakes. So do the process's gauges (memory, goroutines,
+// descriptors): llama-server's tests expect a sleeping server's scrape to be byte for byte
+// the last one before it slept.
 func (s *Server) GetMetrics(_ context.Context, w http.ResponseWriter) error {
 	if !s.cfg.Metrics {
 		return &apiError{typ: errNotSupported, message: "This server does not support metrics endpoint. Start it with `--metrics`"}
@@ -79,16 +82,16 @@ func (s *Server) GetMetrics(_ context.Context, w http.ResponseWriter) error {
 	st := sb.Stats()
 	s.metrics.mu.Lock()
 	prev := s.metrics.last
-	requests := s.metrics.lastRequests
+	requests, proc := s.metrics.lastRequests, s.metrics.lastProc
 	if !asleep || st != prev || requests == nil {
-		requests = maps.Clone(s.metrics.requests)
+		requests, proc = maps.Clone(s.metrics.requests), readProcStats()
 	}
-	s.metrics.last, s.metrics.lastRequests = st, requests
+	s.metrics.last, s.metrics.lastRequests, s.metrics.lastProc = st, requests, proc
 	s.metrics.mu.Unlock()
 
 	var b strings.Builder
 	writeLlamaMetrics(&b, st, prev)
-	writeOwnMetrics(&b, st, requests)
+	writeOwnMetrics(&b, st, requests, proc)
 	w.Header().Set("Process-Start-Time-Unix", strconv.FormatInt(st.Start.Unix(), 10))
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 	w.WriteHeader(http.StatusOK)
@@ -144,7 +147,7 @@ func writeLlamaMetrics(w io.Writer, st, prev engine.Stats) {
 // writeOwnMetrics writes wgpu-llama's series: HTTP requests by route and status, finished
 // generations, load shedding, KV cache and device memory use, device recoveries, and the
 // process's memory, goroutines and descriptors.
-func writeOwnMetrics(w io.Writer, st engine.Stats, requests map[requestCount]uint64) {
+func writeOwnMetrics(w io.Writer, st engine.Stats, requests map[requestCount]uint64, p procStats) {
 	fmt.Fprint(w, "# HELP wgpu_llama_http_requests_total HTTP requests by route and status (0: the client left before an answer)\n"+
 		"# TYPE wgpu_llama_http_requests_total counter\n")
 	keys := make([]requestCount, 0, len(requests))
@@ -173,7 +176,6 @@ func writeOwnMetrics(w io.Writer, st engine.Stats, requests map[requestCount]uin
 	writeMetric(w, "wgpu_llama_kv_pages_adrift", "KV cache pages whose users differ from the slots and prompt cache entries holding them (a leak when not 0)", "gauge", float64(st.KVPagesAdrift))
 	writeMetric(w, "wgpu_llama_gpu_memory_bytes", "Device memory the model, KV cache and activations take (0 while asleep)", "gauge", float64(st.GPUMemory))
 	writeMetric(w, "wgpu_llama_device_recoveries_total", "GPU device losses the engine reopened the device and reloaded the model after", "counter", float64(st.Recoveries))
-	p := readProcStats()
 	if p.rss > 0 {
 		writeMetric(w, "wgpu_llama_process_resident_bytes", "Resident memory of the server process", "gauge", float64(p.rss))
 	}
