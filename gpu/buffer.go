@@ -107,8 +107,11 @@ func (d *Device) Read(b *Buffer, offset, size uint64) ([]byte, error) {
 	if err != nil {
 		return nil, d.fault(fmt.Errorf("gpu: read %q: %w", b.label, err))
 	}
-	d.submit(cmd)
+	err = d.submit(cmd)
 	cmd.Release()
+	if err != nil {
+		return nil, fmt.Errorf("gpu: read %q: %w", b.label, err)
+	}
 	return d.mapStaging(staging, size)
 }
 

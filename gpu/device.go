@@ -221,8 +221,3 @@ func (d *Device) Close() {
 // Submits counts queue submissions since the device opened; tests use it to check that a
 // forward pass is one submit.
 func (d *Device) Submits() uint64 { return d.submits.Load() }
-
-func (d *Device) submit(cmd *wgpu.CommandBuffer) {
-	d.submits.Add(1)
-	d.queue.Submit(cmd)
-}

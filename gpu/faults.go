@@ -5,12 +5,14 @@ package gpu
 // wgpu-native calls the device-lost callback from inside them, so Go cannot take that callback:
 // a loss shows as the errors of every later call instead ("Parent device is lost"), which
 // fault recognises. The binding's calls capture validation errors only; buffer creation here
-// also opens an out-of-memory error scope, so that a refused allocation is an error returned,
-// not one wgpu-native reports to nobody.
+// also opens an out-of-memory error scope, so that a refused allocation is an error returned
+// rather than one no scope catches. (A queue submit is beyond help: wgpu-native aborts the
+// process on any error of one, scopes or not; see submit.)
 
 /*
 #include <stdint.h>
 #include <stddef.h>
+#include <string.h>
 
 typedef struct WGPUDeviceImpl* faultDevice;
 typedef struct { const char* data; size_t length; } faultMessage;
@@ -22,20 +24,39 @@ void wgpuDeviceDestroy(faultDevice device);
 void wgpuDevicePushErrorScope(faultDevice device, uint32_t filter);
 faultFuture wgpuDevicePopErrorScope(faultDevice device, faultScopeInfo info);
 
+// faultCatch keeps the first error a run of popped scopes caught: its WGPUErrorType and message.
+typedef struct { uint32_t type; char* buf; size_t cap; } faultCatch;
+
 static void faultScopeDone(uint32_t status, uint32_t type, faultMessage message, void* u1, void* u2) {
-	*(uint32_t*)u1 = type;
+	faultCatch* c = (faultCatch*)u1;
+	if (type <= 1 || c->type != 0) { // WGPUErrorType_NoError, or one caught already
+		return;
+	}
+	c->type = type;
+	size_t n = 0;
+	if (message.data != NULL) {
+		n = message.length == SIZE_MAX ? strlen(message.data) : message.length; // WGPU_STRLEN
+	}
+	if (n >= c->cap) {
+		n = c->cap - 1;
+	}
+	if (n > 0) {
+		memcpy(c->buf, message.data, n);
+	}
+	c->buf[n] = 0;
 }
 
-// WGPUErrorFilter_OutOfMemory
-static void faultPushOOM(faultDevice d) { wgpuDevicePushErrorScope(d, 2); }
+// filter: a WGPUErrorFilter.
+static void faultPush(faultDevice d, uint32_t filter) { wgpuDevicePushErrorScope(d, filter); }
 
-// The error type the scope caught (WGPUErrorType_OutOfMemory is 3); the callback runs before
-// wgpu-native's pop returns (WGPUCallbackMode_AllowSpontaneous).
-static uint32_t faultPopOOM(faultDevice d) {
-	uint32_t type = 0;
-	faultScopeInfo info = {0, 3, faultScopeDone, &type, 0};
-	wgpuDevicePopErrorScope(d, info);
-	return type;
+// The callback runs before wgpu-native's pop returns (WGPUCallbackMode_AllowSpontaneous).
+static uint32_t faultPop(faultDevice d, int n, char* buf, size_t cap) {
+	faultCatch c = {0, buf, cap};
+	for (int i = 0; i < n; i++) {
+		faultScopeInfo info = {0, 3, faultScopeDone, &c, 0};
+		wgpuDevicePopErrorScope(d, info);
+	}
+	return c.type;
 }
 */
 import "C"
@@ -98,24 +119,59 @@ func (d *Device) handle() C.faultDevice {
 	return *(*C.faultDevice)(unsafe.Pointer(d.dev))
 }
 
-// createBuffer makes a buffer inside an out-of-memory error scope. The thread stays locked
-// because wgpu-native keeps error scopes per thread.
+// createBuffer makes a buffer inside an out-of-memory error scope (the binding captures
+// validation errors itself).
 func (d *Device) createBuffer(desc *wgpu.BufferDescriptor) (*wgpu.Buffer, error) {
 	if lost := d.Lost(); lost != nil {
 		return nil, lost
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	h := d.handle()
-	C.faultPushOOM(h)
-	buf, err := d.dev.TryCreateBuffer(desc)
-	if C.faultPopOOM(h) == 3 {
+	var buf *wgpu.Buffer
+	var err error
+	scoped := d.scoped([]uint32{scopeOutOfMemory}, func() { buf, err = d.dev.TryCreateBuffer(desc) })
+	if errors.Is(scoped, ErrOutOfMemory) {
 		if buf != nil {
 			buf.Release()
 		}
 		return nil, fmt.Errorf("%w: buffer %q of %d bytes (%d in use)", ErrOutOfMemory, desc.Label, desc.Size, d.StorageBytes())
 	}
-	return buf, d.fault(err)
+	return buf, d.fault(errors.Join(err, scoped))
+}
+
+// submit hands a command buffer to the queue. wgpu-native aborts the process on a submit it
+// refuses (a fatal error whatever scopes are open), so a pass reaches it only after every call
+// that could fail has: on a device known lost it stops here.
+func (d *Device) submit(cmd *wgpu.CommandBuffer) error {
+	if lost := d.Lost(); lost != nil {
+		return lost
+	}
+	d.submits.Add(1)
+	d.queue.Submit(cmd)
+	return nil
+}
+
+// scopeOutOfMemory is WGPUErrorFilter_OutOfMemory, for scoped (the binding scopes validation
+// errors itself; wgpu-native aborts on a scope for internal ones).
+const scopeOutOfMemory = 2
+
+// scoped runs fn inside error scopes of the filters (outermost first) and returns the first
+// error they caught, wrapping ErrOutOfMemory for that type. The thread stays locked because
+// wgpu-native keeps error scopes per thread.
+func (d *Device) scoped(filters []uint32, fn func()) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	h := d.handle()
+	for _, f := range filters {
+		C.faultPush(h, C.uint32_t(f))
+	}
+	fn()
+	var buf [512]C.char
+	switch C.faultPop(h, C.int(len(filters)), &buf[0], C.size_t(len(buf))) {
+	case 0:
+		return nil
+	case 3: // WGPUErrorType_OutOfMemory
+		return fmt.Errorf("%w: %s", ErrOutOfMemory, firstLine(C.GoString(&buf[0])))
+	}
+	return errors.New(firstLine(C.GoString(&buf[0])))
 }
 
 // Destroy loses the device at once, as a driver reset would (wgpu's destroy call): every later

@@ -125,7 +125,10 @@ func (r *Recorder) profileDispatch(p *Pipeline, bufs []*Buffer) {
 		return
 	}
 	start := time.Now()
-	d.submit(cmd)
+	if err := d.submit(cmd); err != nil {
+		r.err = fmt.Errorf("gpu: profile %s: %w", p.Key, err)
+		return
+	}
 	d.dev.Poll(true, nil)
 	elapsed := time.Since(start)
 	d.Profile.add(p.Key.Kernel, elapsed, traffic(p, bufs))
@@ -170,10 +173,13 @@ func (d *Device) CopyBandwidth(size uint64, reps int) (float64, error) {
 			return 0, fmt.Errorf("gpu: copy: %w", err)
 		}
 		start := time.Now()
-		d.submit(cmd)
+		err = d.submit(cmd)
 		d.dev.Poll(true, nil)
 		copied := time.Since(start) / copyBatch
 		cmd.Release()
+		if err != nil {
+			return 0, fmt.Errorf("gpu: copy: %w", err)
+		}
 
 		d.Profile = NewProfile()
 		r, err := d.Begin()

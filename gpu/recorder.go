@@ -196,7 +196,9 @@ func (r *Recorder) submit(b *Buffer, offset, size uint64) ([]byte, error) {
 		}
 	}
 	d.paramsScratch = r.params[:0]
-	d.submit(cmd)
+	if err := d.submit(cmd); err != nil {
+		return nil, err
+	}
 	if stamps != nil {
 		if err := r.chargeTimed(stamps, stampBytes); err != nil {
 			return nil, err
