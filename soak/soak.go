@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -250,7 +251,7 @@ func (r *runner) worker(ctx context.Context, i int, enabled []string, deadline t
 	rng := rand.New(rand.NewPCG(uint64(r.cfg.Seed), uint64(i+1)))
 	total := 0
 	for _, w := range weights {
-		if contains(enabled, w.kind) {
+		if slices.Contains(enabled, w.kind) {
 			total += w.weight
 		}
 	}
@@ -278,7 +279,7 @@ func (r *runner) worker(ctx context.Context, i int, enabled []string, deadline t
 func pick(rng *rand.Rand, enabled []string, total int) string {
 	x := rng.IntN(total)
 	for _, w := range weights {
-		if !contains(enabled, w.kind) {
+		if !slices.Contains(enabled, w.kind) {
 			continue
 		}
 		if x -= w.weight; x < 0 {
@@ -286,15 +287,6 @@ func pick(rng *rand.Rand, enabled []string, total int) string {
 		}
 	}
 	return enabled[0]
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // overloader fires a burst of concurrent /completion requests larger than the server's
