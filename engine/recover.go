@@ -66,13 +66,10 @@ func (e *Engine) clientError(err error) error {
 	return err
 }
 
-// lostError is what a request running when the device was lost ends with.
+// lostError is what a request running when the device was lost ends with; lost is the
+// device's Lost, which wraps ErrDeviceLost.
 func lostError(lost error) error {
-	err := fmt.Errorf("%w: the request was running when it happened; the model is being loaded again, retry", lost)
-	if !errors.Is(lost, ErrDeviceLost) {
-		err = fmt.Errorf("%w: %w", ErrDeviceLost, err)
-	}
-	return err
+	return fmt.Errorf("%w: the request was running when it happened; the model is being loaded again, retry", lost)
 }
 
 // recoverDevice fails the requests holding slots, frees what is left of the lost device and

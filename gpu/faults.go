@@ -132,7 +132,7 @@ func (d *Device) createBuffer(desc *wgpu.BufferDescriptor) (*wgpu.Buffer, error)
 		if buf != nil {
 			buf.Release()
 		}
-		return nil, fmt.Errorf("%w: buffer %q of %d bytes (%d in use)", ErrOutOfMemory, desc.Label, desc.Size, d.StorageBytes())
+		return nil, fmt.Errorf("%w; buffer %q of %d bytes, %d bytes in use", scoped, desc.Label, desc.Size, d.StorageBytes())
 	}
 	return buf, d.fault(errors.Join(err, scoped))
 }
