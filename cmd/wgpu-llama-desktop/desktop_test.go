@@ -185,6 +185,41 @@ type shot struct {
 	} `json:"server"`
 }
 
+// xvfbApp is the desktop app serving stories260K under xvfb-run, and what the shell line that
+// started it wrote from inside (the display it got, its pid).
+type xvfbApp struct {
+	done   <-chan error
+	stderr *bytes.Buffer
+	told   string
+}
+
+// startXvfbApp starts the app in dir through `sh -c`: shell runs first with a file as $0 to
+// write into, then the shell becomes the app. It returns once the app's server is healthy.
+func startXvfbApp(t *testing.T, ctx context.Context, dir, shell string) xvfbApp {
+	t.Helper()
+	model := shareddata.Path(t, "models", "stories260K.gguf")
+	xvfb := needXvfb(t)
+	bin := buildDesktop(t)
+	port := freePort(t)
+	told := filepath.Join(dir, "told")
+	cmd := exec.CommandContext(ctx, xvfb, "-a", "sh", "-c", shell+`; shift; exec "$@"`, told, "_",
+		bin, "-m", model, "--port", strconv.Itoa(port), "-c", "256")
+	cmd.Dir = dir
+	stderr := &bytes.Buffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	waitHealthy(t, fmt.Sprintf("http://127.0.0.1:%d", port), done, stderr)
+	data, err := os.ReadFile(told)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return xvfbApp{done: done, stderr: stderr, told: strings.TrimSpace(string(data))}
+}
+
 // checkShot checks the screenshot and what the app says it drew.
 func checkShot(t *testing.T, path string) {
 	t.Helper()
@@ -291,8 +326,8 @@ func drawnShare(img image.Image, r image.Rectangle) float64 {
 // directory) and then Escape, which closes the window as its close button does: the server
 // shuts down and the app exits 0.
 func TestKeysAndClose(t *testing.T) {
-	model := shareddata.Path(t, "models", "stories260K.gguf")
-	xvfb := needXvfb(t)
+	shareddata.Path(t, "models", "stories260K.gguf") // skips early without the shared data
+	needXvfb(t)
 	xdotool, err := exec.LookPath("xdotool")
 	if err != nil {
 		if os.Getenv(gputest.RequireEnv) != "" {
@@ -300,29 +335,13 @@ func TestKeysAndClose(t *testing.T) {
 		}
 		t.Skip("xdotool not installed")
 	}
-	bin := buildDesktop(t)
 	dir := t.TempDir()
-	port := freePort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// the shell tells the test which display xvfb-run chose, then becomes the app
-	display := filepath.Join(dir, "display")
-	cmd := exec.CommandContext(ctx, xvfb, "-a", "sh", "-c", `echo "$DISPLAY $XAUTHORITY" > "$0"; shift; exec "$@"`, display, "_",
-		bin, "-m", model, "--port", strconv.Itoa(port), "-c", "256")
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	waitHealthy(t, fmt.Sprintf("http://127.0.0.1:%d", port), done, &stderr)
-	env, err := os.ReadFile(display)
-	if err != nil {
-		t.Fatal(err)
-	}
-	disp, auth, _ := strings.Cut(strings.TrimSpace(string(env)), " ")
+	app := startXvfbApp(t, ctx, dir, `echo "$DISPLAY $XAUTHORITY" > "$0"`)
+	done, stderr := app.done, app.stderr
+	disp, auth, _ := strings.Cut(app.told, " ")
 	press := func(key string) {
 		x := exec.CommandContext(ctx, xdotool, "search", "--sync", "--name", "^wgpu-llama$", "key", "--window", "%1", key)
 		x.Env = append(os.Environ(), "DISPLAY="+disp, "XAUTHORITY="+auth)
@@ -417,29 +436,11 @@ func TestRouterModeScreenshot(t *testing.T) {
 // TestTerminateExits sends the app SIGTERM: the server drains, the window closes and the app
 // exits 0, whichever of the two notices first.
 func TestTerminateExits(t *testing.T) {
-	model := shareddata.Path(t, "models", "stories260K.gguf")
-	xvfb := needXvfb(t)
-	bin := buildDesktop(t)
-	dir := t.TempDir()
-	port := freePort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	pidFile := filepath.Join(dir, "pid")
-	cmd := exec.CommandContext(ctx, xvfb, "-a", "sh", "-c", `echo $$ > "$0"; shift; exec "$@"`, pidFile, "_",
-		bin, "-m", model, "--port", strconv.Itoa(port), "-c", "256")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	waitHealthy(t, fmt.Sprintf("http://127.0.0.1:%d", port), done, &stderr)
-	data, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	app := startXvfbApp(t, ctx, t.TempDir(), `echo $$ > "$0"`)
+	done, stderr := app.done, app.stderr
+	pid, err := strconv.Atoi(app.told)
 	if err != nil {
 		t.Fatal(err)
 	}
