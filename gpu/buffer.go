@@ -115,22 +115,30 @@ func (d *Device) Read(b *Buffer, offset, size uint64) ([]byte, error) {
 	return d.mapStaging(staging, size)
 }
 
+// stagingBuffer returns the cached map-readable buffer of size bytes, made on first use.
+func (d *Device) stagingBuffer(size uint64) (*wgpu.Buffer, error) {
+	if b := d.staging[size]; b != nil {
+		return b, nil
+	}
+	b, err := d.createBuffer(&wgpu.BufferDescriptor{
+		Label: "staging", Size: size, Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gpu: create staging buffer: %w", err)
+	}
+	d.staging[size] = b
+	return b, nil
+}
+
 // copyToStaging records a copy of b[offset:offset+size] into a cached map-readable buffer.
 func (d *Device) copyToStaging(enc *wgpu.CommandEncoder, b *Buffer, offset, size uint64) (*wgpu.Buffer, error) {
 	if offset%4 != 0 || offset+size > b.size {
 		return nil, fmt.Errorf("gpu: read of %d bytes at %d from %q (%d bytes): out of range or misaligned", size, offset, b.label, b.size)
 	}
 	padded := roundUp4(size)
-	staging := d.staging[padded]
-	if staging == nil {
-		var err error
-		staging, err = d.createBuffer(&wgpu.BufferDescriptor{
-			Label: "staging", Size: padded, Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("gpu: create staging buffer: %w", err)
-		}
-		d.staging[padded] = staging
+	staging, err := d.stagingBuffer(padded)
+	if err != nil {
+		return nil, err
 	}
 	if err := enc.TryCopyBufferToBuffer(b.buf, offset, staging, 0, padded); err != nil {
 		return nil, fmt.Errorf("gpu: copy %q to staging: %w", b.label, err)

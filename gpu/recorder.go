@@ -262,17 +262,9 @@ func (d *Device) stageReads(enc *wgpu.CommandEncoder, reads []*Readback) (*wgpu.
 		rb.at = total
 		total += roundUp4(rb.size)
 	}
-	padded := uint64(1) << bits.Len64(total-1)
-	staging := d.staging[padded]
-	if staging == nil {
-		var err error
-		staging, err = d.createBuffer(&wgpu.BufferDescriptor{
-			Label: "staging", Size: padded, Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst,
-		})
-		if err != nil {
-			return nil, 0, fmt.Errorf("gpu: create staging buffer: %w", err)
-		}
-		d.staging[padded] = staging
+	staging, err := d.stagingBuffer(uint64(1) << bits.Len64(total-1))
+	if err != nil {
+		return nil, 0, err
 	}
 	for _, rb := range reads {
 		if err := enc.TryCopyBufferToBuffer(rb.b.buf, rb.offset, staging, rb.at, roundUp4(rb.size)); err != nil {
