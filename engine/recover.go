@@ -78,14 +78,7 @@ func (e *Engine) recoverDevice(lost error) {
 	start := time.Now()
 	e.setFault(fmt.Errorf("the GPU device was lost (%v); the model is being loaded again", lost))
 	e.log.Error("GPU device lost: failing the requests running, reopening the device and loading the model again", "err", lost)
-	failed := lostError(lost)
-	e.failJobs(failed)
-	for _, s := range e.slots {
-		if s.gen != nil {
-			s.gen.res.Err = failed
-			e.end(s, e.finish(s, StopNone))
-		}
-	}
+	e.failRunning(lostError(lost))
 	e.dropCaches()
 	e.freeDevice()
 	if err := e.reload(); err != nil {

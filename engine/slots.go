@@ -460,8 +460,8 @@ func (e *Engine) end(s *slot, final Result) {
 	s.gen, s.prev, s.lastUsed = nil, g, time.Now()
 }
 
-// failAll ends every running and queued request with err (the engine is closing).
-func (e *Engine) failAll(err error) {
+// failRunning ends every request holding a slot (generation or embedding job) with err.
+func (e *Engine) failRunning(err error) {
 	e.failJobs(err)
 	for _, s := range e.slots {
 		if s.gen != nil {
@@ -469,6 +469,11 @@ func (e *Engine) failAll(err error) {
 			e.end(s, e.finish(s, StopNone))
 		}
 	}
+}
+
+// failAll ends every running and queued request with err (the engine is closing).
+func (e *Engine) failAll(err error) {
+	e.failRunning(err)
 	for _, r := range e.waiting {
 		r.fail(err)
 	}
