@@ -69,3 +69,53 @@ func TestFuzzFindsPlantedCrash(t *testing.T) {
 		t.Errorf("go test with the crash input kept: %v\n%s", err, out)
 	}
 }
+
+// fakeGo is a go command that answers `go test -fuzz` as Go 1.26's coordinator does when its
+// -fuzztime deadline races a worker (golang/go#75804); KEEP makes it also keep an input, as a
+// real crash would.
+const fakeGo = `#!/bin/sh
+echo "fuzz: elapsed: 0s, gathering baseline coverage: 0/1 completed"
+echo "fuzz: elapsed: 3s, execs: 1000 (333/sec), new interesting: 0 (total: 1)"
+if [ -n "$KEEP" ]; then
+  mkdir -p testdata/fuzz/FuzzPlanted && echo kept > testdata/fuzz/FuzzPlanted/0123
+fi
+echo "--- FAIL: FuzzPlanted (3.02s)"
+echo "    context deadline exceeded"
+echo "FAIL"
+echo "exit status 1"
+echo "FAIL	planted	3.031s"
+exit 1
+`
+
+// TestFuzzDeadlineRace: the coordinator's own deadline with nothing kept is not a crash; the same
+// message with an input kept is.
+func TestFuzzDeadlineRace(t *testing.T) {
+	script, err := filepath.Abs("../../.ci/fuzz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "go"), []byte(fakeGo), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, keep := range []bool{false, true} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "planted_test.go"), []byte(strings.Replace(planted, "FUNC", "func", 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(script, "3s", dir)
+		cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+		if keep {
+			cmd.Env = append(cmd.Env, "KEEP=1")
+		}
+		out, err := cmd.CombinedOutput()
+		switch {
+		case !keep && err != nil:
+			t.Errorf("the deadline race alone failed the run: %v\n%s", err, out)
+		case !keep && !strings.Contains(string(out), "golang/go#75804"):
+			t.Errorf("the run does not say why it let the failure pass:\n%s", out)
+		case keep && err == nil:
+			t.Errorf("a kept input did not fail the run:\n%s", out)
+		}
+	}
+}
