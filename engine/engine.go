@@ -231,7 +231,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 	}
 	m, err := loadWeights(dev, f, cfg.ModelPath, opts, cfg.LoadProgress, logger)
 	if err != nil {
-		return nil, err
+		return nil, refusedAtLoad(err, dev, f, c, opts, kp, cfg)
 	}
 	if err := ctx.Err(); err != nil {
 		m.Close()
@@ -247,7 +247,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 	kv, err := m.NewKVCache(nPages << pageBits)
 	if err != nil {
 		m.Close()
-		return nil, err
+		return nil, refusedAtLoad(err, dev, f, c, opts, kp, cfg)
 	}
 	pooling, err := embedPooling(cfg, m)
 	if err != nil {

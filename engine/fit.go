@@ -55,15 +55,38 @@ func checkFits(dev *gpu.Device, f *gguf.File, c model.Config, opts model.Options
 	if have == 0 {
 		return nil
 	}
+	need := footprint(dev, f, c, opts, kp)
+	if need.Total() <= have {
+		return nil
+	}
+	return tooBig(need, opts, kp, cfg, fmt.Sprintf("%s has %s (%s)", dev.Info.Name, mib(have), source), nil)
+}
+
+// refusedAtLoad turns an allocation the device refused while loading (gpu.ErrOutOfMemory) into
+// checkFits' message, for the drivers that do not tell their memory (NVIDIA's): the sizes and
+// what to lower, then the refusal (which says what was in use). Other errors pass unchanged.
+func refusedAtLoad(err error, dev *gpu.Device, f *gguf.File, c model.Config, opts model.Options, kp kvPlan, cfg Config) error {
+	if !errors.Is(err, gpu.ErrOutOfMemory) || errors.Is(err, ErrTooBig) {
+		return err
+	}
+	need := footprint(dev, f, c, opts, kp)
+	return tooBig(need, opts, kp, cfg, dev.Info.Name+" refused it", err)
+}
+
+// footprint is model.EstimateFootprint for this load, the vocabulary read from the token
+// embedding where the metadata leaves it out.
+func footprint(dev *gpu.Device, f *gguf.File, c model.Config, opts model.Options, kp kvPlan) model.Footprint {
 	if c.NVocab == 0 {
 		if emb, ok := f.Tensor("token_embd.weight"); ok && len(emb.Shape) == 2 {
 			c.NVocab = int(emb.Shape[1])
 		}
 	}
-	need := model.EstimateFootprint(c, opts, kp.nPages<<pageBits, dev.BarrierFree)
-	if need.Total() <= have {
-		return nil
-	}
+	return model.EstimateFootprint(c, opts, kp.nPages<<pageBits, dev.BarrierFree)
+}
+
+// tooBig is ErrTooBig with the parts' sizes, what the device has (has), the flags that shrink
+// the largest part, and the refusal behind it where there was one.
+func tooBig(need model.Footprint, opts model.Options, kp kvPlan, cfg Config, has string, refusal error) error {
 	cacheType := "f16"
 	if cfg.KVF32 {
 		cacheType = "f32"
@@ -80,9 +103,13 @@ func checkFits(dev *gpu.Device, f *gguf.File, c model.Config, opts model.Options
 	default:
 		lower = "use a smaller model or a smaller quantization"
 	}
-	return fmt.Errorf("%w: it needs about %s (weights %s, KV cache %s for %d tokens in %s, scratch %s for batches of %d), %s has %s (%s); %s",
+	err := fmt.Errorf("%w: it needs about %s (weights %s, KV cache %s for %d tokens in %s, scratch %s for batches of %d), %s; %s",
 		ErrTooBig, mib(need.Total()), mib(need.Weights), mib(need.KV), kp.nPages<<pageBits, cacheType,
-		mib(need.Scratch), opts.MaxBatch, dev.Info.Name, mib(have), source, lower)
+		mib(need.Scratch), opts.MaxBatch, has, lower)
+	if refusal != nil {
+		err = fmt.Errorf("%w (%w)", err, refusal)
+	}
+	return err
 }
 
 // mib writes a byte count in MiB, or GiB from 10 GiB up.

@@ -104,8 +104,17 @@ func (d *Device) fault(err error) error {
 	if lost := d.Lost(); lost != nil {
 		return fmt.Errorf("%w (%w)", lost, err)
 	}
+	if !errors.Is(err, ErrOutOfMemory) && strings.Contains(err.Error(), refusedForMemory) {
+		return fmt.Errorf("%w (%w)", ErrOutOfMemory, err)
+	}
 	return err
 }
+
+// refusedForMemory is how wgpu-core words a device's out-of-memory refusal (DeviceError's
+// OutOfMemory). wgpu-native reports it as a validation error, not as the out-of-memory type the
+// scope filters on: an NVIDIA H200 refused its 35th 4 GiB buffer with "Validation Error ...
+// Not enough memory left." So the words are what mark it.
+const refusedForMemory = "Not enough memory left"
 
 // firstLine is an error message's first line (wgpu's run on with their causes).
 func firstLine(s string) string {
@@ -128,13 +137,14 @@ func (d *Device) createBuffer(desc *wgpu.BufferDescriptor) (*wgpu.Buffer, error)
 	var buf *wgpu.Buffer
 	var err error
 	scoped := d.scoped([]uint32{scopeOutOfMemory}, func() { buf, err = d.dev.TryCreateBuffer(desc) })
-	if errors.Is(scoped, ErrOutOfMemory) {
+	err = d.fault(errors.Join(err, scoped))
+	if errors.Is(err, ErrOutOfMemory) {
 		if buf != nil {
 			buf.Release()
 		}
-		return nil, fmt.Errorf("%w; buffer %q of %d bytes, %d bytes in use", scoped, desc.Label, desc.Size, d.StorageBytes())
+		return nil, fmt.Errorf("%w (%d bytes in use)", ErrOutOfMemory, d.StorageBytes()) // the callers name the buffer
 	}
-	return buf, d.fault(errors.Join(err, scoped))
+	return buf, err
 }
 
 // submit hands a command buffer to the queue. wgpu-native aborts the process on a submit it

@@ -36,3 +36,22 @@ func TestSubmitAfterLoss(t *testing.T) {
 		t.Errorf("the refused submit was counted")
 	}
 }
+
+// TestFaultReadsOutOfMemoryWords: wgpu-native reports a device's refusal for want of memory as
+// a validation error; fault must still call it ErrOutOfMemory, and nothing else. The message is
+// the one an NVIDIA H200 gave (TestRealOutOfMemory, driver 580.159.04).
+func TestFaultReadsOutOfMemoryWords(t *testing.T) {
+	refused := errors.New("wgpu.(*Device).TryCreateBuffer: Validation Error\n\nCaused by:\n  In wgpuDeviceCreateBuffer, label = 'fill'\n    Not enough memory left.\n")
+	d := &Device{}
+	err := d.fault(refused)
+	if !errors.Is(err, ErrOutOfMemory) || !errors.Is(err, refused) {
+		t.Errorf("fault(%q) = %v, want ErrOutOfMemory wrapping it", refused, err)
+	}
+	if errors.Is(err, ErrDeviceLost) || d.Lost() != nil {
+		t.Errorf("out of memory lost the device: %v", err)
+	}
+	other := errors.New("wgpu.(*Device).TryCreateBuffer: Validation Error\n\nCaused by:\n  Buffer size 7 is not a multiple of 4\n")
+	if err := d.fault(other); errors.Is(err, ErrOutOfMemory) {
+		t.Errorf("fault(%q) = %v: a validation error taken for out of memory", other, err)
+	}
+}
