@@ -105,7 +105,7 @@ func (d *Device) fault(err error) error {
 		return fmt.Errorf("%w (%w)", lost, err)
 	}
 	if !errors.Is(err, ErrOutOfMemory) && strings.Contains(err.Error(), refusedForMemory) {
-		return fmt.Errorf("%w (%w)", ErrOutOfMemory, err)
+		return fmt.Errorf("%w: %s. (%w)", ErrOutOfMemory, refusedForMemory, err) // the words on the first line, which clients see
 	}
 	return err
 }
@@ -142,7 +142,7 @@ func (d *Device) createBuffer(desc *wgpu.BufferDescriptor) (*wgpu.Buffer, error)
 		if buf != nil {
 			buf.Release()
 		}
-		return nil, fmt.Errorf("%w (%d bytes in use)", ErrOutOfMemory, d.StorageBytes()) // the callers name the buffer
+		return nil, fmt.Errorf("%w (%d bytes in use)", err, d.StorageBytes()) // the callers name the buffer
 	}
 	return buf, err
 }

@@ -3,6 +3,7 @@ package gpu
 import (
 	"errors"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -46,6 +47,9 @@ func TestFaultReadsOutOfMemoryWords(t *testing.T) {
 	err := d.fault(refused)
 	if !errors.Is(err, ErrOutOfMemory) || !errors.Is(err, refused) {
 		t.Errorf("fault(%q) = %v, want ErrOutOfMemory wrapping it", refused, err)
+	}
+	if line := firstLine(err.Error()); !strings.Contains(line, "out of device memory: Not enough memory left") {
+		t.Errorf("first line %q lacks the driver's words (clients see only that line)", line)
 	}
 	if errors.Is(err, ErrDeviceLost) || d.Lost() != nil {
 		t.Errorf("out of memory lost the device: %v", err)
