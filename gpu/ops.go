@@ -518,6 +518,28 @@ type AttnParams struct {
 	// pass, so this bounds its loops.
 	Sequences int
 	State     *Buffer // chunked attention's running softmax; nil unless AttentionChunked
+	// Sinks holds one f32 per query head (n_head): attention sinks (gpt-oss), a virtual key
+	// per head whose score is that value, counted in the softmax's sum but contributing no
+	// value. nil: none (the kernels without them run, unchanged).
+	Sinks *Buffer
+}
+
+// withSinks adds a.Sinks, when set, to a kernel's defines (SINKS), bindings (one more
+// read-only binding after bind's) and buffers; without sinks all three are returned as given.
+func (a AttnParams) withSinks(defs []string, bind []Access, bufs ...*Buffer) ([]string, []Access, []*Buffer) {
+	if a.Sinks == nil {
+		return defs, bind, bufs
+	}
+	return append(slices.Clip(defs), "SINKS"), append(slices.Clip(bind), ReadOnly), append(bufs, a.Sinks)
+}
+
+// sinksOK reports, recording the failure, whether a.Sinks (when set) holds nHead floats.
+func (r *Recorder) sinksOK(a AttnParams, nHead int) bool {
+	if a.Sinks != nil && a.Sinks.Size() < uint64(nHead)*4 {
+		r.fail("gpu: attention sinks: %d bytes for %d heads", a.Sinks.Size(), nHead)
+		return false
+	}
+	return true
 }
 
 func (a AttnParams) params(base ...any) []uint32 {
@@ -581,16 +603,20 @@ func (r *Recorder) Attention(q, kCache, vCache, pos, out *Buffer, kvF16 bool, qS
 		r.fail("gpu: attention: head_dim %d (max 256), %d heads over %d kv heads unsupported", headDim, nHead, nKVHead)
 		return
 	}
+	if !r.sinksOK(ap, nHead) {
+		return
+	}
 	// CPU adapters always take a barrier-free kernel, decode included (they round as
 	// llama.cpp's CPU flash attention), whatever the head size: the cooperative kernel's
 	// loops would run past llvmpipe's limit beyond about 16k keys (see loopBudget).
 	if r.d.BarrierFree && r.d.TokenLanes && attnLanes(nTokens, headDim, ap) {
 		// Invocations take neighbouring tokens of one head, so the keys and values a
 		// workgroup reads have shared addresses (attention_lanes.wgsl).
-		p := r.kernel("attention_lanes", bindAttn, attnLanesBlock, append(kvDefines(kvF16), fmt.Sprintf("HEAD_DIM=%d", headDim))...)
+		defs, bind, bufs := ap.withSinks(append(kvDefines(kvF16), fmt.Sprintf("HEAD_DIM=%d", headDim)), bindAttn, q, kCache, vCache, pos, out)
+		p := r.kernel("attention_lanes", bind, attnLanesBlock, defs...)
 		if p != nil {
 			r.Dispatch(p, ap.params(nTokens, nHead, nKVHead, headDim, ap.Scale, qStride),
-				[3]uint32{uint32((nTokens + attnLanesBlock - 1) / attnLanesBlock), uint32(nHead), 1}, q, kCache, vCache, pos, out)
+				[3]uint32{uint32((nTokens + attnLanesBlock - 1) / attnLanesBlock), uint32(nHead), 1}, bufs...)
 		}
 		return
 	}
@@ -600,26 +626,29 @@ func (r *Recorder) Attention(q, kCache, vCache, pos, out *Buffer, kvF16 bool, qS
 	}
 	if r.d.BarrierFree {
 		groups := attnGroups(headDim)
-		p := r.kernel("attention", bindAttn, 64, append(kvDefines(kvF16), "ROW_PER_THREAD")...)
+		defs, bind, bufs := ap.withSinks(append(kvDefines(kvF16), "ROW_PER_THREAD"), bindAttn, q, kCache, vCache, pos, out)
+		p := r.kernel("attention", bind, 64, defs...)
 		if p != nil {
-			r.Dispatch(p, ap.params(nTokens, nHead, nKVHead, headDim, ap.Scale, qStride), r.elementwise(nTokens*nHead*groups), q, kCache, vCache, pos, out)
+			r.Dispatch(p, ap.params(nTokens, nHead, nKVHead, headDim, ap.Scale, qStride), r.elementwise(nTokens*nHead*groups), bufs...)
 		}
 		return
 	}
 	if nTokens >= flashMinTokens && headDim <= flashMaxHeadDim {
 		// A prompt: flash attention reads each key and value tile once per block of queries.
-		p := r.kernel("attention_flash", bindAttn, 256, kvDefines(kvF16)...)
+		defs, bind, bufs := ap.withSinks(kvDefines(kvF16), bindAttn, q, kCache, vCache, pos, out)
+		p := r.kernel("attention_flash", bind, 256, defs...)
 		if p != nil {
 			r.Dispatch(p, ap.params(nTokens, nHead, nKVHead, headDim, ap.Scale, qStride),
-				[3]uint32{uint32(nHead), uint32((nTokens + flashBlock - 1) / flashBlock), 1}, q, kCache, vCache, pos, out)
+				[3]uint32{uint32(nHead), uint32((nTokens + flashBlock - 1) / flashBlock), 1}, bufs...)
 		}
 		return
 	}
-	p := r.kernel("attention", bindAttn, 64, kvDefines(kvF16)...)
+	defs, bind, bufs := ap.withSinks(kvDefines(kvF16), bindAttn, q, kCache, vCache, pos, out)
+	p := r.kernel("attention", bind, 64, defs...)
 	if p == nil {
 		return
 	}
-	r.Dispatch(p, ap.params(nTokens, nHead, nKVHead, headDim, ap.Scale, qStride), [3]uint32{uint32(nHead), uint32(nTokens), 1}, q, kCache, vCache, pos, out)
+	r.Dispatch(p, ap.params(nTokens, nHead, nKVHead, headDim, ap.Scale, qStride), [3]uint32{uint32(nHead), uint32(nTokens), 1}, bufs...)
 }
 
 // Flash attention (GPU prompts): queries per workgroup, the largest head it takes, and the
@@ -637,7 +666,10 @@ func (r *Recorder) attentionChunks(q, kCache, vCache, pos, out *Buffer, kvF16 bo
 		r.fail("gpu: attention over %d keys on a CPU adapter needs a state buffer of %d floats", ap.MaxKeys, AttentionStateSize(nTokens, nHead, headDim))
 		return
 	}
-	p := r.kernel("attention", append(append([]Access(nil), bindAttn...), ReadWrite), 64, append(kvDefines(kvF16), "ROW_PER_THREAD", "CHUNKED")...)
+	// The sink, when given, is the binding after the state; only the last chunk applies it.
+	defs, bind, bufs := ap.withSinks(append(kvDefines(kvF16), "ROW_PER_THREAD", "CHUNKED"), append(slices.Clip(bindAttn), ReadWrite),
+		q, kCache, vCache, pos, out, ap.State)
+	p := r.kernel("attention", bind, 64, defs...)
 	if p == nil {
 		return
 	}
@@ -648,7 +680,7 @@ func (r *Recorder) attentionChunks(q, kCache, vCache, pos, out *Buffer, kvF16 bo
 			hi, last = math.MaxUint32, 1 // the last chunk takes whatever keys remain
 		}
 		params := ap.chunkParams(uint32(lo), uint32(hi), last, nTokens, nHead, nKVHead, headDim, ap.Scale, qStride)
-		r.Dispatch(p, params, r.elementwise(nTokens*nHead*attnGroups(headDim)), q, kCache, vCache, pos, out, ap.State)
+		r.Dispatch(p, params, r.elementwise(nTokens*nHead*attnGroups(headDim)), bufs...)
 	}
 }
 
@@ -663,21 +695,26 @@ func AttentionSplitSize(nTokens, nHead, headDim, nKeys int) int {
 
 // AttentionSplit is Attention for decoding at long contexts: the nKeys keys (at most, over
 // the tokens) are split in 256-key ranges handled by separate workgroups, whose partial
-// softmax results land in part (AttentionSplitSize floats) and are merged by a second kernel.
+// softmax results land in part (AttentionSplitSize floats) and are merged by a second kernel,
+// which also adds ap.Sinks when given.
 func (r *Recorder) AttentionSplit(q, kCache, vCache, pos, part, out *Buffer, kvF16 bool, qStride, nTokens, nHead, nKVHead, headDim, nKeys int, ap AttnParams) {
 	if headDim > 256 || headDim%2 != 0 || nKVHead == 0 || nHead%nKVHead != 0 {
 		r.fail("gpu: attention: head_dim %d (max 256), %d heads over %d kv heads unsupported", headDim, nHead, nKVHead)
 		return
 	}
+	if !r.sinksOK(ap, nHead) {
+		return
+	}
 	nSplit := (nKeys + splitChunk - 1) / splitChunk
 	params := ap.params(nTokens, nHead, nKVHead, headDim, ap.Scale, qStride, nSplit, splitChunk)
 	p := r.kernel("attention_split", bindAttn, 64, kvDefines(kvF16)...)
-	merge := r.kernel("attention_split", []Access{ReadOnly, ReadWrite}, 64, "MERGE")
+	mdefs, mbind, mbufs := ap.withSinks([]string{"MERGE"}, []Access{ReadOnly, ReadWrite}, part, out)
+	merge := r.kernel("attention_split", mbind, 64, mdefs...)
 	if p == nil || merge == nil {
 		return
 	}
 	r.Dispatch(p, params, [3]uint32{uint32(nHead), uint32(nSplit), uint32(nTokens)}, q, kCache, vCache, pos, part)
-	r.Dispatch(merge, params, [3]uint32{uint32(nHead), uint32(nTokens), 1}, part, out)
+	r.Dispatch(merge, params, [3]uint32{uint32(nHead), uint32(nTokens), 1}, mbufs...)
 }
 
 // GLU computes out[t, i] = act(gu[t, i]) * gu[t, n+i] over the fused gate|up rows, act SiLU,

@@ -9,7 +9,9 @@ const probeWG = 256
 // (its position in pos, or ap.AllKeys), 0 before a sliding window's start. q, kCache, pos,
 // qStride and the head counts are laid out as for Attention, which it mirrors (the same key
 // range, addressing and soft-capping) without touching its values; out must hold the row's
-// key end floats. It is one workgroup, so it costs one dispatch wherever it is recorded.
+// key end floats. With ap.Sinks the head's sink counts in the softmax's sum, as in Attention,
+// so the weights sum to less than 1 by the sink's share. It is one workgroup, so it costs one
+// dispatch wherever it is recorded.
 //
 // Its scores are f32 products with q as it is: GPUs' attention kernels compute them so, while
 // CPU adapters' round q to f16 over an f16 cache, a difference far below what a view shows.
@@ -32,10 +34,14 @@ func (r *Recorder) AttentionProbe(q, kCache, pos, out *Buffer, kvF16 bool, qStri
 			return
 		}
 	}
-	p := r.kernel("attention_probe", []Access{ReadOnly, ReadOnly, ReadOnly, ReadWrite}, probeWG, kvDefines(kvF16)...)
+	if !r.sinksOK(ap, nHead) {
+		return
+	}
+	defs, bind, bufs := ap.withSinks(kvDefines(kvF16), []Access{ReadOnly, ReadOnly, ReadOnly, ReadWrite}, q, kCache, pos, out)
+	p := r.kernel("attention_probe", bind, probeWG, defs...)
 	if p == nil {
 		return
 	}
 	r.Dispatch(p, Params(nTokens, nHead, nKVHead, headDim, ap.Scale, qStride, ap.SoftCap, ap.Window, ap.AllKeys, ap.PageBits, row, head),
-		[3]uint32{1, 1, 1}, q, kCache, pos, out)
+		[3]uint32{1, 1, 1}, bufs...)
 }

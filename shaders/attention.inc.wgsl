@@ -1,6 +1,7 @@
 // Attention code shared by the attention kernels. The including kernel declares the Params
 // `p` (with n_tokens, head_dim, scale, softcap, window, all_keys, page_bits), the bindings `kc`,
-// `vc` (f32, or u32 f16 pairs with KV_F16), `pos`, and the constants WG, MAXD and NEG.
+// `vc` (f32, or u32 f16 pairs with KV_F16), `pos`, and the constants WG, MAXD and NEG; with
+// SINKS, also `sinks` (one f32 per query head).
 
 //#include kv_row.inc
 
@@ -19,6 +20,20 @@ fn key_end(t: u32) -> u32 {
     }
     return pos[t] + 1u;
 }
+
+#ifdef SINKS
+// sink_step folds an attention sink (gpt-oss: a virtual key whose score is s, counted in the
+// softmax's denominator but carrying no value) into a running softmax of max m and sum l,
+// after all the real keys, as llama.cpp's flash attention does: it returns the new max and sum
+// and the factor the unnormalised output must be multiplied by (1 unless s is a new max).
+fn sink_step(m: f32, l: f32, s: f32) -> vec3<f32> {
+    if (s > m) {
+        let ms = exp(m - s);
+        return vec3<f32>(s, l * ms + 1.0, ms);
+    }
+    return vec3<f32>(m, l + exp(s - m), 1.0);
+}
+#endif
 
 // capped soft-caps a score (Gemma 2).
 fn capped(s: f32) -> f32 {

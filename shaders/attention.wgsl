@@ -4,7 +4,7 @@
 // kv_row.inc). One workgroup per (head, token); keys are processed 64 at a time
 // with an online (running max) softmax, so any context length fits in fixed workgroup memory.
 // q is read from the fused qkv rows (row stride q_stride floats). Define KV_F16 reads an f16
-// cache (pairs packed in u32).
+// cache (pairs packed in u32); define SINKS adds per-head attention sinks (attention_io.inc).
 
 //#include attention_io.inc
 #ifdef CHUNKED
@@ -109,6 +109,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         return;
     }
 #endif
+#ifdef SINKS
+    // The sink, once (in the last chunk), after all the keys; like llama.cpp, which applies it
+    // to the output once back in f32, the rescale is not rounded to f16.
+    let sk = sink_step(m, l, sinks[h]);
+    l = sk.y;
+    acc *= sk.z;
+#endif
     let o = (t * p.n_head + h) * d + dim0;
     out[o] = acc.x / l;
     out[o + 1u] = acc.y / l;
@@ -124,7 +131,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let t = wg.y;
     let d = p.head_dim;
     load_q(t * p.q_stride + h * d, lid.x);
+#ifdef SINKS
+    var r = attend(h / (p.n_head / p.n_kv_head), t, first_key(pos[t]), key_end(t), lid.x);
+    let sk = sink_step(r.m, r.l, sinks[h]);
+    r.l = sk.y;
+    for (var a = 0u; a < 4u; a++) {
+        r.acc[a] *= sk.z;
+    }
+#else
     let r = attend(h / (p.n_head / p.n_kv_head), t, first_key(pos[t]), key_end(t), lid.x);
+#endif
     for (var a = 0u; a < 4u; a++) {
         let dim = lid.x + a * WG;
         if (dim < d) {

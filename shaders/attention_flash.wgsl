@@ -7,7 +7,8 @@
 // slower on an H100). The block's queries are
 // taken per sequence (tokens of several sequences may share a block, each group reading its own
 // cache rows). Same Params and bindings as attention.wgsl, whose helpers (attention.inc) it
-// shares; head_dim at most MAXDF. Define KV_F16 reads an f16 cache (pairs packed in u32).
+// shares; head_dim at most MAXDF. Define KV_F16 reads an f16 cache (pairs packed in u32), SINKS
+// adds per-head attention sinks.
 
 //#include attention_io.inc
 
@@ -177,6 +178,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             workgroupBarrier();
         }
     }
+#ifdef SINKS
+    // The sink after all the keys; every invocation of a query holds the same m and l.
+    let sk = sink_step(m, l, sinks[h]);
+    l = sk.y;
+    acc_lo *= sk.z;
+    acc_hi *= sk.z;
+#endif
     if (live) {
         let o = (t * p.n_head + h) * d;
         for (var i = 0u; i < 4u; i++) {

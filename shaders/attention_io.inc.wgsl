@@ -29,3 +29,12 @@ struct Params {
 #endif
 @group(0) @binding(4) var<storage, read> pos: array<u32>;       // positions, then cache addressing (kv_row.inc)
 @group(0) @binding(5) var<storage, read_write> out: array<f32>; // (n_tokens, n_head, head_dim)
+#ifdef SINKS
+// Attention sinks (gpu.AttnParams.Sinks), one score per query head: the binding after the
+// kernel's others (after CHUNKED's state in attention.wgsl).
+#ifdef CHUNKED
+@group(0) @binding(7) var<storage, read> sinks: array<f32>;     // (n_head)
+#else
+@group(0) @binding(6) var<storage, read> sinks: array<f32>;     // (n_head)
+#endif
+#endif

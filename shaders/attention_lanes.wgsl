@@ -110,6 +110,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         }
         lead = next;
     }
+#ifdef SINKS
+    // The sink after all the keys, the rescale in f32 (attention.wgsl's barrier-free kernel).
+    let sk = sink_step(m, l, sinks[h]);
+    l = sk.y;
+    for (var a = 0u; a < NV; a++) {
+        acc[a] *= sk.z;
+    }
+#endif
     if (t0 + li < end) {
         for (var a = 0u; a < NV; a++) {
             let dim0 = 4u * a;

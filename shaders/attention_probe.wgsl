@@ -3,7 +3,8 @@
 // position, or all_keys; attention.inc's first_key and key_end), 0 for rows before a sliding
 // window's start. It reads what the attention kernels read, through the same code: q from the
 // fused qkv rows, the cache through kv_row.inc (contiguous or paged), f32 or, with KV_F16, f16
-// pairs, query head h on kv head h / (n_head / n_kv_head).
+// pairs, query head h on kv head h / (n_head / n_kv_head). With define SINKS the head's attention
+// sink (gpt-oss) counts in the softmax's sum, as in the attention kernels.
 //
 // One workgroup: each invocation takes every WG-th key, storing its score in out and keeping a
 // running max and sum; a tree reduction merges those, and a second pass turns the stored
@@ -35,12 +36,15 @@ struct Params {
 #endif
 @group(0) @binding(3) var<storage, read> pos: array<u32>;       // positions, then cache addressing (kv_row.inc)
 @group(0) @binding(4) var<storage, read_write> out: array<f32>; // (key_end) weights
+#ifdef SINKS
+@group(0) @binding(5) var<storage, read> sinks: array<f32>;     // (n_head): gpu.AttnParams.Sinks
+#endif
 // attention.inc's value readers name `vc`; the probe never calls them, so this binding is not
 // part of its layout.
 #ifdef KV_F16
-@group(0) @binding(5) var<storage, read> vc: array<u32>;
+@group(0) @binding(6) var<storage, read> vc: array<u32>;
 #else
-@group(0) @binding(5) var<storage, read> vc: array<f32>;
+@group(0) @binding(6) var<storage, read> vc: array<f32>;
 #endif
 
 const WG: u32 = 256u;
@@ -96,8 +100,15 @@ fn main(@builtin(local_invocation_id) lid3: vec3<u32>) {
         }
         workgroupBarrier();
     }
+#ifdef SINKS
+    // The head's sink takes its share of the softmax (the weights then sum to less than 1).
+    let sk = sink_step(red_m[0], red_l[0], sinks[p.head]);
+    let mx = sk.x;
+    let inv = 1.0 / sk.y;
+#else
     let mx = red_m[0];
     let inv = 1.0 / red_l[0];
+#endif
     // Each invocation rescales the scores it stored itself: no barrier needed on out.
     for (var j = start + lid; j < end; j += WG) {
         out[j] = exp(out[j] - mx) * inv;

@@ -1,7 +1,8 @@
 // Split-K attention for decoding at long contexts: one query token's keys are cut into n_split
 // ranges, one workgroup each, so the cache is read by n_head * n_split workgroups instead of
 // n_head. Pass 1 (default) writes each range's running max m, sum l and unnormalised output;
-// pass 2 (define MERGE) rescales and combines them. Define KV_F16 reads an f16 cache.
+// pass 2 (define MERGE) rescales and combines them, with define SINKS counting per-head attention
+// sinks (gpt-oss) in the sum. Define KV_F16 reads an f16 cache.
 
 struct Params {
     n_tokens: u32,
@@ -31,6 +32,9 @@ const NEG: f32 = -3.0e38;
 #ifdef MERGE
 @group(0) @binding(1) var<storage, read> part: array<f32>;       // (n_tokens, n_head, n_split, head_dim + 2)
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;  // (n_tokens, n_head, head_dim)
+#ifdef SINKS
+@group(0) @binding(3) var<storage, read> sinks: array<f32>;      // (n_head): gpu.AttnParams.Sinks
+#endif
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
@@ -42,11 +46,19 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     for (var s = 0u; s < p.n_split; s++) {
         m = max(m, part[base + s * (d + 2u)]);
     }
+#ifdef SINKS
+    // The sink is one more score in the max and the sum, with no value.
+    let sink = sinks[h];
+    m = max(m, sink);
+#endif
     var l = 0.0;
     for (var s = 0u; s < p.n_split; s++) {
         let o = base + s * (d + 2u);
         l += part[o + 1u] * exp(part[o] - m);
     }
+#ifdef SINKS
+    l += exp(sink - m);
+#endif
     for (var dim = lid.x; dim < d; dim += WG) {
         var acc = 0.0;
         for (var s = 0u; s < p.n_split; s++) {

@@ -80,6 +80,30 @@ func Attention(q, k, v []float32, pos []int32, nHead, nKVHead, headDim int, scal
 // AttentionOpts is Attention with Gemma's options: scores capped as softCap*tanh(s/softCap)
 // when softCap > 0, and only the last window positions seen when window > 0.
 func AttentionOpts(q, k, v []float32, pos []int32, nHead, nKVHead, headDim int, scale, softCap float32, window int) []float32 {
+	return AttentionWith(q, k, v, pos, nHead, nKVHead, headDim, AttnOpts{Scale: scale, SoftCap: softCap, Window: window})
+}
+
+// AttnOpts are the reference attention's options: the score scale, Gemma's soft-cap (> 0) and
+// sliding window (> 0), and gpt-oss's attention sinks.
+type AttnOpts struct {
+	Scale   float32
+	SoftCap float32
+	Window  int
+	// Sinks, when not nil, holds one score per query head: a virtual key counted in the
+	// softmax's sum (and its max) that contributes no value.
+	Sinks []float32
+}
+
+// sink is head h's sink score, or -Inf (no sink).
+func (o AttnOpts) sink(h int) float64 {
+	if o.Sinks == nil {
+		return math.Inf(-1)
+	}
+	return float64(o.Sinks[h])
+}
+
+// AttentionWith is AttentionOpts with its options, sinks included, in an AttnOpts.
+func AttentionWith(q, k, v []float32, pos []int32, nHead, nKVHead, headDim int, o AttnOpts) []float32 {
 	out := make([]float32, len(q))
 	group := nHead / nKVHead
 	stride := nKVHead * headDim
@@ -87,7 +111,7 @@ func AttentionOpts(q, k, v []float32, pos []int32, nHead, nKVHead, headDim int, 
 		for h := 0; h < nHead; h++ {
 			qo := (t*nHead + h) * headDim
 			kvo := (h / group) * headDim
-			scores, first, sum := attentionScores(q, k, pos, t, h, nHead, nKVHead, headDim, scale, softCap, window)
+			scores, first, sum := attentionScores(q, k, pos, t, h, nHead, nKVHead, headDim, o)
 			for d := 0; d < headDim; d++ {
 				var acc float64
 				for j := first; j < len(scores); j++ {
@@ -101,8 +125,9 @@ func AttentionOpts(q, k, v []float32, pos []int32, nHead, nKVHead, headDim int, 
 }
 
 // attentionScores is token t's query head h's exp(s_j - max s) over cache rows first..pos[t]
-// (AttentionOpts' layout and options) and their sum.
-func attentionScores(q, k []float32, pos []int32, t, h, nHead, nKVHead, headDim int, scale, softCap float32, window int) (scores []float64, first int, sum float64) {
+// (AttentionOpts' layout and options) and their sum; a sink counts in the max and the sum.
+func attentionScores(q, k []float32, pos []int32, t, h, nHead, nKVHead, headDim int, o AttnOpts) (scores []float64, first int, sum float64) {
+	scale, softCap, window := o.Scale, o.SoftCap, o.Window
 	qo := (t*nHead + h) * headDim
 	kvo := h / (nHead / nKVHead) * headDim
 	stride := nKVHead * headDim
@@ -124,10 +149,13 @@ func attentionScores(q, k []float32, pos []int32, t, h, nHead, nKVHead, headDim 
 		scores[j] = s
 		maxS = math.Max(maxS, s)
 	}
+	sink := o.sink(h)
+	maxS = math.Max(maxS, sink)
 	for j := first; j <= p; j++ {
 		scores[j] = math.Exp(scores[j] - maxS)
 		sum += scores[j]
 	}
+	sum += math.Exp(sink - maxS) // 0 without a sink
 	return scores, first, sum
 }
 
@@ -267,6 +295,13 @@ func f16Round(v float32) float32 { return gguf.F16ToF32(gguf.F32ToF16(v)) }
 // q rounded to f16, keys taken in order with a running maximum, and the running output kept in
 // f16 (rounded after every rescale and every accumulated value row). k and v hold f16 values.
 func AttentionF16(q, k, v []float32, pos []int32, nHead, nKVHead, headDim int, scale, softCap float32, window int) []float32 {
+	return AttentionF16With(q, k, v, pos, nHead, nKVHead, headDim, AttnOpts{Scale: scale, SoftCap: softCap, Window: window})
+}
+
+// AttentionF16With is AttentionF16 with its options in an AttnOpts. A sink is applied after
+// all the keys, as llama.cpp's flash attention does: to the output back in f32, unrounded.
+func AttentionF16With(q, k, v []float32, pos []int32, nHead, nKVHead, headDim int, o AttnOpts) []float32 {
+	scale, softCap, window := o.Scale, o.SoftCap, o.Window
 	out := make([]float32, len(q))
 	group := nHead / nKVHead
 	stride := nKVHead * headDim
@@ -302,6 +337,20 @@ func AttentionF16(q, k, v []float32, pos []int32, nHead, nKVHead, headDim int, s
 				}
 				for d := range acc {
 					acc[d] = f16Round(v[j*stride+kvo+d]*vs + acc[d])
+				}
+				l = l*ms + vs
+			}
+			if o.Sinks != nil {
+				s := o.Sinks[h]
+				ms, vs := float32(1), float32(1)
+				if s > m {
+					ms = float32(math.Exp(float64(m - s)))
+					m = s
+					for d := range acc {
+						acc[d] *= ms
+					}
+				} else {
+					vs = float32(math.Exp(float64(s - m)))
 				}
 				l = l*ms + vs
 			}
