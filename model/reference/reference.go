@@ -37,11 +37,27 @@
 //	       when attention.sliding_window is given, and rotate with base 10000 and no scaling,
 //	       the others with rope.freq_base and rope.scaling.
 //
+// The Mixtures of Experts put a router and experts (moe.go's MoE, as llama.cpp's
+// build_moe_ffn) in place of the dense FFN; moe_arch.go has each one's settings:
+//
+//	qwen3moe: qwen3's attention; softmax gating, the chosen weights normalised.
+//	qwen2moe: qwen2's attention; softmax gating, weights as they are, plus a shared expert.
+//	llama with llama.expert_count > 0 (Mixtral): softmax gating, weights normalised.
+//	gpt-oss: NeoX RoPE with YaRN; biases on q/k/v/o; attention sinks (AttentionSinks); every
+//	       other layer (il % 2 == 0) slides; post_attention_norm is the FFN's input norm;
+//	       router and expert biases, top-k on the raw logits then softmax over those k,
+//	       swiglu_oai experts.
+//
 // Gemma's RMSNorms multiply by 1 + w; the GGUF converter has added the 1, so its norm weights
 // are used as they are. Its 27B models (46 layers for gemma2, 62 for gemma3) scale scores by
 // 1/sqrt(n_embd / n_head) rather than 1/sqrt(head_dim). Linear RoPE scaling (rope.scaling.factor
 // with rope.scaling.type linear or absent) divides positions by the factor, in every
-// architecture.
+// architecture; YaRN (rope.scaling.type yarn) blends each pair's interpolated and
+// extrapolated angles as ggml's rope_yarn does (ropeYaRN), for any architecture.
+//
+// Forward computes in float32 (accumulating in float64); llamacpp.go follows llama.cpp's CPU
+// rounding instead (float16 cache, flash attention, 8-bit activations), for tests comparing
+// with its recorded outputs on models that amplify every rounding.
 //
 // The encoder bert (see bert.go) is no decoder: Embed, not Forward, runs it, and returns a
 // pooled, normalised embedding.
@@ -58,7 +74,7 @@ import (
 )
 
 // Supported lists the architectures Forward runs (decoders; Embed runs the Encoders).
-var Supported = []string{"llama", "qwen2", "qwen2vl", "qwen3", "phi3", "gemma2", "gemma3"}
+var Supported = []string{"llama", "qwen2", "qwen2vl", "qwen3", "phi3", "gemma2", "gemma3", "qwen3moe", "qwen2moe", "gpt-oss"}
 
 // hparams are the hyperparameters, from the "<arch>.*" metadata keys.
 type hparams struct {
@@ -86,12 +102,30 @@ type hparams struct {
 	swaPattern   int     // layer il slides when il % swaPattern < swaPattern-1
 	ropeBaseSWA  float32 // the sliding layers' RoPE base and position scale
 	ropeScaleSWA float32
+
+	// YaRN (rope.scaling.type yarn): extFactor 1 (0 without YaRN), the dimensions' ramp from
+	// nCtxOrig, betaFast and betaSlow, and attnFactor, which multiplies the rotated values
+	// (times 1 + 0.1 ln(1/scale) under YaRN).
+	extFactor, attnFactor float32
+	nCtxOrig              int
+	betaFast, betaSlow    float32
+
+	// Mixtures of Experts (qwen3moe, qwen2moe, gpt-oss, and llama with expert_count > 0),
+	// zero elsewhere: see moe.go.
+	nExpert  int // expert_count
+	nFFExp   int // each expert's rows
+	nFFShexp int // the shared expert's rows (qwen2moe)
+	routing  Routing
+	act      Activation
 }
+
+// moe says whether the blocks' feed-forward networks are Mixtures of Experts.
+func (hp hparams) moe() bool { return hp.nExpert > 0 }
 
 // layerRoPE is layer il's RoPE base and position scale and its attention window (0: none):
 // Gemma's sliding layers differ from its global ones.
 func (hp hparams) layerRoPE(il int) (base, scale float32, window int) {
-	if hp.window > 0 && il%hp.swaPattern < hp.swaPattern-1 {
+	if hp.window > 0 && (hp.swaPattern == 0 || il%hp.swaPattern < hp.swaPattern-1) { // pattern 0: all slide
 		return hp.ropeBaseSWA, hp.ropeScaleSWA, hp.window
 	}
 	return hp.ropeBase, hp.ropeScale, 0
@@ -101,6 +135,32 @@ func (hp hparams) layerRoPE(il int) (base, scale float32, window int) {
 // and returns the logits of the last token (one per vocabulary entry). Tensors of any type
 // gguf.Dequantize decodes are used as their float32 values.
 func Forward(f *gguf.File, tokens []int32) ([]float32, error) {
+	return forward(f, tokens, options{})
+}
+
+// options change how forward computes, to follow llama.cpp's CPU numerics where tests need
+// to (see llamacpp.go).
+type options struct {
+	// kvF16 rounds keys and values to float16, as llama.cpp's default cache does, and attends
+	// as its CPU flash attention does (attentionFlashF16).
+	kvF16 bool
+	// actQuant rounds every matrix product's input as llama.cpp's CPU does for the weight's
+	// type (to 8-bit blocks for quantized weights: actRound).
+	actQuant bool
+	// trace, when set, sees intermediate values under llama.cpp's names for them (as
+	// llama-eval-callback prints them: attn_norm, Qcur, Kcur, Vcur after RoPE, kqv_out,
+	// ffn_inp, ffn_norm, ffn_out, l_out), layer il's, all tokens' rows.
+	trace func(name string, il int, x []float32)
+}
+
+func (o options) tr(name string, il int, x []float32) {
+	if o.trace != nil {
+		o.trace(name, il, x)
+	}
+}
+
+// forward is Forward with options.
+func forward(f *gguf.File, tokens []int32, o options) ([]float32, error) {
 	hp, err := readHparams(f)
 	if err != nil {
 		return nil, err
@@ -148,29 +208,64 @@ func Forward(f *gguf.File, tokens []int32) ([]float32, error) {
 			return nil, err
 		}
 		// Attention.
+		// mm is linear by block il's tensor, computed as llama.cpp's CPU does under actQuant.
+		mm := func(tensor string, w, b []float32, rows, cols int, x []float32, nTokens int) []float32 {
+			if !o.actQuant {
+				return linear(w, b, rows, cols, x, nTokens)
+			}
+			name, first := storedRows(f, il, tensor, hp)
+			return linearLlamaCpp(f, name, first, w, b, rows, cols, x, nTokens)
+		}
 		h := cpuref.RMSNorm(x, lw.attnNorm, hp.nEmbd, hp.eps)
-		q := linear(lw.wq, lw.bq, qDim, hp.nEmbd, h, n)
-		k := linear(lw.wk, lw.bk, kvDim, hp.nEmbd, h, n)
-		v := linear(lw.wv, lw.bv, kvDim, hp.nEmbd, h, n)
+		o.tr("attn_norm", il, h)
+		q := mm("attn_q.weight", lw.wq, lw.bq, qDim, hp.nEmbd, h, n)
+		k := mm("attn_k.weight", lw.wk, lw.bk, kvDim, hp.nEmbd, h, n)
+		v := mm("attn_v.weight", lw.wv, lw.bv, kvDim, hp.nEmbd, h, n)
 		if lw.qNorm != nil {
 			q = headNorm(q, lw.qNorm, hp.headDim, hp.eps)
 			k = headNorm(k, lw.kNorm, hp.headDim, hp.eps)
 		}
 		base, freqScale, window := hp.layerRoPE(il)
-		rope(q, pos, hp.nHead, hp.headDim, hp.nRot, base, freqScale, hp.neox, ropeFreqs)
-		rope(k, pos, hp.nKVHead, hp.headDim, hp.nRot, base, freqScale, hp.neox, ropeFreqs)
-		att := cpuref.AttentionOpts(q, k, v, pos, hp.nHead, hp.nKVHead, hp.headDim, hp.attnScale, hp.attnSoftCap, window)
-		x = residual(x, linear(lw.wo, lw.bo, hp.nEmbd, qDim, att, n), lw.postAttnNorm, hp)
+		y := hp.yarn(base)
+		ropeYaRN(q, pos, hp.nHead, hp.headDim, hp.nRot, base, freqScale, hp.neox, ropeFreqs, y)
+		ropeYaRN(k, pos, hp.nKVHead, hp.headDim, hp.nRot, base, freqScale, hp.neox, ropeFreqs, y)
+		o.tr("Qcur", il, q)
+		o.tr("Kcur", il, k)
+		o.tr("Vcur", il, v)
+		var att []float32
+		if o.kvF16 {
+			att = attentionFlashF16(q, cpuref.ActF16(k), cpuref.ActF16(v), pos, hp.nHead, hp.nKVHead, hp.headDim, hp.attnScale, hp.attnSoftCap, window, lw.sinks)
+		} else if lw.sinks != nil {
+			att = AttentionSinks(q, k, v, pos, hp.nHead, hp.nKVHead, hp.headDim, hp.attnScale, hp.attnSoftCap, window, lw.sinks)
+		} else {
+			att = cpuref.AttentionOpts(q, k, v, pos, hp.nHead, hp.nKVHead, hp.headDim, hp.attnScale, hp.attnSoftCap, window)
+		}
+		o.tr("kqv_out", il, att)
+		x = residual(x, mm("attn_output.weight", lw.wo, lw.bo, hp.nEmbd, qDim, att, n), lw.postAttnNorm, hp)
+		o.tr("ffn_inp", il, x)
 
 		// Feed-forward.
 		h = cpuref.RMSNorm(x, lw.ffnNorm, hp.nEmbd, hp.eps)
-		gate := cpuref.MatMul(lw.gate, hp.nFF, hp.nEmbd, h, n)
-		up := cpuref.MatMul(lw.up, hp.nFF, hp.nEmbd, h, n)
+		o.tr("ffn_norm", il, h)
+		if lw.moe != nil {
+			if o.actQuant {
+				lw.moe.mm = func(tensor string, first int, w, b []float32, rows, cols int, x []float32) []float32 {
+					return linearLlamaCpp(f, fmt.Sprintf("blk.%d.%s", il, tensor), first, w, b, rows, cols, x, 1)
+				}
+			}
+			out := lw.moe.Forward(h, n)
+			o.tr("ffn_out", il, out)
+			x = cpuref.Add(x, out)
+			o.tr("l_out", il, x)
+			continue
+		}
+		gate := mm("ffn_gate.weight", lw.gate, nil, hp.nFF, hp.nEmbd, h, n)
+		up := mm("ffn_up.weight", lw.up, nil, hp.nFF, hp.nEmbd, h, n)
 		act := cpuref.SiLUMul
 		if hp.gemma {
 			act = cpuref.GELUMul
 		}
-		x = residual(x, cpuref.MatMul(lw.down, hp.nEmbd, hp.nFF, act(gate, up), n), lw.postFFNNorm, hp)
+		x = residual(x, mm("ffn_down.weight", lw.down, nil, hp.nEmbd, hp.nFF, act(gate, up), n), lw.postFFNNorm, hp)
 	}
 
 	outNorm, err := w.tensor("output_norm.weight", hp.nEmbd)
@@ -181,11 +276,17 @@ func Forward(f *gguf.File, tokens []int32) ([]float32, error) {
 	if err != nil {
 		return nil, err
 	}
+	outName := "output.weight"
 	if out == nil {
-		out = embd // tied embeddings
+		out, outName = embd, "token_embd.weight" // tied embeddings
 	}
 	last := cpuref.RMSNorm(x[(n-1)*hp.nEmbd:], outNorm, hp.nEmbd, hp.eps)
-	logits := cpuref.MatMul(out, hp.nVocab, hp.nEmbd, last, 1)
+	var logits []float32
+	if o.actQuant {
+		logits = linearLlamaCpp(f, outName, 0, out, nil, hp.nVocab, hp.nEmbd, last, 1)
+	} else {
+		logits = cpuref.MatMul(out, hp.nVocab, hp.nEmbd, last, 1)
+	}
 	if hp.finalSoftCap > 0 {
 		logits = cpuref.SoftCap(logits, hp.finalSoftCap)
 	}
@@ -215,6 +316,8 @@ type layerWeights struct {
 	gate, up     []float32 // nFF rows of nEmbd
 	down         []float32 // nEmbd rows of nFF
 	postFFNNorm  []float32 // [nEmbd] norm of the feed-forward block's output (gemma), or nil
+	sinks        []float32 // [nHead] attention sinks (gpt-oss), or nil
+	moe          *MoE      // the Mixture of Experts in place of gate, up and down, or nil
 }
 
 // loadLayer reads block il, splitting phi3's fused matrices by rows into llama's.
@@ -257,18 +360,33 @@ func loadLayer(w loader, hp hparams, il int) (layerWeights, error) {
 		opt(&lw.bk, "attn_k.bias", kvDim)
 		opt(&lw.bv, "attn_v.bias", kvDim)
 	}
-	if hp.arch == "qwen3" || hp.arch == "gemma3" {
+	if hp.arch == "qwen3" || hp.arch == "qwen3moe" || hp.arch == "gemma3" {
 		get(&lw.qNorm, "attn_q_norm.weight", hp.headDim)
 		get(&lw.kNorm, "attn_k_norm.weight", hp.headDim)
 	}
 	get(&lw.wo, "attn_output.weight", qDim, hp.nEmbd)
-	opt(&lw.bo, "attn_output.bias", hp.nEmbd)
+	if hp.arch == "gpt-oss" {
+		get(&lw.bo, "attn_output.bias", hp.nEmbd)
+		get(&lw.sinks, "attn_sinks.weight", hp.nHead)
+	} else {
+		opt(&lw.bo, "attn_output.bias", hp.nEmbd)
+	}
 	if hp.gemma { // llama.cpp's LLM_TENSOR_ATTN_POST_NORM and LLM_TENSOR_FFN_POST_NORM
 		get(&lw.postAttnNorm, "post_attention_norm.weight", hp.nEmbd)
 		get(&lw.postFFNNorm, "post_ffw_norm.weight", hp.nEmbd)
 	}
 
-	get(&lw.ffnNorm, "ffn_norm.weight", hp.nEmbd)
+	if hp.arch == "gpt-oss" { // its FFN norm, despite the name (llama.cpp's LLM_TENSOR_ATTN_POST_NORM)
+		get(&lw.ffnNorm, "post_attention_norm.weight", hp.nEmbd)
+	} else {
+		get(&lw.ffnNorm, "ffn_norm.weight", hp.nEmbd)
+	}
+	if hp.moe() {
+		if err == nil {
+			lw.moe, err = loadMoE(w, hp, name)
+		}
+		return lw, err
+	}
 	if _, separate := w.f.Tensor(name("ffn_gate.weight")); separate {
 		get(&lw.gate, "ffn_gate.weight", hp.nEmbd, hp.nFF)
 		get(&lw.up, "ffn_up.weight", hp.nEmbd, hp.nFF)
@@ -310,20 +428,66 @@ func headNorm(x, w []float32, headDim int, eps float32) []float32 {
 // "normal" RoPE and (x[i], x[i + nRot/2]) in GPT-NeoX's. Dimensions from nRot on are left as
 // they are.
 func rope(x []float32, pos []int32, nHeads, headDim, nRot int, base, scale float32, neox bool, factors []float32) {
+	ropeYaRN(x, pos, nHeads, headDim, nRot, base, scale, neox, factors, yarnParams{attnFactor: 1})
+}
+
+// yarnParams are ggml_rope_ext's YaRN arguments: extFactor (0: none), attnFactor and the
+// ramp's pair range lo..hi.
+type yarnParams struct{ ext, attnFactor, lo, hi float32 }
+
+// yarn is the YaRN parameters of the layers rotating with base (the ramp depends on it).
+func (hp hparams) yarn(base float32) yarnParams {
+	y := yarnParams{ext: hp.extFactor, attnFactor: hp.attnFactor}
+	if y.ext != 0 {
+		y.lo, y.hi = yarnCorrDims(hp.nRot, hp.nCtxOrig, base, hp.betaFast, hp.betaSlow)
+	}
+	return y
+}
+
+// yarnCorrDims is ggml_rope_yarn_corr_dims, in float32 as ggml computes it: the pairs whose
+// wavelengths make between betaFast and betaSlow turns over the original context,
+// floor(d(betaFast)) clamped at 0 to ceil(d(betaSlow)) clamped at nRot-1, where
+// d(b) = nRot * ln(nCtxOrig / (2 pi b)) / (2 ln base).
+func yarnCorrDims(nRot, nCtxOrig int, base, betaFast, betaSlow float32) (lo, hi float32) {
+	logf := func(v float32) float32 { return float32(math.Log(float64(v))) }
+	dim := func(beta float32) float32 {
+		return float32(nRot) * logf(float32(nCtxOrig)/(beta*2*float32(math.Pi))) / (2 * logf(base))
+	}
+	lo = max(0, float32(math.Floor(float64(dim(betaFast)))))
+	hi = min(float32(nRot-1), float32(math.Ceil(float64(dim(betaSlow)))))
+	return lo, hi
+}
+
+// ropeYaRN is rope with ggml's YaRN (rope_yarn): pair i's extrapolated angle
+// e = pos * base^(-2i/nRot) (/ factors[i]) and interpolated angle scale*e are blended, with
+// ramp = ext * (1 - clamp((i - lo) / max(0.001, hi - lo), 0, 1)), into
+// theta = scale*e*(1 - ramp) + e*ramp, and cos and sin multiplied by attnFactor, and by
+// 1 + 0.1 ln(1/scale) when ext is not 0. With ext 0 and attnFactor 1 it is plain RoPE.
+func ropeYaRN(x []float32, pos []int32, nHeads, headDim, nRot int, base, scale float32, neox bool, factors []float32, y yarnParams) {
 	half := nRot / 2
+	mscale := y.attnFactor
+	if y.ext != 0 {
+		mscale *= 1 + 0.1*float32(math.Log(float64(1/scale)))
+	}
 	for t, p := range pos {
 		for h := range nHeads {
 			head := x[(t*nHeads+h)*headDim : (t*nHeads+h+1)*headDim]
 			for i := range half {
-				theta := float64(p) * float64(scale) * math.Pow(float64(base), -2*float64(i)/float64(nRot))
+				extrap := float64(p) * math.Pow(float64(base), -2*float64(i)/float64(nRot))
 				if factors != nil {
-					theta /= float64(factors[i])
+					extrap /= float64(factors[i])
+				}
+				theta := float64(scale) * extrap
+				if y.ext != 0 {
+					r := (float64(i) - float64(y.lo)) / math.Max(0.001, float64(y.hi-y.lo))
+					ramp := (1 - math.Min(1, math.Max(0, r))) * float64(y.ext)
+					theta = theta*(1-ramp) + extrap*ramp
 				}
 				a, b := 2*i, 2*i+1
 				if neox {
 					a, b = i, i+half
 				}
-				c, s := math.Cos(theta), math.Sin(theta)
+				c, s := math.Cos(theta)*float64(mscale), math.Sin(theta)*float64(mscale)
 				x0, x1 := float64(head[a]), float64(head[b])
 				head[a] = float32(x0*c - x1*s)
 				head[b] = float32(x0*s + x1*c)
@@ -359,10 +523,17 @@ func readHparams(f *gguf.File) (hparams, error) {
 	for _, r := range []struct {
 		key string
 		dst *int
-	}{{"embedding_length", &hp.nEmbd}, {"block_count", &hp.nLayer}, {"feed_forward_length", &hp.nFF}, {"attention.head_count", &hp.nHead}} {
+	}{{"embedding_length", &hp.nEmbd}, {"block_count", &hp.nLayer}, {"attention.head_count", &hp.nHead}} {
 		if err := required(r.key, r.dst); err != nil {
 			return hparams{}, err
 		}
+	}
+	// The MoE architectures' experts have their own size; their feed_forward_length is
+	// optional, as it is to llama.cpp.
+	if slices.Contains([]string{"qwen3moe", "qwen2moe", "gpt-oss"}, arch) {
+		optional("feed_forward_length", &hp.nFF, 0)
+	} else if err := required("feed_forward_length", &hp.nFF); err != nil {
+		return hparams{}, err
 	}
 	optional("attention.head_count_kv", &hp.nKVHead, hp.nHead)
 	optional("attention.key_length", &hp.headDim, hp.nEmbd/hp.nHead)
@@ -374,25 +545,59 @@ func readHparams(f *gguf.File) (hparams, error) {
 	if v, ok := f.Float(arch + ".attention.layer_norm_rms_epsilon"); ok {
 		hp.eps = float32(v)
 	}
-	hp.ropeScale = 1
 	// llama.cpp reads the factor (or the older rope.scale_linear) whatever the type, which
-	// defaults to linear; type none turns it off, and YaRN and the others are more than a scale.
+	// defaults to linear; type none turns it off (but for gpt-oss's sliding layers), and YaRN
+	// adds its blend and magnitude scale (llama_context's yarn_* settings, from llama.cpp's
+	// defaults: these architectures read no rope.scaling.yarn_* key).
+	factor, ok := f.Float(arch + ".rope.scaling.factor")
+	if !ok {
+		factor, ok = f.Float(arch + ".rope.scale_linear")
+	}
+	trainScale := float32(1)
+	if ok && factor != 0 {
+		trainScale = float32(1 / factor)
+	}
+	hp.ropeScale, hp.attnFactor = trainScale, 1
+	if v, ok := f.Float(arch + ".rope.scaling.attn_factor"); ok {
+		hp.attnFactor = float32(v)
+	}
 	switch typ, _ := f.String(arch + ".rope.scaling.type"); typ {
 	case "", "linear":
-		factor, ok := f.Float(arch + ".rope.scaling.factor")
-		if !ok {
-			factor, ok = f.Float(arch + ".rope.scale_linear")
+	case "yarn":
+		hp.extFactor, hp.betaFast, hp.betaSlow = 1, 32, 1
+		ctx, _ := f.Uint(arch + ".context_length")
+		if v, ok := f.Uint(arch + ".rope.scaling.original_context_length"); ok {
+			ctx = v
 		}
-		if ok && factor != 0 {
-			hp.ropeScale = float32(1 / factor)
+		if ctx == 0 || ctx > 1<<30 {
+			return hparams{}, fmt.Errorf("reference: YaRN needs %s.context_length or rope.scaling.original_context_length", arch)
 		}
+		hp.nCtxOrig = int(ctx)
+		// llama_context sets yarn_attn_factor to get_mscale(factor) / (1 + 0.1 ln factor),
+		// which cancels (up to rounding) the 1 + 0.1 ln factor ggml's rope_yarn multiplies by.
+		fac := 1 / trainScale
+		lnf := float32(math.Log(float64(fac)))
+		mscale := float32(1) // get_mscale(fac, 1)
+		if fac > 1 {
+			mscale = 0.1*lnf + 1
+		}
+		hp.attnFactor *= mscale * (1 / (1 + 0.1*lnf))
 	case "none":
+		hp.ropeScale = 1
 	default:
-		return hparams{}, fmt.Errorf("reference: %s.rope.scaling.type %q not supported (supported: none, linear)", arch, typ)
+		return hparams{}, fmt.Errorf("reference: %s.rope.scaling.type %q not supported (supported: none, linear, yarn)", arch, typ)
 	}
 	hp.attnScale = float32(1 / math.Sqrt(float64(hp.headDim)))
 	if arch == "gemma2" || arch == "gemma3" {
 		readGemma(f, &hp)
+	}
+	if arch == "gpt-oss" {
+		if err := readGPTOSS(f, &hp, trainScale); err != nil {
+			return hparams{}, err
+		}
+	}
+	if err := readMoE(f, &hp); err != nil {
+		return hparams{}, err
 	}
 	if v, ok := f.Uint(arch + ".attention.value_length"); ok && int(v) != hp.headDim {
 		return hparams{}, fmt.Errorf("reference: value_length %d differs from key_length %d", v, hp.headDim)

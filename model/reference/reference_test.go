@@ -661,7 +661,8 @@ func rewrite(t *testing.T, f *gguf.File, drop []string, add ...gguf.KV) *gguf.Fi
 
 // TestRopeScaling checks the RoPE scaling keys as llama.cpp reads them, for any architecture:
 // rope.scaling.factor (or the older rope.scale_linear) divides positions unless the type is
-// none, the type defaults to linear, and other types are refused.
+// none, the type defaults to linear, yarn adds YaRN's blend (TestYaRN), and other types are
+// refused.
 func TestRopeScaling(t *testing.T) {
 	f := synthFile(t, "llama", quantize.MixF32)
 	str := func(k, v string) gguf.KV { return gguf.KV{Key: k, Type: gguf.TypeString, Value: v} }
@@ -681,8 +682,8 @@ func TestRopeScaling(t *testing.T) {
 			t.Errorf("%v: scale %g (%v), want %g", c.kvs, hp.ropeScale, err, c.want)
 		}
 	}
-	if _, err := Forward(rewrite(t, f, nil, str("llama.rope.scaling.type", "yarn"), f32("llama.rope.scaling.factor", 4)), prompt); err == nil || !strings.Contains(err.Error(), `"yarn" not supported`) {
-		t.Errorf("yarn: %v", err)
+	if _, err := Forward(rewrite(t, f, nil, str("llama.rope.scaling.type", "longrope"), f32("llama.rope.scaling.factor", 4)), prompt); err == nil || !strings.Contains(err.Error(), `"longrope" not supported`) {
+		t.Errorf("longrope: %v", err)
 	}
 	plain, err := Forward(f, prompt)
 	if err != nil {
