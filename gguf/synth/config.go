@@ -1,5 +1,5 @@
 // Package synth writes synthetic models (llama, and the qwen2, qwen3, phi3, gemma2 and gemma3
-// variations of it, and the bert encoder):
+// variations of it, the qwen3moe and gpt-oss Mixtures of Experts, and the bert encoder):
 // valid GGUF files of any size and tensor type with seeded random weights and a working
 // SentencePiece vocabulary, so loaders, kernels and benchmarks can run at real model shapes (up
 // to 8B) without downloading a model. The weights are noise, so the text they generate is too.
@@ -60,6 +60,10 @@ type Config struct {
 	// separators (add_eos_token and add_sep_token, EOS as the separator), so llama-server's
 	// rerank prompt is BOS query EOS SEP document EOS. Pooling must be 0 with it.
 	Rank bool
+	// Experts, ExpertsUsed and ExpertFF shape the Mixture of Experts of qwen3moe and gpt-oss
+	// (moe.go): expert_count, expert_used_count and expert_feed_forward_length; 0 means 8,
+	// 2 and FF. Other architectures have none.
+	Experts, ExpertsUsed, ExpertFF int
 	// Seed selects the weights: the same seed gives the same file, byte for byte.
 	Seed uint64
 }
@@ -74,25 +78,44 @@ var presets = map[string]Config{
 	"1b": {Dim: 2048, Layers: 22, Heads: 32, KVHeads: 4, FF: 5632, Vocab: 32000, Ctx: 2048, RopeBase: 10000},
 	// 8b: Llama-3-8B.
 	"8b": {Dim: 4096, Layers: 32, Heads: 32, KVHeads: 8, FF: 14336, Vocab: 128256, Ctx: 8192, RopeBase: 500000},
+	// moe-tiny: a qwen3moe at the tiny preset's width, 8 experts of which 2 run.
+	"moe-tiny": {Arch: "qwen3moe", Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16, FF: 172, Experts: 8, ExpertsUsed: 2, ExpertFF: 96,
+		Vocab: 512, Ctx: 512, RopeBase: 1000000},
+	// moe-128: a qwen3moe with Qwen3-30B-A3B's routing (128 experts, 8 used) at a width a CPU
+	// adapter runs, for comparing its decode with the dense shape of the same active size
+	// (moe-128-dense: 8 x 256 = 2048 active feed-forward rows).
+	"moe-128": {Arch: "qwen3moe", Dim: 512, Layers: 8, Heads: 8, KVHeads: 4, HeadDim: 64, FF: 2048, Experts: 128, ExpertsUsed: 8, ExpertFF: 256,
+		Vocab: 32000, Ctx: 4096, RopeBase: 1000000},
+	"moe-128-dense": {Arch: "qwen3", Dim: 512, Layers: 8, Heads: 8, KVHeads: 4, HeadDim: 64, FF: 2048, Vocab: 32000, Ctx: 4096, RopeBase: 1000000},
+	// qwen3-30b-a3b: Qwen3-30B-A3B (and Qwen3-Coder-30B-A3B).
+	"qwen3-30b-a3b": {Arch: "qwen3moe", Dim: 2048, Layers: 48, Heads: 32, KVHeads: 4, HeadDim: 128, FF: 6144, Experts: 128, ExpertsUsed: 8, ExpertFF: 768,
+		Vocab: 151936, Ctx: 40960, RopeBase: 1000000},
+	// gpt-oss-20b: gpt-oss-20b (its window of 128 on every other layer, YaRN 32 over 4096).
+	"gpt-oss-20b": {Arch: "gpt-oss", Dim: 2880, Layers: 24, Heads: 64, KVHeads: 8, HeadDim: 64, FF: 2880, Experts: 32, ExpertsUsed: 4, ExpertFF: 2880,
+		Vocab: 201088, Ctx: 131072, RopeBase: 150000, SlidingWindow: 128},
 }
 
 // Archs lists the architectures Write can generate.
 func Archs() []string {
-	return []string{"llama", "qwen2", "qwen2vl", "qwen3", "phi3", "gemma2", "gemma3", "bert"}
+	return []string{"llama", "qwen2", "qwen2vl", "qwen3", "qwen3moe", "gpt-oss", "phi3", "gemma2", "gemma3", "bert"}
 }
 
-// Presets lists the preset names, smallest first.
-func Presets() []string { return []string{"tiny", "134m", "1b", "8b"} }
+// Presets lists the preset names, the dense ones smallest first, then the Mixtures of Experts.
+func Presets() []string {
+	return []string{"tiny", "134m", "1b", "8b", "moe-tiny", "moe-128", "moe-128-dense", "qwen3-30b-a3b", "gpt-oss-20b"}
+}
 
-// Preset returns a preset's configuration (llama, F32, seed 1), named "synth-NAME"; set Arch
-// for another architecture.
+// Preset returns a preset's configuration (its architecture, llama for the dense shapes; F32,
+// seed 1), named "synth-NAME"; set Arch for another architecture.
 func Preset(name string) (Config, error) {
 	c, ok := presets[strings.ToLower(name)]
 	if !ok {
 		return Config{}, fmt.Errorf("unknown preset %q (want one of %s)", name, strings.Join(Presets(), ", "))
 	}
 	c.Name = "synth-" + strings.ToLower(name)
-	c.Arch = "llama"
+	if c.Arch == "" {
+		c.Arch = "llama"
+	}
 	c.Mix = quantize.MixF32
 	c.NormEps = 1e-5
 	c.Seed = 1
@@ -130,7 +153,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("synth: head size %d must be even", hd)
 	case rot%2 != 0 || rot <= 0 || rot > hd:
 		return fmt.Errorf("synth: rope dimensions %d must be even, positive and at most the head size %d", rot, hd)
-	case (c.qwen2() || c.arch() == "qwen3" || c.gemma()) && rot != hd:
+	case (c.qwen2() || c.arch() == "qwen3" || c.arch() == "qwen3moe" || c.gemma()) && rot != hd:
 		return fmt.Errorf("synth: %s rotates whole heads: rope dimensions %d must equal the head size %d", c.arch(), rot, hd)
 	case (c.arch() == "phi3" || c.bert()) && hd*c.Heads != c.Dim:
 		return fmt.Errorf("synth: %s needs heads x head size = dim, got %d x %d != %d", c.arch(), c.Heads, hd, c.Dim)
@@ -142,6 +165,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("synth: heads %d is not a multiple of kv-heads %d", c.Heads, c.KVHeads)
 	case c.Vocab < MinVocab:
 		return fmt.Errorf("synth: vocab %d is below the minimum %d (3 special, 256 byte and the \"▁\" tokens)", c.Vocab, MinVocab)
+	case !c.moe() && (c.Experts != 0 || c.ExpertsUsed != 0 || c.ExpertFF != 0):
+		return fmt.Errorf("synth: experts are qwen3moe's and gpt-oss's alone")
+	case c.moe() && (c.Experts < 0 || c.ExpertsUsed < 0 || c.ExpertFF < 0 || c.expertsUsed() > c.experts()):
+		return fmt.Errorf("synth: %d experts of which %d used, of %d rows, do not make a Mixture of Experts", c.experts(), c.expertsUsed(), c.expertFF())
+	case c.arch() == "gpt-oss" && rot != hd:
+		return fmt.Errorf("synth: gpt-oss rotates whole heads: rope dimensions %d must equal the head size %d", rot, hd)
 	case !slices.Contains(quantize.Mixes(), c.Mix):
 		return fmt.Errorf("synth: unsupported type %v", c.Mix)
 	case c.RopeBase <= 0 || c.NormEps <= 0:
@@ -163,7 +192,7 @@ func (c Config) headDim() int {
 	switch {
 	case c.HeadDim > 0:
 		return c.HeadDim
-	case c.arch() == "qwen3":
+	case c.arch() == "qwen3" || c.arch() == "qwen3moe":
 		return 2 * c.Dim / c.Heads
 	}
 	return c.Dim / c.Heads
@@ -218,7 +247,7 @@ func (c Config) ropeScale() float32 {
 	return c.RopeScale
 }
 
-// slidingWindow is Gemma's attention.sliding_window, SlidingWindow or 4.
+// slidingWindow is Gemma's and gpt-oss's attention.sliding_window, SlidingWindow or 4.
 func (c Config) slidingWindow() int {
 	if c.SlidingWindow == 0 {
 		return 4

@@ -45,6 +45,8 @@ func fillOf(arch, name string) (mean, scale float64) {
 		return 1, 0
 	case strings.HasSuffix(name, ".bias"):
 		return 0, spreadScale
+	case strings.HasSuffix(name, "attn_sinks.weight"):
+		return 0, 1 // logits of the order of the scores
 	}
 	return 0, weightScale
 }
@@ -81,26 +83,32 @@ func (c Config) Tensors() []quantize.Tensor {
 		} else {
 			blk("attn_q.weight", d, q)
 			switch arch {
-			case "qwen2", "qwen2vl":
+			case "qwen2", "qwen2vl", "gpt-oss":
 				blk("attn_q.bias", q)
-			case "qwen3", "gemma3":
+			case "qwen3", "qwen3moe", "gemma3":
 				blk("attn_q_norm.weight", hd)
 			}
 			blk("attn_k.weight", d, kv)
 			switch arch {
-			case "qwen2", "qwen2vl":
+			case "qwen2", "qwen2vl", "gpt-oss":
 				blk("attn_k.bias", kv)
-			case "qwen3", "gemma3":
+			case "qwen3", "qwen3moe", "gemma3":
 				blk("attn_k_norm.weight", hd)
 			}
 			blk("attn_v.weight", d, kv)
-			if c.qwen2() {
+			if c.qwen2() || arch == "gpt-oss" {
 				blk("attn_v.bias", kv)
 			}
 		}
 		blk("attn_output.weight", q, d)
 		if c.gemma() {
 			blk("post_attention_norm.weight", d)
+		}
+		if c.moe() {
+			for _, t := range c.moeTensors() {
+				blk(t.name, t.shape...)
+			}
+			continue
 		}
 		blk("ffn_norm.weight", d)
 		if arch == "phi3" {
@@ -171,13 +179,16 @@ func (c Config) KVs() ([]gguf.KV, error) {
 		return c.bertKVs(tokens, scores, types), nil
 	}
 	kvs := c.headerKVs()
-	if a == "qwen3" || c.gemma() || c.headDim() != c.Dim/c.Heads {
+	if a == "qwen3" || c.moe() || c.gemma() || c.headDim() != c.Dim/c.Heads {
 		// As llama.cpp's converters write head_dim: Qwen3 and Gemma always, others when it is
 		// not Dim/Heads.
 		kvs = append(kvs, u32(a+".attention.key_length", c.headDim()), u32(a+".attention.value_length", c.headDim()))
 	}
-	if c.gemma() {
+	if c.gemma() || a == "gpt-oss" {
 		kvs = append(kvs, u32(a+".attention.sliding_window", c.slidingWindow()))
+	}
+	if c.moe() {
+		kvs = append(kvs, c.moeKVs()...)
 	}
 	if a == "gemma2" {
 		attn, final := c.softCaps()
