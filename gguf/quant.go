@@ -9,8 +9,9 @@ import (
 )
 
 // ErrUnsupportedType is wrapped by Dequantize and Quantize errors for tensor types this package
-// cannot convert yet (the IQ, TQ and FP4 families, Q8_1, Q8_K, integer types), so callers can
-// tell "convert the model to another type" apart from damaged input.
+// cannot convert yet (the TQ types, NVFP4, Q1_0, Q2_0, Q8_1, Q8_K, integer types; the IQ types
+// below IQ4 decode but do not encode), so callers can tell "convert the model to another type"
+// apart from damaged input.
 var ErrUnsupportedType = errors.New("not supported yet")
 
 // blockCodec converts whole blocks: decode fills dst (a multiple of the block size) from exactly
@@ -38,6 +39,18 @@ var codecs = []struct {
 	{TypeQ4_K, blockCodec{decodeQ4_K, encodeQ4_K}},
 	{TypeQ5_K, blockCodec{decodeQ5_K, encodeQ5_K}},
 	{TypeQ6_K, blockCodec{decodeQ6_K, encodeQ6_K}},
+	// MXFP4 and the IQ types (quant_iq*.go): IQ4_NL, IQ4_XS and MXFP4 encode too
+	// (quant_iq_encode.go); the lattice types below them need an importance matrix's search.
+	{TypeIQ4_NL, blockCodec{decodeIQ4_NL, encodeIQ4_NL}},
+	{TypeIQ4_XS, blockCodec{decodeIQ4_XS, encodeIQ4_XS}},
+	{TypeMXFP4, blockCodec{decodeMXFP4, encodeMXFP4}},
+	{TypeIQ3_S, blockCodec{decodeIQ3_S, nil}},
+	{TypeIQ3_XXS, blockCodec{decodeIQ3_XXS, nil}},
+	{TypeIQ2_S, blockCodec{decodeIQ2_S, nil}},
+	{TypeIQ2_XS, blockCodec{decodeIQ2_XS, nil}},
+	{TypeIQ2_XXS, blockCodec{decodeIQ2_XXS, nil}},
+	{TypeIQ1_M, blockCodec{decodeIQ1_M, nil}},
+	{TypeIQ1_S, blockCodec{decodeIQ1_S, nil}},
 }
 
 func codecFor(t GGMLType) (blockCodec, bool) {
@@ -63,10 +76,13 @@ func (t GGMLType) CanQuantize() bool {
 	return ok && c.encode != nil
 }
 
+// unsupportedErr names the types that do support op ("dequantize" or "quantize").
 func unsupportedErr(op string, t GGMLType) error {
 	names := make([]string, 0, len(codecs))
 	for _, e := range codecs {
-		names = append(names, e.t.String())
+		if op == "quantize" && e.c.encode != nil || op != "quantize" && e.c.decode != nil {
+			names = append(names, e.t.String())
+		}
 	}
 	return fmt.Errorf("gguf: %s: type %s %w (supported: %s)", op, t, ErrUnsupportedType, strings.Join(names, ", "))
 }
@@ -91,9 +107,9 @@ func Dequantize(t GGMLType, data []byte, dst []float32) error {
 	return nil
 }
 
-// Quantize encodes src as type t exactly as llama.cpp's quantize_row_*_ref does (what
-// llama-quantize uses without an importance matrix), returning the packed bytes. len(src) must
-// be a multiple of t.BlockSize().
+// Quantize encodes src as type t exactly as llama-quantize does without an importance matrix
+// (quantize_row_*_ref; for IQ4_NL and IQ4_XS the search of quantize_iq4_nl and quantize_iq4_xs),
+// returning the packed bytes. len(src) must be a multiple of t.BlockSize().
 func Quantize(t GGMLType, src []float32) ([]byte, error) {
 	c, ok := codecFor(t)
 	if !ok || c.encode == nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -22,7 +23,29 @@ var scaleOffsets = map[GGMLType][]int{
 	TypeQ4_K: {0, 2},
 	TypeQ5_K: {0, 2},
 	TypeQ6_K: {208},
+	// The IQ types (quant_iq*.go) lead with d: every value is d times a small integer, or
+	// (IQ1_S) times one plus or minus 1/8.
+	TypeIQ4_NL:  {0},
+	TypeIQ4_XS:  {0},
+	TypeIQ3_S:   {0},
+	TypeIQ3_XXS: {0},
+	TypeIQ2_S:   {0},
+	TypeIQ2_XS:  {0},
+	TypeIQ2_XXS: {0},
+	TypeIQ1_S:   {0},
 }
+
+// scalesFinite replaces scaleOffsets for the types whose scale is not an f16 at a fixed offset:
+// it reports whether the block's scale leaves every value it decodes to finite.
+var scalesFinite = map[GGMLType]func(block []byte) bool{
+	// IQ1_M's f16 d is spread over the top nibbles of its four scale words (bytes 48-55).
+	TypeIQ1_M: func(b []byte) bool { return isFinite(iq1mScale(b[48:56])) },
+	// MXFP4's E8M0 byte e scales by 2^(e-128) (every value finite, even e = 255), but the
+	// largest levels, ±12 and ±8, overflow float32 above 2^124: e <= 252 keeps them finite.
+	TypeMXFP4: func(b []byte) bool { return b[0] <= 252 },
+}
+
+func isFinite(f float32) bool { return !math.IsInf(float64(f), 0) && !math.IsNaN(float64(f)) }
 
 // fuzzTypes are the types FuzzDequantize picks from: every known type, supported or not, and
 // one unknown id.
@@ -51,8 +74,16 @@ func FuzzDequantize(f *testing.F) {
 		f.Add(uint8(t), int16(1), data)               // a partial block of elements
 		f.Add(uint8(t), int16(0), data[:len(data)-1]) // truncated data
 	}
+	for _, t := range iqTypes { // decode-only types: random blocks with finite scales
+		if !slices.Contains(supportedTypes, t) {
+			data := randomIQBlocks(uint64(t), t, 2)
+			f.Add(uint8(t), int16(0), data)
+			f.Add(uint8(t), int16(0), data[:len(data)-1])
+		}
+	}
 	f.Add(uint8(TypeIQ4_NL), int16(0), make([]byte, 36))
-	f.Add(uint8(TypeQ4_K), int16(0), []byte{0x00, 0x7c, 0x00, 0xfc}) // +Inf d, -Inf dmin, short
+	f.Add(uint8(TypeMXFP4), int16(0), []byte{253, 0xff, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}) // ±Inf values
+	f.Add(uint8(TypeQ4_K), int16(0), []byte{0x00, 0x7c, 0x00, 0xfc})                                     // +Inf d, -Inf dmin, short
 	f.Fuzz(func(t *testing.T, pick uint8, extra int16, data []byte) {
 		if len(data) > 1<<10 { // a few blocks of every type; bigger inputs add nothing
 			return
@@ -122,14 +153,20 @@ func checkBlock(t *testing.T, typ GGMLType, block []byte, got []float32) {
 		}
 	}
 	offs, ok := scaleOffsets[typ]
-	if !ok {
+	finite, special := scalesFinite[typ]
+	switch {
+	case special:
+		if !finite(block) {
+			return // a scale this large may well make non-finite values
+		}
+	case !ok:
 		if typ != TypeF32 && typ != TypeF16 && typ != TypeBF16 {
 			t.Fatalf("%s: no scale offsets listed for a type Dequantize handles", typ)
 		}
 		return
 	}
 	for _, o := range offs {
-		if s := f16At(block[o:]); math.IsInf(float64(s), 0) || math.IsNaN(float64(s)) {
+		if !isFinite(f16At(block[o:])) {
 			return // a non-finite scale may well make non-finite values
 		}
 	}

@@ -28,6 +28,11 @@ var maxRelRMS = map[GGMLType]float64{
 	TypeQ4_K: 0.095,  // 7.13%
 	TypeQ3_K: 0.20,   // 15.1%
 	TypeQ2_K: 0.38,   // 29.6%
+	// Encoded by quantize_iq4_nl, quantize_iq4_xs and quantize_mxfp4's searches (7.7%, 11.5% on
+	// Gaussian rows).
+	TypeIQ4_NL: 0.1,
+	TypeIQ4_XS: 0.1,
+	TypeMXFP4:  0.15,
 }
 
 func openShared(t *testing.T, parts ...string) *File {

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
 
 var supportedTypes = []GGMLType{TypeF32, TypeF16, TypeBF16, TypeQ8_0, TypeQ4_0, TypeQ4_1, TypeQ5_0,
-	TypeQ5_1, TypeQ2_K, TypeQ3_K, TypeQ4_K, TypeQ5_K, TypeQ6_K}
+	TypeQ5_1, TypeQ2_K, TypeQ3_K, TypeQ4_K, TypeQ5_K, TypeQ6_K, TypeIQ4_NL, TypeIQ4_XS, TypeMXFP4}
 
 func gaussian(seed uint64, n int, scale float64) []float32 {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9E3779B97F4A7C15))
@@ -169,22 +170,49 @@ func TestUnsupportedTypes(t *testing.T) {
 			t.Errorf("%s: CanDequantize %v CanQuantize %v", typ, typ.CanDequantize(), typ.CanQuantize())
 		}
 	}
-	for _, typ := range []GGMLType{TypeIQ2_XS, TypeTQ1_0, TypeMXFP4, TypeQ8_K, TypeQ8_1, TypeIQ4_NL, TypeI8, TypeF64, GGMLType(4), GGMLType(1000)} {
+	for _, typ := range iqTypes {
+		if slices.Contains(supportedTypes, typ) {
+			continue
+		}
+		if !typ.CanDequantize() || typ.CanQuantize() {
+			t.Errorf("%s: CanDequantize %v CanQuantize %v, want decode only", typ, typ.CanDequantize(), typ.CanQuantize())
+		}
+		_, err := Quantize(typ, make([]float32, typ.BlockSize()))
+		checkUnsupported(t, typ, "quantize", err)
+	}
+	for _, typ := range []GGMLType{TypeTQ1_0, TypeTQ2_0, TypeNVFP4, TypeQ8_K, TypeQ8_1, TypeI8, TypeF64, GGMLType(4), GGMLType(1000)} {
 		if typ.CanDequantize() || typ.CanQuantize() {
 			t.Errorf("%s: reported as supported", typ)
 		}
 		bs := max(int(typ.BlockSize()), 1)
 		derr := Dequantize(typ, make([]byte, typ.TypeSize()), make([]float32, bs))
 		_, qerr := Quantize(typ, make([]float32, bs))
-		for _, err := range []error{derr, qerr} {
-			if !errors.Is(err, ErrUnsupportedType) {
-				t.Fatalf("%s: %v, want ErrUnsupportedType", typ, err)
-			}
-			msg := err.Error()
-			want := "type " + typ.String() + " not supported yet (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)"
-			if !strings.Contains(msg, want) {
-				t.Errorf("message %q lacks %q", msg, want)
-			}
+		checkUnsupported(t, typ, "dequantize", derr)
+		checkUnsupported(t, typ, "quantize", qerr)
+	}
+}
+
+// checkUnsupported checks err is ErrUnsupportedType naming the type and, after "supported: ",
+// exactly the types that op handles, the always-supported ones first.
+func checkUnsupported(t *testing.T, typ GGMLType, op string, err error) {
+	t.Helper()
+	if !errors.Is(err, ErrUnsupportedType) {
+		t.Fatalf("%s %s: %v, want ErrUnsupportedType", op, typ, err)
+	}
+	msg := err.Error()
+	head := "type " + typ.String() + " not supported yet (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K"
+	i := strings.Index(msg, head)
+	if i < 0 || !strings.HasSuffix(msg, ")") {
+		t.Fatalf("%s message %q lacks %q", op, msg, head)
+	}
+	listed := strings.Split(msg[strings.Index(msg, "(supported: ")+len("(supported: "):len(msg)-1], ", ")
+	for id := GGMLType(0); id < 64; id++ {
+		can := id.CanDequantize()
+		if op == "quantize" {
+			can = id.CanQuantize()
+		}
+		if can != slices.Contains(listed, id.String()) {
+			t.Errorf("%s message %q: %s listed %v, handled %v", op, msg, id, !can, can)
 		}
 	}
 }
