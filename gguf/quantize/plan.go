@@ -303,19 +303,28 @@ func (p *planner) layer(count int, name string) (int, error) {
 	return i, nil
 }
 
-// rules is llama.cpp's llama_tensor_get_type_impl restricted to this package's mixes (no IQ
-// types, no importance matrix).
+// rules is llama.cpp's llama_tensor_get_type_impl restricted to this package's mixes (of the IQ
+// types only IQ4_NL and IQ4_XS; no importance matrix).
 func (p *planner) rules(t Tensor, typ gguf.GGMLType) (gguf.GGMLType, error) {
 	mix, falcon := p.mix, p.m.Arch == "falcon"
 	c := categoryOf(t.Name)
 	switch {
 	case c == catOutput || p.tied && c == catTokenEmbd:
-		if falcon || t.Shape[0]%typ.BlockSize() != 0 {
+		if mix == MixMXFP4_MOE || falcon || t.Shape[0]%typ.BlockSize() != 0 {
 			return gguf.TypeQ8_0, nil
 		}
 		if typ != gguf.TypeQ8_0 {
 			return gguf.TypeQ6_K, nil
 		}
+	case mix == MixMXFP4_MOE:
+		// Expert tensors (3-D: a matrix per expert) get MXFP4, every other matrix Q8_0, before
+		// any of the rules below (so no layer counters advance). bailingmoe3's 3-D MLA
+		// projections are not experts.
+		expert := c == catFFNUp || c == catFFNGate || c == catFFNDown
+		if len(t.Shape) > 2 && t.Shape[2] > 1 && (p.m.Arch != "bailingmoe3" || expert) {
+			return gguf.TypeMXFP4, nil
+		}
+		return gguf.TypeQ8_0, nil
 	case c == catAttnV || c == catAttnQKV || c == catAttnKVB:
 		switch {
 		case mix == MixQ2_K:
@@ -329,6 +338,8 @@ func (p *planner) rules(t Tensor, typ gguf.GGMLType) (gguf.GGMLType, error) {
 				typ = gguf.TypeQ5_K
 			}
 		case mix == MixQ3_K_L:
+			typ = gguf.TypeQ5_K
+		case (mix == MixIQ4_NL || mix == MixIQ4_XS) && p.m.gqa() >= 4:
 			typ = gguf.TypeQ5_K
 		case (mix == MixQ4_K_M || mix == MixQ5_K_M) && useMoreBits(p.iAttnV, p.nAttnV):
 			typ = gguf.TypeQ6_K
@@ -380,6 +391,8 @@ func (p *planner) rules(t Tensor, typ gguf.GGMLType) (gguf.GGMLType, error) {
 			case useMoreBits(i, n):
 				typ = gguf.TypeQ6_K
 			}
+		case (mix == MixIQ4_NL || mix == MixIQ4_XS) && i < n/8: // llama.cpp: only without an imatrix
+			typ = gguf.TypeQ5_K
 		case mix == MixQ5_K_M && useMoreBits(i, n):
 			typ = gguf.TypeQ6_K
 		case mix == MixQ4_K_S && !falcon && i < n/8:
@@ -394,7 +407,7 @@ func (p *planner) rules(t Tensor, typ gguf.GGMLType) (gguf.GGMLType, error) {
 			}
 		case p.m.Experts == 8:
 			switch mix {
-			case MixQ2_K, MixQ3_K_S, MixQ3_K_M, MixQ4_K_S, MixQ4_K_M:
+			case MixQ2_K, MixQ3_K_S, MixQ3_K_M, MixQ4_K_S, MixQ4_K_M, MixIQ4_NL, MixIQ4_XS:
 				typ = gguf.TypeQ5_K
 			}
 		case mix == MixQ2_K:
@@ -419,10 +432,10 @@ func (p *planner) rules(t Tensor, typ gguf.GGMLType) (gguf.GGMLType, error) {
 }
 
 // fallback is llama.cpp's tensor_type_fallback: when the row length is not a multiple of the
-// wanted type's block size, K-quants fall back to a 32-block type of about as many bits, and
-// when 32 does not divide the row either, to F16. Where llama.cpp defines no fallback (the
-// 32-block types themselves) and aborts, this goes to F16 directly, what llama-quantize gives
-// with --tensor-type NAME=f16.
+// wanted type's block size, K-quants fall back to a 32-block type of about as many bits (the
+// 256-block IQ types to IQ4_NL), and when 32 does not divide the row either, to F16. Where
+// llama.cpp defines no fallback (the 32-block types themselves: Q8_0, IQ4_NL, MXFP4, ...) and
+// aborts, this goes to F16 directly, what llama-quantize gives with --tensor-type NAME=f16.
 func fallback(t Tensor, want gguf.GGMLType) (gguf.GGMLType, string) {
 	ncols := t.Shape[0]
 	if ncols%want.BlockSize() == 0 {
@@ -439,6 +452,9 @@ func fallback(t Tensor, want gguf.GGMLType) (gguf.GGMLType, string) {
 		to = gguf.TypeQ5_1
 	case gguf.TypeQ6_K:
 		to = gguf.TypeQ8_0
+	case gguf.TypeIQ4_XS, gguf.TypeIQ3_S, gguf.TypeIQ3_XXS, gguf.TypeIQ2_S, gguf.TypeIQ2_XS,
+		gguf.TypeIQ2_XXS, gguf.TypeIQ1_M, gguf.TypeIQ1_S:
+		to = gguf.TypeIQ4_NL
 	default:
 		note += ", no fallback type defined"
 	}

@@ -215,9 +215,27 @@ func TestParseMix(t *testing.T) {
 	if m, err := ParseMix("15"); err != nil || m != MixQ4_K_M {
 		t.Errorf("ParseMix(15) = %v, %v", m, err)
 	}
-	for _, bad := range []string{"Q4_K_X", "IQ2_XXS", "", "4", "Q8_1"} {
+	for _, bad := range []string{"Q4_K_X", "", "4", "Q8_1"} {
 		if _, err := ParseMix(bad); err == nil || !strings.Contains(err.Error(), "unknown quantization type") {
 			t.Errorf("ParseMix(%q) = %v", bad, err)
+		}
+	}
+	for name, m := range map[string]Mix{"iq4_nl": MixIQ4_NL, "IQ4_XS": MixIQ4_XS, "MXFP4_MOE": MixMXFP4_MOE,
+		"25": MixIQ4_NL, "30": MixIQ4_XS, "38": MixMXFP4_MOE} {
+		if got, err := ParseMix(name); err != nil || got != m {
+			t.Errorf("ParseMix(%q) = %v, %v, want %v", name, got, err, m)
+		}
+	}
+	// llama-quantize's other types are refused by name (or number), saying why and what works.
+	for _, bad := range []string{"IQ2_XXS", "iq2_xs", "IQ2_S", "IQ2_M", "IQ1_S", "IQ1_M", "IQ3_XXS", "IQ3_S", "IQ3_M",
+		"IQ3_XS", "19", "Q2_K_S", "TQ1_0", "COPY"} {
+		_, err := ParseMix(bad)
+		if err == nil || !strings.Contains(err.Error(), "is not supported") ||
+			!strings.Contains(err.Error(), "supported: Q4_0, Q4_1, MXFP4_MOE,") || !strings.Contains(err.Error(), "IQ4_NL, IQ4_XS") {
+			t.Errorf("ParseMix(%q) = %v", bad, err)
+		}
+		if strings.HasPrefix(strings.ToUpper(bad), "IQ") && !strings.Contains(err.Error(), "importance matrix") {
+			t.Errorf("ParseMix(%q) = %v, want the reason", bad, err)
 		}
 	}
 }

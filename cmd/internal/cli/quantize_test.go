@@ -95,8 +95,8 @@ func TestQuantizeErrors(t *testing.T) {
 	// A model with a tensor type that cannot be dequantized.
 	iq := filepath.Join(dir, "iq.gguf")
 	err := gguf.WriteFile(iq, []gguf.KV{{Key: "general.architecture", Type: gguf.TypeString, Value: "llama"}},
-		[]gguf.TensorData{{Name: "blk.0.attn_q.weight", Shape: []uint64{32, 2}, Type: gguf.TypeIQ4_NL,
-			Data: make([]byte, 2*gguf.TypeIQ4_NL.TypeSize())}})
+		[]gguf.TensorData{{Name: "blk.0.attn_q.weight", Shape: []uint64{256, 2}, Type: gguf.TypeTQ2_0,
+			Data: make([]byte, 2*gguf.TypeTQ2_0.TypeSize())}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,9 +111,9 @@ func TestQuantizeErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{f32, out, "Q9_9"}, `unknown quantization type "Q9_9"`},
-		{[]string{f32, out, "IQ2_XXS"}, "unknown quantization type"},
+		{[]string{f32, out, "IQ2_XXS"}, "quantization type IQ2_XXS is not supported"},
 		{[]string{filepath.Join(dir, "missing.gguf"), out, "Q8_0"}, "no such file"},
-		{[]string{iq, out, "Q8_0"}, "tensor blk.0.attn_q.weight has type IQ4_NL, which cannot be converted"},
+		{[]string{iq, out, "Q8_0"}, "tensor blk.0.attn_q.weight has type TQ2_0, which cannot be converted"},
 		{[]string{f32, out}, "want IN.gguf OUT.gguf TYPE, got 2 arguments"},
 		{[]string{f32, out, "Q8_0", "extra"}, "got 4 arguments"},
 	}
