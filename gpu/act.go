@@ -10,9 +10,9 @@ const (
 	ActNone ActQuant = iota // f32 weights: activations as they are
 	ActF16
 	ActBF16
-	ActQ8_0 // blocks of 32 (Q8_0 partner)
+	ActQ8_0 // blocks of 32 (Q8_0 partner, also of IQ4_NL and MXFP4)
 	ActQ8_1 // ActQ8_0 plus per-block sums (Q8_1 partner of Q4_1 and Q5_1)
-	ActQ8_K // blocks of 256 (K-quant partner)
+	ActQ8_K // blocks of 256 (partner of the K-quants and the other IQ types)
 )
 
 // Block is the number of activations that share a scale.
@@ -37,11 +37,11 @@ func ActFor(t WeightType) ActQuant {
 		return ActF16
 	case BF16:
 		return ActBF16
-	case Q8_0, Q4_0, Q5_0:
+	case Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4:
 		return ActQ8_0
 	case Q4_1, Q5_1:
 		return ActQ8_1
-	case Q2_K, Q3_K, Q4_K, Q5_K, Q6_K:
+	case Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, IQ3_S, IQ3_XXS, IQ2_S, IQ2_XS, IQ2_XXS, IQ1_M, IQ1_S:
 		return ActQ8_K
 	}
 	return ActNone

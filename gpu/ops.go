@@ -58,7 +58,8 @@ func (r *Recorder) fail(format string, args ...any) {
 	}
 }
 
-// weightDefines selects a weight type's block decoder (and the K-quant scale unpacker).
+// weightDefines selects a weight type's block decoder (and the K-quant scale unpacker, and
+// for the IQ types with a lookup grid the size of the grid at the end of the weight buffer).
 func weightDefines(t WeightType, extra ...string) []string {
 	defs := []string{t.define()}
 	if t == Q4_K || t == Q5_K {
@@ -66,6 +67,9 @@ func weightDefines(t WeightType, extra ...string) []string {
 	}
 	if t == Q4_K || t == Q5_K || t == Q6_K {
 		defs = append(defs, "HDR") // dequant.inc's block header: Hdr, hdr, sb_params_of
+	}
+	if g := len(gridWords(t)); g > 0 {
+		defs = append(defs, "GRID", fmt.Sprintf("GRID_WORDS=%d", g)) // dequant.inc's grid_at
 	}
 	return append(defs, extra...)
 }

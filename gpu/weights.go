@@ -24,16 +24,27 @@ const (
 	Q4_K
 	Q5_K
 	Q6_K
+	IQ4_NL
+	IQ4_XS
+	MXFP4
+	IQ3_S
+	IQ3_XXS
+	IQ2_S
+	IQ2_XS
+	IQ2_XXS
+	IQ1_M
+	IQ1_S
 	numWeightTypes
 )
 
-// padding says where Pack inserts two bytes to make a ggml block whole u32 words.
+// padding says where Pack inserts zero bytes to make a ggml block whole u32 words.
 type padding uint8
 
 const (
 	padNone      padding = iota
-	padAfterHalf         // after the leading f16 scale, so the quants that follow are aligned
-	padEnd
+	padAfterHalf         // two, after the leading f16 scale, so the fields that follow are aligned
+	padEnd               // two at the end
+	padAfterByte         // three after the leading byte (MXFP4's E8M0 scale): its quants aligned
 )
 
 type weightInfo struct {
@@ -58,6 +69,19 @@ var weightTypes = [numWeightTypes]weightInfo{
 	Q4_K: {"Q4_K", 256, 144, 36, padNone},
 	Q5_K: {"Q5_K", 256, 176, 44, padNone},
 	Q6_K: {"Q6_K", 256, 210, 53, padEnd},
+	// The IQ types and MXFP4 (see dequant.inc.wgsl for each packed layout). IQ4_XS and IQ1_M
+	// are whole words already; the others lead with an f16 d (MXFP4: an E8M0 byte), padded
+	// after it so the quants, signs and scales that follow sit as in ggml, word-aligned.
+	IQ4_NL:  {"IQ4_NL", 32, 18, 5, padAfterHalf},
+	IQ4_XS:  {"IQ4_XS", 256, 136, 34, padNone},
+	MXFP4:   {"MXFP4", 32, 17, 5, padAfterByte},
+	IQ3_S:   {"IQ3_S", 256, 110, 28, padAfterHalf},
+	IQ3_XXS: {"IQ3_XXS", 256, 98, 25, padAfterHalf},
+	IQ2_S:   {"IQ2_S", 256, 82, 21, padAfterHalf},
+	IQ2_XS:  {"IQ2_XS", 256, 74, 19, padAfterHalf},
+	IQ2_XXS: {"IQ2_XXS", 256, 66, 17, padAfterHalf},
+	IQ1_M:   {"IQ1_M", 256, 56, 14, padNone},
+	IQ1_S:   {"IQ1_S", 256, 50, 13, padAfterHalf},
 }
 
 // String is the type's ggml name.
@@ -93,8 +117,24 @@ func WeightTypeNames() []string {
 	return out
 }
 
-// Pack converts rows of ggml blocks to the kernels' layout, padding each block to whole words.
+// Pack converts rows of ggml blocks to the contents of one of the kernels' weight buffers:
+// each block padded to whole words, then, for the IQ types with a lookup grid, the grid
+// (GridBytes of it), which the kernels find at the end of the buffer they are bound to.
+// A buffer holds whole rows and one grid: a weight split into chunks has one in each.
 func Pack(t WeightType, data []byte) ([]byte, error) {
+	blocks, err := packBlocks(t, data)
+	if err != nil {
+		return nil, err
+	}
+	grid := gridWords(t)
+	if len(grid) == 0 {
+		return blocks, nil
+	}
+	return appendGrid(blocks[:len(blocks):len(blocks)], grid), nil
+}
+
+// packBlocks is Pack without the grid: the blocks padded to whole words.
+func packBlocks(t WeightType, data []byte) ([]byte, error) {
 	info := weightTypes[t]
 	if len(data)%info.blockBytes != 0 {
 		return nil, fmt.Errorf("gpu: %d bytes of %s data is not a whole number of %d-byte blocks", len(data), info.name, info.blockBytes)
@@ -107,10 +147,14 @@ func Pack(t WeightType, data []byte) ([]byte, error) {
 	for i := 0; i < n; i++ {
 		src := data[i*info.blockBytes : (i+1)*info.blockBytes]
 		dst := out[i*info.words*4 : (i+1)*info.words*4]
-		if info.pad == padAfterHalf {
+		switch info.pad {
+		case padAfterHalf:
 			copy(dst[:2], src[:2])
 			copy(dst[4:], src[2:])
-		} else {
+		case padAfterByte:
+			dst[0] = src[0]
+			copy(dst[4:], src[1:])
+		default:
 			copy(dst, src)
 		}
 	}
@@ -132,9 +176,14 @@ type Weight struct {
 	Rows   int           // output features (ggml ne1)
 	Cols   int           // row length, input features (ggml ne0); a multiple of the block size
 	Chunks []WeightChunk // in row order, covering all Rows
+	// Experts, when not 0, says the weight holds that many experts' matrices of
+	// Rows/Experts rows each, expert e's from row e·Rows/Experts, every chunk whole experts
+	// (UploadExperts; MatMulID's weight).
+	Experts int
 }
 
-// Bytes is the weight's size on the device.
+// Bytes is the weight's size on the device: its padded blocks and, for the IQ types with a
+// lookup grid, each chunk's copy of the grid (GridBytes, at most 8 KiB a chunk).
 func (w Weight) Bytes() uint64 {
 	var n uint64
 	for _, c := range w.Chunks {
@@ -151,7 +200,8 @@ func (w Weight) Release() {
 }
 
 // UploadWeight packs a rows x cols matrix given as ggml blocks of type t and uploads it,
-// split into chunks of whole rows no larger than d.MaxBinding.
+// split into chunks of whole rows no larger than d.MaxBinding, each with the type's lookup
+// grid after its rows (see Pack).
 func (d *Device) UploadWeight(label string, t WeightType, rows, cols int, data []byte) (Weight, error) {
 	if t >= numWeightTypes {
 		return Weight{}, fmt.Errorf("gpu: weight %q: unknown type %d", label, t)
@@ -164,12 +214,16 @@ func (d *Device) UploadWeight(label string, t WeightType, rows, cols int, data [
 	if len(data) != rows*rowBlocks*info.blockBytes {
 		return Weight{}, fmt.Errorf("gpu: weight %q: %d bytes for %d x %d %s, want %d", label, len(data), rows, cols, info.name, rows*rowBlocks*info.blockBytes)
 	}
-	packed, err := Pack(t, data)
+	packed, err := packBlocks(t, data)
 	if err != nil {
 		return Weight{}, fmt.Errorf("gpu: weight %q: %w", label, err)
 	}
+	grid := gridWords(t)
 	rowBytes := rowBlocks * info.words * 4
-	perChunk := int(d.MaxBinding / uint64(rowBytes))
+	perChunk := 0
+	if room := d.MaxBinding; room > uint64(4*len(grid)) {
+		perChunk = int((room - uint64(4*len(grid))) / uint64(rowBytes))
+	}
 	if perChunk == 0 {
 		return Weight{}, fmt.Errorf("gpu: weight %q: one row of %d bytes exceeds the binding limit %d", label, rowBytes, d.MaxBinding)
 	}
@@ -180,7 +234,7 @@ func (d *Device) UploadWeight(label string, t WeightType, rows, cols int, data [
 		if r0 > 0 || n < rows {
 			name = fmt.Sprintf("%s[%d:%d]", label, r0, r0+n)
 		}
-		buf, err := d.Upload(name, packed[r0*rowBytes:(r0+n)*rowBytes])
+		buf, err := d.uploadRows(name, packed[r0*rowBytes:(r0+n)*rowBytes], grid)
 		if err != nil {
 			w.Release()
 			return Weight{}, err

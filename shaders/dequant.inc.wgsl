@@ -1,14 +1,22 @@
 // Block decoders shared by the weight kernels. The including kernel declares `w: array<u32>`
 // holding the weight in gpu.Pack's layout: ggml's blocks, each padded to whole u32 words
-// (Q4_0, Q5_0, Q8_0: two bytes after the f16 scale; Q3_K, Q6_K: two bytes at the end) so every
-// field is word-aligned. One define T_<TYPE> selects the type and provides:
+// (Q4_0, Q5_0, Q8_0 and the IQ types but IQ4_XS and IQ1_M: two bytes after the f16 scale;
+// MXFP4: three after its scale byte; Q3_K, Q6_K: two bytes at the end) so every field is
+// word-aligned. One define T_<TYPE> selects the type and provides:
 //   BS   elements per block
 //   BW   u32 words per packed block
+//   SB   elements per sub-block: the elements that share one sb_params
+//   sb_params(base, j0): the parameters (scale, and minimum or offset) of the sub-block
+//                 holding element j0, which sb_q4 takes
+//   sb_q4(base, j, sp): elements j..j+3 (j a multiple of 4) of that sub-block
 //   dq4(base, j): elements j..j+3 (j a multiple of 4) of the block starting at word base,
 //                 dequantized exactly as llama.cpp's dequantize_row_* computes them.
 // Types whose blocks hold several sub-blocks (Q4_K, Q5_K, Q6_K; the define HDR) also provide
 // Hdr, hdr(base) and sb_params_of(h, j0): the block's scale words loaded once, then each
 // sub-block's parameters from them, as sb_params(base, j0) gives them.
+// The IQ types IQ2_*, IQ3_* and IQ1_* look their quants up in a grid of points (package
+// gguf/iqgrid) that gpu.Pack appends to every weight buffer: with GRID, grid_at(i) reads word i
+// of it, GRID_WORDS words before the end of w (so no kernel needs a binding for it).
 
 fn f16lo(v: u32) -> f32 {
     return unpack2x16float(v).x;
@@ -417,6 +425,249 @@ fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
     let lo = (bytes4(w[base + qlbyte / 4u]) >> vec4<u32>(4u * (quarter / 2u))) & vec4<u32>(0xFu);
     let hi = (bytes4(w[base + 32u + (32u * n + l) / 4u]) >> vec4<u32>(2u * quarter)) & vec4<u32>(3u);
     return sp.x * (vec4<f32>(lo | (hi << vec4<u32>(4u))) - 32.0);
+}
+#endif
+
+// ---- The IQ types and MXFP4 (gpu.Pack pads them as the comments say; the grids are
+// gpu/iqgrid.go's). Each element is computed in llama.cpp's dequantize_row_* order.
+
+// lut16 looks the nibbles q up in a table of 16 int8 levels packed four a word (t.x holds
+// levels 0-3, lowest byte first): a word picked by selects, the byte by shifts, so no array
+// is indexed dynamically (which naga would copy into every invocation's private memory).
+fn lut16(t: vec4<u32>, q: vec4<u32>) -> vec4<f32> {
+    let odd = (q & vec4<u32>(4u)) != vec4<u32>(0u);
+    let lo = select(vec4<u32>(t.x), vec4<u32>(t.y), odd);
+    let hi = select(vec4<u32>(t.z), vec4<u32>(t.w), odd);
+    let word = select(lo, hi, q >= vec4<u32>(8u));
+    let top = word << ((vec4<u32>(3u) - (q & vec4<u32>(3u))) * 8u); // the byte in the top bits
+    return vec4<f32>(bitcast<vec4<i32>>(top) >> vec4<u32>(24u));
+}
+
+// ggml's kvalues_iq4nl (-127, -104, ..., 113) and kvalues_mxfp4 (0, 1, 2, 3, 4, 6, 8, 12 and
+// their negatives), packed for lut16.
+const IQ4NL_LEVELS = vec4<u32>(0xBFAD9881u, 0xF6EADDCFu, 0x26190D01u, 0x71594535u);
+const MXFP4_LEVELS = vec4<u32>(0x03020100u, 0x0C080604u, 0xFDFEFF00u, 0xF4F8FAFCu);
+
+// ksigns is ggml's ksigns_iq2xs[code]: the 7 sign bits of a code and their parity as the eighth.
+fn ksigns(code: u32) -> u32 {
+    return code | ((countOneBits(code) & 1u) << 7u);
+}
+
+// signed4 negates the elements of v whose bits (0 to 3) of s are set.
+fn signed4(v: vec4<f32>, s: u32) -> vec4<f32> {
+    return select(v, -v, ((vec4<u32>(s) >> vec4<u32>(0u, 1u, 2u, 3u)) & vec4<u32>(1u)) != vec4<u32>(0u));
+}
+
+// grid4 is the four magnitudes of a grid word, one byte each.
+fn grid4(g: u32) -> vec4<f32> {
+    return vec4<f32>(bytes4(g));
+}
+
+#ifdef GRID
+// grid_at is word i of the type's lookup grid, which gpu.Pack puts after the blocks of every
+// weight buffer (GRID_WORDS words: weightDefines).
+fn grid_at(i: u32) -> u32 {
+    return w[arrayLength(&w) - GRID_WORDS + i];
+}
+
+// iq1_grid4 is elements 4 half .. 4 half + 3 of point idx of IQ1_S's grid (-1, 0 or 1; two
+// bits each, plus one, 16 bits a point, two points a word).
+fn iq1_grid4(idx: u32, half: u32) -> vec4<f32> {
+    let b = grid_at(idx / 2u) >> (16u * (idx % 2u) + 8u * half);
+    return vec4<f32>((vec4<u32>(b) >> vec4<u32>(0u, 2u, 4u, 6u)) & vec4<u32>(3u)) - 1.0;
+}
+#endif
+
+// iq2_scale is the 2-bit types' db for a 4-bit scale s: d * (0.5 + s) * 0.25.
+fn iq2_scale(d: f32, s: u32) -> f32 {
+    return d * (0.5 + f32(s)) * 0.25;
+}
+
+#ifdef T_IQ4_NL
+// block_iq4_nl { f16 d; pad; u8 qs[16] }: y = d * kvalues_iq4nl[q]
+const BS: u32 = 32u;
+const BW: u32 = 5u;
+const SB: u32 = 32u;
+fn sb_params(base: u32, j0: u32) -> vec2<f32> {
+    return vec2<f32>(f16lo(w[base]), 0.0);
+}
+fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
+    return sp.x * lut16(IQ4NL_LEVELS, nibbles4(base + 1u, j));
+}
+#endif
+
+#ifdef T_MXFP4
+// block_mxfp4 { u8 e; pad[3]; u8 qs[16] }: y = kvalues_mxfp4[q] * 2^(e - 128) (ggml's
+// ggml_e8m0_to_fp32_half; subnormal for e < 2)
+const BS: u32 = 32u;
+const BW: u32 = 5u;
+const SB: u32 = 32u;
+fn sb_params(base: u32, j0: u32) -> vec2<f32> {
+    let e = w[base] & 0xFFu;
+    return vec2<f32>(bitcast<f32>(select((e - 1u) << 23u, 0x00200000u << e, e < 2u)), 0.0);
+}
+fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
+    return lut16(MXFP4_LEVELS, nibbles4(base + 1u, j)) * sp.x;
+}
+#endif
+
+#ifdef T_IQ4_XS
+// block_iq4_xs { f16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128] } (whole words): per 32
+// elements a 6-bit scale ls (4 low bits in scales_l, 2 high in scales_h) and 16 quant bytes as
+// IQ4_NL's; y = (d * (ls - 32)) * kvalues_iq4nl[q]
+const BS: u32 = 256u;
+const BW: u32 = 34u;
+const SB: u32 = 32u;
+fn sb_params(base: u32, j0: u32) -> vec2<f32> {
+    let ib = j0 / 32u;
+    let h = w[base];
+    let ls = ((w[base + 1u] >> (4u * ib)) & 0xFu) | (((h >> (16u + 2u * ib)) & 3u) << 4u);
+    return vec2<f32>(f16lo(h) * f32(i32(ls) - 32), 0.0);
+}
+fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
+    return sp.x * lut16(IQ4NL_LEVELS, nibbles4(base + 2u + 4u * (j / 32u), j % 32u));
+}
+#endif
+
+#ifdef T_IQ2_XXS
+// block_iq2_xxs { f16 d; pad; per 32 elements two words: 4 grid indices (a byte per 8
+// elements), then four 7-bit sign codes (per 8 elements, ksigns) and a 4-bit scale s in the
+// top bits }: y = (d * (0.5 + s) * 0.25) * grid * sign
+const BS: u32 = 256u;
+const BW: u32 = 17u;
+const SB: u32 = 32u;
+fn sb_params(base: u32, j0: u32) -> vec2<f32> {
+    return vec2<f32>(iq2_scale(f16lo(w[base]), w[base + 2u + 2u * (j0 / 32u)] >> 28u), 0.0);
+}
+fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
+    let q = base + 1u + 2u * (j / 32u);
+    let l = (j % 32u) / 8u;
+    let half = (j / 4u) % 2u;
+    let idx = (w[q] >> (8u * l)) & 0xFFu;
+    let signs = ksigns((w[q + 1u] >> (7u * l)) & 127u) >> (4u * half);
+    return signed4(sp.x * grid4(grid_at(2u * idx + half)), signs);
+}
+#endif
+
+#ifdef T_IQ2_XS
+// block_iq2_xs { f16 d; pad; u16 qs[32]; u8 scales[8] }: per 8 elements a u16 of a 9-bit
+// grid index and a 7-bit sign code (ksigns), per 16 elements a 4-bit scale s;
+// y = (d * (0.5 + s) * 0.25) * grid * sign
+const BS: u32 = 256u;
+const BW: u32 = 19u;
+const SB: u32 = 16u;
+fn sb_params(base: u32, j0: u32) -> vec2<f32> {
+    let s = (w[base + 17u + j0 / 128u] >> (4u * ((j0 / 16u) % 8u))) & 0xFu;
+    return vec2<f32>(iq2_scale(f16lo(w[base]), s), 0.0);
+}
+fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
+    let g = j / 8u;
+    let q = (w[base + 1u + g / 2u] >> (16u * (g % 2u))) & 0xFFFFu;
+    let half = (j / 4u) % 2u;
+    return signed4(sp.x * grid4(grid_at(2u * (q & 511u) + half)), ksigns(q >> 9u) >> (4u * half));
+}
+#endif
+
+#ifdef T_IQ2_S
+// block_iq2_s { f16 d; pad; u8 qs[32]; u8 signs[32]; u8 qh[8]; u8 scales[8] }: per 8
+// elements a 10-bit grid index (a qs byte, 2 bits of qh) and a sign byte, per 16 elements a
+// 4-bit scale s; y = (d * (0.5 + s) * 0.25) * grid * sign
+const BS: u32 = 256u;
+const BW: u32 = 21u;
+const SB: u32 = 16u;
+fn sb_params(base: u32, j0: u32) -> vec2<f32> {
+    let s = (w[base + 19u + j0 / 128u] >> (4u * ((j0 / 16u) % 8u))) & 0xFu;
+    return vec2<f32>(iq2_scale(f16lo(w[base]), s), 0.0);
+}
+fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
+    let g = j / 8u;
+    let half = (j / 4u) % 2u;
+    let high = (byte_at(base + 17u, g / 4u) >> (2u * (g % 4u))) & 3u;
+    let idx = byte_at(base + 1u, g) | (high << 8u);
+    return signed4(sp.x * grid4(grid_at(2u * idx + half)), byte_at(base + 9u, g) >> (4u * half));
+}
+#endif
+
+#ifdef T_IQ3_XXS
+// block_iq3_xxs { f16 d; pad; u8 qs[64]; u32 aux[8] }: per 4 elements an 8-bit grid index,
+// per 32 elements a word of four 7-bit sign codes (per 8 elements, ksigns) and a 4-bit scale
+// s in the top bits; y = (d * (0.5 + s) * 0.5) * grid * sign
+const BS: u32 = 256u;
+const BW: u32 = 25u;
+const SB: u32 = 32u;
+fn sb_params(base: u32, j0: u32) -> vec2<f32> {
+    let s = w[base + 17u + j0 / 32u] >> 28u;
+    return vec2<f32>(f16lo(w[base]) * (0.5 + f32(s)) * 0.5, 0.0);
+}
+fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
+    let g = j / 4u;
+    let code = (w[base + 17u + j / 32u] >> (7u * ((j % 32u) / 8u))) & 127u;
+    return signed4(sp.x * grid4(grid_at(byte_at(base + 1u, g))), ksigns(code) >> (4u * (g % 2u)));
+}
+#endif
+
+#ifdef T_IQ3_S
+// block_iq3_s { f16 d; pad; u8 qs[64]; u8 qh[8]; u8 signs[32]; u8 scales[4] }: per 4
+// elements a 9-bit grid index (a qs byte, a bit of qh), a sign bit per element, per 32
+// elements a 4-bit scale s; y = (d * (1 + 2 s)) * grid * sign
+const BS: u32 = 256u;
+const BW: u32 = 28u;
+const SB: u32 = 32u;
+fn sb_params(base: u32, j0: u32) -> vec2<f32> {
+    let s = (w[base + 27u] >> (4u * (j0 / 32u))) & 0xFu;
+    return vec2<f32>(f16lo(w[base]) * f32(1u + 2u * s), 0.0);
+}
+fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
+    let g = j / 4u;
+    let high = (byte_at(base + 17u, j / 32u) >> (g % 8u)) & 1u;
+    let idx = byte_at(base + 1u, g) | (high << 8u);
+    return signed4(sp.x * grid4(grid_at(idx)), byte_at(base + 19u, g / 2u) >> (4u * (g % 2u)));
+}
+#endif
+
+#ifdef T_IQ1_S
+// block_iq1_s { f16 d; pad; u8 qs[32]; u16 qh[8] }: per 8 elements an 11-bit grid index (a
+// qs byte, 3 bits of qh), per 32 elements a qh: the high index bits, a 3-bit scale s (bits
+// 12-14) and the sign of delta = ±1/8 (bit 15); y = (d * (2 s + 1)) * (grid + delta)
+const BS: u32 = 256u;
+const BW: u32 = 13u;
+const SB: u32 = 32u;
+fn iq1s_qh(base: u32, ib: u32) -> u32 {
+    return (w[base + 9u + ib / 2u] >> (16u * (ib % 2u))) & 0xFFFFu;
+}
+fn sb_params(base: u32, j0: u32) -> vec2<f32> {
+    let qh = iq1s_qh(base, j0 / 32u);
+    return vec2<f32>(f16lo(w[base]) * f32(2u * ((qh >> 12u) & 7u) + 1u), select(0.125, -0.125, qh >= 0x8000u));
+}
+fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
+    let g = j / 8u;
+    let idx = byte_at(base + 1u, g) | (((iq1s_qh(base, g / 4u) >> (3u * (g % 4u))) & 7u) << 8u);
+    return sp.x * (iq1_grid4(idx, (j / 4u) % 2u) + sp.y);
+}
+#endif
+
+#ifdef T_IQ1_M
+// block_iq1_m { u8 qs[32]; u8 qh[16]; u16 scales[4] } (whole words): per 8 elements an
+// 11-bit grid index (a qs byte, 3 bits of a qh nibble) and the sign of delta = ±1/8 (the
+// nibble's top bit), per 16 elements a 3-bit scale s (four a u16, in bits 0-11), d an f16
+// made of the four u16s' top nibbles; y = (d * (2 s + 1)) * (grid + delta)
+const BS: u32 = 256u;
+const BW: u32 = 14u;
+const SB: u32 = 16u;
+fn sb_params(base: u32, j0: u32) -> vec2<f32> {
+    let s0 = w[base + 12u];
+    let s1 = w[base + 13u];
+    let d = f16lo(((s0 >> 12u) & 0xFu) | ((s0 >> 24u) & 0xF0u) | ((s1 >> 4u) & 0xF00u) | ((s1 >> 16u) & 0xF000u));
+    let ib = j0 / 32u;
+    let sc = select(s0, s1, ib >= 4u) >> (16u * ((ib / 2u) % 2u)); // scales[ib / 2]
+    let s = (sc >> (6u * (ib % 2u) + 3u * ((j0 / 16u) % 2u))) & 7u;
+    return vec2<f32>(d * f32(2u * s + 1u), 0.0);
+}
+fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
+    let g = j / 8u;
+    let nib = byte_at(base + 8u, g / 2u) >> (4u * (g % 2u));
+    let idx = byte_at(base, g) | ((nib & 7u) << 8u);
+    return sp.x * (iq1_grid4(idx, (j / 4u) % 2u) + select(0.125, -0.125, (nib & 8u) != 0u));
 }
 #endif
 
