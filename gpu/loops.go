@@ -22,6 +22,11 @@ package gpu
 //	  (2 + head_dim/64) * splits, 772 at 32k keys
 //	avg_pool: s*s (s the pooling kernel, 2 or 4 in today's projectors)
 //	get_rows, rope_kv, kv_shift, copy_within, glu, bias_act, softcap, add: no loops
+//	MoE (moe.go): moe_route (a token an invocation) 2E + kE + 5k, 17.6k at E = MoEMaxExperts
+//	  (512) and k = MoEMaxUsed (32); moe_plan (an expert an invocation) n_assign + tiles/E + 1
+//	  to count, E + n_assign/8 + 1 + n_assign to place (tiles at most n_assign/8 + E), 19k at
+//	  MoEMaxAssignments (16384); moe_combine k; add_id, glu's OAI: no loops; matvec,
+//	  matmul_rows and matmul with ID: as without, plus 8 (matmul_rows' tile lanes)
 //
 // The cooperative attention kernel, left to GPUs, would pass it: keys/64 * (133 + head_dim/2)
 // iterations as llvmpipe counts them (it unrolls the 4-step loops), over 16k keys at head_dim

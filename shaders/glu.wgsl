@@ -5,6 +5,10 @@
 struct Params {
     n: u32,        // FFN width
     n_tokens: u32,
+#ifdef OAI
+    alpha: f32,    // OAI: swiglu_oai's sigmoid slope (gpt-oss: 1.702)
+    limit: f32,    // OAI: its clamp (gpt-oss: 7)
+#endif
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -20,10 +24,18 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let t = i / p.n;
     let c = i % p.n;
     let g = gu[t * 2u * p.n + c];
+#ifdef OAI
+    // ggml's swiglu_oai as its CPU backend computes it: the gate clamped above at limit, the
+    // linear half to +-limit, out = g * sigmoid(alpha * g) * (u + 1).
+    let xg = min(g, p.limit);
+    let a = xg / (1.0 + exp(p.alpha * (-xg)));
+    out[i] = a * (clamp(gu[t * 2u * p.n + p.n + c], -p.limit, p.limit) + 1.0);
+#else
 #ifdef GELU
     let a = 0.5 * g * (1.0 + tanh(0.7978845608028654 * g * (1.0 + 0.044715 * g * g)));
 #else
     let a = g / (1.0 + exp(-g));
 #endif
     out[i] = a * gu[t * 2u * p.n + p.n + c];
+#endif
 }

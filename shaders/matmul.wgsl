@@ -30,12 +30,26 @@ struct Params {
     lora_col: u32,
     lora_width: u32,
     lora_scale: f32,
+#ifdef ID
+    // ID (gpu.MatMulID for batches): as matmul_io.inc's. Grid y slice s takes the tile of
+    // slot s of gpu.MoEGroup's plan (moe), up to 64 assignments of one expert.
+    e0: u32,
+    n_exp: u32,
+    x_per: u32,
+    n_assign: u32,
+    plan_tiles: u32,
+    plan_list: u32,
+    plan_slots: u32,
+#endif
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> w: array<u32>;            // (n, k) packed blocks
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;      // (x_row0 + n_tok, k)
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;      // (y_row0 + n_tok, y_stride)
+#ifdef ID
+@group(0) @binding(4) var<storage, read> moe: array<u32>;          // gpu.MoEGroup's plan
+#endif
 
 //#include dequant.inc
 
@@ -58,6 +72,23 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let flat = lid.y * 16u + lid.x;
     let k4 = p.k / 4u;
     let nb = p.k / BS;
+#ifdef ID
+    // The tile's expert (empty slots, or tiles of another chunk's experts, return at once:
+    // the plan is read-only, so every invocation takes the same branch), its first
+    // assignment in the plan's list and how many it has.
+    let slot = moe[p.plan_slots + wg.y];
+    if (slot == 0xFFFFFFFFu) {
+        return;
+    }
+    let tile = p.plan_tiles + 3u * slot;
+    let ex = moe[tile];
+    if (ex < p.e0 || ex >= p.e0 + p.n_exp) {
+        return;
+    }
+    let w0 = (ex - p.e0) * p.n * nb * BW;
+    let first = p.plan_list + moe[tile + 1u];
+    let cnt = moe[tile + 2u];
+#endif
     // The 4 x 4 block as four vectors (row i, tokens 0..3), not an array: a GPU compiler may
     // keep a dynamically indexed array in local memory.
     var a0 = vec4<f32>(0.0);
@@ -74,13 +105,23 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             let kk = k0 + 4u * lq;
             var wv = vec4<f32>(0.0);
             if (r0 + lr < p.n && kk < p.k) {
+#ifdef ID
+                wv = dq4(w0 + (r0 + lr) * nb * BW + (kk / BS) * BW, kk % BS);
+#else
                 wv = dq4((r0 + lr) * nb * BW + (kk / BS) * BW, kk % BS);
+#endif
             }
             ws[lq * TS + lr] = tile_t(wv);
             var xv = vec4<f32>(0.0);
+#ifdef ID
+            if (lr < cnt && kk < p.k) {
+                xv = x[(p.x_row0 + moe[first + lr] / p.x_per) * k4 + kk / 4u];
+            }
+#else
             if (t0 + lr < p.n_tok && kk < p.k) {
                 xv = x[(p.x_row0 + t0 + lr) * k4 + kk / 4u];
             }
+#endif
             xs[lq * TS + lr] = tile_t(xv);
         }
         workgroupBarrier();
@@ -104,9 +145,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     for (var i = 0u; i < 4u; i++) {
         let r = r0 + lid.x + 16u * i;
         for (var j = 0u; j < 4u; j++) {
+#ifdef ID
+            let t = lid.y + 16u * j;
+            if (r < p.n && t < cnt) {
+                let o = (p.y_row0 + moe[first + t]) * p.y_stride + p.y_col0 + r;
+#else
             let t = t0 + lid.y + 16u * j;
             if (r < p.n && t < p.n_tok) {
                 let o = (p.y_row0 + t) * p.y_stride + p.y_col0 + r;
+#endif
 #ifdef SCALED
                 let v = p.scale * acc[i][j];
 #else

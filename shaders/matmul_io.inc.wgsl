@@ -15,6 +15,17 @@ struct Params {
     lora_col: u32,    // added over y's columns lora_col .. lora_col + lora_width - 1
     lora_width: u32,
     lora_scale: f32,
+#ifdef ID
+    // ID (gpu.MatMulID): rows of y are assignments (token·k + slot), each multiplying the
+    // weight of its chosen expert; the weight holds experts of n rows each.
+    e0: u32,         // the chunk's first expert
+    n_exp: u32,      // experts in the chunk
+    x_per: u32,      // assignments per activation row: k (a token's row feeds its k slots) or 1
+    n_assign: u32,   // assignments
+    plan_tiles: u32, // batches (matmul_rows): word offset of the plan's tile table,
+    plan_list: u32,  // of its assignments grouped by expert
+    plan_slots: u32, // and of its slot table (the tile each grid z slice takes)
+#endif
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -27,6 +38,15 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;      // (y_row0 + n_tok, y_stride)
 #ifdef XSUM
 @group(0) @binding(4) var<storage, read> xs: array<f32>;           // (x_row0 + n_tok, k / 32)
+#endif
+#ifdef ID
+// The experts' routing: the matrix-vector kernels read each assignment's expert (u32, MoERoute's
+// ids), matmul_rows the plan that gpu.MoEGroup made of them (tiles of one expert's assignments).
+#ifdef XSUM
+@group(0) @binding(5) var<storage, read> moe: array<u32>;
+#else
+@group(0) @binding(4) var<storage, read> moe: array<u32>;
+#endif
 #endif
 #ifdef LORA_B
 // A LoRA group's term in the epilogue: lb its B, lt each token's A·x (RMSNormLoRA's).
@@ -43,11 +63,60 @@ struct Params {
 // token and nt to its token count.
 var<private> tok0: u32 = 0u;
 var<private> nt: u32 = 0u;
+#ifdef ID
+
+// ID kernels: each token lane's activation row (lanes past the live ones repeat the last live
+// one's) and output row, and the first word of the lanes' expert's rows in this chunk.
+var<private> lane_x: array<u32, 8>;
+var<private> lane_y: array<u32, 8>;
+var<private> id_w0: u32;
+
+// id_expert sets id_w0 for expert e and reports whether this chunk of the weight holds it.
+fn id_expert(e: u32) -> bool {
+    let inside = e >= p.e0 && e < p.e0 + p.n_exp;
+    id_w0 = select(0u, (e - p.e0) * p.n * (p.k / BS) * BW, inside);
+    return inside;
+}
+
+// id_assign sets up the matrix-vector kernels' one lane for assignment a (a grid z slice),
+// reporting whether this chunk holds its expert.
+fn id_assign(a: u32) -> bool {
+    tok0 = 0u;
+    nt = 1u;
+    lane_x[0] = p.x_row0 + a / p.x_per;
+    lane_y[0] = p.y_row0 + a;
+    return id_expert(moe[a]);
+}
+
+// id_tile sets up matmul_rows' 8 lanes for the tile of grid z slice `slot` of the plan (up to
+// 8 assignments of one expert), reporting whether the slice has a tile (the grid has room for
+// the most a batch can have) whose expert this chunk holds.
+fn id_tile(slot: u32) -> bool {
+    let tile = moe[p.plan_slots + slot];
+    if (tile == 0xFFFFFFFFu) {
+        return false;
+    }
+    let o = p.plan_tiles + 3u * tile;
+    let first = p.plan_list + moe[o + 1u];
+    tok0 = 0u;
+    nt = moe[o + 2u];
+    for (var t = 0u; t < 8u; t++) {
+        let a = moe[first + min(t, nt - 1u)];
+        lane_x[t] = p.x_row0 + a / p.x_per;
+        lane_y[t] = p.y_row0 + a;
+    }
+    return id_expert(moe[o]);
+}
+#endif
 
 // store writes (ADD: adds) v (SCALED: times scale; LORA_B: plus the adapter's term) as token
 // tok0 + t's output for weight row row.
 fn store(t: u32, row: u32, v: f32) {
+#ifdef ID
+    let o = lane_y[t] * p.y_stride + p.y_col0 + row;
+#else
     let o = (p.y_row0 + tok0 + t) * p.y_stride + p.y_col0 + row;
+#endif
 #ifdef SCALED
     var out = p.scale * v;
 #else
@@ -75,7 +144,11 @@ fn store(t: u32, row: u32, v: f32) {
 // xrow is the activation row of token lane t, clamped to the last real token: lanes past the
 // batch read valid memory and their sums are not stored.
 fn xrow(t: u32) -> u32 {
+#ifdef ID
+    return lane_x[t];
+#else
     return p.x_row0 + tok0 + min(t, nt - 1u);
+#endif
 }
 
 // act_at is where activation row row's part for weight block b starts in x (in x's units).

@@ -106,6 +106,20 @@ fn sub(r: Row, j0: u32) -> vec2<f32> {
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
         @builtin(num_workgroups) nwg: vec3<u32>) {
     let row0 = (wg.x + wg.y * nwg.x) * 4u * RWG + li;
+#ifdef ID
+    // gpu.MatMulID for batches: grid z slice s takes the tile in slot s of gpu.MoEGroup's plan,
+    // up to 8 assignments of one expert, whose rows of the weight each invocation reads once
+    // for them (matmul_io.inc's id_tile); empty slots, or tiles of another chunk's experts,
+    // return at once.
+    if (!id_tile(wg.z)) {
+        return;
+    }
+    let nb = p.k / BS;
+    let base0 = id_w0 + min(row0, p.n - 1u) * nb * BW;
+    let base1 = id_w0 + min(row0 + RWG, p.n - 1u) * nb * BW;
+    let base2 = id_w0 + min(row0 + 2u * RWG, p.n - 1u) * nb * BW;
+    let base3 = id_w0 + min(row0 + 3u * RWG, p.n - 1u) * nb * BW;
+#else
     tok0 = wg.z * 8u; // grid z: a slice of 8 tokens each
     nt = min(8u, p.n_tok - tok0);
     let nb = p.k / BS;
@@ -113,6 +127,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let base1 = min(row0 + RWG, p.n - 1u) * nb * BW;
     let base2 = min(row0 + 2u * RWG, p.n - 1u) * nb * BW;
     let base3 = min(row0 + 3u * RWG, p.n - 1u) * nb * BW;
+#endif
     // a<row><quad>: the sums of row r with the quad's 4 tokens.
     var a00 = vec4<f32>(0.0);
     var a01 = vec4<f32>(0.0);

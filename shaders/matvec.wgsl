@@ -84,12 +84,24 @@ fn xload(i: u32) -> vec4<f32> {
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
         @builtin(num_workgroups) nwg: vec3<u32>) {
     let row0 = (wg.x + wg.y * nwg.x) * RWG * R + li;
+#ifdef ID
+    // gpu.MatMulID for few tokens: grid z slice a is assignment a, one lane (LANES 1), its
+    // expert's rows of the weight (matmul_io.inc's id_assign).
+    if (!id_assign(wg.z)) {
+        return;
+    }
+#else
     tok0 = wg.z * LANES;
     nt = min(LANES, p.n_tok - tok0);
+#endif
     let nb = p.k / BS;
     var base0: array<u32, R>;
     for (var r = 0u; r < R; r++) {
+#ifdef ID
+        base0[r] = id_w0 + min(row0 + r * RWG, p.n - 1u) * nb * BW;
+#else
         base0[r] = min(row0 + r * RWG, p.n - 1u) * nb * BW;
+#endif
     }
     var acc = array<array<f32, LANES>, R>();
 #ifdef BLOCK_DOT
@@ -210,9 +222,19 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         @builtin(local_invocation_id) lid: vec3<u32>) {
 #endif
     let row = (wg.x + wg.y * nwg.x) * ROWS + lid.y;
+#ifdef ID
+    // gpu.MatMulID for few tokens (with ONE): grid z slice a is assignment a, its expert's rows
+    // of the weight, its activation row lane_x[0] (matmul_io.inc's id_assign).
+    let live = id_assign(wg.z) && row < p.n;
+#else
     let live = row < p.n; // every invocation reaches the barriers, live or not
+#endif
     let k4 = p.k / 4u;
+#ifdef ID
+    let base0 = id_w0 + row * (p.k / BS) * BW;
+#else
     let base0 = row * (p.k / BS) * BW;
+#endif
     let nt = min(p.n_tok, NT_MAX);
     var acc: array<f32, NT_MAX>;
 #ifdef CHUNK_DOT
@@ -221,7 +243,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     for (var ch = lid.x; live && ch < (p.k / BS) * 8u; ch += WG) {
         let b = ch / 8u;
         for (var t = 0u; t < nt; t++) {
+#ifdef ID
+            xrow_c = (lane_x[0] + t) * k4;
+#else
             xrow_c = (p.x_row0 + t) * k4;
+#endif
             acc[t] += chunk_dot(base0 + b * BW, ch % 8u, b * (BS / 4u));
         }
     }
@@ -240,7 +266,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         let w2 = dq4(base0 + (4u * (c + 2u * WG) / BS) * BW, 4u * (c + 2u * WG) % BS);
         let w3 = dq4(base0 + (4u * (c + 3u * WG) / BS) * BW, 4u * (c + 3u * WG) % BS);
         for (var t = 0u; t < nt; t++) {
+#ifdef ID
+            let xr = (lane_x[0] + t) * k4 + c;
+#else
             let xr = (p.x_row0 + t) * k4 + c;
+#endif
             acc[t] += dot(w0, x[xr]) + dot(w1, x[xr + WG]) + dot(w2, x[xr + 2u * WG]) + dot(w3, x[xr + 3u * WG]);
         }
     }
@@ -256,14 +286,22 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         if (e % BS == 0u) {
             let mn = sp.y;
             for (var t = 0u; t < nt; t++) {
+#ifdef ID
+                acc[t] += mn * xs[(lane_x[0] + t) * (p.k / BS) + e / BS];
+#else
                 acc[t] += mn * xs[(p.x_row0 + t) * (p.k / BS) + e / BS];
+#endif
             }
         }
 #else
         let wv = dq4(base, e % BS);
 #endif
         for (var t = 0u; t < nt; t++) {
+#ifdef ID
+            acc[t] += dot(wv, x[(lane_x[0] + t) * k4 + c]);
+#else
             acc[t] += dot(wv, x[(p.x_row0 + t) * k4 + c]);
+#endif
         }
     }
 #endif
