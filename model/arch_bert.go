@@ -6,6 +6,23 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/gpu"
 )
 
+// bert: BERT-style encoders (embedding and reranking models): post-norm blocks with biases
+// everywhere, a non-gated GELU FFN, learned position and token-type embeddings, attention to
+// the whole sequence (or causal with attention.causal), and a pooled output, as llama.cpp's
+// src/models/bert.cpp.
+func init() {
+	register(&arch{name: "bert", hparams: bertHparams, load: (*Model).loadEncoder})
+}
+
+// bertHparams reads an encoder's keys: its LayerNorm epsilon and causal flag; it has no RoPE.
+func bertHparams(k keys, c *Config) error {
+	c.Encoder, c.NRot = true, 0
+	c.NormEps = 1e-12
+	k.float("attention.layer_norm_epsilon", &c.NormEps)
+	k.bool("attention.causal", &c.Causal)
+	return nil
+}
+
 // encoder holds what BERT adds to the shared layer weights.
 type encoder struct {
 	posEmbd          gpu.Weight  // learned absolute positions (n_ctx_train rows)
@@ -37,7 +54,6 @@ type encoderLayer struct {
 // non-gated GELU FFN, and learned position and token-type embeddings.
 func (m *Model) loadEncoder(l *loader) error {
 	c := m.Config
-	qDim := c.NHead * c.HeadDim
 	e := &encoder{}
 	var err error
 	if m.tokEmbd, err = l.matrix("token_embd.weight", c.NVocab, c.NEmbd); err != nil {
@@ -61,11 +77,7 @@ func (m *Model) loadEncoder(l *loader) error {
 	e.layers = make([]encoderLayer, c.NLayer)
 	for i := range m.layers {
 		ly, el, p := &m.layers[i], &e.layers[i], fmt.Sprintf("blk.%d.", i)
-		if err := m.loadAttention(l, ly, p); err != nil {
-			return err
-		}
-		wo, err := l.matrix(p+"attn_output.weight", c.NEmbd, qDim)
-		if err != nil {
+		if err := loadAttention(l, &m.Config, ly, i); err != nil {
 			return err
 		}
 		up, err := l.matrix(p+"ffn_up.weight", c.NFF, c.NEmbd)
@@ -76,7 +88,7 @@ func (m *Model) loadEncoder(l *loader) error {
 		if err != nil {
 			return err
 		}
-		ly.wo, ly.gateUp, ly.ffnDown = []proj{{w: wo}}, []proj{{w: up}}, []proj{{w: down}}
+		ly.gateUp, ly.ffnDown = []proj{{w: up}}, []proj{{w: down}}
 		for _, v := range []struct {
 			name string
 			n    int

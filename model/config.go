@@ -11,9 +11,11 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/gpu"
 )
 
-// Config holds the hyperparameters of a llama-family model, read from "<arch>.*" keys.
+// Config holds a model's hyperparameters, read from "<arch>.*" keys: the ones every
+// architecture has (readCommon), and each architecture's own (its arch_*.go file's hparams), as
+// llama.cpp's one llama_hparams holds every family's.
 type Config struct {
-	Arch      string   // general.architecture, one of Supported; the prefix of the other keys
+	Arch      string   // general.architecture, one of Architectures(); the prefix of the other keys
 	Name      string   // general.name, "" when the file has none
 	NEmbd     int      // embedding length
 	NLayer    int      // block_count: transformer blocks
@@ -38,6 +40,17 @@ type Config struct {
 	RopeBaseSWA   float32 // RoPE base of sliding-window layers (0: RopeBase)
 	GELU          bool    // GELU-gated FFN instead of SiLU
 
+	// Mixture of experts (NExpert 0: a dense feed-forward in every layer); see block_moe.go.
+	NExpert      int     // expert_count
+	NExpertUsed  int     // expert_used_count: experts each token goes through
+	NFFExpert    int     // expert_feed_forward_length: an expert's hidden size (default NFF)
+	NFFShared    int     // expert_shared_feed_forward_length: the shared expert's (default NFFExpert)
+	ExpertGating Gating  // how router logits become the experts' weights
+	ExpertNorm   bool    // the chosen experts' weights are normalised to sum 1
+	ExpertScale  float32 // expert_weights_scale: multiplies the weights (1: none)
+	// SwiGLUOAI is gpt-oss's clamped SwiGLU (swiglu_oai, alpha 1.702, limit 7) in the experts.
+	SwiGLUOAI bool
+
 	// MRope are Qwen2-VL's M-RoPE sections (rope.dimension_sections): the rotated pairs that
 	// turn by a token's t, h, w and e positions (Batch.MPos); all 0 without M-RoPE.
 	MRope [4]int
@@ -60,34 +73,40 @@ type Config struct {
 	TensorSize uint64
 }
 
-// Supported lists the architectures this build runs.
-var Supported = []string{"bert", "gemma2", "gemma3", "llama", "phi3", "qwen2", "qwen2vl", "qwen3"}
-
-// ReadConfig reads and checks the hyperparameters; errors name the missing or bad key.
+// ReadConfig reads and checks the hyperparameters: the keys every architecture shares, then
+// the file's architecture's own (arch_*.go); errors name the missing or bad key, or list the
+// architectures this build runs.
 func ReadConfig(f *gguf.File) (Config, error) {
-	arch := f.Architecture()
-	if arch == "" {
-		return Config{}, fmt.Errorf("model: general.architecture missing")
+	a, err := lookupArch(f.Architecture())
+	if err != nil {
+		return Config{}, err
 	}
-	supported := false
-	for _, a := range Supported {
-		supported = supported || a == arch
+	c := Config{Arch: a.name}
+	k := keys{f: f, arch: a.name}
+	if err := readCommon(k, &c); err != nil {
+		return Config{}, err
 	}
-	if !supported {
-		return Config{}, fmt.Errorf("model: architecture %q not supported (supported: %s)", arch, strings.Join(Supported, ", "))
+	if a.hparams != nil {
+		if err := a.hparams(k, &c); err != nil {
+			return Config{}, err
+		}
 	}
-	c := Config{Arch: arch, RopeNeoX: arch != "llama", Encoder: arch == "bert"} // llama.cpp's rope type per architecture
+	if err := checkRope(k, &c); err != nil {
+		return Config{}, err
+	}
+	if err := checkExperts(k, &c); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// readCommon reads the keys llama.cpp's load_hparams reads for every architecture, with its
+// defaults.
+func readCommon(k keys, c *Config) error {
+	f, arch := k.f, k.arch
 	c.Name, _ = f.String("general.name")
 	c.ChatTmpl, _ = f.String("tokenizer.chat_template")
 	c.RerankTmpl, _ = f.String("tokenizer.chat_template.rerank")
-	req := func(key string, dst *int) error {
-		v, ok := f.Uint(arch + "." + key)
-		if !ok || v == 0 || v > 1<<24 {
-			return fmt.Errorf("model: metadata %s.%s missing or invalid", arch, key)
-		}
-		*dst = int(v)
-		return nil
-	}
 	for _, r := range []struct {
 		key string
 		dst *int
@@ -95,57 +114,34 @@ func ReadConfig(f *gguf.File) (Config, error) {
 		{"embedding_length", &c.NEmbd},
 		{"block_count", &c.NLayer},
 		{"attention.head_count", &c.NHead},
-		{"feed_forward_length", &c.NFF},
 	} {
-		if err := req(r.key, r.dst); err != nil {
-			return Config{}, err
+		if err := k.required(r.key, r.dst); err != nil {
+			return err
 		}
 	}
+	k.uint("feed_forward_length", &c.NFF)
 	c.NKVHead = c.NHead
-	if v, ok := f.Uint(arch + ".attention.head_count_kv"); ok {
-		c.NKVHead = int(v)
-	}
+	k.uint("attention.head_count_kv", &c.NKVHead)
 	if c.NKVHead == 0 || c.NHead%c.NKVHead != 0 {
-		return Config{}, fmt.Errorf("model: %s.attention.head_count_kv = %d does not divide head_count %d", arch, c.NKVHead, c.NHead)
+		return fmt.Errorf("model: %s.attention.head_count_kv = %d does not divide head_count %d", arch, c.NKVHead, c.NHead)
 	}
 	c.HeadDim = c.NEmbd / c.NHead
-	if v, ok := f.Uint(arch + ".attention.key_length"); ok {
-		c.HeadDim = int(v)
-	}
+	k.uint("attention.key_length", &c.HeadDim)
 	if c.HeadDim == 0 || c.HeadDim%2 != 0 || c.HeadDim > 256 {
-		return Config{}, fmt.Errorf("model: head dimension %d unsupported (must be even and at most 256)", c.HeadDim)
+		return fmt.Errorf("model: head dimension %d unsupported (must be even and at most 256)", c.HeadDim)
 	}
 	c.NRot = c.HeadDim
-	if v, ok := f.Uint(arch + ".rope.dimension_count"); ok {
-		c.NRot = int(v)
-	}
-	if c.Encoder {
-		c.NRot = 0 // learned absolute positions instead of RoPE
-	}
-	if c.NRot > c.HeadDim || c.NRot%2 != 0 {
-		return Config{}, fmt.Errorf("model: %s.rope.dimension_count = %d invalid for head dimension %d", arch, c.NRot, c.HeadDim)
-	}
+	k.uint("rope.dimension_count", &c.NRot)
 	c.RopeBase = 10000
-	if v, ok := f.Float(arch + ".rope.freq_base"); ok {
-		c.RopeBase = float32(v)
-	}
-	if c.Encoder {
-		c.NormEps = 1e-12
-		if v, ok := f.Float(arch + ".attention.layer_norm_epsilon"); ok {
-			c.NormEps = float32(v)
-		}
-		c.Causal, _ = f.Bool(arch + ".attention.causal")
-	}
+	k.float("rope.freq_base", &c.RopeBase)
 	if v, ok := f.Uint(arch + ".pooling_type"); ok {
 		if v > uint64(PoolRank) {
-			return Config{}, fmt.Errorf("model: %s.pooling_type %d not supported (supported: 0 none, 1 mean, 2 cls, 3 last, 4 rank)", arch, v)
+			return fmt.Errorf("model: %s.pooling_type %d not supported (supported: 0 none, 1 mean, 2 cls, 3 last, 4 rank)", arch, v)
 		}
 		c.Pooling = Pooling(v)
 	}
 	c.RMSEps = 1e-5
-	if v, ok := f.Float(arch + ".attention.layer_norm_rms_epsilon"); ok {
-		c.RMSEps = float32(v)
-	}
+	k.float("attention.layer_norm_rms_epsilon", &c.RMSEps)
 	// As llama.cpp: the scaling type defaults to linear, the factor may come from the older
 	// rope.scale_linear key, and only "none" turns a factor off.
 	c.RopeScale = 1
@@ -164,25 +160,18 @@ func ReadConfig(f *gguf.File) (Config, error) {
 			c.YaRN = readYaRN(f, arch, c.NRot, c.RopeBase)
 		}
 	default:
-		return Config{}, fmt.Errorf("model: %s.rope.scaling.type %q not supported yet (supported: none, linear, yarn; Llama 3 scaling through rope_freqs)", arch, t)
+		return fmt.Errorf("model: %s.rope.scaling.type %q not supported yet (supported: none, linear, yarn; Llama 3 scaling through rope_freqs)", arch, t)
 	}
 	for _, name := range []string{"rope_factors_long.weight", "rope_factors_short.weight"} {
 		if _, ok := f.Tensor(name); ok {
-			return Config{}, fmt.Errorf("model: %s: LongRoPE scaling not supported yet", name)
+			return fmt.Errorf("model: %s: LongRoPE scaling not supported yet", name)
 		}
 	}
 	c.AttnScale = float32(1 / math.Sqrt(float64(c.HeadDim)))
-	if arch == "qwen2vl" {
-		if err := readMRope(f, &c); err != nil {
-			return Config{}, err
-		}
-	}
-	if arch == "gemma2" || arch == "gemma3" {
-		readGemma(f, &c)
-	}
 	c.NCtxTrain = 2048
-	if v, ok := f.Uint(arch + ".context_length"); ok && v > 0 {
-		c.NCtxTrain = int(v)
+	k.uint("context_length", &c.NCtxTrain)
+	if c.NCtxTrain <= 0 {
+		c.NCtxTrain = 2048
 	}
 	if toks, ok := f.Strings("tokenizer.ggml.tokens"); ok {
 		c.NVocab = len(toks)
@@ -194,7 +183,19 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	for i := range f.Tensors {
 		c.TensorSize += f.Tensors[i].Size
 	}
-	return c, nil
+	return readExperts(k, c)
+}
+
+// checkRope checks the rotary dimensions once the architecture has had its say (an encoder
+// has none).
+func checkRope(k keys, c *Config) error {
+	if c.NRot > c.HeadDim || c.NRot%2 != 0 {
+		return fmt.Errorf("model: %s.rope.dimension_count = %d invalid for head dimension %d", k.arch, c.NRot, c.HeadDim)
+	}
+	if c.NFF == 0 && c.NExpert == 0 {
+		return fmt.Errorf("model: metadata %s.feed_forward_length missing or invalid", k.arch)
+	}
+	return nil
 }
 
 // Pooling is how a model's per-token outputs become one embedding (llama.cpp's enum
@@ -254,40 +255,6 @@ func readYaRN(f *gguf.File, arch string, nRot int, base float32) gpu.YaRN {
 	return gpu.YaRN{ExtFactor: float32(get("yarn_ext_factor", 1)), AttnFactor: float32(get("yarn_attn_factor", 1)), CorrLo: lo, CorrHi: hi}
 }
 
-// readGemma reads Gemma 2/3 settings, with llama.cpp's defaults where the file is silent.
-func readGemma(f *gguf.File, c *Config) {
-	a := c.Arch
-	c.EmbedScale = float32(math.Sqrt(float64(c.NEmbd)))
-	c.GELU = true
-	// Gemma 2 defaults to a 4096 window; a Gemma 3 file without one has only global layers.
-	if a == "gemma2" {
-		c.SlidingWindow = 4096
-	}
-	if v, ok := f.Uint(a + ".attention.sliding_window"); ok {
-		c.SlidingWindow = int(v)
-	}
-	// The 27B models scale queries by n_embd/n_head instead of the head size.
-	if (a == "gemma2" && c.NLayer == 46) || (a == "gemma3" && c.NLayer == 62) {
-		c.AttnScale = float32(1 / math.Sqrt(float64(c.NEmbd/c.NHead)))
-	}
-	if a == "gemma2" {
-		c.SWAPattern = 2
-		c.AttnSoftCap, c.FinalSoftCap = 50, 30
-		if v, ok := f.Float(a + ".attn_logit_softcapping"); ok {
-			c.AttnSoftCap = float32(v)
-		}
-		if v, ok := f.Float(a + ".final_logit_softcapping"); ok {
-			c.FinalSoftCap = float32(v)
-		}
-		return
-	}
-	c.SWAPattern = 6
-	c.RopeBaseSWA = 10000
-	if v, ok := f.Float(a + ".final_logit_softcapping"); ok {
-		c.FinalSoftCap = float32(v)
-	}
-}
-
 // SlidingLayer says whether layer il attends within the sliding window.
 func (c *Config) SlidingLayer(il int) bool {
 	return c.SWAPattern > 0 && c.SlidingWindow > 0 && il%c.SWAPattern < c.SWAPattern-1
@@ -330,29 +297,6 @@ func guessFileType(f *gguf.File) string {
 		return "(guessed) all F32"
 	}
 	return "(guessed) mostly " + best.String()
-}
-
-// readMRope reads Qwen2-VL's M-RoPE sections (llama.cpp pads them to four; a pair's section
-// is its index modulo their total). The model must rotate whole heads, as llama.cpp asserts
-// (n_rot == head_dim).
-func readMRope(f *gguf.File, c *Config) error {
-	key := c.Arch + ".rope.dimension_sections"
-	v, ok := f.Int32s(key)
-	if !ok || len(v) == 0 || len(v) > 4 {
-		return fmt.Errorf("model: %s missing or not 1 to 4 integers", key)
-	}
-	total := 0
-	for i, n := range v {
-		if n < 0 || n > 1<<16 {
-			return fmt.Errorf("model: %s has a section of %d", key, n)
-		}
-		c.MRope[i] = int(n)
-		total += int(n)
-	}
-	if total == 0 || c.NRot != c.HeadDim {
-		return fmt.Errorf("model: %s %v do not fit %d rotated dimensions of %d-wide heads", key, v, c.NRot, c.HeadDim)
-	}
-	return nil
 }
 
 // MRoped reports whether the model turns by M-RoPE positions (Batch.MPos).

@@ -37,8 +37,10 @@ func (m *Model) AdapterBytes() uint64 {
 func (m *Model) ScratchBytes() uint64 {
 	s := &m.scratch
 	var n uint64
-	for _, b := range []*gpu.Buffer{s.x, s.xn, s.qkv, s.attn, s.gu, s.ffn, s.xq, s.xsums, s.tmp, s.logits, s.ids,
-		s.pos, s.outRows, s.keyEnds, s.attnState, s.attnPos, s.mpos, s.loraT, m.draft.out, m.draft.plan, m.cand.out, m.cand.part} {
+	for _, b := range s.buffers(m.Config.NExpert > 0) {
+		n += bufSize(*b)
+	}
+	for _, b := range []*gpu.Buffer{s.attnPos, s.mpos, s.loraT, m.draft.out, m.draft.plan, m.cand.out, m.cand.part} {
 		n += bufSize(b)
 	}
 	return n

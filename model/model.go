@@ -8,20 +8,8 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/model/tokenizer"
 )
 
-// layer holds one transformer block's weights on the device.
-type layer struct {
-	attnNorm, ffnNorm *gpu.Buffer
-	qkv               []proj      // into rows of [q | k | v]
-	qkvBias           *gpu.Buffer // Qwen2: bias of the q, k and v projections, or nil
-	qNorm, kNorm      *gpu.Buffer // Qwen3, Gemma 3: per-head RMSNorm weights of q and k, or nil
-	postAttn, postFFN *gpu.Buffer // Gemma: RMSNorm weights applied to the block outputs, or nil
-	wo                []proj
-	gateUp            []proj // into rows of [gate | up]
-	ffnDown           []proj
-}
-
-// Model is a loaded model of a llama-like architecture (llama, qwen2, qwen3, phi3, gemma2,
-// gemma3): weights on the GPU plus the tokenizer.
+// Model is a loaded model of any registered architecture (Architectures): weights on the GPU
+// plus the tokenizer.
 type Model struct {
 	Config    Config               // hyperparameters read from the file's metadata
 	Tokenizer *tokenizer.Tokenizer // built from the file's tokenizer.ggml.* vocabulary
@@ -72,6 +60,21 @@ type scratch struct {
 	// attnState carries attention's running softmax between the chunks of a long key range
 	// on CPU adapters (gpu.AttnParams.State); a single float elsewhere.
 	attnState *gpu.Buffer
+	// A Mixture of Experts' buffers (nil for dense models): the router's logits, each
+	// token's chosen experts and their weights, the assignments' (token and slot) fused
+	// gate|up rows, activations and outputs, and the grouping of assignments by expert.
+	moeLogits, moeIDs, moeWeights, moeGU, moeAct, moeOut, moePlan *gpu.Buffer
+}
+
+// buffers lists the scratch buffers in scratchSizes' order, the MoE ones only for a model
+// with experts.
+func (s *scratch) buffers(moe bool) []**gpu.Buffer {
+	b := []**gpu.Buffer{&s.x, &s.xn, &s.qkv, &s.attn, &s.gu, &s.ffn, &s.xq, &s.tmp, &s.xsums, &s.logits,
+		&s.ids, &s.pos, &s.outRows, &s.keyEnds, &s.attnState}
+	if moe {
+		b = append(b, &s.moeLogits, &s.moeIDs, &s.moeWeights, &s.moeGU, &s.moeAct, &s.moeOut, &s.moePlan)
+	}
+	return b
 }
 
 // Options tune loading.
@@ -128,12 +131,13 @@ func Load(dev *gpu.Device, f *gguf.File, opts Options) (*Model, error) {
 	return m, nil
 }
 
+// loadWeights loads the architecture's tensors: the decoders' embeddings, output norm and
+// matrix, then each block's through the architecture's layer loader.
 func (m *Model) loadWeights(l *loader) error {
-	c := m.Config
-	if c.Encoder {
-		return m.loadEncoder(l)
+	c, a := &m.Config, m.archFor()
+	if a.load != nil {
+		return a.load(m, l)
 	}
-	qDim := c.NHead * c.HeadDim
 	var err error
 	if m.tokEmbd, err = l.matrix("token_embd.weight", c.NVocab, c.NEmbd); err != nil {
 		return err
@@ -141,13 +145,13 @@ func (m *Model) loadWeights(l *loader) error {
 	if m.outputNorm, err = l.vector("output_norm.weight", c.NEmbd); err != nil {
 		return err
 	}
-	if _, ok := l.f.Tensor("rope_freqs.weight"); ok {
+	if l.hasTensor("rope_freqs.weight") {
 		if m.ropeFreqs, err = l.vector("rope_freqs.weight", c.NRot/2); err != nil {
 			return err
 		}
 	}
 	out := m.tokEmbd // tied embeddings unless the file has its own output matrix
-	if _, ok := l.f.Tensor("output.weight"); ok {
+	if l.hasTensor("output.weight") {
 		if out, err = l.matrix("output.weight", c.NVocab, c.NEmbd); err != nil {
 			return err
 		}
@@ -155,80 +159,7 @@ func (m *Model) loadWeights(l *loader) error {
 	m.output = []proj{{w: out}}
 	m.layers = make([]layer, c.NLayer)
 	for i := range m.layers {
-		ly := &m.layers[i]
-		p := fmt.Sprintf("blk.%d.", i)
-		for _, v := range []struct {
-			name string
-			n    int
-			dst  **gpu.Buffer
-		}{{"attn_norm", c.NEmbd, &ly.attnNorm}, {"ffn_norm", c.NEmbd, &ly.ffnNorm}} {
-			if *v.dst, err = l.vector(p+v.name+".weight", v.n); err != nil {
-				return err
-			}
-		}
-		if err := m.loadAttention(l, ly, p); err != nil {
-			return err
-		}
-		if _, ok := l.f.Tensor(p + "ffn_gate.weight"); ok {
-			ly.gateUp, err = l.fused([]string{p + "ffn_gate.weight", p + "ffn_up.weight"}, []int{c.NFF, c.NFF}, c.NEmbd)
-		} else { // Phi-3: one matrix for gate and up
-			var w gpu.Weight
-			w, err = l.matrix(p+"ffn_up.weight", 2*c.NFF, c.NEmbd)
-			ly.gateUp = []proj{{w: w}}
-		}
-		if err != nil {
-			return err
-		}
-		wo, err := l.matrix(p+"attn_output.weight", c.NEmbd, qDim)
-		if err != nil {
-			return err
-		}
-		down, err := l.matrix(p+"ffn_down.weight", c.NEmbd, c.NFF)
-		if err != nil {
-			return err
-		}
-		ly.wo, ly.ffnDown = []proj{{w: wo}}, []proj{{w: down}}
-		if c.Arch == "gemma2" || c.Arch == "gemma3" {
-			if ly.postAttn, err = l.vector(p+"post_attention_norm.weight", c.NEmbd); err != nil {
-				return err
-			}
-			if ly.postFFN, err = l.vector(p+"post_ffw_norm.weight", c.NEmbd); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// loadAttention loads a layer's q, k, v projections (separate or Phi-3's fused attn_qkv) and
-// their optional biases (Qwen2) and per-head norms (Qwen3).
-func (m *Model) loadAttention(l *loader, ly *layer, p string) error {
-	c := m.Config
-	qDim, kvDim := c.NHead*c.HeadDim, c.NKVHead*c.HeadDim
-	var err error
-	if _, ok := l.f.Tensor(p + "attn_qkv.weight"); ok {
-		var w gpu.Weight
-		w, err = l.matrix(p+"attn_qkv.weight", qDim+2*kvDim, c.NEmbd)
-		ly.qkv = []proj{{w: w}}
-	} else {
-		ly.qkv, err = l.fused([]string{p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, []int{qDim, kvDim, kvDim}, c.NEmbd)
-	}
-	if err != nil {
-		return err
-	}
-	if _, ok := l.f.Tensor(p + "attn_q.bias"); ok {
-		if ly.qkvBias, err = l.concatVectors([]string{p + "attn_q.bias", p + "attn_k.bias", p + "attn_v.bias"}, []int{qDim, kvDim, kvDim}); err != nil {
-			return err
-		}
-	}
-	if _, ok := l.f.Tensor(p + "attn_q_norm.weight"); ok {
-		if ly.qkvBias != nil {
-			return fmt.Errorf("model: %sattn_q_norm with q/k/v biases is not supported", p)
-		}
-		if ly.qNorm, err = l.vector(p+"attn_q_norm.weight", c.HeadDim); err != nil {
-			return err
-		}
-		if ly.kNorm, err = l.vector(p+"attn_k_norm.weight", c.HeadDim); err != nil {
+		if err := a.layer(l, c, &m.layers[i], i); err != nil {
 			return err
 		}
 	}
@@ -236,9 +167,7 @@ func (m *Model) loadAttention(l *loader, ly *layer, p string) error {
 }
 
 func (m *Model) allocScratch() error {
-	s := &m.scratch
-	dst := []**gpu.Buffer{&s.x, &s.xn, &s.qkv, &s.attn, &s.gu, &s.ffn, &s.xq, &s.tmp, &s.xsums, &s.logits,
-		&s.ids, &s.pos, &s.outRows, &s.keyEnds, &s.attnState}
+	dst := m.scratch.buffers(m.Config.NExpert > 0)
 	for i, sz := range scratchSizes(m.Config, m.maxBatch, m.maxOutputs, m.dev.BarrierFree) {
 		var err error
 		if *dst[i], err = m.dev.NewBuffer(sz.name, uint64(sz.n)*4); err != nil {
@@ -257,18 +186,31 @@ type scratchSize struct {
 // scratchSizes are the forward pass's activation buffers for batches of t tokens and outputs
 // rows of logits, in allocScratch's order; Footprint sums them before anything is loaded.
 func scratchSizes(c Config, t, outputs int, barrierFree bool) []scratchSize {
-	wide := max(c.NEmbd, c.NHead*c.HeadDim, c.NFF)
+	ff := c.NFF
+	if c.NExpert > 0 {
+		ff = 1 // the dense FFN's buffers go unused
+	}
+	// act holds rounded activations: any layer input, or the experts' inputs to their down
+	// projections (a row per assignment).
+	act := t * max(c.NEmbd, c.NHead*c.HeadDim, ff, c.NExpertUsed*c.NFFExpert)
 	attnState := 1
 	if barrierFree { // room for a full batch on CPU adapters, where long attention runs in chunks
 		attnState = gpu.AttentionStateSize(t, c.NHead, c.HeadDim)
 	}
-	return []scratchSize{
+	sizes := []scratchSize{
 		{"x", t * c.NEmbd}, {"xn", t * c.NEmbd}, {"qkv", t * (c.NHead + 2*c.NKVHead) * c.HeadDim},
-		{"attn", t * c.NHead * c.HeadDim}, {"gate_up", t * 2 * c.NFF}, {"ffn", t * c.NFF},
-		{"act", t * wide}, {"block_out", t * c.NEmbd}, {"act_sums", t * wide / 32},
+		{"attn", t * c.NHead * c.HeadDim}, {"gate_up", t * 2 * ff}, {"ffn", t * ff},
+		{"act", act}, {"block_out", t * c.NEmbd}, {"act_sums", act / 32},
 		{"logits", outputs * c.NVocab}, {"ids", t}, {"pos", 2 * t}, {"out_rows", outputs},
 		{"key_ends", 2 * t}, {"attn_state", attnState},
 	}
+	if c.NExpert == 0 {
+		return sizes
+	}
+	na := t * c.NExpertUsed // assignments: a token's slots
+	return append(sizes, scratchSize{"moe_logits", t * c.NExpert}, scratchSize{"moe_ids", na}, scratchSize{"moe_weights", na},
+		scratchSize{"moe_gate_up", na * 2 * c.NFFExpert}, scratchSize{"moe_act", na * c.NFFExpert}, scratchSize{"moe_out", na * c.NEmbd},
+		scratchSize{"moe_plan", gpu.MoEPlanSize(na, c.NExpert)})
 }
 
 // Device is the GPU device the model's weights and passes live on.
@@ -282,10 +224,12 @@ func (m *Model) Close() {
 	for _, w := range m.weights {
 		w.Release()
 	}
-	s := &m.scratch
-	for _, b := range []*gpu.Buffer{s.x, s.xn, s.qkv, s.attn, s.gu, s.ffn, s.xq, s.xsums, s.tmp, s.logits, s.ids, s.pos, s.outRows, s.keyEnds, s.attnState} {
-		b.Release()
+	for _, b := range m.scratch.buffers(m.Config.NExpert > 0) {
+		if *b != nil {
+			(*b).Release()
+		}
 	}
+	s := &m.scratch
 	for _, b := range []*gpu.Buffer{s.attnPos, s.mpos, s.loraT} { // made on demand
 		if b != nil {
 			b.Release()
@@ -457,7 +401,8 @@ func (m *Model) record(r *gpu.Recorder, kv *KVCache, n, seqs, maxKeys, pageBits 
 
 // recordLayers records the decoder's layers over n tokens of seqs sequences whose inputs are
 // in the scratch buffers, addressing the cache with pageBits (Batch.PageBits); attention
-// takes each row's limit from attnPos (the positions, or Batch.AttnEnds in their place).
+// takes each row's limit from attnPos (the positions, or Batch.AttnEnds in their place). Each
+// block is the architecture's (arch.block).
 func (m *Model) recordLayers(r *gpu.Recorder, kv *KVCache, n, seqs, maxKeys, pageBits int, attnPos *gpu.Buffer) {
 	c, s := m.Config, &m.scratch
 	embScale := c.EmbedScale
@@ -466,27 +411,10 @@ func (m *Model) recordLayers(r *gpu.Recorder, kv *KVCache, n, seqs, maxKeys, pag
 	}
 	r.GetRowsScaled(m.tokEmbd, s.ids, s.x, n, embScale)
 	m.pending = nil
-	qkvW := m.qkvWidth()
+	p := &pass{r: r, kv: kv, n: n, seqs: seqs, maxKeys: maxKeys, pageBits: pageBits, attnPos: attnPos}
+	block := m.archFor().block
 	for i := range m.layers {
-		ly := &m.layers[i]
-		m.normProject(r, ly.attnNorm, ly.qkv, m.layerLora[i].qkv, n, s.qkv, qkvW)
-		if ly.qNorm != nil {
-			r.HeadNorm(s.qkv, ly.qNorm, ly.kNorm, n, c.NHead, c.NKVHead, c.HeadDim, c.RMSEps)
-		}
-		rope, ap := m.layerAttention(i)
-		rope.PageBits, ap.PageBits = pageBits, pageBits
-		ap.MaxKeys, ap.Sequences, ap.State = maxKeys, seqs, s.attnState
-		r.RoPEKV(s.qkv, s.pos, kv.k[i], kv.v[i], ly.qkvBias, m.kvF16, n, c.NHead, c.NKVHead, c.HeadDim, rope)
-		if kv.part != nil && n == 1 && maxKeys >= splitAttentionFrom {
-			r.AttentionSplit(s.qkv, kv.k[i], kv.v[i], s.pos, kv.part, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, maxKeys, ap)
-		} else {
-			r.Attention(s.qkv, kv.k[i], kv.v[i], attnPos, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, ap)
-		}
-		m.recordProbe(r, kv, i, n, attnPos, ap) // Batch.Probe's layer only
-		m.residual(r, ly.wo, m.layerLora[i].wo, s.attn, c.NHead*c.HeadDim, ly.postAttn, n)
-		m.normProject(r, ly.ffnNorm, ly.gateUp, m.layerLora[i].gateUp, n, s.gu, 2*c.NFF)
-		r.GLU(s.gu, s.ffn, c.NFF, n, c.GELU)
-		m.residual(r, ly.ffnDown, m.layerLora[i].down, s.ffn, c.NFF, ly.postFFN, n)
+		block(m, p, i)
 	}
 	m.flushLora(r, n)
 }
@@ -508,24 +436,6 @@ func (m *Model) recordLogits(r *gpu.Recorder, n int, logits []int) {
 	if c.FinalSoftCap > 0 {
 		r.SoftCap(s.logits, k*c.NVocab, c.FinalSoftCap)
 	}
-}
-
-// layerAttention is layer il's RoPE and attention settings: Gemma's sliding-window layers
-// use their own RoPE base, unscaled positions and the window.
-func (m *Model) layerAttention(il int) (gpu.Rope, gpu.AttnParams) {
-	c := m.Config
-	rope := gpu.Rope{NRot: c.NRot, FreqBase: c.RopeBase, FreqScale: c.RopeScale, NeoX: c.RopeNeoX, Factors: m.ropeFreqs, YaRN: c.YaRN}
-	if c.MRoped() {
-		rope.MPos, rope.Sections = m.scratch.mpos, c.MRope
-	}
-	ap := gpu.AttnParams{Scale: c.AttnScale, SoftCap: c.AttnSoftCap}
-	if c.SlidingLayer(il) {
-		ap.Window = c.SlidingWindow
-		if c.RopeBaseSWA > 0 {
-			rope.FreqBase, rope.FreqScale, rope.YaRN = c.RopeBaseSWA, 1, gpu.YaRN{}
-		}
-	}
-	return rope, ap
 }
 
 // residual adds a block's output projection (of x, k wide) and its adapters' terms to the

@@ -12,7 +12,7 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/gguf/synth"
 )
 
-const genModelSynopsis = "wgpu-llama gen-model [--preset NAME] [--arch ARCH] [--rank] [--type TYPE] [--dim N --layers N --heads N --kv-heads N --ff N --vocab N --ctx N] [--seed S] --out FILE\n" +
+const genModelSynopsis = "wgpu-llama gen-model [--preset NAME] [--arch ARCH] [--rank] [--type TYPE] [--dim N --layers N --heads N --kv-heads N --ff N --vocab N --ctx N] [--experts N --experts-used N --expert-ff N] [--seed S] --out FILE\n" +
 	"       wgpu-llama gen-model --projector TYPE [--proj-dim N --image-size N --patch-size N --scale-factor N --longest-edge N --dim N --layers N --heads N --ff N] [--seed S] --out FILE"
 
 // runGenModel implements `wgpu-llama gen-model`: a llama (or qwen2, qwen3, phi3, gemma, bert)
@@ -24,6 +24,7 @@ func runGenModel(args []string, stdout, stderr io.Writer) error {
 	var (
 		preset, arch, typ, out, name                string
 		dim, layers, heads, kvHeads, ff, vocab, ctx int
+		experts, expertsUsed, expertFF              int
 		seed                                        uint64
 		ropeBase, normEps                           float64
 		verbose, rank                               bool
@@ -31,7 +32,7 @@ func runGenModel(args []string, stdout, stderr io.Writer) error {
 		projDim, imageSize, patchSize, scale, edge  int
 	)
 	stringVar(fs, &preset, "tiny", "shape preset: "+strings.Join(synth.Presets(), ", ")+"; the flags below override its fields", "preset")
-	stringVar(fs, &arch, "llama", "architecture: "+strings.Join(synth.Archs(), ", "), "arch")
+	stringVar(fs, &arch, "llama", "architecture: "+strings.Join(synth.Archs(), ", ")+" (default: the preset's, llama for the dense ones)", "arch")
 	stringVar(fs, &typ, "F32", "tensor type or llama-quantize mix (F32, F16, BF16, Q8_0, Q4_K_M, ...)", "type")
 	stringVar(fs, &out, "", "output GGUF file", "o", "out")
 	stringVar(fs, &name, "", "general.name (default synth-PRESET)", "name")
@@ -42,6 +43,9 @@ func runGenModel(args []string, stdout, stderr io.Writer) error {
 	intVar(fs, &ff, 0, "feed-forward length", "ff")
 	intVar(fs, &vocab, 0, "vocabulary size", "vocab")
 	intVar(fs, &ctx, 0, "context length", "ctx")
+	intVar(fs, &experts, 0, "qwen3moe, gpt-oss: experts per block (default 8)", "experts")
+	intVar(fs, &expertsUsed, 0, "qwen3moe, gpt-oss: experts each token runs (default 2)", "experts-used")
+	intVar(fs, &expertFF, 0, "qwen3moe, gpt-oss: an expert's feed-forward length (default --ff)", "expert-ff")
 	fs.Uint64Var(&seed, "seed", 1, "random seed (the same seed gives the same file)")
 	floatVar(fs, &ropeBase, 0, "rope.freq_base", "rope-base")
 	floatVar(fs, &normEps, 0, "RMS norm epsilon", "norm-eps")
@@ -94,7 +98,8 @@ func runGenModel(args []string, stdout, stderr io.Writer) error {
 		dst  *int
 		v    int
 	}{{"dim", &cfg.Dim, dim}, {"layers", &cfg.Layers, layers}, {"heads", &cfg.Heads, heads},
-		{"kv-heads", &cfg.KVHeads, kvHeads}, {"ff", &cfg.FF, ff}, {"vocab", &cfg.Vocab, vocab}, {"ctx", &cfg.Ctx, ctx}} {
+		{"kv-heads", &cfg.KVHeads, kvHeads}, {"ff", &cfg.FF, ff}, {"vocab", &cfg.Vocab, vocab}, {"ctx", &cfg.Ctx, ctx},
+		{"experts", &cfg.Experts, experts}, {"experts-used", &cfg.ExpertsUsed, expertsUsed}, {"expert-ff", &cfg.ExpertFF, expertFF}} {
 		if set[o.flag] {
 			*o.dst = o.v
 		}
@@ -109,7 +114,12 @@ func runGenModel(args []string, stdout, stderr io.Writer) error {
 		cfg.Name = name
 	}
 	cfg.Seed = seed
-	cfg.Arch = arch
+	if set["arch"] {
+		cfg.Arch = arch
+		if arch != "qwen3moe" && arch != "gpt-oss" && !set["experts"] && !set["experts-used"] && !set["expert-ff"] {
+			cfg.Experts, cfg.ExpertsUsed, cfg.ExpertFF = 0, 0, 0 // a dense architecture over a MoE preset's shape
+		}
+	}
 	cfg.Rank = rank
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("gen-model: %w", err)
@@ -117,7 +127,8 @@ func runGenModel(args []string, stdout, stderr io.Writer) error {
 
 	logger := newLogger(stderr, verbose)
 	logger.Info("generating", "out", out, "arch", cfg.Arch, "type", cfg.Mix, "dim", cfg.Dim, "layers", cfg.Layers, "heads", cfg.Heads,
-		"kv_heads", cfg.KVHeads, "ff", cfg.FF, "vocab", cfg.Vocab, "ctx", cfg.Ctx, "seed", cfg.Seed)
+		"kv_heads", cfg.KVHeads, "ff", cfg.FF, "experts", cfg.Experts, "experts_used", cfg.ExpertsUsed, "expert_ff", cfg.ExpertFF,
+		"vocab", cfg.Vocab, "ctx", cfg.Ctx, "seed", cfg.Seed)
 	start := time.Now()
 	last := start
 	progress := func(p quantize.Progress) {

@@ -138,7 +138,7 @@ func TestGenModelErrors(t *testing.T) {
 		{[]string{"--type", "Q9", "--out", out}, "unknown quantization type"},
 		{[]string{"--preset", "tiny"}, "--out FILE is required"},
 		{[]string{"--heads", "3", "--out", out}, "not a multiple of heads"},
-		{[]string{"--arch", "gpt2", "--out", out}, `architecture "gpt2" not supported (supported: llama, qwen2, qwen2vl, qwen3, phi3, gemma2, gemma3, bert)`},
+		{[]string{"--arch", "gpt2", "--out", out}, `architecture "gpt2" not supported (supported: llama, qwen2, qwen2vl, qwen3, qwen3moe, gpt-oss, phi3, gemma2, gemma3, bert)`},
 		{[]string{"--vocab", "100", "--out", out}, "below the minimum"},
 		{[]string{"--rank", "--out", out}, "a rank head is bert's alone"},
 		{[]string{"--type", "Q4_K", "--out", filepath.Join(out, "no", "dir")}, "no such file"},
@@ -182,5 +182,35 @@ func TestGenModelProjector(t *testing.T) {
 	var stderr bytes.Buffer
 	if err := run(context.Background(), []string{"gen-model", "--projector", "qformer", "--out", filepath.Join(t.TempDir(), "x.gguf")}, &bytes.Buffer{}, &stderr); err == nil || !strings.Contains(err.Error(), `projector type "qformer" not supported`) {
 		t.Errorf("an unknown projector: %v", err)
+	}
+}
+
+// TestGenModelMoE writes Mixtures of Experts: a preset keeps its architecture, --arch and the
+// expert flags override it, and the expert keys say what was asked.
+func TestGenModelMoE(t *testing.T) {
+	for _, c := range []struct {
+		args           []string
+		arch           string
+		experts, used  uint64
+		expertFF, dims uint64
+	}{
+		{[]string{"--preset", "moe-tiny"}, "qwen3moe", 8, 2, 96, 64},
+		{[]string{"--preset", "moe-tiny", "--arch", "gpt-oss", "--experts", "6", "--experts-used", "3", "--expert-ff", "32"}, "gpt-oss", 6, 3, 32, 64},
+	} {
+		f, err := gguf.Open(genModel(t, c.args...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		a := f.Architecture()
+		n, _ := f.Uint(a + ".expert_count")
+		used, _ := f.Uint(a + ".expert_used_count")
+		ff, _ := f.Uint(a + ".expert_feed_forward_length")
+		if a != c.arch || n != c.experts || used != c.used || ff != c.expertFF {
+			t.Errorf("%q: %s with %d experts, %d used, of %d", c.args, a, n, used, ff)
+		}
+		if ti, ok := f.Tensor("blk.1.ffn_down_exps.weight"); !ok || len(ti.Shape) != 3 || ti.Shape[1] != c.dims || ti.Shape[2] != c.experts {
+			t.Errorf("%q: ffn_down_exps %v", c.args, ti)
+		}
 	}
 }

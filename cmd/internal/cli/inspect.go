@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/wgpu-llama/wgpu-llama/gguf"
+	"github.com/wgpu-llama/wgpu-llama/model"
 )
 
 const (
@@ -66,6 +67,9 @@ func writeInspect(w io.Writer, path string, f *gguf.File, tensors bool) {
 	fmt.Fprintf(w, "metadata:    %d keys\n", len(f.KV))
 	fmt.Fprintf(w, "data offset: 0x%x (%d)\n", f.DataOffset, f.DataOffset)
 	fmt.Fprintf(w, "file size:   %d bytes (%s)\n", f.FileSize, humanBytes(f.FileSize))
+	if line := modelLine(f); line != "" {
+		fmt.Fprintf(w, "model:       %s\n", line)
+	}
 
 	fmt.Fprintf(w, "\nmetadata:\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -96,6 +100,24 @@ func writeInspect(w io.Writer, path string, f *gguf.File, tensors bool) {
 	}
 	fmt.Fprintf(w, "\ntotal: %d tensors, %d parameters, %d bytes (%s)\n",
 		len(f.Tensors), params, size, humanBytes(size))
+}
+
+// modelLine says what the model registry makes of the file: its architecture's shape, or why
+// it does not run here (an architecture not among model.Architectures, a bad key). Adapters and
+// projectors, which are not models of their own, get none.
+func modelLine(f *gguf.File) string {
+	if t, _ := f.String("general.type"); t == "adapter" || t == "mmproj" || f.Architecture() == "clip" {
+		return ""
+	}
+	c, err := model.ReadConfig(f)
+	if err != nil {
+		return "does not run here: " + strings.TrimPrefix(err.Error(), "model: ")
+	}
+	line := fmt.Sprintf("%s, %d layers, n_embd %d, %d heads (%d KV) of %d", c.Arch, c.NLayer, c.NEmbd, c.NHead, c.NKVHead, c.HeadDim)
+	if c.NExpert > 0 {
+		return line + fmt.Sprintf(", %d experts (%d used) of %d", c.NExpert, c.NExpertUsed, c.NFFExpert)
+	}
+	return line + fmt.Sprintf(", n_ff %d", c.NFF)
 }
 
 func arrayHeader(a gguf.Array) string {

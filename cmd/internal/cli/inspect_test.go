@@ -88,6 +88,8 @@ func TestInspectSynthetic(t *testing.T) {
 		"[2, 3]",
 		"F32",
 		"total: 1 tensors, 6 parameters, 24 bytes (24 B)",
+		// The model registry's word on the file: the list comes from it.
+		`model:       does not run here: architecture "tiny" not supported (supported: bert, gemma2, gemma3, gpt-oss, llama, phi3, qwen2, qwen2vl, qwen3, qwen3moe)`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -225,5 +227,21 @@ func TestFormatHelpers(t *testing.T) {
 	}
 	if got := formatValue(float32(0.1)); got != "0.1" {
 		t.Errorf("float32 = %q", got)
+	}
+}
+
+// TestInspectModelLine checks the registry's line for a dense and a Mixture-of-Experts file.
+func TestInspectModelLine(t *testing.T) {
+	for file, want := range map[string]string{
+		"stories260K.gguf":      "model:       llama, 5 layers, n_embd 64, 8 heads (4 KV) of 8, n_ff 172\n",
+		"moe/qwen3moe-F32.gguf": "model:       qwen3moe, 4 layers, n_embd 128, 4 heads (2 KV) of 32, 8 experts (2 used) of 64\n",
+	} {
+		out, _, err := inspect(t, shareddata.Path(t, "models", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, want) {
+			t.Errorf("%s: output lacks %q:\n%s", file, want, out[:min(len(out), 600)])
+		}
 	}
 }

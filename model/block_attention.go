@@ -1,0 +1,146 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/wgpu-llama/wgpu-llama/gpu"
+)
+
+// The self-attention building block of the decoders: the q, k, v projections (separate or
+// fused), their optional biases and per-head norms, RoPE with the cache write, attention over
+// the cache, and the output projection into the residual stream.
+
+// layer holds one block's weights on the device; which of them a block has depends on its
+// architecture.
+type layer struct {
+	attnNorm, ffnNorm *gpu.Buffer
+	qkv               []proj      // into rows of [q | k | v]
+	qkvBias           *gpu.Buffer // q, k and v projections' biases (Qwen2, gpt-oss), or nil
+	qNorm, kNorm      *gpu.Buffer // per-head RMSNorm weights of q and k (Qwen3, Gemma 3), or nil
+	postAttn, postFFN *gpu.Buffer // RMSNorm weights applied to the block outputs (Gemma), or nil
+	wo                []proj
+	woBias            *gpu.Buffer // the output projection's bias (gpt-oss), or nil
+	sinks             *gpu.Buffer // attention sinks, one logit per head (gpt-oss), or nil
+	gateUp            []proj      // into rows of [gate | up]; a dense feed-forward's
+	ffnDown           []proj
+	moe               *moeLayer // the experts, for a Mixture-of-Experts block; else nil
+}
+
+// loadAttention loads block il's attention: its input norm, q, k, v projections (separate or
+// Phi-3's fused attn_qkv), their optional biases (Qwen2, gpt-oss) and per-head norms (Qwen3),
+// and the output projection with its optional bias.
+func loadAttention(l *loader, c *Config, ly *layer, il int) error {
+	p := blk(il)
+	qDim, kvDim := c.NHead*c.HeadDim, c.NKVHead*c.HeadDim
+	var err error
+	if !c.Encoder {
+		if ly.attnNorm, err = l.vector(p+"attn_norm.weight", c.NEmbd); err != nil {
+			return err
+		}
+	}
+	if l.hasTensor(p + "attn_qkv.weight") {
+		var w gpu.Weight
+		w, err = l.matrix(p+"attn_qkv.weight", qDim+2*kvDim, c.NEmbd)
+		ly.qkv = []proj{{w: w}}
+	} else {
+		ly.qkv, err = l.fused([]string{p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, []int{qDim, kvDim, kvDim}, c.NEmbd)
+	}
+	if err != nil {
+		return err
+	}
+	if l.hasTensor(p + "attn_q.bias") {
+		if ly.qkvBias, err = l.concatVectors([]string{p + "attn_q.bias", p + "attn_k.bias", p + "attn_v.bias"}, []int{qDim, kvDim, kvDim}); err != nil {
+			return err
+		}
+	}
+	if l.hasTensor(p + "attn_q_norm.weight") {
+		if ly.qkvBias != nil {
+			return fmt.Errorf("model: %sattn_q_norm with q/k/v biases is not supported", p)
+		}
+		if ly.qNorm, err = l.vector(p+"attn_q_norm.weight", c.HeadDim); err != nil {
+			return err
+		}
+		if ly.kNorm, err = l.vector(p+"attn_k_norm.weight", c.HeadDim); err != nil {
+			return err
+		}
+	}
+	wo, err := l.matrix(p+"attn_output.weight", c.NEmbd, qDim)
+	if err != nil {
+		return err
+	}
+	ly.wo = []proj{{w: wo}}
+	if !c.Encoder && l.hasTensor(p+"attn_output.bias") {
+		if ly.woBias, err = l.vector(p+"attn_output.bias", c.NEmbd); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// blk is the name prefix of block il's tensors.
+func blk(il int) string { return fmt.Sprintf("blk.%d.", il) }
+
+// layerAttention is layer il's RoPE and attention settings: sliding-window layers see the
+// window, and Gemma's use their own RoPE base and unscaled positions.
+func (m *Model) layerAttention(il int) (gpu.Rope, gpu.AttnParams) {
+	c := m.Config
+	rope := gpu.Rope{NRot: c.NRot, FreqBase: c.RopeBase, FreqScale: c.RopeScale, NeoX: c.RopeNeoX, Factors: m.ropeFreqs, YaRN: c.YaRN}
+	if c.MRoped() {
+		rope.MPos, rope.Sections = m.scratch.mpos, c.MRope
+	}
+	ap := gpu.AttnParams{Scale: c.AttnScale, SoftCap: c.AttnSoftCap}
+	if il < len(m.layers) {
+		ap.Sinks = m.layers[il].sinks
+	}
+	if c.SlidingLayer(il) {
+		ap.Window = c.SlidingWindow
+		if c.RopeBaseSWA > 0 {
+			rope.FreqBase, rope.FreqScale, rope.YaRN = c.RopeBaseSWA, 1, gpu.YaRN{}
+		}
+	}
+	return rope, ap
+}
+
+// attentionBlock records block il's attention: norm, projections, per-head norms, RoPE and the
+// cache write, attention, and the output projection added to the residual stream (through
+// Gemma's post-norm when the block has one).
+func (m *Model) attentionBlock(p *pass, il int) {
+	c, s, r, n, kv := m.Config, &m.scratch, p.r, p.n, p.kv
+	ly := &m.layers[il]
+	qkvW := m.qkvWidth()
+	m.normProject(r, ly.attnNorm, ly.qkv, m.layerLora[il].qkv, n, s.qkv, qkvW)
+	if ly.qNorm != nil {
+		r.HeadNorm(s.qkv, ly.qNorm, ly.kNorm, n, c.NHead, c.NKVHead, c.HeadDim, c.RMSEps)
+	}
+	rope, ap := m.layerAttention(il)
+	rope.PageBits, ap.PageBits = p.pageBits, p.pageBits
+	ap.MaxKeys, ap.Sequences, ap.State = p.maxKeys, p.seqs, s.attnState
+	r.RoPEKV(s.qkv, s.pos, kv.k[il], kv.v[il], ly.qkvBias, m.kvF16, n, c.NHead, c.NKVHead, c.HeadDim, rope)
+	if kv.part != nil && n == 1 && p.maxKeys >= splitAttentionFrom {
+		r.AttentionSplit(s.qkv, kv.k[il], kv.v[il], s.pos, kv.part, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, p.maxKeys, ap)
+	} else {
+		r.Attention(s.qkv, kv.k[il], kv.v[il], p.attnPos, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, ap)
+	}
+	m.recordProbe(r, kv, il, n, p.attnPos, ap) // Batch.Probe's layer only
+	m.residualBias(r, ly.wo, m.layerLora[il].wo, s.attn, c.NHead*c.HeadDim, ly.woBias, ly.postAttn, n)
+}
+
+// residualBias is residual with the projection's bias, when it has one, added before the
+// residual stream (llama.cpp's order: (W·x + b) + residual).
+func (m *Model) residualBias(r *gpu.Recorder, ps []proj, terms []loraTerm, x *gpu.Buffer, k int, bias, postNorm *gpu.Buffer, n int) {
+	if bias == nil {
+		m.residual(r, ps, terms, x, k, postNorm, n)
+		return
+	}
+	c, s := m.Config, &m.scratch
+	m.flushLora(r, n) // the stream must hold every earlier term before it is added to
+	m.project(r, ps, x, 0, n, k, s.tmp, c.NEmbd, false)
+	m.addLora(r, terms, x, 0, n, k, s.tmp, c.NEmbd)
+	r.BiasAct(s.tmp, bias, c.NEmbd, n, false)
+	if postNorm != nil {
+		r.RMSNorm(s.tmp, postNorm, s.xn, c.NEmbd, n, c.RMSEps)
+		r.Add(s.x, s.xn, n*c.NEmbd)
+		return
+	}
+	r.Add(s.x, s.tmp, n*c.NEmbd)
+}
