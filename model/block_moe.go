@@ -30,6 +30,15 @@ type moeLayer struct {
 	// Per-expert biases (gpt-oss): gate and up concatenated per expert ([gate | up], 2 NFFExpert
 	// values an expert) and down (NEmbd an expert); nil without.
 	gateUpBias, downBias *gpu.Buffer
+	// shared is the shared expert every token runs (qwen2moe), or nil.
+	shared *sharedExpert
+}
+
+// sharedExpert is a dense gated FFN (NFFShared wide) beside the routed experts, its output
+// scaled by sigmoid(gate · x) (ffn_gate_inp_shexp) before it joins theirs.
+type sharedExpert struct {
+	gate         []proj // one row of NEmbd
+	gateUp, down []proj
 }
 
 // readExperts reads the expert counts every architecture shares (llama.cpp's load_hparams):
@@ -103,6 +112,11 @@ func loadMoE(l *loader, c *Config, il int) (*moeLayer, error) {
 	if e.down, err = l.experts(p+"ffn_down_exps.weight", c.NExpert, c.NEmbd, ff); err != nil {
 		return nil, err
 	}
+	if l.hasTensor(p + "ffn_gate_inp_shexp.weight") {
+		if e.shared, err = loadShared(l, c, p); err != nil {
+			return nil, err
+		}
+	}
 	if l.hasTensor(p + "ffn_gate_exps.bias") {
 		if e.gateUpBias, err = l.expertBiases(p+"ffn_gate_exps.bias", p+"ffn_up_exps.bias", c.NExpert, ff); err != nil {
 			return nil, err
@@ -112,6 +126,28 @@ func loadMoE(l *loader, c *Config, il int) (*moeLayer, error) {
 		}
 	}
 	return e, nil
+}
+
+// loadShared loads a block's shared expert: its sigmoid gate and its dense gated FFN.
+func loadShared(l *loader, c *Config, p string) (*sharedExpert, error) {
+	if c.NFFShared == 0 {
+		return nil, fmt.Errorf("model: tensor %q: a shared expert, but no %s.expert_shared_feed_forward_length", p+"ffn_gate_inp_shexp.weight", c.Arch)
+	}
+	sh := &sharedExpert{}
+	gate, err := l.matrix(p+"ffn_gate_inp_shexp.weight", 1, c.NEmbd)
+	if err != nil {
+		return nil, err
+	}
+	sh.gate = []proj{{w: gate}}
+	if sh.gateUp, err = l.fused([]string{p + "ffn_gate_shexp.weight", p + "ffn_up_shexp.weight"}, []int{c.NFFShared, c.NFFShared}, c.NEmbd); err != nil {
+		return nil, err
+	}
+	down, err := l.matrix(p+"ffn_down_shexp.weight", c.NEmbd, c.NFFShared)
+	if err != nil {
+		return nil, err
+	}
+	sh.down = []proj{{w: down}}
+	return sh, nil
 }
 
 // experts loads a 3-D expert tensor (ggml shape [cols, rows, experts]) in its own format.
@@ -225,13 +261,34 @@ func (m *Model) moeBlock(p *pass, il int) {
 		r.AddID(s.moeOut, e.downBias, s.moeIDs, na, c.NEmbd, c.NEmbd, 0)
 	}
 	m.flushLora(r, n) // the stream must hold every earlier term before the sum is added
+	if ly.postFFN == nil && e.shared == nil {
+		r.MoECombine(s.moeOut, s.moeWeights, n, k, c.NEmbd, s.x, true)
+		return
+	}
+	r.MoECombine(s.moeOut, s.moeWeights, n, k, c.NEmbd, s.tmp, false)
+	if e.shared != nil {
+		m.sharedBlock(r, e.shared, n)
+	}
 	if ly.postFFN != nil {
-		r.MoECombine(s.moeOut, s.moeWeights, n, k, c.NEmbd, s.tmp, false)
 		r.RMSNorm(s.tmp, ly.postFFN, s.xn, c.NEmbd, n, c.RMSEps)
 		r.Add(s.x, s.xn, n*c.NEmbd)
 		return
 	}
-	r.MoECombine(s.moeOut, s.moeWeights, n, k, c.NEmbd, s.x, true)
+	r.Add(s.x, s.tmp, n*c.NEmbd)
+}
+
+// sharedBlock adds the shared expert's output, scaled by its sigmoid gate, to the experts' sum
+// in s.tmp, in llama.cpp's order ((sum + g·shared), the residual after). The FFN norm's output
+// is still in s.xn; the routed experts' buffers are free again and hold the gate and output.
+func (m *Model) sharedBlock(r *gpu.Recorder, sh *sharedExpert, n int) {
+	c, s := m.Config, &m.scratch
+	m.project(r, sh.gateUp, s.xn, 0, n, c.NEmbd, s.gu, 2*c.NFFShared, false)
+	r.GLU(s.gu, s.ffn, c.NFFShared, n, false)
+	m.project(r, sh.down, s.ffn, 0, n, c.NFFShared, s.moeOut, c.NEmbd, false)
+	m.project(r, sh.gate, s.xn, 0, n, c.NEmbd, s.moeLogits, 1, false)
+	// The gate's sigmoid, as a route to the one "expert" with sigmoid gating, unnormalised.
+	r.MoERoute(s.moeLogits, n, 1, 1, gpu.MoERouting{Gating: gpu.GateSigmoid}, s.moeIDs, s.moeWeights)
+	r.MoECombine(s.moeOut, s.moeWeights, n, 1, c.NEmbd, s.tmp, true)
 }
 
 // projectExperts runs the chosen experts' projections of x into the assignments' rows of y

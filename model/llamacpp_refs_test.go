@@ -31,12 +31,18 @@ func readProbsRef(t *testing.T, path string) probsRef {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return parseProbsRef(t, path+".probs.json", b)
+}
+
+// parseProbsRef parses llama-server's /completion answer (what names it, for messages).
+func parseProbsRef(t *testing.T, what string, b []byte) probsRef {
+	t.Helper()
 	var ref probsRef
 	if err := json.Unmarshal(b, &ref); err != nil {
-		t.Fatalf("%s.probs.json: %v", path, err)
+		t.Fatalf("%s: %v", what, err)
 	}
 	if len(ref.Tokens) == 0 || len(ref.Steps) != len(ref.Tokens) {
-		t.Fatalf("%s.probs.json: %d tokens, %d steps", path, len(ref.Tokens), len(ref.Steps))
+		t.Fatalf("%s: %d tokens, %d steps", what, len(ref.Tokens), len(ref.Steps))
 	}
 	return ref
 }
@@ -71,16 +77,15 @@ type refLimits struct {
 	diverges int
 }
 
-// checkAgainstProbs runs the model greedily from "Once upon a time" (stories260K's tokenizer:
-// BOS and four tokens, as every such reference file has) for as many steps as llama.cpp did
+// checkAgainstProbs runs the model greedily from "Once upon a time" (with BOS, as llama-server
+// tokenizes a /completion prompt) for as many steps as llama.cpp did
 // and checks it against llama.cpp's run: the same tokens, or a first difference at a step
 // llama.cpp's probabilities mark a near-tie, where our top two are its pick and ours (or at
 // lim.diverges); and at every step where the tokens agree, llama.cpp's top-10 probabilities
 // within lim's tolerances of ours.
-func checkAgainstProbs(t *testing.T, m *model.Model, path string, lim refLimits) {
+func checkAgainstProbs(t *testing.T, m *model.Model, ref probsRef, lim refLimits) {
 	t.Helper()
-	ref := readProbsRef(t, path)
-	prompt := []int32{1, 403, 407, 261, 378}
+	prompt := m.Tokenizer.Encode("Once upon a time", true, true)
 	var steps [][]float32
 	got := greedy(t, m, prompt, len(ref.Tokens), func(_ int, logits []float32) {
 		steps = append(steps, append([]float32(nil), logits...))
@@ -199,7 +204,7 @@ func checkFolder(t *testing.T, folder string, limits map[string]refLimits) {
 			if !ok {
 				t.Fatalf("no limits for %s", name)
 			}
-			checkAgainstProbs(t, load(t, "models", folder, name), path, lim)
+			checkAgainstProbs(t, load(t, "models", folder, name), readProbsRef(t, path), lim)
 		})
 	}
 }

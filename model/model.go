@@ -113,6 +113,10 @@ func Load(dev *gpu.Device, f *gguf.File, opts Options) (*Model, error) {
 		opts.MaxBatch = 512
 	}
 	opts.MaxOutputs = max(opts.MaxOutputs, 1)
+	if k := cfg.NExpertUsed; k > 0 && opts.MaxBatch*k > gpu.MoEMaxAssignments {
+		return nil, fmt.Errorf("model: a batch of %d tokens sends %d token-expert pairs through the experts, more than the %d one pass takes: lower the batch size (-ub %d)",
+			opts.MaxBatch, opts.MaxBatch*k, gpu.MoEMaxAssignments, gpu.MoEMaxAssignments/k)
+	}
 	m := &Model{Config: cfg, Tokenizer: tok, dev: dev, maxBatch: opts.MaxBatch, maxOutputs: min(opts.MaxOutputs, opts.MaxBatch), kvF16: !opts.KVF32, actQuant: !opts.RawActivations,
 		shapes: make(map[string][]uint64, len(f.Tensors)), layerLora: make([]loraTerms, cfg.NLayer)}
 	for _, t := range f.Tensors {
@@ -188,7 +192,7 @@ type scratchSize struct {
 func scratchSizes(c Config, t, outputs int, barrierFree bool) []scratchSize {
 	ff := c.NFF
 	if c.NExpert > 0 {
-		ff = 1 // the dense FFN's buffers go unused
+		ff = max(c.NFFShared, 1) // the dense FFN's buffers serve a shared expert alone
 	}
 	// act holds rounded activations: any layer input, or the experts' inputs to their down
 	// projections (a row per assignment).

@@ -111,6 +111,21 @@ func TestMoELoadErrors(t *testing.T) {
 	}
 }
 
+// TestMoEBatchLimit checks that a batch size whose token-expert pairs exceed what one pass
+// routes is refused at load with the size to use.
+func TestMoEBatchLimit(t *testing.T) {
+	f, err := gguf.Open(shareddata.Path(t, "models", "moe", "qwen3moe-F32.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	_, err = model.Load(gputest.Device(t), f, model.Options{MaxBatch: gpu.MoEMaxAssignments/2 + 1})
+	want := fmt.Sprintf("more than the %d one pass takes: lower the batch size (-ub %d)", gpu.MoEMaxAssignments, gpu.MoEMaxAssignments/2)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want it to contain %q", err, want)
+	}
+}
+
 // moeVariants are the device's kernel shapes the MoE tests run: CPU adapters' barrier-free
 // kernels, and GPUs' cooperative ones with and without subgroups.
 var moeVariants = []struct {

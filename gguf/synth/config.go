@@ -1,5 +1,6 @@
 // Package synth writes synthetic models (llama, and the qwen2, qwen3, phi3, gemma2 and gemma3
-// variations of it, the qwen3moe and gpt-oss Mixtures of Experts, and the bert encoder):
+// variations of it, the qwen2moe, qwen3moe and gpt-oss Mixtures of Experts, and the bert
+// encoder):
 // valid GGUF files of any size and tensor type with seeded random weights and a working
 // SentencePiece vocabulary, so loaders, kernels and benchmarks can run at real model shapes (up
 // to 8B) without downloading a model. The weights are noise, so the text they generate is too.
@@ -60,7 +61,7 @@ type Config struct {
 	// separators (add_eos_token and add_sep_token, EOS as the separator), so llama-server's
 	// rerank prompt is BOS query EOS SEP document EOS. Pooling must be 0 with it.
 	Rank bool
-	// Experts, ExpertsUsed and ExpertFF shape the Mixture of Experts of qwen3moe and gpt-oss
+	// Experts, ExpertsUsed and ExpertFF shape the Mixture of Experts of qwen2moe, qwen3moe and gpt-oss
 	// (moe.go): expert_count, expert_used_count and expert_feed_forward_length; 0 means 8,
 	// 2 and FF. Other architectures have none.
 	Experts, ExpertsUsed, ExpertFF int
@@ -97,7 +98,7 @@ var presets = map[string]Config{
 
 // Archs lists the architectures Write can generate.
 func Archs() []string {
-	return []string{"llama", "qwen2", "qwen2vl", "qwen3", "qwen3moe", "gpt-oss", "phi3", "gemma2", "gemma3", "bert"}
+	return []string{"llama", "qwen2", "qwen2vl", "qwen3", "qwen2moe", "qwen3moe", "gpt-oss", "phi3", "gemma2", "gemma3", "bert"}
 }
 
 // Presets lists the preset names, the dense ones smallest first, then the Mixtures of Experts.
@@ -153,7 +154,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("synth: head size %d must be even", hd)
 	case rot%2 != 0 || rot <= 0 || rot > hd:
 		return fmt.Errorf("synth: rope dimensions %d must be even, positive and at most the head size %d", rot, hd)
-	case (c.qwen2() || c.arch() == "qwen3" || c.arch() == "qwen3moe" || c.gemma()) && rot != hd:
+	case (c.qwen2() || c.arch() == "qwen2moe" || c.arch() == "qwen3" || c.arch() == "qwen3moe" || c.gemma()) && rot != hd:
 		return fmt.Errorf("synth: %s rotates whole heads: rope dimensions %d must equal the head size %d", c.arch(), rot, hd)
 	case (c.arch() == "phi3" || c.bert()) && hd*c.Heads != c.Dim:
 		return fmt.Errorf("synth: %s needs heads x head size = dim, got %d x %d != %d", c.arch(), c.Heads, hd, c.Dim)
@@ -166,7 +167,7 @@ func (c Config) Validate() error {
 	case c.Vocab < MinVocab:
 		return fmt.Errorf("synth: vocab %d is below the minimum %d (3 special, 256 byte and the \"▁\" tokens)", c.Vocab, MinVocab)
 	case !c.moe() && (c.Experts != 0 || c.ExpertsUsed != 0 || c.ExpertFF != 0):
-		return fmt.Errorf("synth: experts are qwen3moe's and gpt-oss's alone")
+		return fmt.Errorf("synth: experts are qwen2moe's, qwen3moe's and gpt-oss's alone")
 	case c.moe() && (c.Experts < 0 || c.ExpertsUsed < 0 || c.ExpertFF < 0 || c.expertsUsed() > c.experts()):
 		return fmt.Errorf("synth: %d experts of which %d used, of %d rows, do not make a Mixture of Experts", c.experts(), c.expertsUsed(), c.expertFF())
 	case c.arch() == "gpt-oss" && rot != hd:

@@ -1,14 +1,23 @@
 package synth
 
-import "github.com/wgpu-llama/wgpu-llama/gguf"
+import (
+	"strings"
+
+	"github.com/wgpu-llama/wgpu-llama/gguf"
+)
 
 // The Mixtures of Experts: qwen3moe (Qwen3-MoE: qwen3's attention, a router and experts in
-// place of the dense FFN) and gpt-oss (biases on the attention projections and on the router
+// place of the dense FFN), qwen2moe (qwen2's attention, experts and a sigmoid-gated shared
+// expert of FF rows) and gpt-oss (biases on the attention projections and on the router
 // and experts, attention sinks, a sliding window on every other layer, YaRN RoPE), with the
 // tensors and keys llama.cpp's converter writes for them.
 
+// MoE says whether arch's blocks are experts (a Mixture of Experts: qwen2moe, qwen3moe,
+// gpt-oss), whose shape the Experts fields set.
+func MoE(arch string) bool { return arch == "qwen3moe" || arch == "qwen2moe" || arch == "gpt-oss" }
+
 // moe says whether the architecture's blocks are experts.
-func (c Config) moe() bool { return c.arch() == "qwen3moe" || c.arch() == "gpt-oss" }
+func (c Config) moe() bool { return MoE(c.arch()) }
 
 // experts is expert_count, Experts or 8.
 func (c Config) experts() int {
@@ -47,13 +56,19 @@ func (c Config) moeTensors() []blockTensor {
 	type tensor = blockTensor
 	d, e, ff := uint64(c.Dim), uint64(c.experts()), uint64(c.expertFF())
 	if c.arch() != "gpt-oss" {
-		return []tensor{
+		ts := []tensor{
 			{"ffn_norm.weight", []uint64{d}},
 			{"ffn_gate_inp.weight", []uint64{d, e}},
 			{"ffn_gate_exps.weight", []uint64{d, ff, e}},
 			{"ffn_up_exps.weight", []uint64{d, ff, e}},
 			{"ffn_down_exps.weight", []uint64{ff, d, e}},
 		}
+		if c.arch() == "qwen2moe" { // the shared expert, FF wide, and its gate
+			fs := uint64(c.FF)
+			ts = append(ts, tensor{"ffn_gate_inp_shexp.weight", []uint64{d}}, tensor{"ffn_gate_shexp.weight", []uint64{d, fs}},
+				tensor{"ffn_up_shexp.weight", []uint64{d, fs}}, tensor{"ffn_down_shexp.weight", []uint64{fs, d}})
+		}
+		return ts
 	}
 	return []tensor{
 		{"attn_output.bias", []uint64{d}},
@@ -80,6 +95,9 @@ func (c Config) moeKVs() []gguf.KV {
 		u32(a+".expert_used_count", c.expertsUsed()),
 		u32(a+".expert_feed_forward_length", c.expertFF()),
 	}
+	if a == "qwen2moe" {
+		kvs = append(kvs, u32(a+".expert_shared_feed_forward_length", c.FF))
+	}
 	if a == "gpt-oss" {
 		kvs = append(kvs,
 			gguf.KV{Key: a + ".rope.scaling.type", Type: gguf.TypeString, Value: "yarn"},
@@ -87,4 +105,37 @@ func (c Config) moeKVs() []gguf.KV {
 			u32(a+".rope.scaling.original_context_length", 4096))
 	}
 	return kvs
+}
+
+// The Mixtures of Experts draw their weights at the scales of the shared references' generator
+// (models/moe/make_moe.py) rather than synth's 0.02: embeddings, output rows and routers wide
+// enough that a greedy step is decided by a margin, not by rounding, so a file can be checked
+// against llama.cpp token for token. The byte tokens' output rows (ids byteTokens ..
+// byteTokens+255) are damped by byteRowDamping, so that greedy text stays whole UTF-8
+// (llama-server answers /completion with a 500 when its output ends inside a character).
+const (
+	byteTokens     = 3
+	byteRowDamping = 0.05
+)
+
+// moeScale is the standard deviation of a Mixture of Experts' tensor, by name; false for the
+// norms, which keep synth's.
+func moeScale(name string) (float64, bool) {
+	for _, s := range []struct {
+		suffix string
+		scale  float64
+	}{
+		{"token_embd.weight", 0.5}, {"output.weight", 0.7},
+		{"attn_q.weight", 0.15}, {"attn_k.weight", 0.15}, {"attn_v.weight", 0.15}, {"attn_output.weight", 0.1},
+		{"attn_q.bias", 0.1}, {"attn_k.bias", 0.1}, {"attn_v.bias", 0.1}, {"attn_output.bias", 0.05}, {"attn_sinks.weight", 1},
+		{"ffn_gate_inp.weight", 0.5}, {"ffn_gate_inp.bias", 0.2},
+		{"ffn_gate_exps.weight", 0.15}, {"ffn_up_exps.weight", 0.15}, {"ffn_down_exps.weight", 0.15},
+		{"ffn_gate_exps.bias", 0.1}, {"ffn_up_exps.bias", 0.1}, {"ffn_down_exps.bias", 0.05},
+		{"ffn_gate_inp_shexp.weight", 0.5}, {"ffn_gate_shexp.weight", 0.15}, {"ffn_up_shexp.weight", 0.15}, {"ffn_down_shexp.weight", 0.15},
+	} {
+		if strings.HasSuffix(name, s.suffix) {
+			return s.scale, true
+		}
+	}
+	return 0, false
 }

@@ -20,6 +20,10 @@ func TestMoEArchs(t *testing.T) {
 		"qwen3moe": {"attn_norm.weight": {64}, "attn_q.weight": {64, 128}, "attn_q_norm.weight": {32}, "attn_k.weight": {64, 64},
 			"attn_k_norm.weight": {32}, "attn_v.weight": {64, 64}, "attn_output.weight": {128, 64}, "ffn_norm.weight": {64},
 			"ffn_gate_inp.weight": {64, 8}, "ffn_gate_exps.weight": {64, 96, 8}, "ffn_up_exps.weight": {64, 96, 8}, "ffn_down_exps.weight": {96, 64, 8}},
+		"qwen2moe": {"attn_norm.weight": {64}, "attn_q.weight": {64, 64}, "attn_q.bias": {64}, "attn_k.weight": {64, 32}, "attn_k.bias": {32},
+			"attn_v.weight": {64, 32}, "attn_v.bias": {32}, "attn_output.weight": {64, 64}, "ffn_norm.weight": {64},
+			"ffn_gate_inp.weight": {64, 8}, "ffn_gate_exps.weight": {64, 96, 8}, "ffn_up_exps.weight": {64, 96, 8}, "ffn_down_exps.weight": {96, 64, 8},
+			"ffn_gate_inp_shexp.weight": {64}, "ffn_gate_shexp.weight": {64, 172}, "ffn_up_shexp.weight": {64, 172}, "ffn_down_shexp.weight": {172, 64}},
 		"gpt-oss": {"attn_norm.weight": {64}, "attn_q.weight": {64, 64}, "attn_q.bias": {64}, "attn_k.weight": {64, 32}, "attn_k.bias": {32},
 			"attn_v.weight": {64, 32}, "attn_v.bias": {32}, "attn_output.weight": {64, 64}, "attn_output.bias": {64}, "attn_sinks.weight": {4},
 			"post_attention_norm.weight": {64}, "ffn_gate_inp.weight": {64, 8}, "ffn_gate_inp.bias": {8},
@@ -49,6 +53,9 @@ func TestMoEArchs(t *testing.T) {
 						t.Errorf("%s %v, want %v", ti.Name, ti.Shape, s)
 					}
 					wantType := mix.DefaultType()
+					if mix == quantize.MixQ8_0 && ti.Shape[0] == 172 {
+						wantType = gguf.TypeF16 // rows of 172 are no whole Q8_0 blocks
+					}
 					if len(ti.Shape) == 1 || strings.Contains(ti.Name, "ffn_gate_inp") || strings.HasSuffix(ti.Name, ".bias") {
 						wantType = gguf.TypeF32 // vectors, routers and biases are never quantized
 					}
@@ -57,6 +64,9 @@ func TestMoEArchs(t *testing.T) {
 					}
 				}
 				keys := map[string]uint64{"expert_count": 8, "expert_used_count": 2, "expert_feed_forward_length": 96}
+				if arch == "qwen2moe" {
+					keys["expert_shared_feed_forward_length"] = 172
+				}
 				if arch == "gpt-oss" {
 					keys["attention.sliding_window"] = 4
 					keys["rope.scaling.original_context_length"] = 4096

@@ -302,7 +302,7 @@ func TestArchs(t *testing.T) {
 		if arch == "bert" {
 			continue // an encoder, with tensors and keys of its own: TestBert
 		}
-		if arch == "qwen3moe" || arch == "gpt-oss" {
+		if MoE(arch) {
 			continue // Mixtures of Experts: TestMoEArchs
 		}
 		for _, mix := range []quantize.Mix{quantize.MixF32, quantize.MixQ8_0} {

@@ -29,8 +29,14 @@ const headScale = 0.125
 // scale*normal(0, 1). The layer and output norms are exactly 1, as in llama's initialisation,
 // except Gemma's, which spread around 1 like trained ones (the GGUF converter has already
 // added Gemma's +1 to them), and bert's LayerNorm weights, which spread alike (their biases
-// spread around 0 as every bias does). A reranker's head spreads as headScale says.
+// spread around 0 as every bias does). A reranker's head spreads as headScale says. The
+// Mixtures of Experts take their own scales (moeScale).
 func fillOf(arch, name string) (mean, scale float64) {
+	if MoE(arch) {
+		if s, ok := moeScale(name); ok {
+			return 0, s
+		}
+	}
 	switch {
 	case name == "cls.weight":
 		return 0, headScale
@@ -45,8 +51,6 @@ func fillOf(arch, name string) (mean, scale float64) {
 		return 1, 0
 	case strings.HasSuffix(name, ".bias"):
 		return 0, spreadScale
-	case strings.HasSuffix(name, "attn_sinks.weight"):
-		return 0, 1 // logits of the order of the scores
 	}
 	return 0, weightScale
 }
@@ -83,20 +87,20 @@ func (c Config) Tensors() []quantize.Tensor {
 		} else {
 			blk("attn_q.weight", d, q)
 			switch arch {
-			case "qwen2", "qwen2vl", "gpt-oss":
+			case "qwen2", "qwen2vl", "qwen2moe", "gpt-oss":
 				blk("attn_q.bias", q)
 			case "qwen3", "qwen3moe", "gemma3":
 				blk("attn_q_norm.weight", hd)
 			}
 			blk("attn_k.weight", d, kv)
 			switch arch {
-			case "qwen2", "qwen2vl", "gpt-oss":
+			case "qwen2", "qwen2vl", "qwen2moe", "gpt-oss":
 				blk("attn_k.bias", kv)
 			case "qwen3", "qwen3moe", "gemma3":
 				blk("attn_k_norm.weight", hd)
 			}
 			blk("attn_v.weight", d, kv)
-			if c.qwen2() || arch == "gpt-oss" {
+			if c.qwen2() || arch == "qwen2moe" || arch == "gpt-oss" {
 				blk("attn_v.bias", kv)
 			}
 		}
@@ -287,7 +291,23 @@ func (c Config) sources(progress func(quantize.Progress)) ([]gguf.KV, []gguf.Ten
 // seeded noise as fillOf says, or ones for llama's layer norms.
 func fillFunc(seed uint64, index int, rowLen uint64, arch, name string) func([]float32, uint64) error {
 	mean, scale := fillOf(arch, name)
-	return fill(seed, index, rowLen, mean, scale)
+	f := fill(seed, index, rowLen, mean, scale)
+	if name != "output.weight" || !MoE(arch) {
+		return f
+	}
+	return func(dst []float32, row uint64) error { // the byte tokens' rows damped (moeScale)
+		if err := f(dst, row); err != nil {
+			return err
+		}
+		for r := uint64(0); r < uint64(len(dst))/rowLen; r++ {
+			if id := row + r; id >= byteTokens && id < byteTokens+256 {
+				for j := range dst[r*rowLen : (r+1)*rowLen] {
+					dst[r*rowLen+uint64(j)] *= byteRowDamping
+				}
+			}
+		}
+		return nil
+	}
 }
 
 // fill returns a row generator of mean + scale*normal(0, 1) rounded to float16 (mean itself

@@ -43,9 +43,9 @@ func runGenModel(args []string, stdout, stderr io.Writer) error {
 	intVar(fs, &ff, 0, "feed-forward length", "ff")
 	intVar(fs, &vocab, 0, "vocabulary size", "vocab")
 	intVar(fs, &ctx, 0, "context length", "ctx")
-	intVar(fs, &experts, 0, "qwen3moe, gpt-oss: experts per block (default 8)", "experts")
-	intVar(fs, &expertsUsed, 0, "qwen3moe, gpt-oss: experts each token runs (default 2)", "experts-used")
-	intVar(fs, &expertFF, 0, "qwen3moe, gpt-oss: an expert's feed-forward length (default --ff)", "expert-ff")
+	intVar(fs, &experts, 0, "Mixtures of Experts (qwen2moe, qwen3moe, gpt-oss): experts per block (default 8)", "experts")
+	intVar(fs, &expertsUsed, 0, "Mixtures of Experts: experts each token runs (default 2)", "experts-used")
+	intVar(fs, &expertFF, 0, "Mixtures of Experts: an expert's feed-forward length (default --ff)", "expert-ff")
 	fs.Uint64Var(&seed, "seed", 1, "random seed (the same seed gives the same file)")
 	floatVar(fs, &ropeBase, 0, "rope.freq_base", "rope-base")
 	floatVar(fs, &normEps, 0, "RMS norm epsilon", "norm-eps")
@@ -116,7 +116,7 @@ func runGenModel(args []string, stdout, stderr io.Writer) error {
 	cfg.Seed = seed
 	if set["arch"] {
 		cfg.Arch = arch
-		if arch != "qwen3moe" && arch != "gpt-oss" && !set["experts"] && !set["experts-used"] && !set["expert-ff"] {
+		if !synth.MoE(arch) && !set["experts"] && !set["experts-used"] && !set["expert-ff"] {
 			cfg.Experts, cfg.ExpertsUsed, cfg.ExpertFF = 0, 0, 0 // a dense architecture over a MoE preset's shape
 		}
 	}
