@@ -496,7 +496,8 @@ func (m *Model) projectScaled(r *gpu.Recorder, p proj, x *gpu.Buffer, nTokens, k
 	r.MatMulScaledAdd(p.w, in, nTokens, y, yStride, p.col, scale)
 }
 
-// WeightBytes is the size of the weights on the device: what one decode step reads.
+// WeightBytes is the size of the weights on the device: what one decode step of a dense model
+// reads (ActiveWeightBytes for a Mixture of Experts).
 func (m *Model) WeightBytes() uint64 {
 	var n uint64
 	for _, b := range m.vectors {
@@ -506,6 +507,37 @@ func (m *Model) WeightBytes() uint64 {
 		n += w.Bytes()
 	}
 	return n
+}
+
+// ActiveWeightBytes is what one decode step reads of the weights: all of a dense model's, and
+// of a Mixture of Experts' experts the share one token runs (NExpertUsed of NExpert).
+func (m *Model) ActiveWeightBytes() uint64 {
+	n, _ := m.active()
+	return n
+}
+
+// ActiveParams is the weight parameters one token goes through (ActiveWeightBytes').
+func (m *Model) ActiveParams() uint64 {
+	_, p := m.active()
+	return p
+}
+
+// active sums the weights' bytes and parameters, experts counted at the share one token runs.
+func (m *Model) active() (bytes, params uint64) {
+	for _, b := range m.vectors {
+		bytes += b.Size()
+		params += b.Size() / 4
+	}
+	c := m.Config
+	for _, w := range m.weights {
+		b, p := w.Bytes(), uint64(w.Rows)*uint64(w.Cols)
+		if w.Experts > 0 && c.NExpert > 0 {
+			b, p = b*uint64(c.NExpertUsed)/uint64(w.Experts), p*uint64(c.NExpertUsed)/uint64(w.Experts)
+		}
+		bytes += b
+		params += p
+	}
+	return bytes, params
 }
 
 // Params is the number of weight parameters.

@@ -30,7 +30,11 @@ type benchResult struct {
 	Model           string  `json:"model"`
 	SizeBytes       uint64  `json:"size_bytes"`
 	Params          uint64  `json:"params"`
-	Reps            int     `json:"reps"`
+	// ActiveBytes and ActiveParams are the weights one token goes through: all of a dense
+	// model's, a Mixture of Experts' chosen experts only. GB/s and GFLOP/s count them.
+	ActiveBytes  uint64 `json:"active_bytes"`
+	ActiveParams uint64 `json:"active_params"`
+	Reps         int    `json:"reps"`
 	// BaseTimeRatio is a +lora test's time per token over the base test's (bench --lora).
 	BaseTimeRatio float64 `json:"base_time_ratio,omitempty"`
 }
@@ -82,6 +86,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	defer closeModel()
 	// the base tests' figures count the model's weights, the +lora tests' the adapters' too
 	baseBytes, baseParams := m.WeightBytes(), m.Params()
+	activeBytes, activeParams := m.ActiveWeightBytes(), m.ActiveParams()
 	var scales []float32
 	for _, sp := range lf.specs {
 		if _, err := m.LoadAdapterFile(sp.Path); err != nil {
@@ -108,7 +113,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	defer kv.Release()
 
-	base := benchResult{Adapter: dev.Info.Name, Model: filepath.Base(mf.path), SizeBytes: baseBytes, Params: baseParams, Reps: reps, CopyGBPerSecond: copyGBs}
+	base := benchResult{Adapter: dev.Info.Name, Model: filepath.Base(mf.path), SizeBytes: baseBytes, Params: baseParams,
+		ActiveBytes: activeBytes, ActiveParams: activeParams, Reps: reps, CopyGBPerSecond: copyGBs}
 	if mf.path == "" {
 		base.Model = "stories260K.gguf"
 	}
@@ -144,6 +150,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		if len(rs) > 1 {
 			withLora := base
 			withLora.SizeBytes, withLora.Params = m.WeightBytes(), m.Params()
+			withLora.ActiveBytes, withLora.ActiveParams = m.ActiveWeightBytes(), m.ActiveParams()
 			rs[1] = withLora.with(rs[1], name+" +lora")
 		}
 		return rs, nil
@@ -160,7 +167,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		}
 		for _, r := range rs {
 			r.GBPerSecond = float64(r.SizeBytes) / 1e9 * r.TokensPerSecond / float64(nPrompt)
-			r.GFLOPPerSecond = 2 * float64(r.Params) * r.TokensPerSecond / 1e9
+			r.GFLOPPerSecond = 2 * float64(r.ActiveParams) * r.TokensPerSecond / 1e9
 			results = append(results, r)
 		}
 	}
@@ -177,7 +184,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		for _, r := range rs {
-			r.GBPerSecond = float64(r.SizeBytes) / 1e9 * r.TokensPerSecond // every weight once per token
+			r.GBPerSecond = float64(r.ActiveBytes) / 1e9 * r.TokensPerSecond // every active weight once per token
 			r.RooflineShare = r.GBPerSecond / copyGBs
 			results = append(results, r)
 		}
@@ -230,6 +237,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 // with fills a measured result's test name and the run's common fields.
 func (b benchResult) with(r benchResult, test string) benchResult {
 	r.Test, r.Adapter, r.Model, r.SizeBytes, r.Params, r.Reps, r.CopyGBPerSecond = test, b.Adapter, b.Model, b.SizeBytes, b.Params, b.Reps, b.CopyGBPerSecond
+	r.ActiveBytes, r.ActiveParams = b.ActiveBytes, b.ActiveParams
 	return r
 }
 
