@@ -161,6 +161,14 @@ func packBlocks(t WeightType, data []byte) ([]byte, error) {
 	return out, nil
 }
 
+// PackedBytes is the device size of a weight of type t that takes fileBytes in a GGUF file: its
+// blocks padded to whole words as Pack pads them, and the lookup grid a chunk carries
+// (GridBytes; one chunk assumed).
+func PackedBytes(t WeightType, fileBytes uint64) uint64 {
+	info := weightTypes[t]
+	return fileBytes/uint64(info.blockBytes)*uint64(info.words)*4 + uint64(GridBytes(t))
+}
+
 // WeightChunk is a run of whole rows of a weight that fits in one storage binding.
 type WeightChunk struct {
 	Buf  *Buffer // the chunk's rows, packed for the kernels (see Pack)

@@ -71,6 +71,9 @@ type Config struct {
 	RerankTmpl string
 	// TensorSize is the bytes of all tensor data in the file, for load progress.
 	TensorSize uint64
+	// DeviceSize is what the tensors take on the device: matrices with their blocks padded to
+	// whole words and their grids (gpu.PackedBytes), vectors as f32 (EstimateFootprint's).
+	DeviceSize uint64
 }
 
 // ReadConfig reads and checks the hyperparameters: the keys every architecture shares, then
@@ -182,6 +185,7 @@ func readCommon(k keys, c *Config) error {
 	c.FileType = fileTypeName(f)
 	for i := range f.Tensors {
 		c.TensorSize += f.Tensors[i].Size
+		c.DeviceSize += deviceSize(&f.Tensors[i])
 	}
 	return readExperts(k, c)
 }
@@ -196,6 +200,18 @@ func checkRope(k keys, c *Config) error {
 		return fmt.Errorf("model: metadata %s.feed_forward_length missing or invalid", k.arch)
 	}
 	return nil
+}
+
+// deviceSize is what tensor t takes on the device once loaded: a vector as f32, a matrix in its
+// type packed for the kernels (its file size when no kernel reads the type: the load fails).
+func deviceSize(t *gguf.TensorInfo) uint64 {
+	if len(t.Shape) <= 1 {
+		return 4 * t.NumElements()
+	}
+	if typ, ok := gpu.WeightTypeByName(t.Type.String()); ok {
+		return gpu.PackedBytes(typ, t.Size)
+	}
+	return t.Size
 }
 
 // Pooling is how a model's per-token outputs become one embedding (llama.cpp's enum

@@ -99,7 +99,7 @@ func bufSize(b *gpu.Buffer) uint64 {
 // Footprint is the device memory a model takes by use, estimated before it loads: engine.Load
 // checks it against the adapter's memory and names the biggest part when it does not fit.
 type Footprint struct {
-	Weights uint64 // the tensors, as the file stores them
+	Weights uint64 // the tensors, as the device holds them (Config.DeviceSize)
 	KV      uint64 // keys and values of every layer for the cache's rows
 	Scratch uint64 // the forward pass's activations and logits
 }
@@ -123,7 +123,7 @@ func EstimateFootprint(c Config, opts Options, kvRows int, barrierFree bool) Foo
 		words += uint64(s.n)
 	}
 	return Footprint{
-		Weights: c.TensorSize,
+		Weights: max(c.DeviceSize, c.TensorSize),
 		KV:      2 * uint64(c.NLayer) * uint64(kvRows) * row,
 		Scratch: 4 * words,
 	}

@@ -56,3 +56,17 @@ func TestEstimateFootprint(t *testing.T) {
 		t.Errorf("Total %d, want %d", est.Total(), want)
 	}
 }
+
+// TestDeviceSize checks ReadConfig's estimate of the weights' device size against what loading
+// them takes: MXFP4's 17-byte blocks padded to 20, Q5_0's and Q8_0's to whole words.
+func TestDeviceSize(t *testing.T) {
+	for _, file := range []string{"gptoss-MXFP4_MOE.gguf", "qwen3moe-Q4_K_M.gguf"} {
+		m := load(t, "models", "moe", file)
+		if got, want := m.WeightBytes(), m.Config.DeviceSize; got != want {
+			t.Errorf("%s: %d bytes on the device, estimated %d (file %d)", file, got, want, m.Config.TensorSize)
+		}
+		if m.Config.DeviceSize <= m.Config.TensorSize {
+			t.Errorf("%s: device size %d not above the file's %d", file, m.Config.DeviceSize, m.Config.TensorSize)
+		}
+	}
+}
