@@ -43,11 +43,10 @@ type sharedExpert struct {
 
 // readExperts reads the expert counts every architecture shares (llama.cpp's load_hparams):
 // expert_count and expert_used_count; an architecture's hparams reads the rest.
-func readExperts(k keys, c *Config) error {
+func readExperts(k keys, c *Config) {
 	k.uint("expert_count", &c.NExpert)
 	k.uint("expert_used_count", &c.NExpertUsed)
 	c.ExpertGating, c.ExpertNorm, c.ExpertScale = gpu.GateSoftmax, true, 1
-	return nil
 }
 
 // checkExperts checks the expert counts and fills the defaults once the architecture has read
@@ -164,8 +163,7 @@ func (l *loader) experts(name string, experts, rows, cols int) (gpu.Weight, erro
 	if err != nil {
 		return gpu.Weight{}, fmt.Errorf("model: %w", err)
 	}
-	l.weights = append(l.weights, w)
-	l.progressed(t)
+	l.keep(w, t)
 	return w, nil
 }
 
@@ -201,10 +199,7 @@ func (l *loader) fusedExperts(names []string, experts, rows, cols int) ([]proj, 
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	l.weights = append(l.weights, w)
-	for _, t := range infos {
-		l.progressed(t)
-	}
+	l.keep(w, infos...)
 	return []proj{{w: w}}, nil
 }
 

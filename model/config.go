@@ -94,7 +94,7 @@ func ReadConfig(f *gguf.File) (Config, error) {
 			return Config{}, err
 		}
 	}
-	if err := checkRope(k, &c); err != nil {
+	if err := checkShape(k, &c); err != nil {
 		return Config{}, err
 	}
 	if err := checkExperts(k, &c); err != nil {
@@ -187,12 +187,13 @@ func readCommon(k keys, c *Config) error {
 		c.TensorSize += f.Tensors[i].Size
 		c.DeviceSize += deviceSize(&f.Tensors[i])
 	}
-	return readExperts(k, c)
+	readExperts(k, c)
+	return nil
 }
 
-// checkRope checks the rotary dimensions once the architecture has had its say (an encoder
-// has none).
-func checkRope(k keys, c *Config) error {
+// checkShape checks the rotary dimensions (an encoder has none) and that a block has a
+// feed-forward, dense or experts, once the architecture has had its say.
+func checkShape(k keys, c *Config) error {
 	if c.NRot > c.HeadDim || c.NRot%2 != 0 {
 		return fmt.Errorf("model: %s.rope.dimension_count = %d invalid for head dimension %d", k.arch, c.NRot, c.HeadDim)
 	}

@@ -141,9 +141,17 @@ func (l *loader) matrix(name string, rows, cols int) (gpu.Weight, error) {
 	if err != nil {
 		return gpu.Weight{}, fmt.Errorf("model: %w", err)
 	}
-	l.weights = append(l.weights, w)
-	l.progressed(t)
+	l.keep(w, t)
 	return w, nil
+}
+
+// keep records an uploaded weight (released if the load fails) and the tensors it holds as
+// done.
+func (l *loader) keep(w gpu.Weight, from ...*gguf.TensorInfo) {
+	l.weights = append(l.weights, w)
+	for _, t := range from {
+		l.progressed(t)
+	}
 }
 
 func (l *loader) release() {
@@ -203,10 +211,7 @@ func (l *loader) fused(names []string, rows []int, cols int) ([]proj, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	l.weights = append(l.weights, w)
-	for _, t := range infos {
-		l.progressed(t)
-	}
+	l.keep(w, infos...)
 	return []proj{{w: w}}, nil
 }
 
