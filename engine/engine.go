@@ -331,8 +331,12 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 	if cellLimit > 0 {
 		e.stats.s.KVCapacity = cellLimit
 	}
-	logger.Info("model loaded", "name", alias, "arch", c.Arch, "layers", c.NLayer, "n_embd", c.NEmbd,
-		"vocab", c.NVocab, "n_ctx", nCtx, "slots", nSlots, "type", c.FileType, "took", time.Since(start).Round(time.Millisecond))
+	fields := []any{"name", alias, "arch", c.Arch, "layers", c.NLayer, "n_embd", c.NEmbd}
+	if c.NExpert > 0 {
+		fields = append(fields, "experts", fmt.Sprintf("%d (%d used)", c.NExpert, c.NExpertUsed))
+	}
+	logger.Info("model loaded", append(fields, "vocab", c.NVocab, "n_ctx", nCtx, "slots", nSlots, "type", c.FileType,
+		"took", time.Since(start).Round(time.Millisecond))...)
 	go e.loop()
 	return e, nil
 }
