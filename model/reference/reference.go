@@ -59,6 +59,9 @@
 // rounding instead (float16 cache, flash attention, 8-bit activations), for tests comparing
 // with its recorded outputs on models that amplify every rounding.
 //
+// qwen35 (Qwen3.5), a hybrid of Gated DeltaNet recurrent layers and gated attention, is in
+// qwen35.go (Qwen35 runs it token by token with its state); Hybrids lists it.
+//
 // The encoder bert (see bert.go) is no decoder: Embed, not Forward, runs it, and returns a
 // pooled, normalised embedding.
 package reference
@@ -167,6 +170,9 @@ func forward(f *gguf.File, tokens []int32, o options) ([]float32, error) {
 	}
 	if len(tokens) == 0 {
 		return nil, fmt.Errorf("reference: no tokens")
+	}
+	if hp.arch == "qwen35" { // a hybrid with recurrent state: qwen35.go
+		return forwardQwen35(f, hp, tokens, o)
 	}
 	for _, t := range tokens {
 		if t < 0 || int(t) >= hp.nVocab {
@@ -502,8 +508,8 @@ func readHparams(f *gguf.File) (hparams, error) {
 	if slices.Contains(Encoders, arch) {
 		return hparams{}, fmt.Errorf("reference: %s is an encoder, whose output is an embedding, not logits: use Embed", arch)
 	}
-	if !slices.Contains(Supported, arch) {
-		return hparams{}, fmt.Errorf("reference: architecture %q not supported (supported: %s)", arch, strings.Join(Supported, ", "))
+	if !slices.Contains(Supported, arch) && !slices.Contains(Hybrids, arch) {
+		return hparams{}, fmt.Errorf("reference: architecture %q not supported (supported: %s)", arch, strings.Join(slices.Concat(Supported, Hybrids), ", "))
 	}
 	hp := hparams{arch: arch, neox: arch != "llama"}
 	required := func(key string, dst *int) error {
