@@ -27,6 +27,12 @@ package gpu
 //	  to count, E + n_assign/8 + 1 + n_assign to place (tiles at most n_assign/8 + E), 19k at
 //	  MoEMaxAssignments (16384); moe_combine k; add_id, glu's OAI: no loops; matvec,
 //	  matmul_rows and matmul with ID: as without, plus 8 (matmul_rows' tile lanes)
+//	recurrent layers (recurrent.go): ssm_conv (a channel and 8 tokens of a sequence an
+//	  invocation) 19 d_conv - 2, 74 at d_conv 4, 169 at SSMConvMaxKernel; l2_norm 2 head_dim;
+//	  delta_net barrier-free (4 state columns of a head an invocation) 2S + T (2S + 1) for T
+//	  tokens of each sequence a dispatch, batches split at T = deltaNetChunk(S): 232 at Qwen3.5's
+//	  S = 128 (59.9k; 512 tokens take 3 dispatches), 115 at DeltaNetMaxHeadDim; its cooperative
+//	  kernel (GPUs, one dispatch) 2R + T (2R + 1), R = S/4: 33k at S = 128 and 512 tokens
 //
 // The cooperative attention kernel, left to GPUs, would pass it: keys/64 * (133 + head_dim/2)
 // iterations as llvmpipe counts them (it unrolls the 4-step loops), over 16k keys at head_dim
