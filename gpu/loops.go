@@ -33,6 +33,8 @@ package gpu
 //	  tokens of each sequence a dispatch, batches split at T = deltaNetChunk(S): 232 at Qwen3.5's
 //	  S = 128 (59.9k; 512 tokens take 3 dispatches), 115 at DeltaNetMaxHeadDim; its cooperative
 //	  kernel (GPUs, one dispatch) 2R + T (2R + 1), R = S/4: 33k at S = 128 and 512 tokens
+//	qwen35's small ops (qwen35ops.go): gated_norm 2 head_dim; delta_gates, sigmoid_gate: no
+//	  loops
 //
 // The cooperative attention kernel, left to GPUs, would pass it: keys/64 * (133 + head_dim/2)
 // iterations as llvmpipe counts them (it unrolls the 4-step loops), over 16k keys at head_dim

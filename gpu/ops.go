@@ -420,6 +420,12 @@ type Rope struct {
 	// Vision is ggml's vision mode of M-RoPE (a ViT's 2D RoPE): each section's frequencies
 	// restart at its first pair and spread over NRot/2 dimensions.
 	Vision bool
+	// Interleaved is ggml's interleaved M-RoPE (GGML_ROPE_TYPE_IMROPE: Qwen3-VL, qwen35;
+	// with MPos, not Vision): the components take turns instead of spans, pair i turning by
+	// the component of its sector s = i modulo the Sections' total: h when s%3 == 1 and s <
+	// 3·Sections[1], w when s%3 == 2 and s < 3·Sections[2], t when s%3 == 0 and s <
+	// 3·Sections[0], e otherwise.
+	Interleaved bool
 }
 
 // YaRN holds ggml's YaRN RoPE parameters; see YaRNCorrDims for the range.
@@ -473,6 +479,13 @@ func (r *Recorder) RoPEKV(qkv, pos, kCache, vCache, bias *Buffer, kvF16 bool, nT
 			return
 		}
 		defs, bind, bufs = append(defs, "MROPE"), append(bind, ReadOnly), append(bufs, rope.MPos)
+		if rope.Interleaved {
+			defs = append(defs, "IMROPE")
+		}
+	}
+	if rope.Interleaved && (rope.MPos == nil || rope.Vision) {
+		r.fail("gpu: rope: interleaved M-RoPE takes MPos and not the vision mode")
+		return
 	}
 	p := r.kernel("rope_kv", bind, 64, defs...)
 	if p == nil {

@@ -6,6 +6,21 @@
 // mrope_section is the position component (0..3) pair i turns by: ggml's sector of i.
 fn mrope_section(i: u32) -> u32 {
     let s = i % (p.sect0 + p.sect1 + p.sect2 + p.sect3);
+#ifdef IMROPE
+    // IMROPE (with MROPE) is ggml's interleaved M-RoPE (GGML_ROPE_TYPE_IMROPE: Qwen3-VL,
+    // qwen35): the sectors cycle t, h, w, each component over its first 3 sect of them, as
+    // ggml_mrope_cache_init tests them (h, then w, then t; e for the rest).
+    if (s % 3u == 1u && s < 3u * p.sect1) {
+        return 1u;
+    }
+    if (s % 3u == 2u && s < 3u * p.sect2) {
+        return 2u;
+    }
+    if (s % 3u == 0u && s < 3u * p.sect0) {
+        return 0u;
+    }
+    return 3u;
+#else
     if (s < p.sect0) {
         return 0u;
     }
@@ -16,6 +31,7 @@ fn mrope_section(i: u32) -> u32 {
         return 2u;
     }
     return 3u;
+#endif
 }
 
 // mrope_exponent is pair i's frequency index and the dimensions its angles spread over: i
