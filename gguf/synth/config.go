@@ -1,6 +1,6 @@
 // Package synth writes synthetic models (llama, and the qwen2, qwen3, phi3, gemma2 and gemma3
-// variations of it, the qwen2moe, qwen3moe and gpt-oss Mixtures of Experts, and the bert
-// encoder):
+// variations of it, the qwen2moe, qwen3moe and gpt-oss Mixtures of Experts, the qwen35 hybrid
+// of recurrent and attention layers, and the bert encoder):
 // valid GGUF files of any size and tensor type with seeded random weights and a working
 // SentencePiece vocabulary, so loaders, kernels and benchmarks can run at real model shapes (up
 // to 8B) without downloading a model. The weights are noise, so the text they generate is too.
@@ -98,7 +98,7 @@ var presets = map[string]Config{
 
 // Archs lists the architectures Write can generate.
 func Archs() []string {
-	return []string{"llama", "qwen2", "qwen2vl", "qwen3", "qwen2moe", "qwen3moe", "gpt-oss", "phi3", "gemma2", "gemma3", "bert"}
+	return []string{"llama", "qwen2", "qwen2vl", "qwen3", "qwen2moe", "qwen3moe", "gpt-oss", "qwen35", "phi3", "gemma2", "gemma3", "bert"}
 }
 
 // Presets lists the preset names, the dense ones smallest first, then the Mixtures of Experts.
@@ -170,6 +170,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("synth: experts are qwen2moe's, qwen3moe's and gpt-oss's alone")
 	case c.moe() && (c.Experts < 0 || c.ExpertsUsed < 0 || c.ExpertFF < 0 || c.expertsUsed() > c.experts()):
 		return fmt.Errorf("synth: %d experts of which %d used, of %d rows, do not make a Mixture of Experts", c.experts(), c.expertsUsed(), c.expertFF())
+	case c.qwen35() && c.Layers < hybridInterval:
+		return fmt.Errorf("synth: qwen35 needs at least %d layers (every %dth is attention; llama.cpp cannot run one without)", hybridInterval, hybridInterval)
 	case c.arch() == "gpt-oss" && rot != hd:
 		return fmt.Errorf("synth: gpt-oss rotates whole heads: rope dimensions %d must equal the head size %d", rot, hd)
 	case !slices.Contains(quantize.Mixes(), c.Mix):
@@ -206,6 +208,8 @@ func (c Config) ropeDim() int {
 		return c.RopeDim
 	case c.arch() == "phi3":
 		return c.headDim() / 2
+	case c.qwen35():
+		return c.headDim() / 4 // Qwen3.5 rotates a quarter of each head
 	}
 	return c.headDim()
 }

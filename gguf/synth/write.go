@@ -3,6 +3,7 @@ package synth
 import (
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"strings"
 
@@ -34,6 +35,11 @@ const headScale = 0.125
 func fillOf(arch, name string) (mean, scale float64) {
 	if MoE(arch) {
 		if s, ok := moeScale(name); ok {
+			return 0, s
+		}
+	}
+	if arch == "qwen35" {
+		if s, ok := qwen35Scale(name); ok {
 			return 0, s
 		}
 	}
@@ -80,6 +86,12 @@ func (c Config) Tensors() []quantize.Tensor {
 	for i := range c.Layers {
 		blk := func(name string, shape ...uint64) {
 			ts = append(ts, quantize.Tensor{Name: fmt.Sprintf("blk.%d.%s", i, name), Shape: shape})
+		}
+		if c.qwen35() {
+			for _, t := range c.qwen35Tensors(i) {
+				blk(t.name, t.shape...)
+			}
+			continue
 		}
 		blk("attn_norm.weight", d)
 		if arch == "phi3" {
@@ -183,7 +195,7 @@ func (c Config) KVs() ([]gguf.KV, error) {
 		return c.bertKVs(tokens, scores, types), nil
 	}
 	kvs := c.headerKVs()
-	if a == "qwen3" || c.moe() || c.gemma() || c.headDim() != c.Dim/c.Heads {
+	if a == "qwen3" || c.moe() || c.qwen35() || c.gemma() || c.headDim() != c.Dim/c.Heads {
 		// As llama.cpp's converters write head_dim: Qwen3 and Gemma always, others when it is
 		// not Dim/Heads.
 		kvs = append(kvs, u32(a+".attention.key_length", c.headDim()), u32(a+".attention.value_length", c.headDim()))
@@ -193,6 +205,9 @@ func (c Config) KVs() ([]gguf.KV, error) {
 	}
 	if c.moe() {
 		kvs = append(kvs, c.moeKVs()...)
+	}
+	if c.qwen35() {
+		kvs = append(kvs, c.qwen35KVs()...)
 	}
 	if a == "gemma2" {
 		attn, final := c.softCaps()
@@ -292,7 +307,10 @@ func (c Config) sources(progress func(quantize.Progress)) ([]gguf.KV, []gguf.Ten
 func fillFunc(seed uint64, index int, rowLen uint64, arch, name string) func([]float32, uint64) error {
 	mean, scale := fillOf(arch, name)
 	f := fill(seed, index, rowLen, mean, scale)
-	if name != "output.weight" || !MoE(arch) {
+	if arch == "qwen35" && strings.HasSuffix(name, "ssm_a") {
+		return negExp(f)
+	}
+	if name != "output.weight" || !(MoE(arch) || arch == "qwen35") {
 		return f
 	}
 	return func(dst []float32, row uint64) error { // the byte tokens' rows damped (moeScale)
@@ -305,6 +323,20 @@ func fillFunc(seed uint64, index int, rowLen uint64, arch, name string) func([]f
 					dst[r*rowLen+uint64(j)] *= byteRowDamping
 				}
 			}
+		}
+		return nil
+	}
+}
+
+// negExp turns a row generator's values v into -exp(v): qwen35's ssm_a, stored as -exp(A_log),
+// rounded to float16 like every drawn value.
+func negExp(f func([]float32, uint64) error) func([]float32, uint64) error {
+	return func(dst []float32, row uint64) error {
+		if err := f(dst, row); err != nil {
+			return err
+		}
+		for i, v := range dst {
+			dst[i] = gguf.F16ToF32(gguf.F32ToF16(float32(-math.Exp(float64(v)))))
 		}
 		return nil
 	}

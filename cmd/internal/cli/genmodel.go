@@ -116,6 +116,9 @@ func runGenModel(args []string, stdout, stderr io.Writer) error {
 	cfg.Seed = seed
 	if set["arch"] {
 		cfg.Arch = arch
+		if arch == "qwen35" && !set["layers"] && cfg.Layers < 4 {
+			cfg.Layers = 4 // a hybrid's every fourth block is attention: at least one
+		}
 		if !synth.MoE(arch) && !set["experts"] && !set["experts-used"] && !set["expert-ff"] {
 			cfg.Experts, cfg.ExpertsUsed, cfg.ExpertFF = 0, 0, 0 // a dense architecture over a MoE preset's shape
 		}

@@ -75,7 +75,9 @@ func TestGenModel(t *testing.T) {
 
 // TestGenModelArch checks --arch: the architecture's metadata prefix and tensors.
 func TestGenModelArch(t *testing.T) {
-	for arch, tensor := range map[string]string{"qwen2": "blk.0.attn_q.bias", "qwen3": "blk.1.attn_k_norm.weight", "phi3": "blk.0.attn_qkv.weight"} {
+	// qwen35 takes 4 layers where --layers is not given: its fourth block is the first attention.
+	for arch, tensor := range map[string]string{"qwen2": "blk.0.attn_q.bias", "qwen3": "blk.1.attn_k_norm.weight", "phi3": "blk.0.attn_qkv.weight",
+		"qwen35": "blk.3.attn_q_norm.weight"} {
 		f, err := gguf.Open(genModel(t, "--arch", arch, "--type", "Q8_0"))
 		if err != nil {
 			t.Fatal(err)
@@ -138,7 +140,7 @@ func TestGenModelErrors(t *testing.T) {
 		{[]string{"--type", "Q9", "--out", out}, "unknown quantization type"},
 		{[]string{"--preset", "tiny"}, "--out FILE is required"},
 		{[]string{"--heads", "3", "--out", out}, "not a multiple of heads"},
-		{[]string{"--arch", "gpt2", "--out", out}, `architecture "gpt2" not supported (supported: llama, qwen2, qwen2vl, qwen3, qwen2moe, qwen3moe, gpt-oss, phi3, gemma2, gemma3, bert)`},
+		{[]string{"--arch", "gpt2", "--out", out}, `architecture "gpt2" not supported (supported: llama, qwen2, qwen2vl, qwen3, qwen2moe, qwen3moe, gpt-oss, qwen35, phi3, gemma2, gemma3, bert)`},
 		{[]string{"--vocab", "100", "--out", out}, "below the minimum"},
 		{[]string{"--rank", "--out", out}, "a rank head is bert's alone"},
 		{[]string{"--type", "Q4_K", "--out", filepath.Join(out, "no", "dir")}, "no such file"},
