@@ -67,24 +67,13 @@ func (c Config) qwen35KVs() []gguf.KV {
 	}
 }
 
-// qwen35Scale is the standard deviation of a qwen35 tensor, by name, at the scales of the
-// shared reference's generator (make_qwen35.py), so a file's greedy steps are decided by
-// margins (ssm_a's is its log's: negExp makes it -exp of the draw); false for the norms,
-// which keep synth's.
-func qwen35Scale(name string) (float64, bool) {
-	for _, s := range []struct {
-		suffix string
-		scale  float64
-	}{
-		{"token_embd.weight", 0.5}, {"output.weight", 0.7},
-		{"attn_q.weight", 0.15}, {"attn_k.weight", 0.15}, {"attn_v.weight", 0.15}, {"attn_output.weight", 0.1},
-		{"attn_qkv.weight", 0.15}, {"attn_gate.weight", 0.15}, {"ssm_conv1d.weight", 0.3}, {"ssm_dt.bias", 0.5},
-		{"ssm_beta.weight", 0.15}, {"ssm_alpha.weight", 0.15}, {"ssm_out.weight", 0.1},
-		{"ffn_gate.weight", 0.1}, {"ffn_up.weight", 0.1}, {"ffn_down.weight", 0.1}, {"ssm_a", 0.5},
-	} {
-		if len(name) >= len(s.suffix) && name[len(name)-len(s.suffix):] == s.suffix {
-			return s.scale, true
-		}
-	}
-	return 0, false
+// qwen35Scales are qwen35's standard deviations by name suffix (scaleBySuffix), at the scales
+// of the shared reference's generator (make_qwen35.py), so a file's greedy steps are decided by
+// margins; ssm_a's is its log's (negExp makes it -exp of the draw).
+var qwen35Scales = []suffixScale{
+	{"token_embd.weight", 0.5}, {"output.weight", 0.7},
+	{"attn_q.weight", 0.15}, {"attn_k.weight", 0.15}, {"attn_v.weight", 0.15}, {"attn_output.weight", 0.1},
+	{"attn_qkv.weight", 0.15}, {"attn_gate.weight", 0.15}, {"ssm_conv1d.weight", 0.3}, {"ssm_dt.bias", 0.5},
+	{"ssm_beta.weight", 0.15}, {"ssm_alpha.weight", 0.15}, {"ssm_out.weight", 0.1},
+	{"ffn_gate.weight", 0.1}, {"ffn_up.weight", 0.1}, {"ffn_down.weight", 0.1}, {"ssm_a", 0.5},
 }

@@ -118,21 +118,27 @@ const (
 	byteRowDamping = 0.05
 )
 
-// moeScale is the standard deviation of a Mixture of Experts' tensor, by name; false for the
-// norms, which keep synth's.
-func moeScale(name string) (float64, bool) {
-	for _, s := range []struct {
-		suffix string
-		scale  float64
-	}{
-		{"token_embd.weight", 0.5}, {"output.weight", 0.7},
-		{"attn_q.weight", 0.15}, {"attn_k.weight", 0.15}, {"attn_v.weight", 0.15}, {"attn_output.weight", 0.1},
-		{"attn_q.bias", 0.1}, {"attn_k.bias", 0.1}, {"attn_v.bias", 0.1}, {"attn_output.bias", 0.05}, {"attn_sinks.weight", 1},
-		{"ffn_gate_inp.weight", 0.5}, {"ffn_gate_inp.bias", 0.2},
-		{"ffn_gate_exps.weight", 0.15}, {"ffn_up_exps.weight", 0.15}, {"ffn_down_exps.weight", 0.15},
-		{"ffn_gate_exps.bias", 0.1}, {"ffn_up_exps.bias", 0.1}, {"ffn_down_exps.bias", 0.05},
-		{"ffn_gate_inp_shexp.weight", 0.5}, {"ffn_gate_shexp.weight", 0.15}, {"ffn_up_shexp.weight", 0.15}, {"ffn_down_shexp.weight", 0.15},
-	} {
+// moeScales are the Mixtures of Experts' standard deviations by name suffix (scaleBySuffix).
+var moeScales = []suffixScale{
+	{"token_embd.weight", 0.5}, {"output.weight", 0.7},
+	{"attn_q.weight", 0.15}, {"attn_k.weight", 0.15}, {"attn_v.weight", 0.15}, {"attn_output.weight", 0.1},
+	{"attn_q.bias", 0.1}, {"attn_k.bias", 0.1}, {"attn_v.bias", 0.1}, {"attn_output.bias", 0.05}, {"attn_sinks.weight", 1},
+	{"ffn_gate_inp.weight", 0.5}, {"ffn_gate_inp.bias", 0.2},
+	{"ffn_gate_exps.weight", 0.15}, {"ffn_up_exps.weight", 0.15}, {"ffn_down_exps.weight", 0.15},
+	{"ffn_gate_exps.bias", 0.1}, {"ffn_up_exps.bias", 0.1}, {"ffn_down_exps.bias", 0.05},
+	{"ffn_gate_inp_shexp.weight", 0.5}, {"ffn_gate_shexp.weight", 0.15}, {"ffn_up_shexp.weight", 0.15}, {"ffn_down_shexp.weight", 0.15},
+}
+
+// suffixScale is a standard deviation for the tensors whose names end in suffix.
+type suffixScale struct {
+	suffix string
+	scale  float64
+}
+
+// scaleBySuffix is the scale of the first entry whose suffix ends name; false for none (the
+// norms, which keep synth's).
+func scaleBySuffix(scales []suffixScale, name string) (float64, bool) {
+	for _, s := range scales {
 		if strings.HasSuffix(name, s.suffix) {
 			return s.scale, true
 		}

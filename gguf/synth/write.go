@@ -31,15 +31,15 @@ const headScale = 0.125
 // except Gemma's, which spread around 1 like trained ones (the GGUF converter has already
 // added Gemma's +1 to them), and bert's LayerNorm weights, which spread alike (their biases
 // spread around 0 as every bias does). A reranker's head spreads as headScale says. The
-// Mixtures of Experts take their own scales (moeScale).
+// Mixtures of Experts and qwen35 take their own scales (moeScales, qwen35Scales).
 func fillOf(arch, name string) (mean, scale float64) {
 	if MoE(arch) {
-		if s, ok := moeScale(name); ok {
+		if s, ok := scaleBySuffix(moeScales, name); ok {
 			return 0, s
 		}
 	}
 	if arch == "qwen35" {
-		if s, ok := qwen35Scale(name); ok {
+		if s, ok := scaleBySuffix(qwen35Scales, name); ok {
 			return 0, s
 		}
 	}
@@ -313,7 +313,7 @@ func fillFunc(seed uint64, index int, rowLen uint64, arch, name string) func([]f
 	if name != "output.weight" || !(MoE(arch) || arch == "qwen35") {
 		return f
 	}
-	return func(dst []float32, row uint64) error { // the byte tokens' rows damped (moeScale)
+	return func(dst []float32, row uint64) error { // the byte tokens' rows damped (byteRowDamping)
 		if err := f(dst, row); err != nil {
 			return err
 		}
