@@ -76,30 +76,6 @@ func TestIQEncodeEdgeBlocks(t *testing.T) {
 	}
 }
 
-// TestIQEncodeBlocksIndependent checks that a row encodes as the concatenation of its blocks.
-func TestIQEncodeBlocksIndependent(t *testing.T) {
-	for typ := range iqEncodeTypes {
-		bs := int(typ.BlockSize())
-		x := gaussian(17, 4*256, 1)
-		clear(x[256:288])
-		whole, err := Quantize(typ, x)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var parts []byte
-		for i := 0; i < len(x); i += bs {
-			p, err := Quantize(typ, x[i:i+bs])
-			if err != nil {
-				t.Fatal(err)
-			}
-			parts = append(parts, p...)
-		}
-		if !bytes.Equal(whole, parts) {
-			t.Errorf("%s: row and per-block encoding differ", typ)
-		}
-	}
-}
-
 // TestIQ4EncodeLevels encodes values that are exactly a scale times the IQ4 levels: the 4-bit
 // indices must come back in the layout of ggml-common.h (element j < 16 in the low nibble of
 // byte j, element 16 + j in its high nibble).

@@ -7,9 +7,11 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/model"
 )
 
+// forwardAlone runs tokens from position 0 in a cache of their own (at least 64 rows) and
+// returns the last token's logits.
 func forwardAlone(t *testing.T, m *model.Model, tokens []int32) []float32 {
 	t.Helper()
-	kv, err := m.NewKVCache(64)
+	kv, err := m.NewKVCache(max(64, len(tokens)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -238,15 +238,7 @@ func TestMoEPromptMatchesTokenByToken(t *testing.T) {
 			t.Run(c.file+"/"+v.name, func(t *testing.T) {
 				withVariant(t, dev, v.barrierFree, v.subgroups, func() {
 					m := loadBatch(t, 128, "models", "moe", c.file)
-					kv, err := m.NewKVCache(256)
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer kv.Release()
-					whole, err := m.Forward(kv, prompt, 0)
-					if err != nil {
-						t.Fatal(err)
-					}
+					whole := forwardAlone(t, m, prompt)
 					kv2, err := m.NewKVCache(256)
 					if err != nil {
 						t.Fatal(err)

@@ -245,25 +245,3 @@ func TestIQMixRules(t *testing.T) {
 		}
 	}
 }
-
-// TestFallbackIQ checks the fallbacks of the IQ types: IQ4_XS to IQ4_NL, and the 32-block
-// types (for which llama.cpp has no fallback and aborts) to F16.
-func TestFallbackIQ(t *testing.T) {
-	cases := []struct {
-		cols     uint64
-		want, to gguf.GGMLType
-	}{
-		{512, gguf.TypeIQ4_XS, gguf.TypeIQ4_XS},
-		{96, gguf.TypeIQ4_XS, gguf.TypeIQ4_NL},
-		{100, gguf.TypeIQ4_XS, gguf.TypeF16},
-		{96, gguf.TypeIQ4_NL, gguf.TypeIQ4_NL},
-		{100, gguf.TypeIQ4_NL, gguf.TypeF16},
-		{100, gguf.TypeMXFP4, gguf.TypeF16},
-	}
-	for _, c := range cases {
-		got, note := fallback(Tensor{Name: "x.weight", Shape: []uint64{c.cols, 8}}, c.want)
-		if got != c.to || (got != c.want) != (note != "") {
-			t.Errorf("fallback(%d cols, %s) = %s %q, want %s", c.cols, c.want, got, note, c.to)
-		}
-	}
-}

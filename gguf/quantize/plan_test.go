@@ -253,6 +253,14 @@ func TestFallbackTable(t *testing.T) {
 		{96, gguf.TypeQ6_K, gguf.TypeQ8_0},
 		{100, gguf.TypeQ6_K, gguf.TypeF16},
 		{100, gguf.TypeQ8_0, gguf.TypeF16},
+		// IQ4_XS falls back to IQ4_NL; the 32-block types, for which llama.cpp has no fallback
+		// and aborts, to F16.
+		{512, gguf.TypeIQ4_XS, gguf.TypeIQ4_XS},
+		{96, gguf.TypeIQ4_XS, gguf.TypeIQ4_NL},
+		{100, gguf.TypeIQ4_XS, gguf.TypeF16},
+		{96, gguf.TypeIQ4_NL, gguf.TypeIQ4_NL},
+		{100, gguf.TypeIQ4_NL, gguf.TypeF16},
+		{100, gguf.TypeMXFP4, gguf.TypeF16},
 	}
 	for _, c := range cases {
 		got, note := fallback(Tensor{Name: "x.weight", Shape: []uint64{c.cols, 8}}, c.want)

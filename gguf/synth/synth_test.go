@@ -26,6 +26,19 @@ func tiny(t *testing.T, mix quantize.Mix) Config {
 	return c
 }
 
+// checkShapes checks that f holds exactly the tensors of want, each of its shape.
+func checkShapes(t *testing.T, f *gguf.File, want map[string][]uint64) {
+	t.Helper()
+	if len(f.Tensors) != len(want) {
+		t.Errorf("%d tensors, want %d", len(f.Tensors), len(want))
+	}
+	for _, ti := range f.Tensors {
+		if s, ok := want[ti.Name]; !ok || !slices.Equal(ti.Shape, s) {
+			t.Errorf("%s %v, want %v", ti.Name, ti.Shape, s)
+		}
+	}
+}
+
 func generate(t *testing.T, c Config) (*gguf.File, []byte) {
 	t.Helper()
 	var buf bytes.Buffer
@@ -332,13 +345,8 @@ func TestArchs(t *testing.T) {
 						want[fmt.Sprintf("blk.%d.%s", i, name)] = s
 					}
 				}
-				if len(f.Tensors) != len(want) {
-					t.Errorf("%d tensors, want %d", len(f.Tensors), len(want))
-				}
+				checkShapes(t, f, want)
 				for _, ti := range f.Tensors {
-					if s, ok := want[ti.Name]; !ok || !slices.Equal(ti.Shape, s) {
-						t.Errorf("%s %v, want %v", ti.Name, ti.Shape, s)
-					}
 					wantType := mix.DefaultType()
 					switch {
 					case len(ti.Shape) == 1:

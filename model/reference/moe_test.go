@@ -149,19 +149,7 @@ func TestMoEMatchesLlamaCppDefault(t *testing.T) {
 			run := readRun(t, ref)
 			check := func(what string, forward func(*gguf.File, []int32) ([]float32, error), tol, exactTol float64, exactSteps int) {
 				first, diffs := greedyMatch(t, f, run, c.steps, forward)
-				worst := slices.Max(append(diffs, 0))
-				t.Logf("%s: %d steps agree; top-10 probabilities within %.2e", what, len(diffs), worst)
-				if first >= 0 {
-					t.Errorf("%s: step %d: token differs from llama.cpp's", what, first)
-				}
-				if worst > tol {
-					t.Errorf("%s: top-10 probabilities differ from llama.cpp's by up to %.2e (tolerance %.0e)", what, worst, tol)
-				}
-				for i, d := range diffs[:min(exactSteps, len(diffs))] {
-					if d > exactTol {
-						t.Errorf("%s: step %d: top-10 probabilities differ by %.2e, want llama.cpp's arithmetic (%.0e)", what, i, d, exactTol)
-					}
-				}
+				judgeRun(t, what, first, diffs, tol, exactTol, exactSteps)
 			}
 			if !c.quantized {
 				check("Forward", Forward, 0.1, 0, 0)

@@ -83,6 +83,14 @@ func TestQwen35Hparams(t *testing.T) {
 func checkQwen35Run(t *testing.T, what string, m *Qwen35, run llamaRun, steps int, tol, exactTol float64, exactSteps int) {
 	t.Helper()
 	first, diffs := qwen35Greedy(t, m, prompt, run, steps)
+	judgeRun(t, what, first, diffs, tol, exactTol, exactSteps)
+}
+
+// judgeRun judges a greedy run against llama.cpp's (greedyMatch's or qwen35Greedy's first
+// differing step and each agreeing step's largest top-10 probability difference): no step
+// may differ, every difference be within tol, and the first exactSteps within exactTol.
+func judgeRun(t *testing.T, what string, first int, diffs []float64, tol, exactTol float64, exactSteps int) {
+	t.Helper()
 	worst := slices.Max(append(diffs, 0))
 	t.Logf("%s: %d steps agree; top-10 probabilities within %.2e", what, len(diffs), worst)
 	if first >= 0 {
