@@ -122,25 +122,5 @@ func (m *Model) attentionBlock(p *pass, il int) {
 		r.Attention(s.qkv, kv.k[il], kv.v[il], p.attnPos, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, ap)
 	}
 	m.recordProbe(r, kv, il, n, p.attnPos, ap) // Batch.Probe's layer only
-	m.residualBias(r, ly.wo, m.layerLora[il].wo, s.attn, c.NHead*c.HeadDim, ly.woBias, ly.postAttn, n)
-}
-
-// residualBias is residual with the projection's bias, when it has one, added before the
-// residual stream (llama.cpp's order: (W·x + b) + residual).
-func (m *Model) residualBias(r *gpu.Recorder, ps []proj, terms []loraTerm, x *gpu.Buffer, k int, bias, postNorm *gpu.Buffer, n int) {
-	if bias == nil {
-		m.residual(r, ps, terms, x, k, postNorm, n)
-		return
-	}
-	c, s := m.Config, &m.scratch
-	m.flushLora(r, n) // the stream must hold every earlier term before it is added to
-	m.project(r, ps, x, 0, n, k, s.tmp, c.NEmbd, false)
-	m.addLora(r, terms, x, 0, n, k, s.tmp, c.NEmbd)
-	r.BiasAct(s.tmp, bias, c.NEmbd, n, false)
-	if postNorm != nil {
-		r.RMSNorm(s.tmp, postNorm, s.xn, c.NEmbd, n, c.RMSEps)
-		r.Add(s.x, s.xn, n*c.NEmbd)
-		return
-	}
-	r.Add(s.x, s.tmp, n*c.NEmbd)
+	m.residual(r, ly.wo, m.layerLora[il].wo, s.attn, c.NHead*c.HeadDim, ly.woBias, ly.postAttn, n)
 }

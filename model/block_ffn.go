@@ -48,7 +48,7 @@ func (m *Model) ffnBlock(p *pass, il int) {
 	c, s, r, n := m.Config, &m.scratch, p.r, p.n
 	m.normProject(r, ly.ffnNorm, ly.gateUp, m.layerLora[il].gateUp, n, s.gu, 2*c.NFF)
 	r.GLU(s.gu, s.ffn, c.NFF, n, c.GELU)
-	m.residual(r, ly.ffnDown, m.layerLora[il].down, s.ffn, c.NFF, ly.postFFN, n)
+	m.residual(r, ly.ffnDown, m.layerLora[il].down, s.ffn, c.NFF, nil, ly.postFFN, n)
 }
 
 // preNormBlock is the block graph of the llama family: attention then feed-forward, each

@@ -255,7 +255,6 @@ func (m *Model) moeBlock(p *pass, il int) {
 	if e.downBias != nil {
 		r.AddID(s.moeOut, e.downBias, s.moeIDs, na, c.NEmbd, c.NEmbd, 0)
 	}
-	m.flushLora(r, n) // the stream must hold every earlier term before the sum is added
 	if ly.postFFN == nil && e.shared == nil {
 		r.MoECombine(s.moeOut, s.moeWeights, n, k, c.NEmbd, s.x, true)
 		return
@@ -290,21 +289,11 @@ func (m *Model) sharedBlock(r *gpu.Recorder, sh *sharedExpert, n int) {
 // (yStride wide): x holds a row per token (the gate and up products) or, with perAssign, a
 // row per assignment (down); the activations are rounded as project rounds them.
 func (m *Model) projectExperts(r *gpu.Recorder, ps []proj, x *gpu.Buffer, b gpu.MoEBatch, perAssign bool, y *gpu.Buffer, yStride int) {
-	s := &m.scratch
-	k, rows := ps[0].w.Cols, b.Tokens
+	rows := b.Tokens
 	if perAssign {
 		rows *= b.K
 	}
-	rounded, acts := gpu.ActNone, gpu.Acts{}
-	for _, p := range ps {
-		in := gpu.Acts{X: x}
-		if a := gpu.ActFor(p.w.Type); m.actQuant && a != gpu.ActNone && k%a.Block() == 0 {
-			if a != rounded {
-				acts = r.QuantizeActivations(a, x, 0, rows, k, s.xq, s.xsums)
-				rounded = a
-			}
-			in = acts
-		}
+	m.eachRounded(r, ps, x, 0, rows, ps[0].w.Cols, func(p proj, in gpu.Acts) {
 		r.MatMulID(p.w, in, b, perAssign, y, yStride, p.col, false)
-	}
+	})
 }

@@ -442,20 +442,29 @@ func (m *Model) recordLogits(r *gpu.Recorder, n int, logits []int) {
 	}
 }
 
-// residual adds a block's output projection (of x, k wide) and its adapters' terms to the
-// residual stream: fused into the projection (the terms left for the next RMS norm when it
-// can take them, deferLora), or, with Gemma's post-norm, projected, normalised and then added.
-func (m *Model) residual(r *gpu.Recorder, ps []proj, terms []loraTerm, x *gpu.Buffer, k int, postNorm *gpu.Buffer, n int) {
+// residual adds a block's output projection (of x, k wide), its bias when it has one (gpt-oss)
+// and its adapters' terms to the residual stream: fused into the projection (the terms left
+// for the next RMS norm when it can take them, deferLora), or projected, biased, normalised by
+// Gemma's post-norm when there is one, and then added, in llama.cpp's order ((W·x + b) +
+// residual).
+func (m *Model) residual(r *gpu.Recorder, ps []proj, terms []loraTerm, x *gpu.Buffer, k int, bias, postNorm *gpu.Buffer, n int) {
 	c, s := m.Config, &m.scratch
-	if postNorm == nil {
+	if bias == nil && postNorm == nil {
 		m.project(r, ps, x, 0, n, k, s.x, c.NEmbd, true)
 		m.deferLora(r, terms, x, k, n)
 		return
 	}
 	m.project(r, ps, x, 0, n, k, s.tmp, c.NEmbd, false)
 	m.addLora(r, terms, x, 0, n, k, s.tmp, c.NEmbd)
-	r.RMSNorm(s.tmp, postNorm, s.xn, c.NEmbd, n, c.RMSEps)
-	r.Add(s.x, s.xn, n*c.NEmbd)
+	if bias != nil {
+		r.BiasAct(s.tmp, bias, c.NEmbd, n, false)
+	}
+	out := s.tmp
+	if postNorm != nil {
+		r.RMSNorm(s.tmp, postNorm, s.xn, c.NEmbd, n, c.RMSEps)
+		out = s.xn
+	}
+	r.Add(s.x, out, n*c.NEmbd)
 }
 
 // project runs projections of the nTokens rows of x (k wide) from xRow0 into columns of the
@@ -468,32 +477,39 @@ func (m *Model) project(r *gpu.Recorder, ps []proj, x *gpu.Buffer, xRow0, nToken
 // projectWith is project with an adapter's term added in the products' epilogue when epi is
 // not nil.
 func (m *Model) projectWith(r *gpu.Recorder, ps []proj, x *gpu.Buffer, xRow0, nTokens, k int, y *gpu.Buffer, yStride int, accumulate bool, epi *gpu.LoRAEpilogue) {
-	rounded, acts := gpu.ActNone, gpu.Acts{}
-	for _, p := range ps {
-		in := gpu.Acts{X: x, Row0: xRow0}
-		if a := gpu.ActFor(p.w.Type); m.actQuant && a != gpu.ActNone && k%a.Block() == 0 {
-			if a != rounded {
-				acts = r.QuantizeActivations(a, x, xRow0, nTokens, k, m.scratch.xq, m.scratch.xsums)
-				rounded = a
-			}
-			in = acts
-		}
+	m.eachRounded(r, ps, x, xRow0, nTokens, k, func(p proj, in gpu.Acts) {
 		if epi != nil {
 			r.MatMulLoRA(p.w, in, nTokens, y, yStride, p.col, accumulate, *epi)
 		} else {
 			r.MatMulAt(p.w, in, nTokens, y, yStride, p.col, accumulate)
 		}
+	})
+}
+
+// eachRounded calls do for each projection with its input, the rows xRow0 .. xRow0+rows of x
+// (k wide) rounded as llama.cpp's CPU backend rounds them for the projection's weight type
+// (see Options.RawActivations); projections of one type share one rounding.
+func (m *Model) eachRounded(r *gpu.Recorder, ps []proj, x *gpu.Buffer, xRow0, rows, k int, do func(p proj, in gpu.Acts)) {
+	rounded, acts := gpu.ActNone, gpu.Acts{}
+	for _, p := range ps {
+		in := gpu.Acts{X: x, Row0: xRow0}
+		if a := gpu.ActFor(p.w.Type); m.actQuant && a != gpu.ActNone && k%a.Block() == 0 {
+			if a != rounded {
+				acts = r.QuantizeActivations(a, x, xRow0, rows, k, m.scratch.xq, m.scratch.xsums)
+				rounded = a
+			}
+			in = acts
+		}
+		do(p, in)
 	}
 }
 
 // projectScaled is project of one projection, from row 0 of x, adding scale times its products
 // into y (a LoRA group's B).
 func (m *Model) projectScaled(r *gpu.Recorder, p proj, x *gpu.Buffer, nTokens, k int, y *gpu.Buffer, yStride int, scale float32) {
-	in := gpu.Acts{X: x}
-	if a := gpu.ActFor(p.w.Type); m.actQuant && a != gpu.ActNone && k%a.Block() == 0 {
-		in = r.QuantizeActivations(a, x, 0, nTokens, k, m.scratch.xq, m.scratch.xsums)
-	}
-	r.MatMulScaledAdd(p.w, in, nTokens, y, yStride, p.col, scale)
+	m.eachRounded(r, []proj{p}, x, 0, nTokens, k, func(p proj, in gpu.Acts) {
+		r.MatMulScaledAdd(p.w, in, nTokens, y, yStride, p.col, scale)
+	})
 }
 
 // WeightBytes is the size of the weights on the device: what one decode step of a dense model
