@@ -101,12 +101,13 @@ func (k keys) required(key string, dst *int) error {
 // pass is what a block's recording needs of the forward pass being recorded: n tokens of
 // seqs sequences whose inputs are in the scratch buffers, at most maxKeys positions deep,
 // the cache addressed with pageBits (Batch.PageBits), attention limits from attnPos (the
-// positions, or Batch.AttnEnds in their place).
+// positions, or Batch.AttnEnds in their place), recurrent layers' sequences in rec.
 type pass struct {
 	r                          *gpu.Recorder
 	kv                         *KVCache
 	n, seqs, maxKeys, pageBits int
 	attnPos                    *gpu.Buffer
+	rec                        gpu.RecurrentBatch
 }
 
 // neox marks the architectures llama.cpp ropes with GPT-NeoX pairs (LLAMA_ROPE_TYPE_NEOX).

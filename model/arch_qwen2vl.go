@@ -14,21 +14,11 @@ func init() {
 // (n_rot == head_dim).
 func qwen2vlHparams(k keys, c *Config) error {
 	c.RopeNeoX = true
-	key := c.Arch + ".rope.dimension_sections"
-	v, ok := k.f.Int32s(key)
-	if !ok || len(v) == 0 || len(v) > 4 {
-		return fmt.Errorf("model: %s missing or not 1 to 4 integers", key)
+	if err := readMRope(k, c); err != nil {
+		return err
 	}
-	total := 0
-	for i, n := range v {
-		if n < 0 || n > 1<<16 {
-			return fmt.Errorf("model: %s has a section of %d", key, n)
-		}
-		c.MRope[i] = int(n)
-		total += int(n)
-	}
-	if total == 0 || c.NRot != c.HeadDim {
-		return fmt.Errorf("model: %s %v do not fit %d rotated dimensions of %d-wide heads", key, v, c.NRot, c.HeadDim)
+	if c.NRot != c.HeadDim {
+		return fmt.Errorf("model: %s.rope.dimension_sections %v do not fit %d rotated dimensions of %d-wide heads", k.arch, c.MRope, c.NRot, c.HeadDim)
 	}
 	return nil
 }

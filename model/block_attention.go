@@ -18,12 +18,14 @@ type layer struct {
 	qkvBias           *gpu.Buffer // q, k and v projections' biases (Qwen2, gpt-oss), or nil
 	qNorm, kNorm      *gpu.Buffer // per-head RMSNorm weights of q and k (Qwen3, Gemma 3), or nil
 	postAttn, postFFN *gpu.Buffer // RMSNorm weights applied to the block outputs (Gemma), or nil
+	attnGate          []proj      // the attention output's gate rows of attn_q (GatedAttn), or nil
 	wo                []proj
 	woBias            *gpu.Buffer // the output projection's bias (gpt-oss), or nil
 	sinks             *gpu.Buffer // attention sinks, one logit per head (gpt-oss), or nil
 	gateUp            []proj      // into rows of [gate | up]; a dense feed-forward's
 	ffnDown           []proj
-	moe               *moeLayer // the experts, for a Mixture-of-Experts block; else nil
+	moe               *moeLayer       // the experts, for a Mixture-of-Experts block; else nil
+	rec               *recurrentLayer // a Gated DeltaNet block's mixer (block_recurrent.go), else nil
 }
 
 // loadAttention loads block il's attention: its input norm, q, k, v projections (separate or
@@ -38,7 +40,15 @@ func loadAttention(l *loader, c *Config, ly *layer, il int) error {
 			return err
 		}
 	}
-	if l.hasTensor(p + "attn_qkv.weight") {
+	if c.GatedAttn { // attn_q: per head, its q rows then its gate rows
+		hd := c.HeadDim
+		q := rowsOf{name: p + "attn_q.weight", rows: qDim, of: 2 * qDim, run: hd, every: 2 * hd}
+		if ly.qkv, err = l.fusedRows([]rowsOf{q, {name: p + "attn_k.weight", rows: kvDim}, {name: p + "attn_v.weight", rows: kvDim}}, c.NEmbd); err != nil {
+			return err
+		}
+		q.from = hd
+		ly.attnGate, err = l.fusedRows([]rowsOf{q}, c.NEmbd)
+	} else if l.hasTensor(p + "attn_qkv.weight") {
 		var w gpu.Weight
 		w, err = l.matrix(p+"attn_qkv.weight", qDim+2*kvDim, c.NEmbd)
 		ly.qkv = []proj{{w: w}}
@@ -86,7 +96,7 @@ func (m *Model) layerAttention(il int) (gpu.Rope, gpu.AttnParams) {
 	c := m.Config
 	rope := gpu.Rope{NRot: c.NRot, FreqBase: c.RopeBase, FreqScale: c.RopeScale, NeoX: c.RopeNeoX, Factors: m.ropeFreqs, YaRN: c.YaRN}
 	if c.MRoped() {
-		rope.MPos, rope.Sections = m.scratch.mpos, c.MRope
+		rope.MPos, rope.Sections, rope.Interleaved = m.scratch.mpos, c.MRope, c.IMRoPE
 	}
 	ap := gpu.AttnParams{Scale: c.AttnScale, SoftCap: c.AttnSoftCap}
 	if il < len(m.layers) {
@@ -102,13 +112,17 @@ func (m *Model) layerAttention(il int) (gpu.Rope, gpu.AttnParams) {
 }
 
 // attentionBlock records block il's attention: norm, projections, per-head norms, RoPE and the
-// cache write, attention, and the output projection added to the residual stream (through
-// Gemma's post-norm when the block has one).
+// cache write, attention, qwen35's output gate, and the output projection added to the
+// residual stream (through Gemma's post-norm when the block has one).
 func (m *Model) attentionBlock(p *pass, il int) {
 	c, s, r, n, kv := m.Config, &m.scratch, p.r, p.n, p.kv
 	ly := &m.layers[il]
 	qkvW := m.qkvWidth()
 	m.normProject(r, ly.attnNorm, ly.qkv, m.layerLora[il].qkv, n, s.qkv, qkvW)
+	qDim := c.NHead * c.HeadDim
+	if ly.attnGate != nil {
+		m.project(r, ly.attnGate, s.xn, 0, n, c.NEmbd, s.gate, qDim, false)
+	}
 	if ly.qNorm != nil {
 		r.HeadNorm(s.qkv, ly.qNorm, ly.kNorm, n, c.NHead, c.NKVHead, c.HeadDim, c.RMSEps)
 	}
@@ -122,5 +136,8 @@ func (m *Model) attentionBlock(p *pass, il int) {
 		r.Attention(s.qkv, kv.k[il], kv.v[il], p.attnPos, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, ap)
 	}
 	m.recordProbe(r, kv, il, n, p.attnPos, ap) // Batch.Probe's layer only
-	m.residual(r, ly.wo, m.layerLora[il].wo, s.attn, c.NHead*c.HeadDim, ly.woBias, ly.postAttn, n)
+	if ly.attnGate != nil {
+		r.SigmoidGate(s.attn, gpu.HeadLayout{Stride: qDim}, s.gate, gpu.HeadLayout{Stride: qDim}, n, c.NHead, c.HeadDim)
+	}
+	m.residual(r, ly.wo, m.layerLora[il].wo, s.attn, qDim, ly.woBias, ly.postAttn, n)
 }

@@ -51,6 +51,17 @@ type Config struct {
 	// SwiGLUOAI is gpt-oss's clamped SwiGLU (swiglu_oai, alpha 1.702, limit 7) in the experts.
 	SwiGLUOAI bool
 
+	// Hybrid recurrent models (qwen35): Gated DeltaNet layers beside attention; see
+	// block_recurrent.go. Recurrent is nil for other models.
+	Recurrent   []bool // per layer: a Gated DeltaNet layer (else attention)
+	SSMConv     int    // ssm.conv_kernel: the short convolution's taps
+	SSMHeadDim  int    // ssm.state_size: a key and value head's size (S_k = S_v)
+	SSMKeyHeads int    // ssm.group_count: q and k heads
+	SSMValHeads int    // ssm.time_step_rank: v heads, each with a state matrix
+	GatedAttn   bool   // attn_q holds each head's q rows then its output gate's (qwen35)
+	IMRoPE      bool   // interleaved M-RoPE sections (gpu.Rope.Interleaved)
+	NextNLayers int    // nextn_predict_layers: trailing multi-token-prediction blocks, not run
+
 	// MRope are Qwen2-VL's M-RoPE sections (rope.dimension_sections): the rotated pairs that
 	// turn by a token's t, h, w and e positions (Batch.MPos); all 0 without M-RoPE.
 	MRope [4]int

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/wgpu-llama/wgpu-llama/gpu"
 )
@@ -10,25 +11,45 @@ import (
 // keys over several workgroups (gpu.AttentionSplit); below it one workgroup per head suffices.
 const splitAttentionFrom = 512
 
-// KVCache is the keys and values of every layer for NCtx cache rows, resident on the GPU. How
+// KVCache is the keys and values of every attention layer for NCtx cache rows, and a hybrid
+// model's recurrent state for States sequences (recurrent_state.go), resident on the GPU. How
 // rows belong to sequences is the caller's business, told per batch: contiguous regions
 // (Batch.Base) or pages listed in page tables (Batch.PageBits, Batch.Pages).
 type KVCache struct {
-	NCtx int // cache rows (token slots) per layer, shared by all sequences
-	k, v []*gpu.Buffer
-	part *gpu.Buffer // split-K attention partials, on GPUs with contexts long enough to split
-	row  uint64      // bytes of one cache row of one layer
+	NCtx   int           // cache rows (token slots) per layer, shared by all sequences
+	States int           // recurrent state slots (0 for a model without recurrent layers)
+	k, v   []*gpu.Buffer // per layer; nil for recurrent layers
+	part   *gpu.Buffer   // split-K attention partials, on GPUs with contexts long enough to split
+	row    uint64        // bytes of one cache row of one layer
+	// conv and ssm are the recurrent layers' states, States slots each; nil for attention
+	// layers.
+	conv, ssm []*gpu.Buffer
 }
 
-// NewKVCache allocates a cache of nCtx rows, f16 unless the model was loaded with KVF32.
-func (m *Model) NewKVCache(nCtx int) (*KVCache, error) {
+// NewKVCache allocates a cache of nCtx rows, f16 unless the model was loaded with KVF32, and
+// one recurrent state slot (NewKVCacheFor).
+func (m *Model) NewKVCache(nCtx int) (*KVCache, error) { return m.NewKVCacheFor(nCtx, 1) }
+
+// NewKVCacheFor allocates a cache of nCtx rows and, for a model with recurrent layers, states
+// recurrent state slots: one per sequence that runs at once.
+func (m *Model) NewKVCacheFor(nCtx, states int) (*KVCache, error) {
 	c := m.Config
 	row := uint64(c.NKVHead * c.HeadDim * 4)
 	if m.kvF16 {
 		row /= 2
 	}
 	kv := &KVCache{NCtx: nCtx, row: row}
+	if m.Recurrent() {
+		if err := m.newStates(kv, max(states, 1)); err != nil {
+			kv.Release()
+			return nil, err
+		}
+	}
 	for i := 0; i < c.NLayer; i++ {
+		if c.Recurrent != nil && c.Recurrent[i] {
+			kv.k, kv.v = append(kv.k, nil), append(kv.v, nil)
+			continue
+		}
 		k, err := m.dev.NewBuffer(fmt.Sprintf("cache_k_l%d", i), uint64(nCtx)*row)
 		if err != nil {
 			kv.Release()
@@ -55,11 +76,15 @@ func (m *Model) NewKVCache(nCtx int) (*KVCache, error) {
 
 // Release frees the cache's device memory.
 func (kv *KVCache) Release() {
-	for _, b := range append(kv.k, kv.v...) {
+	for _, b := range kv.buffers() {
 		b.Release()
 	}
-	kv.part.Release()
-	kv.k, kv.v, kv.part = nil, nil, nil
+	kv.k, kv.v, kv.part, kv.conv, kv.ssm = nil, nil, nil, nil, nil
+}
+
+// buffers lists the cache's buffers: keys, values, partials and states (nil where none).
+func (kv *KVCache) buffers() []*gpu.Buffer {
+	return slices.Concat(kv.k, kv.v, []*gpu.Buffer{kv.part}, kv.conv, kv.ssm)
 }
 
 // Batch is one forward pass over tokens of one or more sequences: each token with its
@@ -80,6 +105,12 @@ type Batch struct {
 	PageBits int       // log2 of the page size in rows; 0: contiguous regions, no paging
 	Pages    []int32   // the page tables, concatenated; unused with PageBits 0
 	Copies   []RowCopy // copy-on-write row copies, run before the pass
+
+	// States, for a model with recurrent layers (Model.Recurrent), is each row's state slot
+	// (KVCache.States): a sequence's rows consecutive, at consecutive positions, continuing
+	// from the slot's state, or from zeros when the first is at position 0. nil: slot 0 for
+	// every row.
+	States []int32
 
 	// Embeds, when set, gives rows their input as an embedding (an image's, NEmbd values)
 	// instead of a token's: such a row's token is a placeholder (MediaToken), and its
@@ -149,6 +180,8 @@ func (m *Model) checkBatch(kv *KVCache, b Batch) error {
 			return fmt.Errorf("model: attention probe of batch row %d in a batch of %d tokens", p.Row, n)
 		case p.Layer < 0 || p.Layer >= c.NLayer || p.Head < 0 || p.Head >= c.NHead:
 			return fmt.Errorf("model: attention probe of layer %d, head %d; the model has %d layers of %d heads", p.Layer, p.Head, c.NLayer, c.NHead)
+		case c.Recurrent != nil && c.Recurrent[p.Layer]:
+			return fmt.Errorf("model: attention probe of layer %d, a recurrent layer without attention", p.Layer)
 		}
 	}
 	for i, id := range b.Tokens {
@@ -171,6 +204,9 @@ func (m *Model) checkBatch(kv *KVCache, b Batch) error {
 		if b.PageBits > 0 && int(b.Base[i])+int(b.Pos[i]>>b.PageBits) >= len(b.Pages) {
 			return fmt.Errorf("model: token %d at position %d is past the end of its page table (at %d of %d entries)", i, b.Pos[i], b.Base[i], len(b.Pages))
 		}
+	}
+	if _, err := m.stateSeqs(kv, b); err != nil {
+		return err
 	}
 	for _, r := range b.Logits {
 		if r < 0 || r >= n {
@@ -265,6 +301,9 @@ func (b Batch) recordCopies(r *gpu.Recorder, kv *KVCache) {
 	for _, c := range b.Copies {
 		w := int(kv.row / 4) // words per row
 		for i := range kv.k {
+			if kv.k[i] == nil {
+				continue
+			}
 			r.CopyWithin(kv.k[i], c.Src*w, c.Dst*w, c.N*w)
 			r.CopyWithin(kv.v[i], c.Src*w, c.Dst*w, c.N*w)
 		}
@@ -284,6 +323,9 @@ type Shift struct {
 func (m *Model) ShiftKV(kv *KVCache, pageBits int, base int32, pages []int32, copies []RowCopy, moves []Shift) error {
 	if m.enc != nil {
 		return fmt.Errorf("model: %s keeps no cache between passes", m.Config.Arch)
+	}
+	if m.Recurrent() {
+		return fmt.Errorf("model: %s's recurrent state cannot be shifted", m.Config.Arch)
 	}
 	if len(moves) == 0 {
 		return nil

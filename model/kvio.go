@@ -21,8 +21,20 @@ func (m *Model) KVRowBytes() int {
 	return n
 }
 
-// KVLayers is the number of layers with a KV cache (each has one K and one V buffer).
-func (m *Model) KVLayers() int { return len(m.layers) }
+// KVLayers is the number of layers with a KV cache (each has one K and one V buffer): all but
+// a hybrid model's recurrent layers.
+func (m *Model) KVLayers() int { return len(m.attnLayers()) }
+
+// attnLayers are the indices of the layers with a KV cache, in order.
+func (m *Model) attnLayers() []int {
+	var out []int
+	for il := range m.layers {
+		if m.Config.Recurrent == nil || !m.Config.Recurrent[il] {
+			out = append(out, il)
+		}
+	}
+	return out
+}
 
 // checkKVRows validates the rows [r0, r1) of kv for a copy in or out.
 func (m *Model) checkKVRows(kv *KVCache, r0, r1 int) error {
@@ -38,14 +50,15 @@ func (m *Model) checkKVRows(kv *KVCache, r0, r1 int) error {
 	return nil
 }
 
-// ReadKVRows reads rows [r0, r1) of every layer's keys and values: k[l] and v[l] hold layer l's
-// rows, KVRowBytes each, in row order. It waits for all submitted work.
+// ReadKVRows reads rows [r0, r1) of every attention layer's keys and values: k[l] and v[l] hold
+// the l-th such layer's rows (KVLayers of them), KVRowBytes each, in row order. It waits for
+// all submitted work.
 func (m *Model) ReadKVRows(kv *KVCache, r0, r1 int) (k, v [][]byte, err error) {
 	if err := m.checkKVRows(kv, r0, r1); err != nil {
 		return nil, nil, err
 	}
 	row := uint64(m.KVRowBytes())
-	for l := range kv.k {
+	for _, l := range m.attnLayers() {
 		kb, err := m.readRange(kv.k[l], uint64(r0)*row, uint64(r1)*row)
 		if err != nil {
 			return nil, nil, err
@@ -78,21 +91,22 @@ func (m *Model) readRange(b *gpu.Buffer, from, to uint64) ([]byte, error) {
 // ReadKVRows returns them; the write is ordered before the next submit.
 func (m *Model) WriteKVRows(kv *KVCache, r0 int, k, v [][]byte) error {
 	row := m.KVRowBytes()
-	if len(k) != len(m.layers) || len(v) != len(m.layers) {
-		return fmt.Errorf("model: KV rows for %d and %d layers, the model has %d", len(k), len(v), len(m.layers))
+	layers := m.attnLayers()
+	if len(k) != len(layers) || len(v) != len(layers) || len(layers) == 0 {
+		return fmt.Errorf("model: KV rows for %d and %d layers, the model has %d", len(k), len(v), len(layers))
 	}
 	n := len(k[0]) / row
 	if err := m.checkKVRows(kv, r0, r0+n); err != nil {
 		return err
 	}
-	for l := range k {
-		if len(k[l]) != n*row || len(v[l]) != n*row {
-			return fmt.Errorf("model: layer %d: %d key and %d value bytes, want %d rows of %d", l, len(k[l]), len(v[l]), n, row)
+	for i, l := range layers {
+		if len(k[i]) != n*row || len(v[i]) != n*row {
+			return fmt.Errorf("model: layer %d: %d key and %d value bytes, want %d rows of %d", l, len(k[i]), len(v[i]), n, row)
 		}
-		if err := m.dev.Write(kv.k[l], uint64(r0*row), k[l]); err != nil {
+		if err := m.dev.Write(kv.k[l], uint64(r0*row), k[i]); err != nil {
 			return err
 		}
-		if err := m.dev.Write(kv.v[l], uint64(r0*row), v[l]); err != nil {
+		if err := m.dev.Write(kv.v[l], uint64(r0*row), v[i]); err != nil {
 			return err
 		}
 	}

@@ -168,6 +168,11 @@ var (
 		"qwen3moe-Q8_0.gguf":      {step0: 1e-5, all: 0.15},
 		"qwen3moe256-Q4_K_M.gguf": {step0: 1e-5, all: 5e-2},
 	}
+	hybridLimits = map[string]refLimits{
+		"qwen35-F32.gguf":    {step0: 1e-5, all: 1e-3},
+		"qwen35-Q8_0.gguf":   {step0: 1e-6, all: 3e-2},
+		"qwen35-Q4_K_M.gguf": {step0: 1e-6, all: 1e-5},
+	}
 	iqLimits = map[string]refLimits{
 		"dense256-F32.gguf":     {step0: 1e-5, all: 1e-2},
 		"dense256-IQ1_M.gguf":   {step0: 5e-3, all: 0.2},
@@ -192,6 +197,12 @@ func TestMoEFilesMatchLlamaCpp(t *testing.T) {
 // run.
 func TestIQFilesMatchLlamaCpp(t *testing.T) {
 	checkFolder(t, "iq", iqLimits)
+}
+
+// TestHybridFilesMatchLlamaCpp runs the qwen35 references (Gated DeltaNet and gated attention
+// layers; F32, Q8_0 and Q4_K_M) against llama.cpp's greedy run.
+func TestHybridFilesMatchLlamaCpp(t *testing.T) {
+	checkFolder(t, "hybrid", hybridLimits)
 }
 
 // checkFolder checks every reference file of a shared folder against its limits; a file

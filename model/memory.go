@@ -37,7 +37,7 @@ func (m *Model) AdapterBytes() uint64 {
 func (m *Model) ScratchBytes() uint64 {
 	s := &m.scratch
 	var n uint64
-	for _, b := range s.buffers(m.Config.NExpert > 0) {
+	for _, b := range s.buffers(m.Config) {
 		n += bufSize(*b)
 	}
 	for _, b := range []*gpu.Buffer{s.attnPos, s.mpos, s.loraT, m.draft.out, m.draft.plan, m.cand.out, m.cand.part} {
@@ -46,10 +46,11 @@ func (m *Model) ScratchBytes() uint64 {
 	return n
 }
 
-// Bytes is the device memory the cache takes: keys, values and attention partials.
+// Bytes is the device memory the cache takes: keys, values, attention partials and recurrent
+// states.
 func (kv *KVCache) Bytes() uint64 {
-	n := bufSize(kv.part)
-	for _, b := range append(kv.k[:len(kv.k):len(kv.k)], kv.v...) {
+	var n uint64
+	for _, b := range kv.buffers() {
 		n += bufSize(b)
 	}
 	return n

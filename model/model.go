@@ -38,9 +38,11 @@ type Model struct {
 	kvF16      bool
 	actQuant   bool
 	scratch    scratch
-	draft      draftScratch // DraftGreedy's buffers, made on first use
-	cand       candScratch  // ForwardTopK's buffers, made on first use
-	probe      probeState   // Batch.Probe on its way to its layer, and its weights (probe.go)
+	draft      draftScratch       // DraftGreedy's buffers, made on first use
+	cand       candScratch        // ForwardTopK's buffers, made on first use
+	probe      probeState         // Batch.Probe on its way to its layer, and its weights (probe.go)
+	rec        gpu.RecurrentBatch // the pass's recurrent sequences (recurrent_state.go)
+	zeroState  []byte             // zeros to clear a state slot's layer with
 }
 
 // scratch holds the activations of one forward pass, sized for maxBatch tokens.
@@ -64,15 +66,22 @@ type scratch struct {
 	// token's chosen experts and their weights, the assignments' (token and slot) fused
 	// gate|up rows, activations and outputs, and the grouping of assignments by expert.
 	moeLogits, moeIDs, moeWeights, moeGU, moeAct, moeOut, moePlan *gpu.Buffer
+	// A hybrid recurrent model's buffers (nil for others): the gated attention's gate, the
+	// Gated DeltaNet's conv outputs and per-head gates, and the pass's sequences as the
+	// recurrent kernels read them.
+	gate, ssmConv, ssmG, ssmBeta, recSeqs *gpu.Buffer
 }
 
 // buffers lists the scratch buffers in scratchSizes' order, the MoE ones only for a model
-// with experts.
-func (s *scratch) buffers(moe bool) []**gpu.Buffer {
+// with experts, the recurrent ones only for a hybrid.
+func (s *scratch) buffers(c Config) []**gpu.Buffer {
 	b := []**gpu.Buffer{&s.x, &s.xn, &s.qkv, &s.attn, &s.gu, &s.ffn, &s.xq, &s.tmp, &s.xsums, &s.logits,
 		&s.ids, &s.pos, &s.outRows, &s.keyEnds, &s.attnState}
-	if moe {
+	if c.NExpert > 0 {
 		b = append(b, &s.moeLogits, &s.moeIDs, &s.moeWeights, &s.moeGU, &s.moeAct, &s.moeOut, &s.moePlan)
+	}
+	if c.Recurrent != nil {
+		b = append(b, &s.gate, &s.ssmConv, &s.ssmG, &s.ssmBeta, &s.recSeqs)
 	}
 	return b
 }
@@ -171,7 +180,7 @@ func (m *Model) loadWeights(l *loader) error {
 }
 
 func (m *Model) allocScratch() error {
-	dst := m.scratch.buffers(m.Config.NExpert > 0)
+	dst := m.scratch.buffers(m.Config)
 	for i, sz := range scratchSizes(m.Config, m.maxBatch, m.maxOutputs, m.dev.BarrierFree) {
 		var err error
 		if *dst[i], err = m.dev.NewBuffer(sz.name, uint64(sz.n)*4); err != nil {
@@ -196,25 +205,30 @@ func scratchSizes(c Config, t, outputs int, barrierFree bool) []scratchSize {
 	}
 	// act holds rounded activations: any layer input, or the experts' inputs to their down
 	// projections (a row per assignment).
-	act := t * max(c.NEmbd, c.NHead*c.HeadDim, ff, c.NExpertUsed*c.NFFExpert)
+	dv := c.SSMValHeads * c.SSMHeadDim // a Gated DeltaNet's output (0 without)
+	act := t * max(c.NEmbd, c.NHead*c.HeadDim, ff, c.NExpertUsed*c.NFFExpert, dv)
 	attnState := 1
 	if barrierFree { // room for a full batch on CPU adapters, where long attention runs in chunks
 		attnState = gpu.AttentionStateSize(t, c.NHead, c.HeadDim)
 	}
 	sizes := []scratchSize{
-		{"x", t * c.NEmbd}, {"xn", t * c.NEmbd}, {"qkv", t * (c.NHead + 2*c.NKVHead) * c.HeadDim},
-		{"attn", t * c.NHead * c.HeadDim}, {"gate_up", t * 2 * ff}, {"ffn", t * ff},
+		{"x", t * c.NEmbd}, {"xn", t * c.NEmbd}, {"qkv", t * max((c.NHead+2*c.NKVHead)*c.HeadDim, c.deltaNetWidth())},
+		{"attn", t * max(c.NHead*c.HeadDim, dv)}, {"gate_up", t * 2 * ff}, {"ffn", t * ff},
 		{"act", act}, {"block_out", t * c.NEmbd}, {"act_sums", act / 32},
 		{"logits", outputs * c.NVocab}, {"ids", t}, {"pos", 2 * t}, {"out_rows", outputs},
 		{"key_ends", 2 * t}, {"attn_state", attnState},
 	}
-	if c.NExpert == 0 {
-		return sizes
+	if c.NExpert > 0 {
+		na := t * c.NExpertUsed // assignments: a token's slots
+		sizes = append(sizes, scratchSize{"moe_logits", t * c.NExpert}, scratchSize{"moe_ids", na}, scratchSize{"moe_weights", na},
+			scratchSize{"moe_gate_up", na * 2 * c.NFFExpert}, scratchSize{"moe_act", na * c.NFFExpert}, scratchSize{"moe_out", na * c.NEmbd},
+			scratchSize{"moe_plan", gpu.MoEPlanSize(na, c.NExpert)})
 	}
-	na := t * c.NExpertUsed // assignments: a token's slots
-	return append(sizes, scratchSize{"moe_logits", t * c.NExpert}, scratchSize{"moe_ids", na}, scratchSize{"moe_weights", na},
-		scratchSize{"moe_gate_up", na * 2 * c.NFFExpert}, scratchSize{"moe_act", na * c.NFFExpert}, scratchSize{"moe_out", na * c.NEmbd},
-		scratchSize{"moe_plan", gpu.MoEPlanSize(na, c.NExpert)})
+	if c.Recurrent != nil {
+		sizes = append(sizes, scratchSize{"attn_gate", t * c.NHead * c.HeadDim}, scratchSize{"ssm_conv_out", t * c.convChannels()},
+			scratchSize{"ssm_g", t * c.SSMValHeads}, scratchSize{"ssm_beta", t * c.SSMValHeads}, scratchSize{"recurrent_seqs", 3 * t})
+	}
+	return sizes
 }
 
 // Device is the GPU device the model's weights and passes live on.
@@ -228,7 +242,7 @@ func (m *Model) Close() {
 	for _, w := range m.weights {
 		w.Release()
 	}
-	for _, b := range m.scratch.buffers(m.Config.NExpert > 0) {
+	for _, b := range m.scratch.buffers(m.Config) {
 		if *b != nil {
 			(*b).Release()
 		}
@@ -334,6 +348,9 @@ func (m *Model) begin(kv *KVCache, b Batch) (*gpu.Recorder, error) {
 			maxKeys = max(maxKeys, int(e)+1)
 		}
 	}
+	if err := m.uploadStates(kv, b); err != nil {
+		return nil, err
+	}
 	r, err := m.dev.Begin()
 	if err != nil {
 		return nil, err
@@ -415,7 +432,7 @@ func (m *Model) recordLayers(r *gpu.Recorder, kv *KVCache, n, seqs, maxKeys, pag
 	}
 	r.GetRowsScaled(m.tokEmbd, s.ids, s.x, n, embScale)
 	m.pending = nil
-	p := &pass{r: r, kv: kv, n: n, seqs: seqs, maxKeys: maxKeys, pageBits: pageBits, attnPos: attnPos}
+	p := &pass{r: r, kv: kv, n: n, seqs: seqs, maxKeys: maxKeys, pageBits: pageBits, attnPos: attnPos, rec: m.rec}
 	block := m.archFor().block
 	for i := range m.layers {
 		block(m, p, i)

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -99,9 +100,10 @@ func (l *loader) floats(name string, shape ...int) (*gguf.TensorInfo, []float32,
 	return t, v, err
 }
 
-// vector loads a 1-D tensor (norm weights) as f32.
-func (l *loader) vector(name string, n int) (*gpu.Buffer, error) {
-	t, v, err := l.floats(name, n)
+// vector loads a tensor of the given shape (a 1-D norm weight or bias; qwen35's conv taps) as
+// f32.
+func (l *loader) vector(name string, shape ...int) (*gpu.Buffer, error) {
+	t, v, err := l.floats(name, shape...)
 	if err != nil {
 		return nil, err
 	}
@@ -170,49 +172,110 @@ type proj struct {
 	col int
 }
 
+// rowsOf is a tensor's rows that a fused projection takes: all of them, or, when every > 0,
+// in each block of every rows the run rows from from (qwen35's attn_q, which holds each head's
+// q rows and then its gate rows).
+type rowsOf struct {
+	name             string
+	rows             int // rows taken
+	of               int // the tensor's rows (0: rows)
+	from, run, every int
+}
+
+// all is the tensor's row count.
+func (p rowsOf) all() int { return cmp.Or(p.of, p.rows) }
+
+// pick is the bytes of the rows p takes of t's data (rows of equal size in any type).
+func (p rowsOf) pick(t *gguf.TensorInfo, data []byte) []byte {
+	if p.every == 0 {
+		return data
+	}
+	row := len(data) / p.all()
+	out := make([]byte, 0, p.rows*row)
+	for r := 0; r < p.all(); r++ {
+		if k := r % p.every; k >= p.from && k < p.from+p.run {
+			out = append(out, data[r*row:(r+1)*row]...)
+		}
+	}
+	return out
+}
+
 // fused loads projections that share an input (q, k, v; gate, up) so that their outputs land
 // side by side in one row: when all have the same type the matrices are concatenated into one
 // weight, computed by one dispatch; otherwise each writes its own column range.
 func (l *loader) fused(names []string, rows []int, cols int) ([]proj, error) {
-	infos := make([]*gguf.TensorInfo, len(names))
+	parts := make([]rowsOf, len(names))
+	for i, n := range names {
+		parts[i] = rowsOf{name: n, rows: rows[i]}
+	}
+	return l.fusedRows(parts, cols)
+}
+
+// fusedRows is fused over parts of tensors (rowsOf).
+func (l *loader) fusedRows(parts []rowsOf, cols int) ([]proj, error) {
+	infos := make([]*gguf.TensorInfo, len(parts))
 	same := true
-	for i, name := range names {
-		t, err := l.tensor(name, cols, rows[i])
+	for i, p := range parts {
+		t, err := l.tensor(p.name, cols, p.all())
 		if err != nil {
 			return nil, err
+		}
+		if p.every > 0 && (p.all()%p.every != 0 || p.from+p.run > p.every || p.all()/p.every*p.run != p.rows) {
+			return nil, fmt.Errorf("model: tensor %q: rows %d..%d of every %d do not make %d of %d", p.name, p.from, p.from+p.run-1, p.every, p.rows, p.all())
 		}
 		infos[i] = t
 		same = same && t.Type == infos[0].Type
 	}
-	if !same {
-		var out []proj
-		col := 0
-		for i, name := range names {
-			w, err := l.matrix(name, rows[i], cols)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, proj{w: w, col: col})
-			col += rows[i]
-		}
-		return out, nil
-	}
-	typ, ok := gpu.WeightTypeByName(infos[0].Type.String())
-	if !ok {
-		return nil, unsupportedType(infos[0])
-	}
+	var out []proj
+	col := 0
 	var data []byte
 	total := 0
 	for i, t := range infos {
-		data = append(data, l.f.TensorData(t)...)
-		total += rows[i]
+		typ, ok := gpu.WeightTypeByName(t.Type.String())
+		if !ok {
+			return nil, unsupportedType(t)
+		}
+		rows := parts[i].pick(t, l.f.TensorData(t))
+		if same {
+			data = append(data, rows...)
+			total += parts[i].rows
+			continue
+		}
+		w, err := l.dev.UploadWeight(t.Name, typ, parts[i].rows, cols, rows)
+		if err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+		l.keep(w, parts[i].counted(t)...)
+		out = append(out, proj{w: w, col: col})
+		col += parts[i].rows
+	}
+	if !same {
+		return out, nil
+	}
+	typ, _ := gpu.WeightTypeByName(infos[0].Type.String())
+	names := make([]string, len(parts))
+	for i, p := range parts {
+		names[i] = p.name
 	}
 	w, err := l.dev.UploadWeight(strings.Join(names, "+"), typ, total, cols, data)
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	l.keep(w, infos...)
+	var counted []*gguf.TensorInfo
+	for i, t := range infos {
+		counted = append(counted, parts[i].counted(t)...)
+	}
+	l.keep(w, counted...)
 	return []proj{{w: w}}, nil
+}
+
+// counted is t when loading p counts it as done for the progress: the part that takes a
+// tensor's first rows, so that a tensor split over two projections counts once.
+func (p rowsOf) counted(t *gguf.TensorInfo) []*gguf.TensorInfo {
+	if p.every > 0 && p.from > 0 {
+		return nil
+	}
+	return []*gguf.TensorInfo{t}
 }
 
 // firstRow loads row 0 of a matrix of rows of n values as an f32 vector (BERT's token type

@@ -1,0 +1,209 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/wgpu-llama/wgpu-llama/gpu"
+)
+
+// The recurrent state of a hybrid model's Gated DeltaNet layers (block_recurrent.go): per
+// layer and per sequence, the conv state (the last SSMConv-1 inputs of every channel) and the
+// delta-rule state (a matrix per value head). It lives in the cache beside the attention
+// layers' keys and values, in state slots: a batch names each row's slot (Batch.States), and
+// a sequence whose batch rows start at position 0 starts from a zero state. A state cannot be
+// cut back as keys and values can; a caller that wants to return to an earlier position keeps
+// a copy (ReadState, WriteState: llama-server's context checkpoints).
+
+// Recurrent reports whether the model has recurrent layers, whose state per sequence is in
+// state slots (Batch.States) rather than cache rows.
+func (m *Model) Recurrent() bool { return m.Config.Recurrent != nil }
+
+// stateSizes are a slot's floats of conv state and of delta-rule state in one recurrent layer.
+func (c Config) stateSizes() (conv, ssm int) {
+	return gpu.SSMConvStateSize(c.convChannels(), c.SSMConv), gpu.DeltaNetStateSize(c.SSMHeadDim, c.SSMValHeads)
+}
+
+// StateBytes is the size of one sequence's recurrent state over all layers (0 for a model
+// without recurrent layers): what ReadState returns and a checkpoint holds.
+func (m *Model) StateBytes() int {
+	return StateBytes(m.Config)
+}
+
+// StateBytes is a sequence's recurrent state over all of c's layers, in bytes (0 without
+// recurrent layers), for memory estimates before a model is loaded.
+func StateBytes(c Config) int {
+	conv, ssm := c.stateSizes()
+	n := 0
+	for _, r := range c.Recurrent {
+		if r {
+			n += 4 * (conv + ssm)
+		}
+	}
+	return n
+}
+
+// newStates allocates the recurrent layers' state buffers of kv, slots sequences each.
+func (m *Model) newStates(kv *KVCache, slots int) error {
+	c := m.Config
+	conv, ssm := c.stateSizes()
+	kv.States = slots
+	kv.conv, kv.ssm = make([]*gpu.Buffer, c.NLayer), make([]*gpu.Buffer, c.NLayer)
+	for il, r := range c.Recurrent {
+		if !r {
+			continue
+		}
+		var err error
+		if kv.conv[il], err = m.dev.NewBuffer(fmt.Sprintf("conv_state_l%d", il), uint64(slots*conv)*4); err != nil {
+			return fmt.Errorf("model: recurrent state of %d sequences: %w", slots, err)
+		}
+		if kv.ssm[il], err = m.dev.NewBuffer(fmt.Sprintf("ssm_state_l%d", il), uint64(slots*ssm)*4); err != nil {
+			return fmt.Errorf("model: recurrent state of %d sequences: %w", slots, err)
+		}
+	}
+	return nil
+}
+
+// stateSeqs checks a batch's state slots and returns its sequences as the recurrent kernels
+// take them: consecutive rows of one slot at consecutive positions make one sequence, and a
+// slot may not come back later in the batch. States nil puts every row in slot 0.
+func (m *Model) stateSeqs(kv *KVCache, b Batch) ([]gpu.RecurrentSeq, error) {
+	if !m.Recurrent() {
+		if b.States != nil {
+			return nil, fmt.Errorf("model: batch with recurrent state slots for %s, which has no recurrent layers", m.Config.Arch)
+		}
+		return nil, nil
+	}
+	n := len(b.Tokens)
+	if b.States != nil && len(b.States) != n {
+		return nil, fmt.Errorf("model: batch of %d tokens with %d state slots", n, len(b.States))
+	}
+	slot := func(i int) int {
+		if b.States == nil {
+			return 0
+		}
+		return int(b.States[i])
+	}
+	var seqs []gpu.RecurrentSeq
+	seen := map[int]bool{}
+	for i := 0; i < n; i++ {
+		sl := slot(i)
+		if len(seqs) > 0 && seqs[len(seqs)-1].Slot == sl {
+			if b.Pos[i] != b.Pos[i-1]+1 {
+				return nil, fmt.Errorf("model: batch row %d of state slot %d at position %d after %d: a recurrent sequence's rows take consecutive positions", i, sl, b.Pos[i], b.Pos[i-1])
+			}
+			seqs[len(seqs)-1].Tokens++
+			continue
+		}
+		if sl < 0 || sl >= kv.States {
+			return nil, fmt.Errorf("model: batch row %d: state slot %d outside the cache's %d", i, sl, kv.States)
+		}
+		if seen[sl] {
+			return nil, fmt.Errorf("model: batch rows of state slot %d are not consecutive", sl)
+		}
+		seen[sl] = true
+		seqs = append(seqs, gpu.RecurrentSeq{First: i, Tokens: 1, Slot: sl})
+	}
+	return seqs, nil
+}
+
+// uploadStates writes the batch's recurrent sequences for the kernels and zeroes the state of
+// each that starts at position 0. It must run after checkBatch and before the pass is
+// recorded (the zeroing writes are ordered before the next submit).
+func (m *Model) uploadStates(kv *KVCache, b Batch) error {
+	m.rec = gpu.RecurrentBatch{}
+	if !m.Recurrent() {
+		return nil
+	}
+	seqs, err := m.stateSeqs(kv, b)
+	if err != nil {
+		return err
+	}
+	if err := m.dev.Write(m.scratch.recSeqs, 0, gpu.PackRecurrentSeqs(seqs)); err != nil {
+		return err
+	}
+	m.rec = gpu.RecurrentBatch{Buf: m.scratch.recSeqs, Seqs: seqs}
+	for _, s := range seqs {
+		if b.Pos[s.First] == 0 {
+			if err := m.writeState(kv, s.Slot, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ReadState reads state slot slot's recurrent state, StateBytes long: each recurrent layer's
+// conv state then delta-rule state, in layer order. It waits for all submitted work.
+func (m *Model) ReadState(kv *KVCache, slot int) ([]byte, error) {
+	if err := m.checkSlot(kv, slot); err != nil {
+		return nil, err
+	}
+	conv, ssm := m.Config.stateSizes()
+	out := make([]byte, 0, m.StateBytes())
+	for il, r := range m.Config.Recurrent {
+		if !r {
+			continue
+		}
+		for _, part := range []struct {
+			b *gpu.Buffer
+			n int
+		}{{kv.conv[il], conv}, {kv.ssm[il], ssm}} {
+			at := uint64(slot*part.n) * 4
+			data, err := m.readRange(part.b, at, at+uint64(part.n)*4)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, data...)
+		}
+	}
+	return out, nil
+}
+
+// WriteState sets state slot slot's recurrent state to data, as ReadState returns it; the
+// write is ordered before the next submit.
+func (m *Model) WriteState(kv *KVCache, slot int, data []byte) error {
+	if err := m.checkSlot(kv, slot); err != nil {
+		return err
+	}
+	if len(data) != m.StateBytes() {
+		return fmt.Errorf("model: a recurrent state of %d bytes, want %d", len(data), m.StateBytes())
+	}
+	return m.writeState(kv, slot, data)
+}
+
+// writeState writes slot's state from data, or zeroes it when data is nil.
+func (m *Model) writeState(kv *KVCache, slot int, data []byte) error {
+	conv, ssm := m.Config.stateSizes()
+	if data == nil && len(m.zeroState) < 4*max(conv, ssm) {
+		m.zeroState = make([]byte, 4*max(conv, ssm))
+	}
+	for il, r := range m.Config.Recurrent {
+		if !r {
+			continue
+		}
+		for _, part := range []struct {
+			b *gpu.Buffer
+			n int
+		}{{kv.conv[il], conv}, {kv.ssm[il], ssm}} {
+			src := m.zeroState[:4*part.n]
+			if data != nil {
+				src, data = data[:4*part.n], data[4*part.n:]
+			}
+			if err := m.dev.Write(part.b, uint64(slot*part.n)*4, src); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkSlot checks that kv has state slot slot.
+func (m *Model) checkSlot(kv *KVCache, slot int) error {
+	if !m.Recurrent() {
+		return fmt.Errorf("model: %s has no recurrent state", m.Config.Arch)
+	}
+	if slot < 0 || slot >= kv.States {
+		return fmt.Errorf("model: state slot %d outside the cache's %d", slot, kv.States)
+	}
+	return nil
+}
