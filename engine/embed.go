@@ -183,6 +183,7 @@ func (e *Engine) runJobs() {
 			b.Pos = append(b.Pos, int32(j.done+i))
 			b.Base = append(b.Base, base)
 		}
+		e.appendStates(&b, s, len(take))
 		b.MPos = e.appendMRoPE(b.MPos, j.r.task.Prompt[:j.done], take)
 		budget -= len(take)
 	}

@@ -4,6 +4,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -58,6 +59,10 @@ type Config struct {
 	// chunk of a slot's cache after the common prefix that is moved into place rather than
 	// recomputed; 0 is off.
 	CacheReuse int
+	// CtxCheckpoints is the most context checkpoints a slot keeps of a recurrent model's state
+	// (llama-server's --ctx-checkpoints, recurrent.go): 0 is DefaultCtxCheckpoints, negative
+	// none.
+	CtxCheckpoints int
 	// Device selects an adapter by index; -1 picks the best.
 	Device int
 	// GPUMemory, when positive, is the device memory in bytes the engine may use
@@ -144,6 +149,10 @@ type Engine struct {
 	pool       *pagePool
 	ctxShift   bool
 	cacheReuse int
+	// recurrent marks a model with recurrent layers, whose state slots the engine's slots use
+	// (recurrent.go); ctxCheckpoints is Config.CtxCheckpoints resolved.
+	recurrent      bool
+	ctxCheckpoints int
 
 	spec *speculator // nil without speculative decoding
 
@@ -219,6 +228,9 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 	if err != nil {
 		return nil, err
 	}
+	if c.Recurrent != nil && spec.Type != SpecNone {
+		return nil, fmt.Errorf("speculative decoding is not supported for %s: the state of its recurrent layers cannot be cut back to the accepted draft tokens", c.Arch)
+	}
 	kp, err := planKV(cfg, c.NCtxTrain, nSlots)
 	if err != nil {
 		return nil, err
@@ -244,7 +256,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 	}
 	c = m.Config
 	nCtx, slotCtx, cellLimit, nPages := kp.nCtx, kp.slotCtx, kp.cellLimit, kp.nPages
-	kv, err := m.NewKVCache(nPages << pageBits)
+	kv, err := m.NewKVCacheFor(nPages<<pageBits, nSlots)
 	if err != nil {
 		m.Close()
 		return nil, refusedAtLoad(err, dev, f, c, opts, kp, cfg)
@@ -304,6 +316,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		pool:       newPagePool(nPages),
 		ctxShift:   cfg.ContextShift && !c.MRoped(), // as llama.cpp: M-RoPE positions do not shift
 		cacheReuse: cfg.CacheReuse,
+		recurrent:  m.Recurrent(),
 		spec:       sp,
 		candidates: cfg.Readback.candidates(dev),
 		vision:     venc,
@@ -311,6 +324,17 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		obs:        observer{poke: make(chan struct{}, 1)},
 	}
 	e.liveDev.Store(dev)
+	if e.recurrent { // as llama-server when the memory cannot shift or cut a sequence back
+		e.ctxCheckpoints = cmp.Or(cfg.CtxCheckpoints, DefaultCtxCheckpoints)
+		if e.ctxShift {
+			e.ctxShift = false
+			logger.Warn("ctx_shift is not supported by this context, it will be disabled")
+		}
+		if e.cacheReuse > 0 {
+			e.cacheReuse = 0
+			logger.Warn("cache_reuse is not supported by this context, it will be disabled")
+		}
+	}
 	if venc != nil {
 		h := venc.H
 		e.visionH = &h

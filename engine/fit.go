@@ -15,11 +15,12 @@ type kvPlan struct {
 	slotCtx   int // most tokens one slot holds
 	cellLimit int // with a unified cache, the most token rows all slots hold; else 0
 	nPages    int // pages of the KV cache
+	nSlots    int // sequences run at once, each with a recurrent state slot in a hybrid's cache
 }
 
 // planKV splits cfg's context (nCtxTrain when unset) over nSlots slots.
 func planKV(cfg Config, nCtxTrain, nSlots int) (kvPlan, error) {
-	p := kvPlan{nCtx: cfg.CtxSize}
+	p := kvPlan{nCtx: cfg.CtxSize, nSlots: nSlots}
 	if p.nCtx <= 0 {
 		p.nCtx = nCtxTrain
 	}
@@ -81,7 +82,7 @@ func footprint(dev *gpu.Device, f *gguf.File, c model.Config, opts model.Options
 			c.NVocab = int(emb.Shape[1])
 		}
 	}
-	return model.EstimateFootprint(c, opts, kp.nPages<<pageBits, dev.BarrierFree)
+	return model.EstimateFootprint(c, opts, kp.nPages<<pageBits, kp.nSlots, dev.BarrierFree)
 }
 
 // tooBig is ErrTooBig with the parts' sizes, what the device has (has), the flags that shrink
@@ -93,7 +94,7 @@ func tooBig(need model.Footprint, opts model.Options, kp kvPlan, cfg Config, has
 	}
 	var lower string
 	switch {
-	case need.KV >= need.Weights && need.KV >= need.Scratch:
+	case need.KV+need.State >= need.Weights && need.KV+need.State >= need.Scratch:
 		lower = fmt.Sprintf("lower the context (-c %d) or the slots (-np %d)", kp.nCtx, max(cfg.Slots, 1))
 		if cfg.KVF32 {
 			lower += ", or keep the cache in f16 (-ctk f16)"
@@ -103,8 +104,12 @@ func tooBig(need model.Footprint, opts model.Options, kp kvPlan, cfg Config, has
 	default:
 		lower = "use a smaller model or a smaller quantization"
 	}
-	err := fmt.Errorf("%w: it needs about %s (weights %s, KV cache %s for %d tokens in %s, scratch %s for batches of %d), %s; %s",
-		ErrTooBig, mib(need.Total()), mib(need.Weights), mib(need.KV), kp.nPages<<pageBits, cacheType,
+	state := ""
+	if need.State > 0 {
+		state = fmt.Sprintf(", recurrent state %s for %d sequences", mib(need.State), kp.nSlots)
+	}
+	err := fmt.Errorf("%w: it needs about %s (weights %s, KV cache %s for %d tokens in %s%s, scratch %s for batches of %d), %s; %s",
+		ErrTooBig, mib(need.Total()), mib(need.Weights), mib(need.KV), kp.nPages<<pageBits, cacheType, state,
 		mib(need.Scratch), opts.MaxBatch, has, lower)
 	if refusal != nil {
 		err = fmt.Errorf("%w (%w)", err, refusal)

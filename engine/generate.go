@@ -64,7 +64,12 @@ func (e *Engine) start(s *slot, r *request) error {
 	}
 	defer e.saveIdleSlots(s) // once this request has its prefix
 	nPast := 0
-	if !t.Params.SkipPromptCache {
+	if e.recurrent {
+		var err error
+		if nPast, err = e.startRecurrent(s, t.Prompt, key, t.Params.SkipPromptCache); err != nil {
+			return err
+		}
+	} else if !t.Params.SkipPromptCache {
 		donor, n := e.donorFor(s, t.Prompt, key)
 		nPast = min(n, len(t.Prompt)-1)
 		if donor != s {

@@ -65,6 +65,7 @@ func pagesFor(n int) int { return (n + pageRows - 1) >> pageBits }
 // truncate keeps the first n cached tokens of s, releasing the pages past them.
 func (e *Engine) truncate(s *slot, n int) {
 	s.cached = s.cached[:n]
+	keepCheckpoints(s, n)
 	s.reserved = min(s.reserved, n)
 	keep := pagesFor(n)
 	for _, pg := range s.pages[keep:] {
@@ -78,6 +79,11 @@ func (e *Engine) truncate(s *slot, n int) {
 func (e *Engine) adopt(s, donor *slot, n int) {
 	e.truncate(s, 0)
 	s.cached, s.lora = append(s.cached, donor.cached[:n]...), donor.lora
+	for _, c := range donor.ckpts { // a recurrent model's states, shared: they never change
+		if c.n <= n {
+			s.ckpts = append(s.ckpts, c)
+		}
+	}
 	for _, pg := range donor.pages[:pagesFor(n)] {
 		e.pool.retain(pg)
 		s.pages = append(s.pages, pg)

@@ -92,6 +92,7 @@ func (e *Engine) saveToCache(s *slot) bool {
 	clear(e.cache.entries[len(kept):])
 	entry := &slot{id: -1}
 	e.adopt(entry, s, len(s.cached))
+	e.cacheState(entry, s)
 	e.cache.entries = append(kept, entry)
 	for e.cache.maxTokens >= 0 && e.cachedTokens() > e.cache.maxTokens && e.dropOldestEntry() {
 	}

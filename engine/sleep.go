@@ -153,7 +153,7 @@ func (e *Engine) reload() error {
 	if c := m.Config; c.NVocab != e.info.NVocab || c.NEmbd != e.info.NEmbd || c.NCtxTrain != e.info.NCtxTrain || c.TensorSize != e.info.Size {
 		return fmt.Errorf("%s is not the model that was loaded before (it changed on disk)", e.cfg.ModelPath)
 	}
-	if e.kv, err = m.NewKVCache(len(e.pool.refs) << pageBits); err != nil {
+	if e.kv, err = m.NewKVCacheFor(len(e.pool.refs)<<pageBits, len(e.slots)); err != nil {
 		return err
 	}
 	if e.visionH != nil {

@@ -46,8 +46,14 @@ func (e *Engine) SaveSlot(ctx context.Context, id int, path string) (SlotFile, e
 		if err != nil {
 			return err
 		}
+		var state []byte // a recurrent model's state after the tokens
+		if e.recurrent && len(tokens) > 0 {
+			if state, err = e.model.ReadState(e.kv, s.id); err != nil {
+				return err
+			}
+		}
 		n, err := writeFileAtomic(path, func(w io.Writer) error {
-			return e.encodeSlot(w, s.id, tokens, k, v)
+			return e.slotLayout().Encode(w, s.id, tokens, k, v, state)
 		})
 		if err != nil {
 			return err
@@ -73,7 +79,7 @@ func (e *Engine) RestoreSlot(ctx context.Context, id int, path string) (SlotFile
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrSlotFile, err)
 		}
-		tokens, k, v, err := e.decodeSlot(data)
+		tokens, k, v, state, err := e.slotLayout().Decode(data)
 		if err != nil {
 			return fmt.Errorf("%w: %s: %w", ErrSlotFile, filepath.Base(path), err)
 		}
@@ -84,7 +90,11 @@ func (e *Engine) RestoreSlot(ctx context.Context, id int, path string) (SlotFile
 			e.noteSlots()
 			return fmt.Errorf("%w: %d tokens to restore, room for %d", errCacheFull, len(tokens), got)
 		}
-		if err := e.writeSlotRows(s, k, v); err != nil {
+		err = e.writeSlotRows(s, k, v)
+		if err == nil && state != nil {
+			err = e.model.WriteState(e.kv, s.id, state)
+		}
+		if err != nil {
 			e.truncate(s, 0) // the rows may be half written
 			e.noteSlots()
 			return err
@@ -94,6 +104,9 @@ func (e *Engine) RestoreSlot(ctx context.Context, id int, path string) (SlotFile
 		for i, id := range tokens {
 			if id >= model.MediaToken {
 				tokens = tokens[:i]
+				if e.recurrent { // the state is the whole file's: no prefix of it is had
+					tokens = nil
+				}
 				break
 			}
 		}
@@ -153,18 +166,10 @@ func (e *Engine) slotLayout() seqstate.Layout {
 	if row == e.model.Config.NKVHead*e.model.Config.HeadDim*4 {
 		typ = seqstate.TypeF32
 	}
+	st := e.model.StateShape()
 	return seqstate.Layout{KVType: typ, Layers: e.model.KVLayers(), RowBytes: row, SlotCtx: e.slotCtx,
-		NVocab: e.info.NVocab, MediaToken: model.MediaToken}
-}
-
-// encodeSlot writes a slot file of slot id's tokens and their rows.
-func (e *Engine) encodeSlot(w io.Writer, id int, tokens []int32, k, v [][]byte) error {
-	return e.slotLayout().Encode(w, id, tokens, k, v)
-}
-
-// decodeSlot checks a slot file against this engine and returns its tokens and rows.
-func (e *Engine) decodeSlot(data []byte) (tokens []int32, k, v [][]byte, err error) {
-	return e.slotLayout().Decode(data)
+		NVocab: e.info.NVocab, MediaToken: model.MediaToken,
+		StateLayers: st.Layers, ConvBytes: st.ConvBytes, SSMBytes: st.SSMBytes, Blocks: st.Blocks}
 }
 
 // writeFileAtomic writes a file through write into a temporary file beside path and renames

@@ -23,6 +23,9 @@ type slot struct {
 	prev     *generation // the last generation that ran here, for SlotInfo
 	lastUsed time.Time
 	lora     string // the adapter scales its cached rows were computed with (loraKey)
+	// ckpts are a recurrent model's context checkpoints of the cached tokens, oldest first
+	// (recurrent.go).
+	ckpts []checkpoint
 }
 
 // loop is the engine goroutine: it admits requests into idle slots and runs every active slot
@@ -256,6 +259,7 @@ func (e *Engine) turn() {
 			b.Logits = append(b.Logits, len(b.Tokens)-1)
 		}
 		b.MPos = e.appendMRoPE(b.MPos, s.cached, toks)
+		e.appendStates(&b, s, len(toks))
 		rows = append(rows, row{s: s, tokens: toks, logits: len(toks)})
 		budget -= len(toks)
 	}
@@ -274,6 +278,7 @@ func (e *Engine) turn() {
 		if chunk = e.cutMedia(rest, chunk); len(chunk) == 0 {
 			continue // an image that does not fit this pass's room: a later pass has more
 		}
+		chunk = e.checkpointCut(s, g.prompt, chunk)
 		base := bp.base(s)
 		for i, tok := range chunk {
 			b.Tokens = append(b.Tokens, tok)
@@ -281,6 +286,7 @@ func (e *Engine) turn() {
 			b.Base = append(b.Base, base)
 		}
 		b.MPos = e.appendMRoPE(b.MPos, s.cached, chunk)
+		e.appendStates(&b, s, len(chunk))
 		r := row{s: s, tokens: chunk}
 		if len(chunk) == len(rest) {
 			b.Logits = append(b.Logits, len(b.Tokens)-1)
@@ -363,6 +369,7 @@ func (e *Engine) turn() {
 		}
 		r.s.cached = append(r.s.cached, r.tokens...)
 		if !r.s.gen.promptDone {
+			e.afterChunk(r.s, r.s.gen.prompt)
 			e.progress(r.s)
 		}
 		if r.logits == 0 {

@@ -101,16 +101,18 @@ func bufSize(b *gpu.Buffer) uint64 {
 // checks it against the adapter's memory and names the biggest part when it does not fit.
 type Footprint struct {
 	Weights uint64 // the tensors, as the device holds them (Config.DeviceSize)
-	KV      uint64 // keys and values of every layer for the cache's rows
+	KV      uint64 // keys and values of every attention layer for the cache's rows
+	State   uint64 // a hybrid model's recurrent state for the cache's sequences (StateBytes each)
 	Scratch uint64 // the forward pass's activations and logits
 }
 
 // Total is the sum of the parts.
-func (f Footprint) Total() uint64 { return f.Weights + f.KV + f.Scratch }
+func (f Footprint) Total() uint64 { return f.Weights + f.KV + f.State + f.Scratch }
 
 // EstimateFootprint is the footprint of the model configured by c (ReadConfig, with NVocab
-// known) loaded with opts and a KV cache of kvRows rows; barrierFree as the device's.
-func EstimateFootprint(c Config, opts Options, kvRows int, barrierFree bool) Footprint {
+// known) loaded with opts and a cache of kvRows rows and states recurrent state slots
+// (NewKVCacheFor); barrierFree as the device's.
+func EstimateFootprint(c Config, opts Options, kvRows, states int, barrierFree bool) Footprint {
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 512
 	}
@@ -123,9 +125,16 @@ func EstimateFootprint(c Config, opts Options, kvRows int, barrierFree bool) Foo
 	for _, s := range scratchSizes(c, opts.MaxBatch, outputs, barrierFree) {
 		words += uint64(s.n)
 	}
+	attn := 0
+	for il := range c.NLayer {
+		if c.Recurrent == nil || !c.Recurrent[il] {
+			attn++
+		}
+	}
 	return Footprint{
 		Weights: max(c.DeviceSize, c.TensorSize),
-		KV:      2 * uint64(c.NLayer) * uint64(kvRows) * row,
+		KV:      2 * uint64(attn) * uint64(kvRows) * row,
+		State:   uint64(max(states, 1)) * uint64(StateBytes(c)),
 		Scratch: 4 * words,
 	}
 }

@@ -133,30 +133,40 @@ func (m *Model) uploadStates(kv *KVCache, b Batch) error {
 }
 
 // ReadState reads state slot slot's recurrent state, StateBytes long: each recurrent layer's
-// conv state then delta-rule state, in layer order. It waits for all submitted work.
+// conv state in layer order, then each one's delta-rule state (the order of llama.cpp's state
+// files). It waits for all submitted work.
 func (m *Model) ReadState(kv *KVCache, slot int) ([]byte, error) {
 	if err := m.checkSlot(kv, slot); err != nil {
 		return nil, err
 	}
-	conv, ssm := m.Config.stateSizes()
 	out := make([]byte, 0, m.StateBytes())
-	for il, r := range m.Config.Recurrent {
-		if !r {
-			continue
+	for _, part := range m.stateParts(kv) {
+		at := uint64(slot*part.n) * 4
+		data, err := m.readRange(part.b, at, at+uint64(part.n)*4)
+		if err != nil {
+			return nil, err
 		}
-		for _, part := range []struct {
-			b *gpu.Buffer
-			n int
-		}{{kv.conv[il], conv}, {kv.ssm[il], ssm}} {
-			at := uint64(slot*part.n) * 4
-			data, err := m.readRange(part.b, at, at+uint64(part.n)*4)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, data...)
-		}
+		out = append(out, data...)
 	}
 	return out, nil
+}
+
+// statePart is one buffer of a recurrent layer's state: n floats a slot.
+type statePart struct {
+	b *gpu.Buffer
+	n int
+}
+
+// stateParts lists kv's state buffers in ReadState's order.
+func (m *Model) stateParts(kv *KVCache) []statePart {
+	conv, ssm := m.Config.stateSizes()
+	var convs, ssms []statePart
+	for il, r := range m.Config.Recurrent {
+		if r {
+			convs, ssms = append(convs, statePart{kv.conv[il], conv}), append(ssms, statePart{kv.ssm[il], ssm})
+		}
+	}
+	return append(convs, ssms...)
 }
 
 // WriteState sets state slot slot's recurrent state to data, as ReadState returns it; the
@@ -173,25 +183,16 @@ func (m *Model) WriteState(kv *KVCache, slot int, data []byte) error {
 
 // writeState writes slot's state from data, or zeroes it when data is nil.
 func (m *Model) writeState(kv *KVCache, slot int, data []byte) error {
-	conv, ssm := m.Config.stateSizes()
-	if data == nil && len(m.zeroState) < 4*max(conv, ssm) {
-		m.zeroState = make([]byte, 4*max(conv, ssm))
-	}
-	for il, r := range m.Config.Recurrent {
-		if !r {
-			continue
+	for _, part := range m.stateParts(kv) {
+		if data == nil && len(m.zeroState) < 4*part.n {
+			m.zeroState = make([]byte, 4*part.n)
 		}
-		for _, part := range []struct {
-			b *gpu.Buffer
-			n int
-		}{{kv.conv[il], conv}, {kv.ssm[il], ssm}} {
-			src := m.zeroState[:4*part.n]
-			if data != nil {
-				src, data = data[:4*part.n], data[4*part.n:]
-			}
-			if err := m.dev.Write(part.b, uint64(slot*part.n)*4, src); err != nil {
-				return err
-			}
+		src := m.zeroState[:4*part.n]
+		if data != nil {
+			src, data = data[:4*part.n], data[4*part.n:]
+		}
+		if err := m.dev.Write(part.b, uint64(slot*part.n)*4, src); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -206,4 +207,25 @@ func (m *Model) checkSlot(kv *KVCache, slot int) error {
 		return fmt.Errorf("model: state slot %d outside the cache's %d", slot, kv.States)
 	}
 	return nil
+}
+
+// StateShape is how a sequence's recurrent state (ReadState's bytes) splits into llama.cpp's
+// state-file rows: Layers recurrent layers, each with a conv row of ConvBytes and a delta-rule
+// row of SSMBytes, of the file's Blocks blocks (its multi-token-prediction ones counted).
+type StateShape struct{ Layers, ConvBytes, SSMBytes, Blocks int }
+
+// StateShape is the model's StateShape (all 0 without recurrent layers).
+func (m *Model) StateShape() StateShape {
+	c := m.Config
+	if c.Recurrent == nil {
+		return StateShape{}
+	}
+	conv, ssm := c.stateSizes()
+	n := 0
+	for _, r := range c.Recurrent {
+		if r {
+			n++
+		}
+	}
+	return StateShape{Layers: n, ConvBytes: 4 * conv, SSMBytes: 4 * ssm, Blocks: c.NLayer + c.NextNLayers}
 }

@@ -131,6 +131,7 @@ type modelFlags struct {
 	ctxShift       bool
 	noCtxShift     bool
 	cacheReuse     int
+	ctxCheckpoints int
 	cacheRAM       int
 	cacheIdleSlots bool
 	gpuMemory      int
@@ -152,6 +153,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&m.ctxShift, "context-shift", false, "when a slot's context fills, drop older tokens and keep generating")
 	fs.BoolVar(&m.noCtxShift, "no-context-shift", false, "stop generating when the context fills (the default)")
 	intVar(fs, &m.cacheReuse, 0, "shortest cached chunk reused by moving it in the KV cache (n_cache_reuse; 0: off)", "cache-reuse")
+	intVar(fs, &m.ctxCheckpoints, engine.DefaultCtxCheckpoints, "most context checkpoints per slot: copies of a recurrent model's state (qwen35) taken near a prompt's end, so a later prompt sharing that prefix reuses it (0: none)", "ctxcp", "ctx-checkpoints", "swa-checkpoints")
 	intVar(fs, &m.cacheRAM, engine.DefaultPromptCacheMiB, "prompt cache size in MiB: prompts slots held, kept for later requests (-1: no limit, 0: off)", "cram", "cache-ram")
 	m.cacheIdleSlots = true
 	fs.Var(&pairFlag{&m.cacheIdleSlots, true}, "cache-idle-slots", "when a request starts, save idle slots' prompts to the prompt cache, clearing them with --kv-unified (the default)")
@@ -185,12 +187,19 @@ func (m *modelFlags) engineConfig(alias string, logger *log.Logger) (engine.Conf
 	if m.cacheReuse < 0 {
 		return engine.Config{}, fmt.Errorf("--cache-reuse must be 0 or more, got %d", m.cacheReuse)
 	}
+	if m.ctxCheckpoints < 0 {
+		return engine.Config{}, fmt.Errorf("--ctx-checkpoints must be 0 or more, got %d", m.ctxCheckpoints)
+	}
+	ckpts := m.ctxCheckpoints
+	if ckpts == 0 {
+		ckpts = -1 // the engine's 0 is the default
+	}
 	if m.gpuMemory < 0 {
 		return engine.Config{}, fmt.Errorf("--gpu-memory must be 0 or more MiB, got %d", m.gpuMemory)
 	}
 	return engine.Config{ModelPath: path, Alias: alias, CtxSize: m.ctxSize, BatchSize: m.batch, Slots: slots, Device: m.device,
 		GPUMemory: uint64(m.gpuMemory) << 20, KVF32: m.cacheK == "f32", RawActivations: m.rawActivations, Logger: logger,
-		KVUnified: unified, ContextShift: m.ctxShift && !m.noCtxShift, CacheReuse: m.cacheReuse,
+		KVUnified: unified, ContextShift: m.ctxShift && !m.noCtxShift, CacheReuse: m.cacheReuse, CtxCheckpoints: ckpts,
 		PromptCacheMiB: m.cacheRAM, NoPromptCache: m.cacheRAM == 0, NoCacheIdleSlots: !m.cacheIdleSlots}, nil
 }
 

@@ -11,12 +11,14 @@ import (
 // fuzzLayouts are caches a slot file may be restored into: stories260K's with f32 rows and a
 // short context, then with f16 rows, a single-layer cache of a long context, and stories260K's
 // as the engine has it (5 layers of 64-byte f16 rows, a context of 512), of which
-// testdata/fuzz/FuzzSlotFile holds a file the engine saved (pick 3).
+// testdata/fuzz/FuzzSlotFile holds a file the engine saved (pick 3), and a small hybrid's
+// (2 KV layers, 2 recurrent layers of a 12-byte conv row and a 16-byte delta-rule row).
 var fuzzLayouts = []Layout{
 	{KVType: TypeF32, Layers: 5, RowBytes: 128, SlotCtx: 64, NVocab: 512, MediaToken: 1 << 30},
 	{KVType: TypeF16, Layers: 5, RowBytes: 64, SlotCtx: 64, NVocab: 512, MediaToken: 1 << 30},
 	{KVType: TypeF16, Layers: 1, RowBytes: 4, SlotCtx: 1 << 20, NVocab: 32000, MediaToken: 1 << 30},
 	{KVType: TypeF16, Layers: 5, RowBytes: 64, SlotCtx: 512, NVocab: 512, MediaToken: 1 << 30},
+	{KVType: TypeF16, Layers: 2, RowBytes: 8, SlotCtx: 64, NVocab: 512, MediaToken: 1 << 30, StateLayers: 2, ConvBytes: 12, SSMBytes: 16, Blocks: 3},
 }
 
 // slotFileBytes encodes a valid slot file of tokens for layout l, with rows of made-up bytes.
@@ -29,8 +31,15 @@ func slotFileBytes(tb testing.TB, l Layout, id int, tokens []int32) []byte {
 			k[i][j], v[i][j] = byte(i+j), byte(i*j+7)
 		}
 	}
+	var state []byte
+	if l.StateLayers > 0 && len(tokens) > 0 {
+		state = make([]byte, l.StateBytes())
+		for j := range state {
+			state[j] = byte(3*j + 1)
+		}
+	}
 	var buf bytes.Buffer
-	if err := l.Encode(&buf, id, tokens, k, v); err != nil {
+	if err := l.Encode(&buf, id, tokens, k, v, state); err != nil {
 		tb.Fatal(err)
 	}
 	return buf.Bytes()
@@ -70,12 +79,12 @@ func FuzzSlotFile(f *testing.F) {
 		}
 		l := fuzzLayouts[int(pick)%len(fuzzLayouts)]
 		start := time.Now()
-		tokens, k, v, err := l.Decode(data)
+		tokens, k, v, state, err := l.Decode(data)
 		if d := time.Since(start); d > time.Second {
 			t.Fatalf("%v to decode %d bytes", d, len(data))
 		}
 		if err != nil {
-			if tokens != nil || k != nil || v != nil {
+			if tokens != nil || k != nil || v != nil || state != nil {
 				t.Fatalf("error %v with results", err)
 			}
 			return
@@ -96,16 +105,19 @@ func FuzzSlotFile(f *testing.F) {
 				t.Fatalf("layer %d: %d and %d bytes of rows for %d tokens of %d", i, len(k[i]), len(v[i]), len(tokens), l.RowBytes)
 			}
 		}
+		if want := l.StateBytes(); len(tokens) == 0 && state != nil || len(tokens) > 0 && len(state) != want {
+			t.Fatalf("a recurrent state of %d bytes for %d tokens (want %d)", len(state), len(tokens), want)
+		}
 		var buf bytes.Buffer
-		if err := l.Encode(&buf, 3, tokens, k, v); err != nil {
+		if err := l.Encode(&buf, 3, tokens, k, v, state); err != nil {
 			t.Fatal(err)
 		}
-		tokens2, k2, v2, err := l.Decode(buf.Bytes())
+		tokens2, k2, v2, state2, err := l.Decode(buf.Bytes())
 		if err != nil {
 			t.Fatalf("a re-encoded file does not decode: %v", err)
 		}
-		if !slices.Equal(tokens, tokens2) || !slices.EqualFunc(k, k2, bytes.Equal) || !slices.EqualFunc(v, v2, bytes.Equal) {
-			t.Fatal("a re-encoded file decodes to other tokens or rows")
+		if !slices.Equal(tokens, tokens2) || !slices.EqualFunc(k, k2, bytes.Equal) || !slices.EqualFunc(v, v2, bytes.Equal) || !bytes.Equal(state, state2) {
+			t.Fatal("a re-encoded file decodes to other tokens, rows or state")
 		}
 	})
 }
@@ -116,15 +128,15 @@ func TestSlotFileRoundTrip(t *testing.T) {
 	tokens := []int32{1, 2, 3, 4}
 	for i, l := range fuzzLayouts {
 		data := slotFileBytes(t, l, 1, tokens)
-		got, k, v, err := l.Decode(data)
-		if err != nil || !slices.Equal(got, tokens) || len(k) != l.Layers || len(v) != l.Layers {
-			t.Fatalf("layout %d: %v, %v", i, got, err)
+		got, k, v, state, err := l.Decode(data)
+		if err != nil || !slices.Equal(got, tokens) || len(k) != l.Layers || len(v) != l.Layers || len(state) != l.StateBytes() {
+			t.Fatalf("layout %d: %v, %d state bytes, %v", i, got, len(state), err)
 		}
 		other := fuzzLayouts[(i+1)%len(fuzzLayouts)]
-		if _, _, _, err := other.Decode(data); err == nil && other.RowBytes != l.RowBytes {
+		if _, _, _, _, err := other.Decode(data); err == nil && other.RowBytes != l.RowBytes {
 			t.Errorf("layout %d's file restored into layout %d", i, (i+1)%len(fuzzLayouts))
 		}
-		if _, _, _, err := l.Decode(data[:len(data)-1]); err == nil {
+		if _, _, _, _, err := l.Decode(data[:len(data)-1]); err == nil {
 			t.Errorf("layout %d: a truncated file decoded", i)
 		}
 	}

@@ -1,0 +1,176 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/wgpu-llama/wgpu-llama/engine"
+	"github.com/wgpu-llama/wgpu-llama/engine/enginetest"
+	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
+)
+
+// prefixRun is one of models/hybrid's prefix-reuse captures of llama-server.
+type prefixRun struct {
+	Prompt  string  `json:"prompt"`
+	Tokens  []int32 `json:"tokens"`
+	Timings struct {
+		CacheN int `json:"cache_n"`
+	} `json:"timings"`
+}
+
+func readPrefixRun(t *testing.T, name string) prefixRun {
+	t.Helper()
+	raw, err := os.ReadFile(shareddata.Path(t, "models", "hybrid", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r prefixRun
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatal(err)
+	}
+	r.Prompt = strings.TrimPrefix(r.Prompt, "<s> ") // the server's rendering of the BOS
+	return r
+}
+
+// tokensOf runs prompt greedily for n tokens and returns the generated ids and the final
+// result.
+func tokensOf(t *testing.T, e *engine.Engine, prompt []int32, n int, skipCache bool) ([]int32, engine.Result) {
+	t.Helper()
+	p := greedy(n)
+	p.SkipPromptCache = skipCache
+	ch, err := e.Submit(context.Background(), engine.Task{Prompt: prompt, Params: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int32
+	var last engine.Result
+	for r := range ch {
+		ids = append(ids, r.Tokens...)
+		last = r
+	}
+	if last.Err != nil {
+		t.Fatal(last.Err)
+	}
+	return ids, last
+}
+
+// TestRecurrentPrefixFromCheckpoint replays models/hybrid's prefix-reuse run: llama-server
+// (-c 512 -np 1) answered prompt a, then reused 40 of the 52 tokens of prompt b (a extended)
+// from a context checkpoint, giving a fresh server's tokens. The same prompt b again reuses
+// its own checkpoint, 4 tokens before its end.
+func TestRecurrentPrefixFromCheckpoint(t *testing.T) {
+	e := enginetest.LoadConfig(t, engine.Config{ModelPath: shareddata.Path(t, "models", "hybrid", "qwen35-F32.gguf"), CtxSize: 512, Slots: 1})
+	a, b := readPrefixRun(t, "qwen35-F32.prefix-a.json"), readPrefixRun(t, "qwen35-F32.prefix-b.json")
+	tok := e.Tokenizer()
+	for i, c := range []struct {
+		run    prefixRun
+		cacheN int
+	}{{a, 0}, {b, 40}, {b, 48}} {
+		got, final := tokensOf(t, e, tok.Encode(c.run.Prompt, true, true), len(c.run.Tokens), false)
+		if !slices.Equal(got, c.run.Tokens) {
+			t.Errorf("request %d: tokens %v, llama.cpp's %v", i, got, c.run.Tokens)
+		}
+		if final.Timings.CacheN != c.cacheN {
+			t.Errorf("request %d: cache_n %d, want %d", i, final.Timings.CacheN, c.cacheN)
+		}
+	}
+}
+
+// TestRecurrentPromptCache checks that a prompt saved to the prompt cache (--cache-ram) keeps
+// its state: after another prompt took the only slot, prompt b still reuses prompt a's
+// checkpoint, from the cache's entry. The other prompt shares only the BOS with a, which no
+// checkpoint holds: it reuses nothing, as llama-server does.
+func TestRecurrentPromptCache(t *testing.T) {
+	e := enginetest.LoadConfig(t, engine.Config{ModelPath: shareddata.Path(t, "models", "hybrid", "qwen35-F32.gguf"), CtxSize: 512, Slots: 1})
+	a, b := readPrefixRun(t, "qwen35-F32.prefix-a.json"), readPrefixRun(t, "qwen35-F32.prefix-b.json")
+	tok := e.Tokenizer()
+	tokensOf(t, e, tok.Encode(a.Prompt, true, true), 24, false)
+	if _, final := tokensOf(t, e, tok.Encode("The cat sat on the mat and looked at the bird", true, true), 8, false); final.Timings.CacheN != 0 {
+		t.Errorf("an unrelated prompt reused %d tokens", final.Timings.CacheN)
+	}
+	got, final := tokensOf(t, e, tok.Encode(b.Prompt, true, true), len(b.Tokens), false)
+	if !slices.Equal(got, b.Tokens) || final.Timings.CacheN != 40 {
+		t.Errorf("prompt b after the cache: cache_n %d, tokens %v; want 40 and %v", final.Timings.CacheN, got, b.Tokens)
+	}
+}
+
+// TestRecurrentBatchedMatchesAlone runs four prompts of different lengths one at a time, then
+// together in four slots (each with its own state slot, in shared passes): the same tokens.
+func TestRecurrentBatchedMatchesAlone(t *testing.T) {
+	e := enginetest.LoadConfig(t, engine.Config{ModelPath: shareddata.Path(t, "models", "hybrid", "qwen35-Q4_K_M.gguf"), CtxSize: 4 * 256, Slots: 4})
+	tok := e.Tokenizer()
+	prompts := make([][]int32, 4)
+	for i, p := range batchPrompts[:4] {
+		prompts[i] = tok.Encode(p, true, true)
+	}
+	alone := make([][]int32, len(prompts))
+	for i, p := range prompts {
+		alone[i], _ = tokensOf(t, e, p, 16, true)
+	}
+	together := make([][]int32, len(prompts))
+	var wg sync.WaitGroup
+	for i, p := range prompts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			together[i], _ = tokensOf(t, e, p, 16, true)
+		}()
+	}
+	wg.Wait()
+	for i := range prompts {
+		if !slices.Equal(together[i], alone[i]) || len(alone[i]) != 16 {
+			t.Errorf("prompt %d: batched %v, alone %v", i, together[i], alone[i])
+		}
+	}
+}
+
+// TestRecurrentSlotSaveRestore saves a slot of the hybrid model (its attention layers' rows
+// and its recurrent state, in llama.cpp's format), erases it, restores it, and continues the
+// conversation: the restored state is reused whole and the tokens equal a run without cache.
+func TestRecurrentSlotSaveRestore(t *testing.T) {
+	e := enginetest.LoadConfig(t, engine.Config{ModelPath: shareddata.Path(t, "models", "hybrid", "qwen35-F32.gguf"), CtxSize: 512, Slots: 1})
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "slot0.bin")
+	prompt := e.Tokenizer().Encode("Once upon a time, there was a little dog", true, true)
+	gen, first := tokensOf(t, e, prompt, 8, false)
+	saved, err := e.SaveSlot(ctx, 0, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved.Tokens != first.TokensCached {
+		t.Errorf("saved %d tokens, the slot held %d", saved.Tokens, first.TokensCached)
+	}
+	if _, err := e.EraseSlot(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.RestoreSlot(ctx, 0, path); err != nil {
+		t.Fatal(err)
+	}
+	next := slices.Concat(prompt, gen)
+	got, final := tokensOf(t, e, next, 8, false)
+	if final.Timings.CacheN != len(next)-1 {
+		t.Errorf("cache_n %d after restore, want %d (the restored state)", final.Timings.CacheN, len(next)-1)
+	}
+	want, _ := tokensOf(t, e, next, 8, true)
+	if !slices.Equal(got, want) {
+		t.Errorf("after restore %v, without cache %v", got, want)
+	}
+}
+
+// TestRecurrentRefusals checks what a hybrid model refuses: speculative decoding at load,
+// with the reason.
+func TestRecurrentRefusals(t *testing.T) {
+	spec := engine.DefaultSpecConfig()
+	spec.Type = engine.SpecNgram
+	_, err := engine.Load(context.Background(), engine.Config{ModelPath: shareddata.Path(t, "models", "hybrid", "qwen35-F32.gguf"), CtxSize: 256,
+		Slots: 1, Device: -1, Speculative: spec})
+	if err == nil || !strings.Contains(err.Error(), "speculative decoding is not supported for qwen35") {
+		t.Errorf("speculative decoding: %v", err)
+	}
+}
