@@ -174,3 +174,40 @@ func TestRecurrentRefusals(t *testing.T) {
 		t.Errorf("speculative decoding: %v", err)
 	}
 }
+
+// TestRecurrentSlotFileFromLlamaServer restores a slot file that llama.cpp's own llama-server
+// saved for the hybrid model (its M-RoPE cells, its two attention layers' rows and its
+// recurrent state): the engine reuses it whole and continues as it does without a cache.
+func TestRecurrentSlotFileFromLlamaServer(t *testing.T) {
+	path := shareddata.Path(t, "models", "hybrid", "qwen35-F32.gguf")
+	dir := t.TempDir()
+	srv := shareddata.LlamaServer(t, path, "-c", "512", "-np", "1", "--slot-save-path", dir)
+	const prompt = "Once upon a time, there was a little dog"
+	var first struct {
+		Tokens []int32 `json:"tokens"`
+	}
+	body := `{"prompt": "` + prompt + `", "n_predict": 8, "temperature": 0, "cache_prompt": true, "return_tokens": true}`
+	if err := json.Unmarshal(shareddata.LlamaServerPost(t, srv, "/completion", body), &first); err != nil {
+		t.Fatal(err)
+	}
+	shareddata.LlamaServerPost(t, srv, "/slots/0?action=save", `{"filename": "slot0.bin"}`)
+
+	e := enginetest.LoadConfig(t, engine.Config{ModelPath: path, CtxSize: 512, Slots: 1})
+	restored, err := e.RestoreSlot(context.Background(), 0, filepath.Join(dir, "slot0.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	promptIDs := e.Tokenizer().Encode(prompt, true, true)
+	if restored.Tokens != len(promptIDs)+len(first.Tokens)-1 {
+		t.Errorf("restored %d tokens, llama-server held %d", restored.Tokens, len(promptIDs)+len(first.Tokens)-1)
+	}
+	next := slices.Concat(promptIDs, first.Tokens)
+	got, final := tokensOf(t, e, next, 8, false)
+	if final.Timings.CacheN != len(next)-1 {
+		t.Errorf("cache_n %d after restoring llama-server's file, want %d", final.Timings.CacheN, len(next)-1)
+	}
+	want, _ := tokensOf(t, e, next, 8, true)
+	if !slices.Equal(got, want) {
+		t.Errorf("after llama-server's state %v, without cache %v", got, want)
+	}
+}

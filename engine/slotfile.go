@@ -168,7 +168,7 @@ func (e *Engine) slotLayout() seqstate.Layout {
 	}
 	st := e.model.StateShape()
 	return seqstate.Layout{KVType: typ, Layers: e.model.KVLayers(), RowBytes: row, SlotCtx: e.slotCtx,
-		NVocab: e.info.NVocab, MediaToken: model.MediaToken,
+		NVocab: e.info.NVocab, MediaToken: model.MediaToken, PosExt: e.model.Config.MRoped(),
 		StateLayers: st.Layers, ConvBytes: st.ConvBytes, SSMBytes: st.SSMBytes, Blocks: st.Blocks}
 }
 

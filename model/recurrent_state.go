@@ -184,12 +184,14 @@ func (m *Model) WriteState(kv *KVCache, slot int, data []byte) error {
 // writeState writes slot's state from data, or zeroes it when data is nil.
 func (m *Model) writeState(kv *KVCache, slot int, data []byte) error {
 	for _, part := range m.stateParts(kv) {
-		if data == nil && len(m.zeroState) < 4*part.n {
-			m.zeroState = make([]byte, 4*part.n)
-		}
-		src := m.zeroState[:4*part.n]
+		var src []byte
 		if data != nil {
 			src, data = data[:4*part.n], data[4*part.n:]
+		} else {
+			if len(m.zeroState) < 4*part.n {
+				m.zeroState = make([]byte, 4*part.n)
+			}
+			src = m.zeroState[:4*part.n]
 		}
 		if err := m.dev.Write(part.b, uint64(slot*part.n)*4, src); err != nil {
 			return err

@@ -12,13 +12,14 @@ import (
 // short context, then with f16 rows, a single-layer cache of a long context, and stories260K's
 // as the engine has it (5 layers of 64-byte f16 rows, a context of 512), of which
 // testdata/fuzz/FuzzSlotFile holds a file the engine saved (pick 3), and a small hybrid's
-// (2 KV layers, 2 recurrent layers of a 12-byte conv row and a 16-byte delta-rule row).
+// (M-RoPE cells, 2 KV layers, 2 recurrent layers of a 12-byte conv row and a 16-byte
+// delta-rule row).
 var fuzzLayouts = []Layout{
 	{KVType: TypeF32, Layers: 5, RowBytes: 128, SlotCtx: 64, NVocab: 512, MediaToken: 1 << 30},
 	{KVType: TypeF16, Layers: 5, RowBytes: 64, SlotCtx: 64, NVocab: 512, MediaToken: 1 << 30},
 	{KVType: TypeF16, Layers: 1, RowBytes: 4, SlotCtx: 1 << 20, NVocab: 32000, MediaToken: 1 << 30},
 	{KVType: TypeF16, Layers: 5, RowBytes: 64, SlotCtx: 512, NVocab: 512, MediaToken: 1 << 30},
-	{KVType: TypeF16, Layers: 2, RowBytes: 8, SlotCtx: 64, NVocab: 512, MediaToken: 1 << 30, StateLayers: 2, ConvBytes: 12, SSMBytes: 16, Blocks: 3},
+	{KVType: TypeF16, Layers: 2, RowBytes: 8, SlotCtx: 64, NVocab: 512, MediaToken: 1 << 30, PosExt: true, StateLayers: 2, ConvBytes: 12, SSMBytes: 16, Blocks: 3},
 }
 
 // slotFileBytes encodes a valid slot file of tokens for layout l, with rows of made-up bytes.

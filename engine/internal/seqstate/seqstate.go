@@ -21,7 +21,8 @@ import (
 //	    the plain token list
 //	the sequence's KV cache (llama_kv_cache::state_write of one stream):
 //	    n_stream = 1, cell_count: uint32 each
-//	    per cell: pos int32, n_seq_id uint32 = 1, seq_id int32
+//	    per cell: pos int32, n_seq_id uint32 = 1, for M-RoPE models (PosExt) the cell's 2-D
+//	        position x, y int32 (a text token's: pos, pos), seq_id int32
 //	    v_trans uint32 = 0, n_layer uint32
 //	    per layer: key type int32 (ggml: 0 f32, 1 f16), row size uint64, cell_count rows
 //	    per layer: value type int32, row size uint64, cell_count rows
@@ -52,6 +53,9 @@ type Layout struct {
 	NVocab   int   // tokens below this are valid
 	// MediaToken is the first media placeholder id: ids from it on are valid too.
 	MediaToken int32
+	// PosExt marks a model that turns by M-RoPE positions (llama.cpp's n_pos_per_embd > 1),
+	// whose cells carry a 2-D position.
+	PosExt bool
 	// StateLayers, for a hybrid model, is its recurrent layers (0: none), each with a conv
 	// state row of ConvBytes and a delta-rule state row of SSMBytes, of Blocks in all.
 	StateLayers, ConvBytes, SSMBytes, Blocks int
@@ -75,7 +79,11 @@ func (l Layout) Encode(w io.Writer, id int, tokens []int32, k, v [][]byte, state
 		int32(packedTokensMarker), uint32(packedTokensVersion), uint32(len(tokens)), tokens, uint32(0))
 	put(uint32(1), uint32(len(tokens)))
 	for pos := range tokens {
-		put(int32(pos), uint32(1), int32(id))
+		put(int32(pos), uint32(1))
+		if l.PosExt {
+			put(int32(pos), int32(pos))
+		}
+		put(int32(id))
 	}
 	put(uint32(0), uint32(len(k)))
 	for _, rows := range [][][]byte{k, v} {
@@ -199,6 +207,9 @@ func (l Layout) decodeKV(data []byte) (tokens []int32, k, v [][]byte, rest []byt
 	}
 	for i := 0; i < n && r.err == nil; i++ {
 		pos, nSeq := int32(r.u32()), r.u32()
+		if l.PosExt {
+			r.u64() // the 2-D position: rows from the first image on are not restored
+		}
 		r.u32() // the saving slot's sequence id: the cells go to the restoring slot
 		if r.err == nil && (pos != int32(i) || nSeq != 1) {
 			return nil, nil, nil, nil, fmt.Errorf("KV cell %d holds position %d of %d sequences, want position %d of 1", i, pos, nSeq, i)
