@@ -193,7 +193,7 @@ func (r *Recorder) rmsNorm(x, w, out *Buffer, n, rows int, eps float32, lora *Lo
 	if p == nil {
 		return
 	}
-	r.Dispatch(p, Params(n, rows, eps, rank, rp.K, rp.Rank, rp.Col, rp.Width, rp.Scale), r.grid(rows), bufs...)
+	r.Dispatch(p, Params(n, rows, eps, rank, rp.K, rp.Rank, rp.Col, rp.Width, rp.Scale, 0), r.grid(rows), bufs...)
 }
 
 // actDefines are a LoRA kernel's defines for an adapter type's activation rounding.
@@ -515,7 +515,7 @@ func (r *Recorder) HeadNorm(qkv, qNorm, kNorm *Buffer, nTokens, nHead, nKVHead, 
 	if p == nil {
 		return
 	}
-	r.Dispatch(p, Params(nTokens, nHead, nKVHead, headDim, eps), r.elementwise(nTokens*(nHead+nKVHead)), qkv, qNorm, kNorm)
+	r.Dispatch(p, Params(nTokens, nHead, nKVHead, headDim, eps, 0), r.elementwise(nTokens*(nHead+nKVHead)), qkv, qNorm, kNorm)
 }
 
 // AttnParams are attention's options beyond its shapes.

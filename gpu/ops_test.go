@@ -3,6 +3,7 @@ package gpu_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -146,21 +147,51 @@ func TestGetRows(t *testing.T) {
 	}
 }
 
-// TestRMSNorm covers both workgroup widths: CPU adapters' 64 and GPUs' 256.
+// TestRMSNorm covers both workgroup widths (CPU adapters' 64, GPUs' 256) against the exact
+// norm and against llama.cpp's roundings of it, bit for bit on CPU adapters.
 func TestRMSNorm(t *testing.T) {
 	d := gputest.Device(t)
 	defer func(v bool) { d.BarrierFree = v }(d.BarrierFree)
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, bf := range []bool{false, true} {
 		d.BarrierFree = bf
-		for _, shape := range [][2]int{{64, 5}, {172, 1}, {1000, 3}} {
+		for _, shape := range [][2]int{{64, 5}, {172, 1}, {1000, 3}, {2880, 9}, {4096, 17}} {
 			n, rows := shape[0], shape[1]
 			x, w := randVec(rng, n*rows), randVec(rng, n)
 			out := empty(t, d, n*rows)
 			got := run(t, d, out, n*rows, func(r *gpu.Recorder) { r.RMSNorm(upload(t, d, x), upload(t, d, w), out, n, rows, 1e-5) })
-			check(t, fmt.Sprintf("rms_norm %dx%d barrier-free=%v", rows, n, bf), got, cpuref.RMSNorm(x, w, n, 1e-5), tolF32)
+			what := fmt.Sprintf("rms_norm %dx%d barrier-free=%v", rows, n, bf)
+			check(t, what, got, cpuref.RMSNorm(x, w, n, 1e-5), tolF32)
+			checkGGMLRounding(t, d, what, got, cpuref.RMSNormGGML(x, w, n, 1e-5))
 		}
 	}
+}
+
+// checkGGMLRounding checks a norm's outputs against llama.cpp's roundings of them: bit for bit
+// on CPU adapters (correctly rounded division and square root, as the C library's), within
+// tolF32 elsewhere (WGSL lets GPUs round both less exactly).
+func checkGGMLRounding(t *testing.T, d *gpu.Device, what string, got, want []float32) {
+	t.Helper()
+	if d.Info.Type != "cpu" {
+		check(t, what+" (llama.cpp's rounding)", got, want, tolF32)
+		return
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Errorf("%s: element %d is %v, llama.cpp rounds to %v (%d of %d differ)", what, i, got[i], want[i], countDiff(got, want), len(got))
+			return
+		}
+	}
+}
+
+func countDiff(a, b []float32) int {
+	n := 0
+	for i := range a {
+		if a[i] != b[i] {
+			n++
+		}
+	}
+	return n
 }
 
 // TestMatMul covers the matrix-vector, tiled and barrier-free kernels, each weight type, with
@@ -357,18 +388,24 @@ func TestHeadNorm(t *testing.T) {
 	const row = (nHead + 2*nKV) * headDim
 	qkv := randVec(rng, nTok*row)
 	qn, kn := randVec(rng, headDim), randVec(rng, headDim)
-	want := append([]float32(nil), qkv...)
+	want, ggml := slices.Clone(qkv), slices.Clone(qkv)
 	for tk := 0; tk < nTok; tk++ {
-		q := want[tk*row : tk*row+nHead*headDim]
-		k := want[tk*row+nHead*headDim : tk*row+(nHead+nKV)*headDim]
-		copy(q, cpuref.RMSNorm(q, qn, headDim, 1e-6))
-		copy(k, cpuref.RMSNorm(k, kn, headDim, 1e-6))
+		for _, out := range []struct {
+			v    []float32
+			norm func(x, w []float32, n int, eps float32) []float32
+		}{{want, cpuref.RMSNorm}, {ggml, cpuref.RMSNormGGML}} {
+			q := out.v[tk*row : tk*row+nHead*headDim]
+			k := out.v[tk*row+nHead*headDim : tk*row+(nHead+nKV)*headDim]
+			copy(q, out.norm(q, qn, headDim, 1e-6))
+			copy(k, out.norm(k, kn, headDim, 1e-6))
+		}
 	}
 	buf := upload(t, d, qkv)
 	got := run(t, d, buf, len(qkv), func(r *gpu.Recorder) {
 		r.HeadNorm(buf, upload(t, d, qn), upload(t, d, kn), nTok, nHead, nKV, headDim, 1e-6)
 	})
 	check(t, "head norm", got, want, tolF32)
+	checkGGMLRounding(t, d, "head norm", got, ggml)
 }
 
 // TestAttention runs the cooperative (and flash) kernels, the barrier-free token-lane kernel

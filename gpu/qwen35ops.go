@@ -41,8 +41,8 @@ func (r *Recorder) headsFit(op, what string, b *Buffer, l HeadLayout, rows, head
 //	((v · s) · w) · silu(z),   s = 1/sqrt(Σv²/headDim + eps),  silu(z) = z/(1+exp(-z))
 //
 // elementwise, in f32 in that order, with z the same head of the same row of the gate (as zl
-// says in z) and w headDim floats shared by the heads (ssm_norm). The squares are summed in
-// f32 (ggml sums in double). qwen35 applies it to DeltaNet's output (rows of VHeads·HeadDim,
+// says in z) and w headDim floats shared by the heads (ssm_norm). The squares are summed as
+// ggml sums them, in double (emulated: norm_sum.inc), the mean rounded to f32. qwen35 applies it to DeltaNet's output (rows of VHeads·HeadDim,
 // HeadLayout{Stride: VHeads·HeadDim}) with z = attn_gate·x, eps f_norm_rms_eps.
 //
 // One invocation per head vector; its loops are 2·headDim.
@@ -60,7 +60,7 @@ func (r *Recorder) GatedRMSNorm(o *Buffer, ol HeadLayout, z *Buffer, zl HeadLayo
 	if p == nil {
 		return
 	}
-	r.Dispatch(p, Params(rows, heads, headDim, ol.Stride, ol.Col, ol.headStride(headDim), zl.Stride, zl.Col, zl.headStride(headDim), eps),
+	r.Dispatch(p, Params(rows, heads, headDim, ol.Stride, ol.Col, ol.headStride(headDim), zl.Stride, zl.Col, zl.headStride(headDim), eps, 0),
 		r.elementwise(rows*heads), o, z, w)
 }
 

@@ -260,7 +260,8 @@ func (r *Recorder) DeltaNet(qkv, g, beta, state, out *Buffer, sh DeltaNetShape, 
 
 // L2Norm is ggml's l2_norm over head vectors in place: in each of rows rows of x (stride
 // floats each), the heads vectors of headDim floats from column col are multiplied by
-// 1/max(‖v‖, eps), ‖v‖ summed in f32 (ggml sums the squares in double). qwen35 applies it to
+// 1/max(‖v‖, eps), ‖v‖ = sqrtf of the squares' sum taken as ggml takes
+// it, in double (emulated: norm_sum.inc), rounded to f32. qwen35 applies it to
 // the q and k heads of the conv output (heads 2·n_group from column 0, eps f_norm_rms_eps).
 // One invocation per vector; its loops are 2·headDim.
 func (r *Recorder) L2Norm(x *Buffer, rows, stride, col, heads, headDim int, eps float32) {
@@ -275,5 +276,5 @@ func (r *Recorder) L2Norm(x *Buffer, rows, stride, col, heads, headDim int, eps 
 	if p == nil {
 		return
 	}
-	r.Dispatch(p, Params(rows, heads, headDim, stride, col, eps), r.elementwise(rows*heads), x)
+	r.Dispatch(p, Params(rows, heads, headDim, stride, col, eps, 0), r.elementwise(rows*heads), x)
 }

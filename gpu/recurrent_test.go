@@ -347,6 +347,21 @@ func TestL2Norm(t *testing.T) {
 	want := slices.Clone(x)
 	cpuref.L2Norm(want, stride, col, heads, dim, eps)
 	checkRec(t, "l2_norm", got, want)
+	ggml := slices.Clone(x) // llama.cpp's roundings: the squares' double sum rounded to f32, sqrtf
+	for r := range rows {
+		for h := range heads {
+			v := ggml[r*stride+col+h*dim : r*stride+col+(h+1)*dim]
+			var sum float64
+			for _, e := range v {
+				sum += float64(e * e)
+			}
+			scale := 1 / max(float32(math.Sqrt(float64(float32(sum)))), eps)
+			for i := range v {
+				v[i] *= scale
+			}
+		}
+	}
+	checkGGMLRounding(t, d, "l2_norm", got, ggml)
 	small := 2*stride + col + dim
 	check(t, "l2_norm below eps", got[small:small+dim], want[small:small+dim], tolRecurrent)
 }

@@ -55,3 +55,80 @@ func TestGenModelMoEMatchesLlamaCpp(t *testing.T) {
 		}
 	}
 }
+
+// TestGenModelQwen35MatchesLlamaCpp writes gen-model's qwen35 hybrids (the tiny preset's width,
+// 8 layers, feed-forward 192, recurrent layers with their own head counts: 4 value heads of 32
+// over 2 key heads; F32 and Q8_0) and checks them against llama.cpp's own llama-server as the
+// MoE files are: all 16 tokens, F32 within the 1e-3, Q8_0 within what its 8-bit
+// roundings of the activations allow on these random models (measured 4.2e-2; its prompt's
+// pass within 1e-6).
+func TestGenModelQwen35MatchesLlamaCpp(t *testing.T) {
+	dev := gputest.Device(t)
+	for _, c := range []struct {
+		mix quantize.Mix
+		lim refLimits
+	}{{quantize.MixF32, refLimits{step0: 1e-3, all: 1e-3}}, {quantize.MixQ8_0, refLimits{step0: 1e-5, all: 6e-2}}} {
+		t.Run(c.mix.String(), func(t *testing.T) {
+			cfg, err := synth.Preset("tiny")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Arch, cfg.Mix, cfg.Layers, cfg.HeadDim, cfg.FF = "qwen35", c.mix, 8, 32, 192
+			cfg.SSMHeads, cfg.SSMGroups, cfg.SSMState = 4, 2, 32
+			path := filepath.Join(t.TempDir(), "m.gguf")
+			if _, err := synth.WriteFile(path, cfg, nil); err != nil {
+				t.Fatal(err)
+			}
+			ref := llamaServerProbs(t, path, 16)
+			f, err := gguf.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			m, err := model.Load(dev, f, model.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			checkAgainstProbs(t, m, ref, c.lim)
+		})
+	}
+}
+
+// TestGenModelQwen35MoEMatchesLlamaCpp writes gen-model's qwen35moe-tiny (qwen35's hybrid with
+// 8 experts, 2 used, beside a sigmoid-gated shared expert; F32, Q8_0 and MXFP4 experts) and
+// checks it against llama.cpp's own llama-server: all 16 tokens, F32 within the 1e-3,
+// the quantized files' prompt pass within 1e-5 and their later steps within what the products'
+// summation order allows on these random models (measured 7.4e-2: refLimits).
+func TestGenModelQwen35MoEMatchesLlamaCpp(t *testing.T) {
+	dev := gputest.Device(t)
+	for _, c := range []struct {
+		mix quantize.Mix
+		lim refLimits
+	}{{quantize.MixF32, refLimits{step0: 1e-3, all: 1e-3}}, {quantize.MixQ8_0, refLimits{step0: 1e-5, all: 0.1}},
+		{quantize.MixMXFP4_MOE, refLimits{step0: 1e-5, all: 0.1}}} {
+		t.Run(c.mix.String(), func(t *testing.T) {
+			cfg, err := synth.Preset("qwen35moe-tiny")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Mix = c.mix
+			path := filepath.Join(t.TempDir(), "m.gguf")
+			if _, err := synth.WriteFile(path, cfg, nil); err != nil {
+				t.Fatal(err)
+			}
+			ref := llamaServerProbs(t, path, 16)
+			f, err := gguf.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			m, err := model.Load(dev, f, model.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			checkAgainstProbs(t, m, ref, c.lim)
+		})
+	}
+}

@@ -164,18 +164,18 @@ var (
 		"llamamoe-Q8_0.gguf":      {step0: 1e-5, all: 0.2},
 		"qwen3moe-F32.gguf":       {step0: 1e-3, all: 1e-2},
 		"qwen3moe-MXFP4_MOE.gguf": {step0: 1e-2, all: 0.25, diverges: 17},
-		"qwen3moe-Q4_K_M.gguf":    {step0: 1e-5, all: 0.25, diverges: 23},
-		"qwen3moe-Q8_0.gguf":      {step0: 1e-5, all: 0.15},
+		"qwen3moe-Q4_K_M.gguf":    {step0: 1e-5, all: 0.1, diverges: 23},
+		"qwen3moe-Q8_0.gguf":      {step0: 1e-5, all: 0.15, diverges: 14},
 		"qwen3moe256-Q4_K_M.gguf": {step0: 1e-5, all: 5e-2},
 	}
 	hybridLimits = map[string]refLimits{
 		"qwen35-F32.gguf":    {step0: 1e-5, all: 1e-3},
-		"qwen35-Q8_0.gguf":   {step0: 1e-6, all: 3e-2},
+		"qwen35-Q8_0.gguf":   {step0: 1e-6, all: 0.2},
 		"qwen35-Q4_K_M.gguf": {step0: 1e-6, all: 1e-5},
 	}
 	iqLimits = map[string]refLimits{
 		"dense256-F32.gguf":     {step0: 1e-5, all: 1e-2},
-		"dense256-IQ1_M.gguf":   {step0: 5e-3, all: 0.2},
+		"dense256-IQ1_M.gguf":   {step0: 1e-2, all: 0.2},
 		"dense256-IQ1_S.gguf":   {step0: 1e-5, all: 0.25},
 		"dense256-IQ2_S.gguf":   {step0: 1e-5, all: 2e-2},
 		"dense256-IQ2_XS.gguf":  {step0: 1e-5, all: 0.2},

@@ -1,8 +1,10 @@
 // qwen35's gated RMSNorm (llama.cpp's build_norm_gated, gpu.GatedRMSNorm) over head vectors in
 // place: each head vector v of o becomes ((v * s) * w) * silu(z), s = 1/sqrt(mean(v^2) + eps),
 // in f32 in ggml's order (rms_norm, then ggml_mul by the weight, then ggml_mul by ggml_silu of
-// the gate's head, silu(z) = z / (1 + exp(-z))); the squares summed in f32 (ggml: double).
+// the gate's head, silu(z) = z / (1 + exp(-z))); the squares summed as in double (norm_sum.inc).
 // One invocation per (row, head); loops: 2 head_dim.
+
+//#include norm_sum.inc
 
 struct Params {
     rows: u32,
@@ -15,6 +17,7 @@ struct Params {
     z_col: u32,
     z_head: u32,
     eps: f32,
+    zero: u32,    // 0: ns_zero (norm_sum.inc)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -24,6 +27,7 @@ struct Params {
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    ns_zero = p.zero;
     let i = gid.x + gid.y * nwg.x * 64u;
     if (i >= p.rows * p.heads) {
         return;
@@ -32,12 +36,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let h = i % p.heads;
     let ob = t * p.o_stride + p.o_col + h * p.o_head;
     let zb = t * p.z_stride + p.z_col + h * p.z_head;
-    var sum = 0.0;
+    var sum = vec2<f32>(0.0, 0.0);
     for (var e = 0u; e < p.head_dim; e++) {
         let v = o[ob + e];
-        sum += v * v;
+        sum = ns_add(sum, v * v);
     }
-    let scale = 1.0 / sqrt(sum / f32(p.head_dim) + p.eps);
+    let scale = 1.0 / sqrt(ns_div(sum, f32(p.head_dim)) + p.eps);
     for (var e = 0u; e < p.head_dim; e++) {
         let g = z[zb + e];
         o[ob + e] = ((o[ob + e] * scale) * w[e]) * (g / (1.0 + exp(-g)));

@@ -3,12 +3,15 @@
 // (plus eps) and multiplied by q_norm (query heads) or k_norm (key heads). One invocation per
 // head vector; value heads are left alone.
 
+//#include norm_sum.inc
+
 struct Params {
     n_tokens: u32,
     n_head: u32,
     n_kv_head: u32,
     head_dim: u32,
     eps: f32,
+    zero: u32,    // 0: ns_zero (norm_sum.inc)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -18,6 +21,7 @@ struct Params {
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    ns_zero = p.zero;
     let heads = p.n_head + p.n_kv_head;
     let i = gid.x + gid.y * nwg.x * 64u;
     if (i >= p.n_tokens * heads) {
@@ -26,17 +30,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let t = i / heads;
     let slot = i % heads;
     let base = (t * (heads + p.n_kv_head) + slot) * p.head_dim;
-    var ss = 0.0;
+    var ss = vec2<f32>(0.0, 0.0);
     for (var e = 0u; e < p.head_dim; e++) {
         let v = qkv[base + e];
-        ss += v * v;
+        ss = ns_add(ss, v * v);
     }
-    let scale = inverseSqrt(ss / f32(p.head_dim) + p.eps);
+    let scale = 1.0 / sqrt(ns_div(ss, f32(p.head_dim)) + p.eps);
     for (var e = 0u; e < p.head_dim; e++) {
         var w = k_norm[e];
         if (slot < p.n_head) {
             w = q_norm[e];
         }
-        qkv[base + e] = qkv[base + e] * scale * w;
+        qkv[base + e] = (qkv[base + e] * scale) * w;
     }
 }

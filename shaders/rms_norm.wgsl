@@ -1,4 +1,6 @@
-// RMSNorm with the weight multiply fused: out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w.
+// RMSNorm with the weight multiply fused: out[r, :] = (x[r, :] * s) * w, s = 1/sqrt(mean(x[r, :]^2)
+// + eps), in llama.cpp's roundings (ggml_compute_forward_rms_norm_f32, then ggml_mul): the
+// squares summed as in double (norm_sum.inc), the mean rounded to f32, s = 1.0f/sqrtf(...).
 // One workgroup of WG (a define, a power of two) invocations per row. LORA_A also writes the
 // normalised row's LoRA products t[r, j] = sum_i A[j, i] * out[r, i] (j < rank), for the
 // projection that reads out to add its adapter's B·t in its epilogue; with ACT_F16 (ACT_BF16)
@@ -20,6 +22,7 @@ struct Params {
     res_col: u32,
     res_width: u32,
     res_scale: f32,
+    zero: u32,    // 0: ns_zero (norm_sum.inc)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -47,6 +50,7 @@ struct Params {
 #endif
 #endif
 //#include f16_round.inc
+//#include norm_sum.inc
 #ifdef LORA_RES
 var<workgroup> rt: array<f32, 64>; // the row's RA·pin
 #endif
@@ -64,7 +68,7 @@ fn act_res(v: f32) -> f32 {
 #endif
 }
 
-var<workgroup> partial: array<f32, WG>;
+var<workgroup> partial: array<vec2<f32>, WG>;
 
 // act rounds a LoRA product's input as the adapter's type asks.
 fn act(v: f32) -> f32 {
@@ -82,6 +86,7 @@ fn act(v: f32) -> f32 {
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_id) lid: vec3<u32>) {
+    ns_zero = p.zero;
     let row = wg.x + wg.y * nwg.x;
     if (row >= p.rows) {
         return;
@@ -105,22 +110,22 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     }
     storageBarrier();
 #endif
-    var s = 0.0;
+    var s = vec2<f32>(0.0, 0.0);
     for (var i = lid.x; i < p.n; i += WG) {
         let v = x[base + i];
-        s += v * v;
+        s = ns_add(s, v * v);
     }
     partial[lid.x] = s;
     workgroupBarrier();
     for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
         if (lid.x < stride) {
-            partial[lid.x] += partial[lid.x + stride];
+            partial[lid.x] = ns_merge(partial[lid.x], partial[lid.x + stride]);
         }
         workgroupBarrier();
     }
-    let scale = inverseSqrt(partial[0] / f32(p.n) + p.eps);
+    let scale = 1.0 / sqrt(ns_div(partial[0], f32(p.n)) + p.eps);
     for (var i = lid.x; i < p.n; i += WG) {
-        out[base + i] = x[base + i] * scale * w[i];
+        out[base + i] = (x[base + i] * scale) * w[i];
     }
 #ifdef LORA_A
     storageBarrier(); // the row written, for every invocation

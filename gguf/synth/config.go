@@ -65,6 +65,10 @@ type Config struct {
 	// (moe.go): expert_count, expert_used_count and expert_feed_forward_length; 0 means 8,
 	// 2 and FF. Other architectures have none.
 	Experts, ExpertsUsed, ExpertFF int
+	// SSMHeads, SSMGroups and SSMState shape qwen35's recurrent layers: value heads
+	// (ssm.time_step_rank), key heads (ssm.group_count) and the state and head size
+	// (ssm.state_size); 0 means Heads, KVHeads and the head size. Other architectures have none.
+	SSMHeads, SSMGroups, SSMState int
 	// Seed selects the weights: the same seed gives the same file, byte for byte.
 	Seed uint64
 }
@@ -94,16 +98,33 @@ var presets = map[string]Config{
 	// gpt-oss-20b: gpt-oss-20b (its window of 128 on every other layer, YaRN 32 over 4096).
 	"gpt-oss-20b": {Arch: "gpt-oss", Dim: 2880, Layers: 24, Heads: 64, KVHeads: 8, HeadDim: 64, FF: 2880, Experts: 32, ExpertsUsed: 4, ExpertFF: 2880,
 		Vocab: 201088, Ctx: 131072, RopeBase: 150000, SlidingWindow: 128},
+	// qwen35-small: a qwen35 hybrid a CPU adapter decodes at long contexts, for the recurrent
+	// layers' constant cost per token (6 Gated DeltaNet layers of 8 heads of 64, 2 attention).
+	"qwen35-small": {Arch: "qwen35", Dim: 512, Layers: 8, Heads: 8, KVHeads: 2, HeadDim: 64, FF: 1536, SSMHeads: 8, SSMGroups: 4, SSMState: 64,
+		Vocab: 32000, Ctx: 32768, RopeBase: 10000000},
+	// qwen35moe-tiny: a qwen35moe at the tiny preset's width, 8 experts of which 2 run beside
+	// the shared expert.
+	"qwen35moe-tiny": {Arch: "qwen35moe", Dim: 64, Layers: 8, Heads: 4, KVHeads: 2, HeadDim: 32, FF: 192, Experts: 8, ExpertsUsed: 2, ExpertFF: 96,
+		SSMHeads: 4, SSMGroups: 2, SSMState: 32, Vocab: 512, Ctx: 512, RopeBase: 10000000},
+	// qwen35-35b-a3b: Qwen3.5-35B-A3B (30 Gated DeltaNet layers of 32 heads of 128 over 16 key
+	// heads, 10 attention of 16 heads of 256; 256 experts of 512, 8 used, a shared one of 512).
+	"qwen35-35b-a3b": {Arch: "qwen35moe", Dim: 2048, Layers: 40, Heads: 16, KVHeads: 2, HeadDim: 256, FF: 512, Experts: 256, ExpertsUsed: 8, ExpertFF: 512,
+		SSMHeads: 32, SSMGroups: 16, SSMState: 128, Vocab: 248320, Ctx: 262144, RopeBase: 10000000},
+	// qwen35-0.8b: Qwen3.5-0.8B (18 Gated DeltaNet layers of 16 heads of 128, 6 attention of
+	// 8 heads of 256).
+	"qwen35-0.8b": {Arch: "qwen35", Dim: 1024, Layers: 24, Heads: 8, KVHeads: 2, HeadDim: 256, FF: 3584, SSMHeads: 16, SSMGroups: 16, SSMState: 128,
+		Vocab: 248320, Ctx: 262144, RopeBase: 10000000},
 }
 
 // Archs lists the architectures Write can generate.
 func Archs() []string {
-	return []string{"llama", "qwen2", "qwen2vl", "qwen3", "qwen2moe", "qwen3moe", "gpt-oss", "qwen35", "phi3", "gemma2", "gemma3", "bert"}
+	return []string{"llama", "qwen2", "qwen2vl", "qwen3", "qwen2moe", "qwen3moe", "gpt-oss", "qwen35", "qwen35moe", "phi3", "gemma2", "gemma3", "bert"}
 }
 
-// Presets lists the preset names, the dense ones smallest first, then the Mixtures of Experts.
+// Presets lists the preset names, the dense ones smallest first, then the Mixtures of Experts,
+// then the hybrids.
 func Presets() []string {
-	return []string{"tiny", "134m", "1b", "8b", "moe-tiny", "moe-128", "moe-128-dense", "qwen3-30b-a3b", "gpt-oss-20b"}
+	return []string{"tiny", "134m", "1b", "8b", "moe-tiny", "moe-128", "moe-128-dense", "qwen3-30b-a3b", "gpt-oss-20b", "qwen35-small", "qwen35-0.8b", "qwen35moe-tiny", "qwen35-35b-a3b"}
 }
 
 // Preset returns a preset's configuration (its architecture, llama for the dense shapes; F32,
@@ -167,11 +188,15 @@ func (c Config) Validate() error {
 	case c.Vocab < MinVocab:
 		return fmt.Errorf("synth: vocab %d is below the minimum %d (3 special, 256 byte and the \"▁\" tokens)", c.Vocab, MinVocab)
 	case !c.moe() && (c.Experts != 0 || c.ExpertsUsed != 0 || c.ExpertFF != 0):
-		return fmt.Errorf("synth: experts are qwen2moe's, qwen3moe's and gpt-oss's alone")
+		return fmt.Errorf("synth: experts are qwen2moe's, qwen3moe's, gpt-oss's and qwen35moe's alone")
 	case c.moe() && (c.Experts < 0 || c.ExpertsUsed < 0 || c.ExpertFF < 0 || c.expertsUsed() > c.experts()):
 		return fmt.Errorf("synth: %d experts of which %d used, of %d rows, do not make a Mixture of Experts", c.experts(), c.expertsUsed(), c.expertFF())
+	case !c.qwen35() && (c.SSMHeads != 0 || c.SSMGroups != 0 || c.SSMState != 0):
+		return fmt.Errorf("synth: recurrent layers' sizes are qwen35's alone")
+	case c.qwen35() && (c.SSMHeads < 0 || c.SSMGroups < 0 || c.SSMState < 0 || c.ssmHeads()%c.ssmGroups() != 0):
+		return fmt.Errorf("synth: %d key heads do not divide %d value heads", c.ssmGroups(), c.ssmHeads())
 	case c.qwen35() && c.Layers < hybridInterval:
-		return fmt.Errorf("synth: qwen35 needs at least %d layers (every %dth is attention; llama.cpp cannot run one without)", hybridInterval, hybridInterval)
+		return fmt.Errorf("synth: %s needs at least %d layers (every %dth is attention; llama.cpp cannot run one without)", c.arch(), hybridInterval, hybridInterval)
 	case c.arch() == "gpt-oss" && rot != hd:
 		return fmt.Errorf("synth: gpt-oss rotates whole heads: rope dimensions %d must equal the head size %d", rot, hd)
 	case !slices.Contains(quantize.Mixes(), c.Mix):

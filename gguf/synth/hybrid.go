@@ -1,6 +1,8 @@
 package synth
 
 import (
+	"cmp"
+
 	"github.com/wgpu-llama/wgpu-llama/gguf"
 )
 
@@ -9,7 +11,8 @@ import (
 // projected with a gate half, QK-norm, partial interleaved multi-section RoPE), each with a
 // dense FFN behind post_attention_norm, with the tensors and keys llama.cpp's converter
 // writes (as ../shared/models/hybrid/make_qwen35.py does). The recurrent layers' shape follows
-// the attention's: key heads KVHeads, value heads Heads, state and head size HeadDim.
+// SSMGroups, SSMHeads and SSMState, by default the attention's: key heads KVHeads, value
+// heads Heads, state and head size HeadDim.
 
 // hybridInterval is full_attention_interval: block il is full attention when (il+1) % 4 == 0.
 const hybridInterval = 4
@@ -17,15 +20,24 @@ const hybridInterval = 4
 // hybridConv is ssm.conv_kernel, the conv1d's taps.
 const hybridConv = 4
 
-// qwen35 says whether the architecture is Qwen3.5's hybrid.
-func (c Config) qwen35() bool { return c.arch() == "qwen35" }
+// qwen35 says whether the architecture is a Qwen3.5 hybrid: qwen35, or qwen35moe (its Mixture
+// of Experts: the dense FFN replaced by routed experts and a sigmoid-gated shared expert of FF
+// rows, as qwen2moe's).
+func (c Config) qwen35() bool { return hybrid(c.arch()) }
+
+// hybrid says whether arch is a Qwen3.5 hybrid.
+func hybrid(arch string) bool { return arch == "qwen35" || arch == "qwen35moe" }
 
 // hybridDims are the recurrent layers' sizes: the state (and head) size S, key heads G, value
 // heads VH, and the conv1d's channels (q and k for the key heads, v for the value heads).
 func (c Config) hybridDims() (s, g, vh, convDim uint64) {
-	s, g, vh = uint64(c.headDim()), uint64(c.KVHeads), uint64(c.Heads)
+	s, g, vh = uint64(cmp.Or(c.SSMState, c.headDim())), uint64(c.ssmGroups()), uint64(c.ssmHeads())
 	return s, g, vh, 2*s*g + s*vh
 }
+
+// ssmHeads and ssmGroups are the recurrent layers' value and key heads.
+func (c Config) ssmHeads() int  { return cmp.Or(c.SSMHeads, c.Heads) }
+func (c Config) ssmGroups() int { return cmp.Or(c.SSMGroups, c.KVHeads) }
 
 // qwen35Tensors are block il's tensors, block prefix left out.
 func (c Config) qwen35Tensors(il int) []blockTensor {
@@ -46,6 +58,9 @@ func (c Config) qwen35Tensors(il int) []blockTensor {
 			blockTensor{"ssm_dt.bias", []uint64{vh}}, blockTensor{"ssm_a", []uint64{vh}},
 			blockTensor{"ssm_beta.weight", []uint64{d, vh}}, blockTensor{"ssm_alpha.weight", []uint64{d, vh}},
 			blockTensor{"ssm_norm.weight", []uint64{s}}, blockTensor{"ssm_out.weight", []uint64{s * vh, d}})
+	}
+	if c.moe() { // the experts behind post_attention_norm
+		return append(ts, c.moeTensors()[1:]...)
 	}
 	return append(ts, blockTensor{"ffn_gate.weight", []uint64{d, ff}}, blockTensor{"ffn_up.weight", []uint64{d, ff}},
 		blockTensor{"ffn_down.weight", []uint64{ff, d}})

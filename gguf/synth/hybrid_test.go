@@ -3,6 +3,7 @@ package synth
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/wgpu-llama/wgpu-llama/gguf"
@@ -80,5 +81,44 @@ func TestQwen35(t *testing.T) {
 				t.Errorf("qwen35.rope.dimension_sections %v (%v)", sect, ok)
 			}
 		})
+	}
+}
+
+// TestQwen35MoE checks qwen35moe's blocks: qwen35's mixers (recurrent layers with their own
+// head counts), then behind post_attention_norm the router, the experts and the shared expert
+// of FF rows with its gate, and the expert keys llama.cpp reads.
+func TestQwen35MoE(t *testing.T) {
+	c, err := Preset("qwen35moe-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := generate(t, c)
+	type shape = []uint64
+	want := map[string]shape{"blk.0.attn_qkv.weight": {64, 256}, "blk.0.attn_gate.weight": {64, 128}, "blk.0.ssm_out.weight": {128, 64},
+		"blk.3.attn_q.weight": {64, 256}, "blk.3.attn_output.weight": {128, 64},
+		"blk.0.post_attention_norm.weight": {64}, "blk.3.post_attention_norm.weight": {64},
+		"blk.0.ffn_gate_inp.weight": {64, 8}, "blk.0.ffn_gate_exps.weight": {64, 96, 8}, "blk.0.ffn_up_exps.weight": {64, 96, 8},
+		"blk.0.ffn_down_exps.weight": {96, 64, 8}, "blk.3.ffn_down_exps.weight": {96, 64, 8},
+		"blk.0.ffn_gate_inp_shexp.weight": {64}, "blk.0.ffn_gate_shexp.weight": {64, 192}, "blk.0.ffn_up_shexp.weight": {64, 192},
+		"blk.0.ffn_down_shexp.weight": {192, 64}}
+	for _, ti := range f.Tensors {
+		if s, ok := want[ti.Name]; ok {
+			if fmt.Sprint(ti.Shape) != fmt.Sprint(s) {
+				t.Errorf("%s: shape %v, want %v", ti.Name, ti.Shape, s)
+			}
+			delete(want, ti.Name)
+		}
+		if strings.HasSuffix(ti.Name, "ffn_norm.weight") || strings.HasSuffix(ti.Name, "ffn_gate.weight") {
+			t.Errorf("%s: a dense feed-forward's tensor in a Mixture of Experts", ti.Name)
+		}
+	}
+	for name := range want {
+		t.Errorf("%s missing", name)
+	}
+	for key, v := range map[string]uint64{"expert_count": 8, "expert_used_count": 2, "expert_feed_forward_length": 96,
+		"expert_shared_feed_forward_length": 192, "ssm.time_step_rank": 4, "ssm.group_count": 2} {
+		if got, ok := f.Uint("qwen35moe." + key); !ok || got != v {
+			t.Errorf("qwen35moe.%s = %d (%v), want %d", key, got, ok, v)
+		}
 	}
 }

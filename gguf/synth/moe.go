@@ -13,8 +13,10 @@ import (
 // tensors and keys llama.cpp's converter writes for them.
 
 // MoE says whether arch's blocks are experts (a Mixture of Experts: qwen2moe, qwen3moe,
-// gpt-oss), whose shape the Experts fields set.
-func MoE(arch string) bool { return arch == "qwen3moe" || arch == "qwen2moe" || arch == "gpt-oss" }
+// gpt-oss, qwen35moe), whose shape the Experts fields set.
+func MoE(arch string) bool {
+	return arch == "qwen3moe" || arch == "qwen2moe" || arch == "gpt-oss" || arch == "qwen35moe"
+}
 
 // moe says whether the architecture's blocks are experts.
 func (c Config) moe() bool { return MoE(c.arch()) }
@@ -63,7 +65,7 @@ func (c Config) moeTensors() []blockTensor {
 			{"ffn_up_exps.weight", []uint64{d, ff, e}},
 			{"ffn_down_exps.weight", []uint64{ff, d, e}},
 		}
-		if c.arch() == "qwen2moe" { // the shared expert, FF wide, and its gate
+		if c.arch() == "qwen2moe" || c.arch() == "qwen35moe" { // the shared expert, FF wide, and its gate
 			fs := uint64(c.FF)
 			ts = append(ts, tensor{"ffn_gate_inp_shexp.weight", []uint64{d}}, tensor{"ffn_gate_shexp.weight", []uint64{d, fs}},
 				tensor{"ffn_up_shexp.weight", []uint64{d, fs}}, tensor{"ffn_down_shexp.weight", []uint64{fs, d}})
@@ -95,7 +97,7 @@ func (c Config) moeKVs() []gguf.KV {
 		u32(a+".expert_used_count", c.expertsUsed()),
 		u32(a+".expert_feed_forward_length", c.expertFF()),
 	}
-	if a == "qwen2moe" {
+	if a == "qwen2moe" || a == "qwen35moe" {
 		kvs = append(kvs, u32(a+".expert_shared_feed_forward_length", c.FF))
 	}
 	if a == "gpt-oss" {

@@ -235,7 +235,7 @@ func TestPresetsAndValidate(t *testing.T) {
 	for _, arch := range Archs() {
 		a := c
 		a.Arch = arch
-		if arch == "qwen35" {
+		if hybrid(arch) {
 			a.Layers = 4 // the hybrid's fourth block is its first attention (TestQwen35Validate)
 		}
 		if err := a.Validate(); err != nil {
@@ -318,7 +318,7 @@ func TestArchs(t *testing.T) {
 		if arch == "bert" {
 			continue // an encoder, with tensors and keys of its own: TestBert
 		}
-		if MoE(arch) || arch == "qwen35" {
+		if MoE(arch) || hybrid(arch) {
 			continue // Mixtures of Experts and the hybrid: TestMoEArchs, TestQwen35
 		}
 		for _, mix := range []quantize.Mix{quantize.MixF32, quantize.MixQ8_0} {

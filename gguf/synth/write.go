@@ -38,7 +38,7 @@ func fillOf(arch, name string) (mean, scale float64) {
 			return 0, s
 		}
 	}
-	if arch == "qwen35" {
+	if hybrid(arch) {
 		if s, ok := scaleBySuffix(qwen35Scales, name); ok {
 			return 0, s
 		}
@@ -307,10 +307,10 @@ func (c Config) sources(progress func(quantize.Progress)) ([]gguf.KV, []gguf.Ten
 func fillFunc(seed uint64, index int, rowLen uint64, arch, name string) func([]float32, uint64) error {
 	mean, scale := fillOf(arch, name)
 	f := fill(seed, index, rowLen, mean, scale)
-	if arch == "qwen35" && strings.HasSuffix(name, "ssm_a") {
+	if hybrid(arch) && strings.HasSuffix(name, "ssm_a") {
 		return negExp(f)
 	}
-	if name != "output.weight" || !(MoE(arch) || arch == "qwen35") {
+	if name != "output.weight" || !(MoE(arch) || hybrid(arch)) {
 		return f
 	}
 	return func(dst []float32, row uint64) error { // the byte tokens' rows damped (byteRowDamping)

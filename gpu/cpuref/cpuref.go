@@ -36,6 +36,26 @@ func RMSNorm(x, w []float32, n int, eps float32) []float32 {
 	return out
 }
 
+// RMSNormGGML is RMSNorm in llama.cpp's CPU roundings (ggml_compute_forward_rms_norm_f32, then
+// ggml_mul by the weight): each square rounded to f32 and summed in double, the mean rounded
+// to f32, scale = 1.0f/sqrtf(mean + eps) in f32, out = (x*scale)*w in f32.
+func RMSNormGGML(x, w []float32, n int, eps float32) []float32 {
+	out := make([]float32, len(x))
+	for r := 0; r < len(x)/n; r++ {
+		row := x[r*n : (r+1)*n]
+		var ss float64
+		for _, v := range row {
+			ss += float64(v * v)
+		}
+		mean := float32(ss / float64(n))
+		scale := 1 / float32(math.Sqrt(float64(mean+eps)))
+		for i, v := range row {
+			out[r*n+i] = (v * scale) * w[i]
+		}
+	}
+	return out
+}
+
 // MatMul returns y[t, r] = sum_k x[t, k] * w[r, k] for a rows x cols weight and nTokens rows of x.
 func MatMul(w []float32, rows, cols int, x []float32, nTokens int) []float32 {
 	y := make([]float32, nTokens*rows)

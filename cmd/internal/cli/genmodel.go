@@ -12,7 +12,7 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/gguf/synth"
 )
 
-const genModelSynopsis = "wgpu-llama gen-model [--preset NAME] [--arch ARCH] [--rank] [--type TYPE] [--dim N --layers N --heads N --kv-heads N --ff N --vocab N --ctx N] [--experts N --experts-used N --expert-ff N] [--seed S] --out FILE\n" +
+const genModelSynopsis = "wgpu-llama gen-model [--preset NAME] [--arch ARCH] [--rank] [--type TYPE] [--dim N --layers N --heads N --kv-heads N --ff N --vocab N --ctx N] [--experts N --experts-used N --expert-ff N] [--ssm-heads N --ssm-groups N --ssm-state N] [--seed S] --out FILE\n" +
 	"       wgpu-llama gen-model --projector TYPE [--proj-dim N --image-size N --patch-size N --scale-factor N --longest-edge N --dim N --layers N --heads N --ff N] [--seed S] --out FILE"
 
 // runGenModel implements `wgpu-llama gen-model`: a llama (or qwen2, qwen3, phi3, gemma, bert)
@@ -25,6 +25,7 @@ func runGenModel(args []string, stdout, stderr io.Writer) error {
 		preset, arch, typ, out, name                string
 		dim, layers, heads, kvHeads, ff, vocab, ctx int
 		experts, expertsUsed, expertFF              int
+		ssmHeads, ssmGroups, ssmState               int
 		seed                                        uint64
 		ropeBase, normEps                           float64
 		verbose, rank                               bool
@@ -46,6 +47,9 @@ func runGenModel(args []string, stdout, stderr io.Writer) error {
 	intVar(fs, &experts, 0, "Mixtures of Experts (qwen2moe, qwen3moe, gpt-oss): experts per block (default 8)", "experts")
 	intVar(fs, &expertsUsed, 0, "Mixtures of Experts: experts each token runs (default 2)", "experts-used")
 	intVar(fs, &expertFF, 0, "Mixtures of Experts: an expert's feed-forward length (default --ff)", "expert-ff")
+	intVar(fs, &ssmHeads, 0, "qwen35: the recurrent layers' value heads (default --heads)", "ssm-heads")
+	intVar(fs, &ssmGroups, 0, "qwen35: the recurrent layers' key heads (default --kv-heads)", "ssm-groups")
+	intVar(fs, &ssmState, 0, "qwen35: the recurrent layers' state and head size (default the attention's head size)", "ssm-state")
 	fs.Uint64Var(&seed, "seed", 1, "random seed (the same seed gives the same file)")
 	floatVar(fs, &ropeBase, 0, "rope.freq_base", "rope-base")
 	floatVar(fs, &normEps, 0, "RMS norm epsilon", "norm-eps")
@@ -99,7 +103,8 @@ func runGenModel(args []string, stdout, stderr io.Writer) error {
 		v    int
 	}{{"dim", &cfg.Dim, dim}, {"layers", &cfg.Layers, layers}, {"heads", &cfg.Heads, heads},
 		{"kv-heads", &cfg.KVHeads, kvHeads}, {"ff", &cfg.FF, ff}, {"vocab", &cfg.Vocab, vocab}, {"ctx", &cfg.Ctx, ctx},
-		{"experts", &cfg.Experts, experts}, {"experts-used", &cfg.ExpertsUsed, expertsUsed}, {"expert-ff", &cfg.ExpertFF, expertFF}} {
+		{"experts", &cfg.Experts, experts}, {"experts-used", &cfg.ExpertsUsed, expertsUsed}, {"expert-ff", &cfg.ExpertFF, expertFF},
+		{"ssm-heads", &cfg.SSMHeads, ssmHeads}, {"ssm-groups", &cfg.SSMGroups, ssmGroups}, {"ssm-state", &cfg.SSMState, ssmState}} {
 		if set[o.flag] {
 			*o.dst = o.v
 		}
@@ -116,11 +121,14 @@ func runGenModel(args []string, stdout, stderr io.Writer) error {
 	cfg.Seed = seed
 	if set["arch"] {
 		cfg.Arch = arch
-		if arch == "qwen35" && !set["layers"] && cfg.Layers < 4 {
+		if (arch == "qwen35" || arch == "qwen35moe") && !set["layers"] && cfg.Layers < 4 {
 			cfg.Layers = 4 // a hybrid's every fourth block is attention: at least one
 		}
 		if !synth.MoE(arch) && !set["experts"] && !set["experts-used"] && !set["expert-ff"] {
 			cfg.Experts, cfg.ExpertsUsed, cfg.ExpertFF = 0, 0, 0 // a dense architecture over a MoE preset's shape
+		}
+		if arch != "qwen35" && arch != "qwen35moe" && !set["ssm-heads"] && !set["ssm-groups"] && !set["ssm-state"] {
+			cfg.SSMHeads, cfg.SSMGroups, cfg.SSMState = 0, 0, 0 // another architecture over a hybrid preset's shape
 		}
 	}
 	cfg.Rank = rank

@@ -114,6 +114,15 @@ func modelLine(f *gguf.File) string {
 		return "does not run here: " + strings.TrimPrefix(err.Error(), "model: ")
 	}
 	line := fmt.Sprintf("%s, %d layers, n_embd %d, %d heads (%d KV) of %d", c.Arch, c.NLayer, c.NEmbd, c.NHead, c.NKVHead, c.HeadDim)
+	if c.Recurrent != nil {
+		n := 0
+		for _, r := range c.Recurrent {
+			if r {
+				n++
+			}
+		}
+		line += fmt.Sprintf(" (%d recurrent layers: %d value heads of %d, %d key heads, conv %d)", n, c.SSMValHeads, c.SSMHeadDim, c.SSMKeyHeads, c.SSMConv)
+	}
 	if c.NExpert > 0 {
 		return line + fmt.Sprintf(", %d experts (%d used) of %d", c.NExpert, c.NExpertUsed, c.NFFExpert)
 	}

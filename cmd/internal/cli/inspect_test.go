@@ -89,7 +89,7 @@ func TestInspectSynthetic(t *testing.T) {
 		"F32",
 		"total: 1 tensors, 6 parameters, 24 bytes (24 B)",
 		// The model registry's word on the file: the list comes from it.
-		`model:       does not run here: architecture "tiny" not supported (supported: bert, gemma2, gemma3, gpt-oss, llama, phi3, qwen2, qwen2moe, qwen2vl, qwen3, qwen3moe)`,
+		`model:       does not run here: architecture "tiny" not supported (supported: bert, gemma2, gemma3, gpt-oss, llama, phi3, qwen2, qwen2moe, qwen2vl, qwen3, qwen35, qwen35moe, qwen3moe)`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -230,11 +230,13 @@ func TestFormatHelpers(t *testing.T) {
 	}
 }
 
-// TestInspectModelLine checks the registry's line for a dense and a Mixture-of-Experts file.
+// TestInspectModelLine checks the registry's line for a dense, a Mixture-of-Experts and a hybrid
+// recurrent file.
 func TestInspectModelLine(t *testing.T) {
 	for file, want := range map[string]string{
-		"stories260K.gguf":      "model:       llama, 5 layers, n_embd 64, 8 heads (4 KV) of 8, n_ff 172\n",
-		"moe/qwen3moe-F32.gguf": "model:       qwen3moe, 4 layers, n_embd 128, 4 heads (2 KV) of 32, 8 experts (2 used) of 64\n",
+		"stories260K.gguf":       "model:       llama, 5 layers, n_embd 64, 8 heads (4 KV) of 8, n_ff 172\n",
+		"moe/qwen3moe-F32.gguf":  "model:       qwen3moe, 4 layers, n_embd 128, 4 heads (2 KV) of 32, 8 experts (2 used) of 64\n",
+		"hybrid/qwen35-F32.gguf": "model:       qwen35, 8 layers, n_embd 128, 4 heads (2 KV) of 32 (6 recurrent layers: 4 value heads of 32, 2 key heads, conv 4), n_ff 256\n",
 	} {
 		out, _, err := inspect(t, shareddata.Path(t, "models", file))
 		if err != nil {
