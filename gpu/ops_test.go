@@ -433,6 +433,8 @@ func testAttention(t *testing.T, d *gpu.Device) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	for _, c := range []attnCase{{8, 4, 8, 200, 0, 0, 0, 0}, {4, 4, 64, 70, 0, 0, 0, 0}, {6, 2, 128, 130, 0, 0, 0, 0}, {2, 1, 256, 10, 0, 0, 0, 0}, {4, 2, 64, 1000, 0, 0, 0, 0},
 		{4, 2, 16, 300, 2, 0, 0, 0}, {4, 2, 16, 300, 0, 40, 0, 0}, {4, 2, 16, 700, 1.5, 300, 0, 0}, {4, 4, 16, 40, 0, -1, 0, 0},
+		// Decoding at long contexts on CPU adapters: scores precomputed (a half group too).
+		{4, 2, 26, 600, 0, 0, 0, 0}, {8, 2, 64, 4100, 0, 0, 0, 0},
 		// A head of 4n + 2 dimensions: the barrier-free kernel's last group is half full.
 		{4, 2, 6, 300, 0, 0, 0, 0}, {2, 1, 10, 90, 1.5, 50, 0, 0},
 		// Past llvmpipe's loop limit the barrier-free kernel runs in chunks (AttentionChunked).
@@ -508,6 +510,18 @@ func checkAttention(t *testing.T, d *gpu.Device, rng *rand.Rand, c attnCase, f16
 		r.Attention(upload(t, d, qRows), kb, vb, posBuf, out, f16, qStride, len(pos), c.nHead, c.nKV, c.headDim, ap)
 	})
 	check(t, fmt.Sprintf("attention %+v f16=%v", c, f16), got, wantSeq, tolF32)
+	if d.BarrierFree && !d.TokenLanes && ap.AllKeys == 0 && c.nCtx >= gpu.PrescoreFrom {
+		// Decoding's precomputed scores (AttnParams.Scores) change nothing, to the last bit.
+		pre := ap
+		pre.Scores = empty(t, d, gpu.AttentionScoresSize(len(pos), c.nHead, c.nCtx))
+		out3 := empty(t, d, len(q))
+		scored := run(t, d, out3, len(q), func(r *gpu.Recorder) {
+			r.Attention(upload(t, d, qRows), kb, vb, posBuf, out3, f16, qStride, len(pos), c.nHead, c.nKV, c.headDim, pre)
+		})
+		if !slices.Equal(scored, got) {
+			t.Errorf("attention %+v f16=%v: prescored differs from the kernel that recomputes its scores (%d of %d)", c, f16, countDiff(scored, got), len(got))
+		}
+	}
 
 	part := empty(t, d, gpu.AttentionSplitSize(len(pos), c.nHead, c.headDim, c.nCtx))
 	out2 := empty(t, d, len(q))

@@ -129,6 +129,7 @@ func (m *Model) attentionBlock(p *pass, il int) {
 	rope, ap := m.layerAttention(il)
 	rope.PageBits, ap.PageBits = p.pageBits, p.pageBits
 	ap.MaxKeys, ap.Sequences, ap.State = p.maxKeys, p.seqs, s.attnState
+	ap.Scores = m.attentionScores(n, p.maxKeys)
 	r.RoPEKV(s.qkv, s.pos, kv.k[il], kv.v[il], ly.qkvBias, m.kvF16, n, c.NHead, c.NKVHead, c.HeadDim, rope)
 	if kv.part != nil && n == 1 && p.maxKeys >= splitAttentionFrom {
 		r.AttentionSplit(s.qkv, kv.k[il], kv.v[il], s.pos, kv.part, s.attn, m.kvF16, qkvW, n, c.NHead, c.NKVHead, c.HeadDim, p.maxKeys, ap)
@@ -140,4 +141,21 @@ func (m *Model) attentionBlock(p *pass, il int) {
 		r.SigmoidGate(s.attn, gpu.HeadLayout{Stride: qDim}, s.gate, gpu.HeadLayout{Stride: qDim}, n, c.NHead, c.HeadDim)
 	}
 	m.residual(r, ly.wo, m.layerLora[il].wo, s.attn, qDim, ly.woBias, ly.postAttn, n)
+}
+
+// prescoreTokens bounds the batches whose attention takes precomputed scores on CPU adapters
+// (gpu.AttnParams.Scores): decoding, a draft's verification, a few slots at once.
+const prescoreTokens = 16
+
+// attentionScores is the scores scratch of a pass of n tokens at up to maxKeys keys on a CPU
+// adapter, grown as contexts grow; nil where the pass does not take it (or it cannot be had:
+// the kernels then recompute the scores).
+func (m *Model) attentionScores(n, maxKeys int) *gpu.Buffer {
+	if !m.dev.BarrierFree || n > prescoreTokens || maxKeys < gpu.PrescoreFrom {
+		return nil
+	}
+	if err := ensureWords(m.dev, &m.scratch.attnScores, "attn_scores", gpu.AttentionScoresSize(n, m.Config.NHead, maxKeys)); err != nil {
+		return nil
+	}
+	return m.scratch.attnScores
 }

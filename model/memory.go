@@ -40,7 +40,7 @@ func (m *Model) ScratchBytes() uint64 {
 	for _, b := range s.buffers(m.Config) {
 		n += bufSize(*b)
 	}
-	for _, b := range []*gpu.Buffer{s.attnPos, s.mpos, s.loraT, m.draft.out, m.draft.plan, m.cand.out, m.cand.part} {
+	for _, b := range []*gpu.Buffer{s.attnPos, s.mpos, s.loraT, s.attnScores, m.draft.out, m.draft.plan, m.cand.out, m.cand.part} {
 		n += bufSize(b)
 	}
 	return n

@@ -56,6 +56,9 @@ type scratch struct {
 	mpos *gpu.Buffer
 	// loraT holds a LoRA group's rank-wide products (A·x); nil without adapters.
 	loraT *gpu.Buffer
+	// attnScores holds decoding's attention scores at long contexts on CPU adapters
+	// (gpu.AttnParams.Scores); nil until one comes.
+	attnScores *gpu.Buffer
 	// keyEnds holds each token's last attended position and row base for an encoder (see
 	// recordEncoder).
 	keyEnds *gpu.Buffer
@@ -248,7 +251,7 @@ func (m *Model) Close() {
 		}
 	}
 	s := &m.scratch
-	for _, b := range []*gpu.Buffer{s.attnPos, s.mpos, s.loraT} { // made on demand
+	for _, b := range []*gpu.Buffer{s.attnPos, s.mpos, s.loraT, s.attnScores} { // made on demand
 		if b != nil {
 			b.Release()
 		}

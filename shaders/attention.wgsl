@@ -13,6 +13,12 @@
 // running max, sum and output (exactly as the loop holds them) from one to the next.
 @group(0) @binding(6) var<storage, read_write> state: array<f32>; // (n_tokens, n_head, ceil(head_dim / 4), 6)
 #endif
+#ifdef PRESCORED
+// Decoding at long contexts: each key's score, computed once for all of a head's invocations
+// by attention_scores.wgsl (the same arithmetic as k_dot below), instead of once per group of
+// four dimensions; the loop then costs a read per key, so no chunks are needed either.
+@group(0) @binding(6) var<storage, read> key_scores: array<f32>; // (n_tokens, n_head, score_stride)
+#endif
 
 const WG: u32 = 64u;
 const MAXD: u32 = 256u;
@@ -68,7 +74,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     var acc = vec4<f32>(0.0);
     var j0 = first_key(pos[t]);
     var n_keys = key_end(t);
+#ifndef PRESCORED
     load_qh(q_off);
+#endif
 #ifdef CHUNKED
     let so = idx * 6u;
     if (p.key_lo > 0u) {
@@ -84,7 +92,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let zw = select(2u, 0u, dim0 + 2u >= d);
     for (var j = j0; j < n_keys; j++) {
         let off = kv_row(t, j) * kv_stride + kvh * d;
+#ifdef PRESCORED
+        let s = key_scores[(t * p.n_head + h) * p.score_stride + j];
+#else
         let s = capped(k_dot(off) * p.scale);
+#endif
         var ms = 1.0;
         var vs = 1.0;
         if (s > m) {
@@ -94,8 +106,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         } else {
             vs = exp(s - m);
         }
-        let vo = off + dim0;
-        acc = acc16(fma(vec4<f32>(v_at(vo), v_at(vo + 1u), v_at(vo + zw), v_at(vo + zw + 1u)), vec4<f32>(vs), acc));
+        let vo = off + dim0; // even: a pair's offset
+        acc = acc16(fma(vec4<f32>(v_pair(vo), v_pair(vo + zw)), vec4<f32>(vs), acc));
         l = l * ms + vs;
     }
 #ifdef CHUNKED

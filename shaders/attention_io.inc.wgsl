@@ -15,6 +15,7 @@ struct Params {
     key_lo: u32,   // CHUNKED: this dispatch's keys are key_lo .. key_hi-1
     key_hi: u32,
     last: u32,     // CHUNKED: > 0 for the last chunk, which writes out
+    score_stride: u32, // PRESCORED: floats per (token, head) row of the scores
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -31,8 +32,8 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> out: array<f32>; // (n_tokens, n_head, head_dim)
 #ifdef SINKS
 // Attention sinks (gpu.AttnParams.Sinks), one score per query head: the binding after the
-// kernel's others (after CHUNKED's state in attention.wgsl).
-#ifdef CHUNKED
+// kernel's others (SINKS7: after CHUNKED's state or PRESCORED's scores in attention.wgsl).
+#ifdef SINKS7
 @group(0) @binding(7) var<storage, read> sinks: array<f32>;     // (n_head)
 #else
 @group(0) @binding(6) var<storage, read> sinks: array<f32>;     // (n_head)
