@@ -16,6 +16,8 @@ import (
 //	qwen2moe: qwen2's attention (NeoX, optional q/k/v biases); softmax gating, weights not
 //	          normalised; plus a shared expert of expert_shared_feed_forward_length rows
 //	          (default feed_forward_length) scaled by sigmoid(x . ffn_gate_inp_shexp).
+//	qwen35moe: qwen35's hybrid blocks (qwen35.go) with qwen2moe's experts and gated shared
+//	          expert, the chosen weights normalised.
 //	llama with expert_count > 0 (Mixtral): softmax gating, weights normalised, experts of
 //	          feed_forward_length rows; ffn_gate_exps optional (silu(up) without it).
 //	gpt-oss:  biases on q, k, v (optional) and attn_output (required); attn_sinks per head in
@@ -66,7 +68,7 @@ func readMoE(f *gguf.File, hp *hparams) error {
 	nExpert, _ := u("expert_count")
 	nUsed, _ := u("expert_used_count")
 	switch a {
-	case "qwen3moe", "qwen2moe", "gpt-oss":
+	case "qwen3moe", "qwen2moe", "gpt-oss", "qwen35moe":
 		if nExpert == 0 || nUsed == 0 {
 			return fmt.Errorf("reference: %s needs %s.expert_count and expert_used_count", a, a)
 		}
@@ -89,19 +91,19 @@ func readMoE(f *gguf.File, hp *hparams) error {
 	switch a {
 	case "llama":
 		hp.nFFExp = hp.nFF
-	case "qwen3moe", "qwen2moe":
+	case "qwen3moe", "qwen2moe", "qwen35moe":
 		hp.nFFExp, _ = u("expert_feed_forward_length")
 		if hp.nFFExp == 0 {
 			hp.nFFExp = hp.nFF / nUsed
 		}
-		if a == "qwen2moe" {
-			hp.routing.Normalize = false
+		if a == "qwen2moe" || a == "qwen35moe" { // qwen35moe's weights stay normalised
+			hp.routing.Normalize = a == "qwen35moe"
 			hp.nFFShexp, _ = u("expert_shared_feed_forward_length")
 			if hp.nFFShexp == 0 {
 				hp.nFFShexp = hp.nFF
 			}
 			if hp.nFFShexp == 0 {
-				return fmt.Errorf("reference: qwen2moe needs expert_shared_feed_forward_length or feed_forward_length")
+				return fmt.Errorf("reference: %s needs expert_shared_feed_forward_length or feed_forward_length", a)
 			}
 		}
 	case "gpt-oss":
@@ -141,7 +143,7 @@ func loadMoE(w loader, hp hparams, name func(string) string) (*MoE, error) {
 		get(&m.UpBias, "ffn_up_exps.bias", true, ff, e)
 		get(&m.DownBias, "ffn_down_exps.bias", true, d, e)
 	}
-	if hp.arch == "qwen2moe" {
+	if hp.arch == "qwen2moe" || hp.arch == "qwen35moe" {
 		s := &SharedExpert{NFF: hp.nFFShexp}
 		get(&s.GateInp, "ffn_gate_inp_shexp.weight", true, d)
 		get(&s.Gate, "ffn_gate_shexp.weight", true, d, s.NFF)

@@ -61,12 +61,14 @@ import (
 //	o     = causal grouped-query attention (kv head = head / (n_head/n_head_kv)), 1/sqrt(head_dim)
 //	out   = (o * sigmoid(gate)) @ attn_output
 //
-// No biases anywhere; no MoE (qwen35moe is another architecture).
+// No biases anywhere. qwen35moe has, in place of the dense FFN, qwen2moe's routed experts
+// (softmax over the router's logits, the chosen weights normalised) and its shared expert
+// gated by sigmoid(h @ ffn_gate_inp_shexp) (moe.go).
 
 // Hybrids lists the recurrent hybrid architectures Forward also runs (qwen35.go). They are
 // kept out of Supported, whose architectures gen's synthetic models and the GPU forward pass
 // cover.
-var Hybrids = []string{"qwen35"}
+var Hybrids = []string{"qwen35", "qwen35moe"}
 
 // qwen35Params are qwen35's settings beyond hparams'.
 type qwen35Params struct {
@@ -202,6 +204,7 @@ type qwen35Layer struct {
 	wo           []float32 // attn_output: nEmbd rows of nHead*headDim
 
 	gate, up, down []float32 // ffn_gate, ffn_up (nFF rows of nEmbd), ffn_down (nEmbd rows of nFF)
+	moe            *MoE      // qwen35moe's experts and shared expert in their place
 }
 
 // Qwen35 is a qwen35 model's weights, run token by token with a Qwen35State.
@@ -225,8 +228,8 @@ func newQwen35(f *gguf.File, o options) (*Qwen35, error) {
 	if err != nil {
 		return nil, err
 	}
-	if hp.arch != "qwen35" {
-		return nil, fmt.Errorf("reference: %s is not qwen35", hp.arch)
+	if !slices.Contains(Hybrids, hp.arch) {
+		return nil, fmt.Errorf("reference: %s is not qwen35 or qwen35moe", hp.arch)
 	}
 	return loadQwen35(f, hp, o)
 }
@@ -279,6 +282,20 @@ func loadQwen35(f *gguf.File, hp hparams, o options) (*Qwen35, error) {
 			lw.qNorm = get(n("attn_q_norm.weight"), hp.headDim)
 			lw.kNorm = get(n("attn_k_norm.weight"), hp.headDim)
 			lw.wo = get(n("attn_output.weight"), qDim, e)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if hp.nExpert > 0 {
+			if lw.moe, err = loadMoE(w, hp, n); err != nil {
+				return nil, err
+			}
+			if o.actQuant {
+				lw.moe.mm = func(tensor string, first int, wt, b []float32, rows, cols int, x []float32) []float32 {
+					return linearLlamaCpp(f, n(tensor), first, wt, b, rows, cols, x, 1)
+				}
+			}
+			continue
 		}
 		lw.gate = get(n("ffn_gate.weight"), e, hp.nFF)
 		lw.up = get(n("ffn_up.weight"), e, hp.nFF)
@@ -382,9 +399,14 @@ func (m *Qwen35) Step(s *Qwen35State, token int32) ([]float32, error) {
 		o.tr("attn_residual", il, x)
 		h = cpuref.RMSNorm(x, lw.postNorm, hp.nEmbd, hp.eps)
 		o.tr("attn_post_norm", il, h)
-		g := mm("ffn_gate.weight", lw.gate, hp.nFF, hp.nEmbd, h)
-		u := mm("ffn_up.weight", lw.up, hp.nFF, hp.nEmbd, h)
-		f := mm("ffn_down.weight", lw.down, hp.nEmbd, hp.nFF, cpuref.SiLUMul(g, u))
+		var f []float32
+		if lw.moe != nil {
+			f = lw.moe.Forward(h, 1)
+		} else {
+			g := mm("ffn_gate.weight", lw.gate, hp.nFF, hp.nEmbd, h)
+			u := mm("ffn_up.weight", lw.up, hp.nFF, hp.nEmbd, h)
+			f = mm("ffn_down.weight", lw.down, hp.nEmbd, hp.nFF, cpuref.SiLUMul(g, u))
+		}
 		o.tr("ffn_out", il, f)
 		x = cpuref.Add(x, f)
 		o.tr("l_out", il, x)

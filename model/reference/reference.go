@@ -171,7 +171,7 @@ func forward(f *gguf.File, tokens []int32, o options) ([]float32, error) {
 	if len(tokens) == 0 {
 		return nil, fmt.Errorf("reference: no tokens")
 	}
-	if hp.arch == "qwen35" { // a hybrid with recurrent state: qwen35.go
+	if slices.Contains(Hybrids, hp.arch) { // a hybrid with recurrent state: qwen35.go
 		return forwardQwen35(f, hp, tokens, o)
 	}
 	for _, t := range tokens {

@@ -130,7 +130,7 @@ func synthWith(t *testing.T, arch string, edit func(*synth.Config)) *gguf.File {
 		t.Fatal(err)
 	}
 	c.Arch = arch
-	if arch == "qwen35" {
+	if slices.Contains(Hybrids, arch) {
 		c.Layers = 4 // the hybrid's fourth block is its first attention
 	}
 	edit(&c)
