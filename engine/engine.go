@@ -344,7 +344,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 	for i := 0; i < nSlots; i++ {
 		e.slots = append(e.slots, &slot{id: i})
 	}
-	e.cache = promptCacheConfig(cfg, m.KVRowBytes(), m.KVLayers())
+	e.cache = promptCacheConfig(cfg, m.KVTokenBytes())
 	switch {
 	case e.cache == nil && !cfg.NoCacheIdleSlots:
 		logger.Warn("--cache-idle-slots requires --cache-ram, disabling")

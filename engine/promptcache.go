@@ -27,9 +27,9 @@ type promptCache struct {
 	idleSlots bool // --cache-idle-slots
 }
 
-// promptCacheConfig resolves Config's prompt cache settings for rows of rowBytes in nLayers
-// layers (keys and values): nil when the cache is off.
-func promptCacheConfig(cfg Config, rowBytes, nLayers int) *promptCache {
+// promptCacheConfig resolves Config's prompt cache settings for tokens of tokenBytes (their
+// keys and values over the layers): nil when the cache is off.
+func promptCacheConfig(cfg Config, tokenBytes int) *promptCache {
 	mib := cfg.PromptCacheMiB
 	if cfg.NoPromptCache || mib < -1 {
 		return nil
@@ -40,7 +40,7 @@ func promptCacheConfig(cfg Config, rowBytes, nLayers int) *promptCache {
 	pc := &promptCache{maxTokens: -1, idleSlots: !cfg.NoCacheIdleSlots}
 	// Sizes past 2^40 MiB would overflow the byte count: they are no limit in practice.
 	if mib > 0 && mib < 1<<40 {
-		pc.maxTokens = mib << 20 / (2 * rowBytes * nLayers)
+		pc.maxTokens = mib << 20 / max(tokenBytes, 1)
 	}
 	return pc
 }

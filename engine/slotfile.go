@@ -140,15 +140,16 @@ func (e *Engine) readSlotRows(s *slot, n int) (k, v [][]byte, err error) {
 
 // writeSlotRows writes per-layer rows, in token order, into the rows of slot s.
 func (e *Engine) writeSlotRows(s *slot, k, v [][]byte) error {
-	row := e.model.KVRowBytes()
+	rows := e.model.KVRows()
 	tok := 0
-	for _, sp := range e.slotRows(s, len(k[0])/row) {
+	for _, sp := range e.slotRows(s, len(k[0])/rows[0]) {
 		n := sp.end - sp.start
 		if n == 0 {
 			continue
 		}
 		ks, vs := make([][]byte, len(k)), make([][]byte, len(v))
 		for l := range k {
+			row := rows[l]
 			ks[l], vs[l] = k[l][tok*row:(tok+n)*row], v[l][tok*row:(tok+n)*row]
 		}
 		if err := e.model.WriteKVRows(e.kv, sp.start, ks, vs); err != nil {
@@ -161,13 +162,12 @@ func (e *Engine) writeSlotRows(s *slot, k, v [][]byte) error {
 
 // slotLayout is the layout of the engine's cache that a slot file must agree with.
 func (e *Engine) slotLayout() seqstate.Layout {
-	row := e.model.KVRowBytes()
-	typ := seqstate.TypeF16
-	if row == e.model.Config.NKVHead*e.model.Config.HeadDim*4 {
-		typ = seqstate.TypeF32
+	typ := seqstate.TypeF32
+	if e.model.KVF16() {
+		typ = seqstate.TypeF16
 	}
 	st := e.model.StateShape()
-	return seqstate.Layout{KVType: typ, Layers: e.model.KVLayers(), RowBytes: row, SlotCtx: e.slotCtx,
+	return seqstate.Layout{KVType: typ, Layers: e.model.KVLayers(), RowBytes: e.model.KVRows(), SlotCtx: e.slotCtx,
 		NVocab: e.info.NVocab, MediaToken: model.MediaToken, PosExt: e.model.Config.MRoped(),
 		StateLayers: st.Layers, ConvBytes: st.ConvBytes, SSMBytes: st.SSMBytes, Blocks: st.Blocks}
 }

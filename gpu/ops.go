@@ -509,13 +509,18 @@ func (r *Recorder) RoPEKV(qkv, pos, kCache, vCache, bias *Buffer, kvF16 bool, nT
 }
 
 // HeadNorm RMS-normalises every query and key head vector of the fused qkv rows in place,
-// multiplying by qNorm or kNorm (headDim values each): QK-norm.
-func (r *Recorder) HeadNorm(qkv, qNorm, kNorm *Buffer, nTokens, nHead, nKVHead, headDim int, eps float32) {
+// multiplying by qNorm or kNorm (headDim values each): QK-norm. With vNorm the value heads are
+// normalised too, with no weight (Gemma 4).
+func (r *Recorder) HeadNorm(qkv, qNorm, kNorm *Buffer, nTokens, nHead, nKVHead, headDim int, eps float32, vNorm bool) {
 	p := r.kernel("head_norm", []Access{ReadWrite, ReadOnly, ReadOnly}, 64)
 	if p == nil {
 		return
 	}
-	r.Dispatch(p, Params(nTokens, nHead, nKVHead, headDim, eps, 0), r.elementwise(nTokens*(nHead+nKVHead)), qkv, qNorm, kNorm)
+	vHeads := 0
+	if vNorm {
+		vHeads = nKVHead
+	}
+	r.Dispatch(p, Params(nTokens, nHead, nKVHead, headDim, eps, 0, vHeads), r.elementwise(nTokens*(nHead+nKVHead+vHeads)), qkv, qNorm, kNorm)
 }
 
 // AttnParams are attention's options beyond its shapes.
@@ -568,7 +573,7 @@ func (a AttnParams) params(base ...any) []uint32 {
 }
 
 func (a AttnParams) chunkParams(lo, hi uint32, last int, base ...any) []uint32 {
-	return Params(append(base, a.SoftCap, a.Window, a.AllKeys, a.PageBits, lo, hi, last, a.scoreStride())...)
+	return Params(append(base, a.SoftCap, a.Window, a.AllKeys, a.PageBits, lo, hi, last, a.scoreStride(), 0)...)
 }
 
 // scoreStride is the scores' row length for a prescored pass: its keys.
@@ -841,7 +846,7 @@ func (r *Recorder) SoftCap(x *Buffer, n int, limit float32) {
 	if p == nil {
 		return
 	}
-	r.Dispatch(p, Params(n, limit), r.elementwise(n), x)
+	r.Dispatch(p, Params(n, limit, 1/limit), r.elementwise(n), x)
 }
 
 // AvgPool averages s x s blocks of a g x g grid of rows of n values (x, row by row) into the

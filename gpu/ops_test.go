@@ -380,32 +380,44 @@ func TestRoPEKV(t *testing.T) {
 }
 
 // TestHeadNorm checks QK-norm: each query and key head vector RMS-normalised with its own
-// weight, value heads untouched.
+// weight, value heads untouched, or (vNorm, Gemma 4) normalised with no weight; against the
+// exact norm and bit for bit against llama.cpp's roundings on CPU adapters.
 func TestHeadNorm(t *testing.T) {
 	d := gputest.Device(t)
 	rng := rand.New(rand.NewPCG(23, 24))
-	const nTok, nHead, nKV, headDim = 3, 4, 2, 32
+	const nTok, nHead, nKV, headDim = 3, 4, 2, 26
 	const row = (nHead + 2*nKV) * headDim
-	qkv := randVec(rng, nTok*row)
-	qn, kn := randVec(rng, headDim), randVec(rng, headDim)
-	want, ggml := slices.Clone(qkv), slices.Clone(qkv)
-	for tk := 0; tk < nTok; tk++ {
-		for _, out := range []struct {
-			v    []float32
-			norm func(x, w []float32, n int, eps float32) []float32
-		}{{want, cpuref.RMSNorm}, {ggml, cpuref.RMSNormGGML}} {
-			q := out.v[tk*row : tk*row+nHead*headDim]
-			k := out.v[tk*row+nHead*headDim : tk*row+(nHead+nKV)*headDim]
-			copy(q, out.norm(q, qn, headDim, 1e-6))
-			copy(k, out.norm(k, kn, headDim, 1e-6))
-		}
+	ones := make([]float32, headDim)
+	for i := range ones {
+		ones[i] = 1
 	}
-	buf := upload(t, d, qkv)
-	got := run(t, d, buf, len(qkv), func(r *gpu.Recorder) {
-		r.HeadNorm(buf, upload(t, d, qn), upload(t, d, kn), nTok, nHead, nKV, headDim, 1e-6)
-	})
-	check(t, "head norm", got, want, tolF32)
-	checkGGMLRounding(t, d, "head norm", got, ggml)
+	for _, vNorm := range []bool{false, true} {
+		qkv := randVec(rng, nTok*row)
+		qn, kn := randVec(rng, headDim), randVec(rng, headDim)
+		want, ggml := slices.Clone(qkv), slices.Clone(qkv)
+		for tk := 0; tk < nTok; tk++ {
+			for _, out := range []struct {
+				v    []float32
+				norm func(x, w []float32, n int, eps float32) []float32
+			}{{want, cpuref.RMSNorm}, {ggml, cpuref.RMSNormGGML}} {
+				q := out.v[tk*row : tk*row+nHead*headDim]
+				k := out.v[tk*row+nHead*headDim : tk*row+(nHead+nKV)*headDim]
+				copy(q, out.norm(q, qn, headDim, 1e-6))
+				copy(k, out.norm(k, kn, headDim, 1e-6))
+				if vNorm {
+					v := out.v[tk*row+(nHead+nKV)*headDim : (tk+1)*row]
+					copy(v, out.norm(v, ones, headDim, 1e-6))
+				}
+			}
+		}
+		buf := upload(t, d, qkv)
+		got := run(t, d, buf, len(qkv), func(r *gpu.Recorder) {
+			r.HeadNorm(buf, upload(t, d, qn), upload(t, d, kn), nTok, nHead, nKV, headDim, 1e-6, vNorm)
+		})
+		what := fmt.Sprintf("head norm (values normalised: %v)", vNorm)
+		check(t, what, got, want, tolF32)
+		checkGGMLRounding(t, d, what, got, ggml)
+	}
 }
 
 // TestAttention runs the cooperative (and flash) kernels, the barrier-free token-lane kernel
@@ -545,7 +557,10 @@ func TestSiLUMulAndAdd(t *testing.T) {
 	got := run(t, d, out, n*nTok, func(r *gpu.Recorder) { r.GLU(upload(t, d, gu), out, n, nTok, false) })
 	check(t, "silu_mul", got, cpuref.SiLUMul(g, u), tolF32)
 	got = run(t, d, out, n*nTok, func(r *gpu.Recorder) { r.GLU(upload(t, d, gu), out, n, nTok, true) })
-	check(t, "gelu_mul", got, cpuref.GELUMul(g, u), tolF32)
+	check(t, "gelu_mul", got, cpuref.GELUMulF16(g, u), tolF32)
+	if e := cpuref.RelErr(cpuref.GELUMulF16(g, u), cpuref.GELUMul(g, u)); e > 1e-3 {
+		t.Errorf("geglu's f16 table moves it by %.3g from the exact GELU", e)
+	}
 
 	x := randVec(rng, n)
 	for i := range x {

@@ -39,6 +39,12 @@ type Config struct {
 	SWAPattern    int     // layer il slides when il % SWAPattern < SWAPattern-1 (0: none)
 	RopeBaseSWA   float32 // RoPE base of sliding-window layers (0: RopeBase)
 	GELU          bool    // GELU-gated FFN instead of SiLU
+	// Gemma 4's differences from Gemma 3 (arch_gemma4.go).
+	SWALayers  []bool // per layer: a sliding-window layer (nil: SWAPattern says)
+	HeadDimSWA int    // sliding layers' head size (0: HeadDim)
+	NRotSWA    int    // sliding layers' rotated dimensions (0: NRot)
+	KVLayers   int    // layers from this one on read an earlier layer's cache (0: none do)
+	VNorm      bool   // values RMS-normalised per head (no weight) before the cache
 
 	// Mixture of experts (NExpert 0: a dense feed-forward in every layer); see block_moe.go.
 	NExpert      int     // expert_count
@@ -285,7 +291,58 @@ func readYaRN(f *gguf.File, arch string, nRot int, base float32) gpu.YaRN {
 
 // SlidingLayer says whether layer il attends within the sliding window.
 func (c *Config) SlidingLayer(il int) bool {
+	if c.SWALayers != nil {
+		return c.SlidingWindow > 0 && il < len(c.SWALayers) && c.SWALayers[il]
+	}
 	return c.SWAPattern > 0 && c.SlidingWindow > 0 && il%c.SWAPattern < c.SWAPattern-1
+}
+
+// attnShape is one attention layer's geometry: its heads' size and rotated dimensions (Gemma
+// 4's sliding layers have their own), and the KV heads its projection writes (0 for a layer
+// that reads an earlier layer's cache: kvSource).
+type attnShape struct{ heads, kvHeads, headDim, nRot int }
+
+// qDim is the width of the layer's queries (and of its attention output).
+func (s attnShape) qDim() int { return s.heads * s.headDim }
+
+// qkvWidth is the width of the layer's fused [q | k | v] rows.
+func (s attnShape) qkvWidth() int { return (s.heads + 2*s.kvHeads) * s.headDim }
+
+// attnShape is layer il's attention geometry.
+func (c Config) attnShape(il int) attnShape {
+	s := attnShape{heads: c.NHead, kvHeads: c.NKVHead, headDim: c.HeadDim, nRot: c.NRot}
+	if c.HeadDimSWA > 0 && c.SlidingLayer(il) {
+		s.headDim, s.nRot = c.HeadDimSWA, c.NRotSWA
+	}
+	if c.kvSource(il) != il {
+		s.kvHeads = 0
+	}
+	return s
+}
+
+// kvSource is the layer whose cache layer il attends over: itself, or for Gemma 4's layers
+// from KVLayers on the last earlier layer of its kind with a cache of its own (llama.cpp's
+// rule: KVLayers-2 for a sliding layer, KVLayers-1 for a global one).
+func (c Config) kvSource(il int) int {
+	if c.KVLayers <= 0 || il < c.KVLayers {
+		return il
+	}
+	if c.SlidingLayer(il) {
+		return c.KVLayers - 2
+	}
+	return c.KVLayers - 1
+}
+
+// maxHeadDim is the widest head of any layer.
+func (c Config) maxHeadDim() int { return max(c.HeadDim, c.HeadDimSWA) }
+
+// maxQKV is the widest fused [q | k | v] row and the widest query of any attention layer.
+func (c Config) maxQKV() (qkv, q int) {
+	for il := range c.NLayer {
+		s := c.attnShape(il)
+		qkv, q = max(qkv, s.qkvWidth()), max(q, s.qDim())
+	}
+	return qkv, q
 }
 
 // fileTypeName describes general.file_type as llama.cpp does ("all F32", "mostly F16", ...),

@@ -16,11 +16,13 @@ const splitAttentionFrom = 512
 // rows belong to sequences is the caller's business, told per batch: contiguous regions
 // (Batch.Base) or pages listed in page tables (Batch.PageBits, Batch.Pages).
 type KVCache struct {
-	NCtx   int           // cache rows (token slots) per layer, shared by all sequences
-	States int           // recurrent state slots (0 for a model without recurrent layers)
-	k, v   []*gpu.Buffer // per layer; nil for recurrent layers
-	part   *gpu.Buffer   // split-K attention partials, on GPUs with contexts long enough to split
-	row    uint64        // bytes of one cache row of one layer
+	NCtx   int // cache rows (token slots) per layer, shared by all sequences
+	States int // recurrent state slots (0 for a model without recurrent layers)
+	// k and v are per layer; nil for recurrent layers and for layers that read an earlier
+	// layer's cache (Gemma 4: Config.kvSource).
+	k, v []*gpu.Buffer
+	part *gpu.Buffer // split-K attention partials, on GPUs with contexts long enough to split
+	rows []uint64    // per layer, the bytes of one cache row (one token's keys, or values)
 	// conv and ssm are the recurrent layers' states, States slots each; nil for attention
 	// layers.
 	conv, ssm []*gpu.Buffer
@@ -34,11 +36,7 @@ func (m *Model) NewKVCache(nCtx int) (*KVCache, error) { return m.NewKVCacheFor(
 // recurrent state slots: one per sequence that runs at once.
 func (m *Model) NewKVCacheFor(nCtx, states int) (*KVCache, error) {
 	c := m.Config
-	row := uint64(c.NKVHead * c.HeadDim * 4)
-	if m.kvF16 {
-		row /= 2
-	}
-	kv := &KVCache{NCtx: nCtx, row: row}
+	kv := &KVCache{NCtx: nCtx, rows: make([]uint64, c.NLayer)}
 	if m.Recurrent() {
 		if err := m.newStates(kv, max(states, 1)); err != nil {
 			kv.Release()
@@ -46,10 +44,12 @@ func (m *Model) NewKVCacheFor(nCtx, states int) (*KVCache, error) {
 		}
 	}
 	for i := 0; i < c.NLayer; i++ {
-		if c.Recurrent != nil && c.Recurrent[i] {
+		if c.Recurrent != nil && c.Recurrent[i] || c.kvSource(i) != i {
 			kv.k, kv.v = append(kv.k, nil), append(kv.v, nil)
 			continue
 		}
+		row := uint64(m.kvRowBytes(i))
+		kv.rows[i] = row
 		k, err := m.dev.NewBuffer(fmt.Sprintf("cache_k_l%d", i), uint64(nCtx)*row)
 		if err != nil {
 			kv.Release()
@@ -65,7 +65,7 @@ func (m *Model) NewKVCacheFor(nCtx, states int) (*KVCache, error) {
 	}
 	if !m.dev.BarrierFree && nCtx >= splitAttentionFrom {
 		var err error
-		kv.part, err = m.dev.NewBuffer("attention_partials", uint64(gpu.AttentionSplitSize(1, c.NHead, c.HeadDim, nCtx))*4)
+		kv.part, err = m.dev.NewBuffer("attention_partials", uint64(gpu.AttentionSplitSize(1, c.NHead, c.maxHeadDim(), nCtx))*4)
 		if err != nil {
 			kv.Release()
 			return nil, fmt.Errorf("model: KV cache of %d tokens: %w", nCtx, err)
@@ -299,11 +299,11 @@ func (b Batch) sequences() int {
 // recordCopies records the batch's row copies in every layer.
 func (b Batch) recordCopies(r *gpu.Recorder, kv *KVCache) {
 	for _, c := range b.Copies {
-		w := int(kv.row / 4) // words per row
 		for i := range kv.k {
 			if kv.k[i] == nil {
 				continue
 			}
+			w := int(kv.rows[i] / 4) // words per row
 			r.CopyWithin(kv.k[i], c.Src*w, c.Dst*w, c.N*w)
 			r.CopyWithin(kv.v[i], c.Src*w, c.Dst*w, c.N*w)
 		}
@@ -355,10 +355,13 @@ func (m *Model) ShiftKV(kv *KVCache, pageBits int, base int32, pages []int32, co
 	c := m.Config
 	b.recordCopies(r, kv)
 	for i := range kv.k {
+		if kv.k[i] == nil {
+			continue
+		}
 		rope, _ := m.layerAttention(i)
 		rope.PageBits = pageBits
 		for _, s := range moves {
-			r.ShiftKV(m.scratch.pos, kv.k[i], kv.v[i], m.kvF16, c.NKVHead, c.HeadDim, rope, s.Src, s.Dst, s.N)
+			r.ShiftKV(m.scratch.pos, kv.k[i], kv.v[i], m.kvF16, c.NKVHead, c.attnShape(i).headDim, rope, s.Src, s.Dst, s.N)
 		}
 	}
 	return r.Submit()

@@ -11,25 +11,47 @@ import (
 // whatever ranges are asked for.
 const kvReadBlock = 1 << 20
 
-// KVRowBytes is the size of one cache row (one token's keys, or its values, in one layer).
-func (m *Model) KVRowBytes() int {
-	c := m.Config
-	n := c.NKVHead * c.HeadDim * 4
+// KVRows is the size of one cache row (one token's keys, or its values) of each layer with a
+// cache of its own (KVLayers of them, in order).
+func (m *Model) KVRows() []int {
+	var out []int
+	for _, il := range m.attnLayers() {
+		out = append(out, m.kvRowBytes(il))
+	}
+	return out
+}
+
+// KVF16 reports whether the cache holds f16 rows (else f32).
+func (m *Model) KVF16() bool { return m.kvF16 }
+
+// KVTokenBytes is one token's keys and values over every layer with a cache of its own.
+func (m *Model) KVTokenBytes() int {
+	n := 0
+	for _, r := range m.KVRows() {
+		n += 2 * r
+	}
+	return n
+}
+
+// kvRowBytes is the size of one cache row of layer il.
+func (m *Model) kvRowBytes(il int) int {
+	n := m.Config.NKVHead * m.Config.attnShape(il).headDim * 4
 	if m.kvF16 {
 		n /= 2
 	}
 	return n
 }
 
-// KVLayers is the number of layers with a KV cache (each has one K and one V buffer): all but
-// a hybrid model's recurrent layers.
+// KVLayers is the number of layers with a KV cache of their own (each has one K and one V
+// buffer): all but a hybrid model's recurrent layers and those reading an earlier layer's.
 func (m *Model) KVLayers() int { return len(m.attnLayers()) }
 
-// attnLayers are the indices of the layers with a KV cache, in order.
+// attnLayers are the indices of the layers with a KV cache of their own, in order.
 func (m *Model) attnLayers() []int {
 	var out []int
+	c := m.Config
 	for il := range m.layers {
-		if m.Config.Recurrent == nil || !m.Config.Recurrent[il] {
+		if (c.Recurrent == nil || !c.Recurrent[il]) && c.kvSource(il) == il {
 			out = append(out, il)
 		}
 	}
@@ -38,8 +60,10 @@ func (m *Model) attnLayers() []int {
 
 // checkKVRows validates the rows [r0, r1) of kv for a copy in or out.
 func (m *Model) checkKVRows(kv *KVCache, r0, r1 int) error {
-	if row := m.KVRowBytes(); row%4 != 0 {
-		return fmt.Errorf("model: KV rows of %d bytes cannot be copied (not a multiple of 4)", row)
+	for _, row := range m.KVRows() {
+		if row%4 != 0 {
+			return fmt.Errorf("model: KV rows of %d bytes cannot be copied (not a multiple of 4)", row)
+		}
 	}
 	if r0 < 0 || r1 < r0 || r1 > kv.NCtx {
 		return fmt.Errorf("model: KV rows [%d, %d) outside the cache of %d", r0, r1, kv.NCtx)
@@ -50,15 +74,15 @@ func (m *Model) checkKVRows(kv *KVCache, r0, r1 int) error {
 	return nil
 }
 
-// ReadKVRows reads rows [r0, r1) of every attention layer's keys and values: k[l] and v[l] hold
-// the l-th such layer's rows (KVLayers of them), KVRowBytes each, in row order. It waits for
-// all submitted work.
+// ReadKVRows reads rows [r0, r1) of the keys and values of every layer with a cache of its own:
+// k[l] and v[l] hold the l-th such layer's rows (KVLayers of them), KVRows()[l] bytes each, in
+// row order. It waits for all submitted work.
 func (m *Model) ReadKVRows(kv *KVCache, r0, r1 int) (k, v [][]byte, err error) {
 	if err := m.checkKVRows(kv, r0, r1); err != nil {
 		return nil, nil, err
 	}
-	row := uint64(m.KVRowBytes())
 	for _, l := range m.attnLayers() {
+		row := kv.rows[l]
 		kb, err := m.readRange(kv.k[l], uint64(r0)*row, uint64(r1)*row)
 		if err != nil {
 			return nil, nil, err
@@ -90,16 +114,16 @@ func (m *Model) readRange(b *gpu.Buffer, from, to uint64) ([]byte, error) {
 // WriteKVRows writes rows starting at r0 of every layer's keys and values, k[l] and v[l] as
 // ReadKVRows returns them; the write is ordered before the next submit.
 func (m *Model) WriteKVRows(kv *KVCache, r0 int, k, v [][]byte) error {
-	row := m.KVRowBytes()
 	layers := m.attnLayers()
 	if len(k) != len(layers) || len(v) != len(layers) || len(layers) == 0 {
 		return fmt.Errorf("model: KV rows for %d and %d layers, the model has %d", len(k), len(v), len(layers))
 	}
-	n := len(k[0]) / row
+	n := len(k[0]) / m.kvRowBytes(layers[0])
 	if err := m.checkKVRows(kv, r0, r0+n); err != nil {
 		return err
 	}
 	for i, l := range layers {
+		row := m.kvRowBytes(l)
 		if len(k[i]) != n*row || len(v[i]) != n*row {
 			return fmt.Errorf("model: layer %d: %d key and %d value bytes, want %d rows of %d", l, len(k[i]), len(v[i]), n, row)
 		}

@@ -28,8 +28,8 @@ func TestKVRowsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(k) != m.KVLayers() || len(v) != m.KVLayers() || len(k[0]) != n*m.KVRowBytes() {
-		t.Fatalf("read %d/%d layers of %d bytes, want %d layers of %d", len(k), len(v), len(k[0]), m.KVLayers(), n*m.KVRowBytes())
+	if len(k) != m.KVLayers() || len(v) != m.KVLayers() || len(k[0]) != n*m.KVRows()[0] {
+		t.Fatalf("read %d/%d layers of %d bytes, want %d layers of %d", len(k), len(v), len(k[0]), m.KVLayers(), n*m.KVRows()[0])
 	}
 	if bytes.Equal(k[0], make([]byte, len(k[0]))) {
 		t.Fatal("the prompt's key rows read back as zeros")

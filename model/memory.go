@@ -117,23 +117,23 @@ func EstimateFootprint(c Config, opts Options, kvRows, states int, barrierFree b
 		opts.MaxBatch = 512
 	}
 	outputs := min(max(opts.MaxOutputs, 1), opts.MaxBatch)
-	row := uint64(c.NKVHead * c.HeadDim * 4)
-	if !opts.KVF32 {
-		row /= 2
-	}
 	var words uint64
 	for _, s := range scratchSizes(c, opts.MaxBatch, outputs, barrierFree) {
 		words += uint64(s.n)
 	}
-	attn := 0
+	var rowBytes uint64 // a token's keys and values over the layers with a cache of their own
 	for il := range c.NLayer {
-		if c.Recurrent == nil || !c.Recurrent[il] {
-			attn++
+		if (c.Recurrent == nil || !c.Recurrent[il]) && c.kvSource(il) == il {
+			row := uint64(c.NKVHead * c.attnShape(il).headDim * 4)
+			if !opts.KVF32 {
+				row /= 2
+			}
+			rowBytes += 2 * row
 		}
 	}
 	return Footprint{
 		Weights: max(c.DeviceSize, c.TensorSize),
-		KV:      2 * uint64(attn) * uint64(kvRows) * row,
+		KV:      uint64(kvRows) * rowBytes,
 		State:   uint64(max(states, 1)) * uint64(StateBytes(c)),
 		Scratch: 4 * words,
 	}

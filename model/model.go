@@ -209,14 +209,15 @@ func scratchSizes(c Config, t, outputs int, barrierFree bool) []scratchSize {
 	// act holds rounded activations: any layer input, or the experts' inputs to their down
 	// projections (a row per assignment).
 	dv := c.SSMValHeads * c.SSMHeadDim // a Gated DeltaNet's output (0 without)
-	act := t * max(c.NEmbd, c.NHead*c.HeadDim, ff, c.NExpertUsed*c.NFFExpert, dv)
+	qkv, q := c.maxQKV()
+	act := t * max(c.NEmbd, q, ff, c.NExpertUsed*c.NFFExpert, dv)
 	attnState := 1
 	if barrierFree { // room for a full batch on CPU adapters, where long attention runs in chunks
-		attnState = gpu.AttentionStateSize(t, c.NHead, c.HeadDim)
+		attnState = gpu.AttentionStateSize(t, c.NHead, c.maxHeadDim())
 	}
 	sizes := []scratchSize{
-		{"x", t * c.NEmbd}, {"xn", t * c.NEmbd}, {"qkv", t * max((c.NHead+2*c.NKVHead)*c.HeadDim, c.deltaNetWidth())},
-		{"attn", t * max(c.NHead*c.HeadDim, dv)}, {"gate_up", t * 2 * ff}, {"ffn", t * ff},
+		{"x", t * c.NEmbd}, {"xn", t * c.NEmbd}, {"qkv", t * max(qkv, c.deltaNetWidth())},
+		{"attn", t * max(q, dv)}, {"gate_up", t * 2 * ff}, {"ffn", t * ff},
 		{"act", act}, {"block_out", t * c.NEmbd}, {"act_sums", act / 32},
 		{"logits", outputs * c.NVocab}, {"ids", t}, {"pos", 2 * t}, {"out_rows", outputs},
 		{"key_ends", 2 * t}, {"attn_state", attnState},

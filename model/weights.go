@@ -180,6 +180,7 @@ type rowsOf struct {
 	rows             int // rows taken
 	of               int // the tensor's rows (0: rows)
 	from, run, every int
+	repeat           bool // the tensor's rows again (Gemma 4's keys as its values): not counted twice
 }
 
 // all is the tensor's row count.
@@ -272,7 +273,7 @@ func (l *loader) fusedRows(parts []rowsOf, cols int) ([]proj, error) {
 // counted is t when loading p counts it as done for the progress: the part that takes a
 // tensor's first rows, so that a tensor split over two projections counts once.
 func (p rowsOf) counted(t *gguf.TensorInfo) []*gguf.TensorInfo {
-	if p.every > 0 && p.from > 0 {
+	if p.repeat || p.every > 0 && p.from > 0 {
 		return nil
 	}
 	return []*gguf.TensorInfo{t}

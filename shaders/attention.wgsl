@@ -35,28 +35,9 @@ const NEG: f32 = -3.0e38;
 // Keys are taken one at a time in order, as llama.cpp's CPU flash attention does; with an f16
 // cache it also rounds as that does (q to f16, the running output kept in f16), so results
 // match llama.cpp's to the last bit that matters for greedy decoding.
-// The query head, rounded once (q16) for all the keys it meets.
-var<private> qh: array<vec2<f32>, 128>; // MAXD / 2
-
-fn load_qh(q_off: u32) {
-    for (var i = 0u; i < p.head_dim; i += 2u) {
-        qh[i / 2u] = vec2<f32>(q16(q[q_off + i]), q16(q[q_off + i + 1u]));
-    }
-}
-
-fn k_dot(k_off: u32) -> f32 {
-    var dot = 0.0;
-    for (var i = 0u; i < p.head_dim; i += 2u) {
-        let kv = k_pair(k_off + i);
-        let qv = qh[i / 2u];
-        dot += qv.x * kv.x + qv.y * kv.y;
-    }
-    return dot;
-}
-
-
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    ns_zero = p.zero;
     let d = p.head_dim;
     let groups = (d + 3u) / 4u;
     let idx = gid.x + gid.y * nwg.x * WG;
@@ -129,11 +110,14 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     acc *= sk.z;
 #endif
     let o = (t * p.n_head + h) * d + dim0;
-    out[o] = acc.x / l;
-    out[o + 1u] = acc.y / l;
+    // As llama.cpp: the output times S_inv = 1/S, not divided by S (a last bit apart, which the
+    // 8-bit rounding of the next product's input can turn into a visible difference).
+    let inv = 1.0 / l;
+    out[o] = acc.x * inv;
+    out[o + 1u] = acc.y * inv;
     if (dim0 + 2u < d) {
-        out[o + 2u] = acc.z / l;
-        out[o + 3u] = acc.w / l;
+        out[o + 2u] = acc.z * inv;
+        out[o + 3u] = acc.w * inv;
     }
 }
 #else

@@ -16,6 +16,7 @@ struct Params {
     key_hi: u32,
     last: u32,     // CHUNKED: > 0 for the last chunk, which writes out
     score_stride: u32, // PRESCORED: floats per (token, head) row of the scores
+    zero: u32,     // 0: ns_zero (norm_sum.inc) for the barrier-free kernels' sums
 }
 
 @group(0) @binding(0) var<uniform> p: Params;

@@ -48,11 +48,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let t = min(t0 + li, end - 1u); // invocations past the prompt redo its last token, unstored
     let kvh = h / (p.n_head / p.n_kv_head);
     let kv_stride = p.n_kv_head * HEAD_DIM;
-    let q_off = t * p.q_stride + h * HEAD_DIM;
-    var qh: array<vec2<f32>, NV * 2u>;
-    for (var i = 0u; i < HEAD_DIM; i += 2u) {
-        qh[i / 2u] = vec2<f32>(q16(q[q_off + i]), q16(q[q_off + i + 1u]));
-    }
+    ns_zero = p.zero;
+    load_qh(t * p.q_stride + h * HEAD_DIM);
     let my_seq = seq(t);
     let my_lo = first_key(pos[t]);
     let my_hi = key_end(t);
@@ -75,13 +72,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         for (var j = lo; j < hi; j++) {
             if (mine && j >= my_lo && j < my_hi) {
                 let off = kv_row(lead, j) * kv_stride + kvh * HEAD_DIM;
-                var dot = 0.0;
-                for (var i = 0u; i < HEAD_DIM; i += 2u) {
-                    let kv = k_pair(off + i);
-                    let qv = qh[i / 2u];
-                    dot += qv.x * kv.x + qv.y * kv.y;
-                }
-                let s = capped(dot * p.scale);
+                let s = capped(k_dot(off) * p.scale);
                 var ms = 1.0;
                 var vs = 1.0;
                 if (s > m) {
@@ -119,14 +110,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     }
 #endif
     if (t0 + li < end) {
+        let inv = 1.0 / l; // llama.cpp's S_inv (attention.wgsl)
         for (var a = 0u; a < NV; a++) {
             let dim0 = 4u * a;
             let o = (t * p.n_head + h) * HEAD_DIM + dim0;
-            out[o] = acc[a].x / l;
-            out[o + 1u] = acc[a].y / l;
+            out[o] = acc[a].x * inv;
+            out[o + 1u] = acc[a].y * inv;
             if (dim0 + 2u < HEAD_DIM) {
-                out[o + 2u] = acc[a].z / l;
-                out[o + 3u] = acc[a].w / l;
+                out[o + 2u] = acc[a].z * inv;
+                out[o + 3u] = acc[a].w * inv;
             }
         }
     }

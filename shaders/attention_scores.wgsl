@@ -2,8 +2,8 @@
 // AttnParams.Scores): s = capped(q16(q) . k * scale) for each (token, head, key) the token
 // sees, into scores[(t * n_head + h) * score_stride + j], for attention.wgsl's PRESCORED
 // variant to take instead of recomputing them once per group of four output dimensions. The
-// dot product is k_dot's (attention.wgsl), pair by pair in the same order, so the outputs are
-// the unprescored kernel's bit for bit. One invocation per score; its loop is head_dim / 2.
+// dot product is k_dot's (attention_f16.inc), so the outputs are the unprescored kernel's bit
+// for bit. One invocation per score; its loops are head_dim / 2 at most.
 
 //#include attention_io.inc
 @group(0) @binding(6) var<storage, read_write> key_scores: array<f32>; // (n_tokens, n_head, score_stride)
@@ -27,14 +27,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (j < first_key(pos[t]) || j >= key_end(t)) {
         return;
     }
+    ns_zero = p.zero;
     let d = p.head_dim;
-    let q_off = t * p.q_stride + h * d;
+    load_qh(t * p.q_stride + h * d);
     let off = kv_row(t, j) * p.n_kv_head * d + (h / (p.n_head / p.n_kv_head)) * d;
-    var dot = 0.0;
-    for (var i = 0u; i < d; i += 2u) {
-        let kv = k_pair(off + i);
-        let qv = vec2<f32>(q16(q[q_off + i]), q16(q[q_off + i + 1u]));
-        dot += qv.x * kv.x + qv.y * kv.y;
-    }
-    key_scores[idx] = capped(dot * p.scale);
+    key_scores[idx] = capped(k_dot(off) * p.scale);
 }

@@ -1,6 +1,8 @@
 // Gated linear unit of the FFN over the fused gate|up projection:
 // out[t, i] = act(gu[t, i]) * gu[t, n + i], act SiLU (llama, Qwen, Phi-3) or, with GELU, ggml's
-// tanh-approximated GELU (Gemma).
+// tanh-approximated GELU (Gemma) as its CPU backend's geglu takes it (GGML_GELU_FP16): from a
+// table of halves, the gate rounded to f16 and the GELU of that rounded to f16 (0 at -10 and
+// below, the gate itself at 10 and above).
 
 struct Params {
     n: u32,        // FFN width
@@ -14,6 +16,21 @@ struct Params {
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> gu: array<f32>;         // (n_tokens, 2 n)
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;  // (n_tokens, n)
+#ifdef GELU
+//#include f16_round.inc
+
+// gelu is ggml's GELU of a gate as its f16 table gives it.
+fn gelu(x: f32) -> f32 {
+    if (x <= -10.0) {
+        return 0.0;
+    }
+    if (x >= 10.0) {
+        return x;
+    }
+    let h = f16_round(x);
+    return f16_round(0.5 * h * (1.0 + tanh(0.7978845608028654 * h * (1.0 + 0.044715 * h * h))));
+}
+#endif
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -32,7 +49,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     out[i] = a * (clamp(gu[t * 2u * p.n + p.n + c], -p.limit, p.limit) + 1.0);
 #else
 #ifdef GELU
-    let a = 0.5 * g * (1.0 + tanh(0.7978845608028654 * g * (1.0 + 0.044715 * g * g)));
+    let a = gelu(g);
 #else
     let a = g / (1.0 + exp(-g));
 #endif

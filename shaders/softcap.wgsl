@@ -1,8 +1,11 @@
-// Soft-capping, in place: x = cap * tanh(x / cap) (Gemma 2's final logits).
+// Soft-capping, in place: x = tanh(x * inv) * cap (the final logits of Gemma 2 and 4), in
+// llama.cpp's three steps (ggml_scale by inv = 1/cap rounded to f32, ggml_tanh, ggml_scale by
+// cap).
 
 struct Params {
     n: u32,
     cap: f32,
+    inv: f32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -14,5 +17,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (i >= p.n) {
         return;
     }
-    x[i] = p.cap * tanh(x[i] / p.cap);
+    x[i] = tanh(x[i] * p.inv) * p.cap;
 }

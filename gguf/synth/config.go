@@ -118,7 +118,7 @@ var presets = map[string]Config{
 
 // Archs lists the architectures Write can generate.
 func Archs() []string {
-	return []string{"llama", "qwen2", "qwen2vl", "qwen3", "qwen2moe", "qwen3moe", "gpt-oss", "qwen35", "qwen35moe", "phi3", "gemma2", "gemma3", "bert"}
+	return []string{"llama", "qwen2", "qwen2vl", "qwen3", "qwen2moe", "qwen3moe", "gpt-oss", "qwen35", "qwen35moe", "phi3", "gemma2", "gemma3", "gemma4", "bert"}
 }
 
 // Presets lists the preset names, the dense ones smallest first, then the Mixtures of Experts,
@@ -195,6 +195,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("synth: recurrent layers' sizes are qwen35's alone")
 	case c.qwen35() && (c.SSMHeads < 0 || c.SSMGroups < 0 || c.SSMState < 0 || c.ssmHeads()%c.ssmGroups() != 0):
 		return fmt.Errorf("synth: %d key heads do not divide %d value heads", c.ssmGroups(), c.ssmHeads())
+	case c.gemma4() && (c.Layers < gemma4Period || c.headDim()%8 != 0):
+		return fmt.Errorf("synth: gemma4 needs at least %d layers (every %dth is global) and heads of a multiple of 8 (its sliding layers' are half as wide), got %d and %d", gemma4Period, gemma4Period, c.Layers, c.headDim())
 	case c.qwen35() && c.Layers < hybridInterval:
 		return fmt.Errorf("synth: %s needs at least %d layers (every %dth is attention; llama.cpp cannot run one without)", c.arch(), hybridInterval, hybridInterval)
 	case c.arch() == "gpt-oss" && rot != hd:

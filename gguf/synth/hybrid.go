@@ -82,10 +82,11 @@ func (c Config) qwen35KVs() []gguf.KV {
 	}
 }
 
-// qwen35Scales are qwen35's standard deviations by name suffix (scaleBySuffix), at the scales
-// of the shared reference's generator (make_qwen35.py), so a file's greedy steps are decided by
-// margins; ssm_a's is its log's (negExp makes it -exp of the draw).
-var qwen35Scales = []suffixScale{
+// generatorScales are qwen35's and gemma4's standard deviations by name suffix (scaleBySuffix),
+// at the scales of the shared references' generators (make_qwen35.py, make_gemma4.py), so a
+// file's greedy steps are decided by margins; ssm_a's is its log's (negExp makes it -exp of the
+// draw).
+var generatorScales = []suffixScale{
 	{"token_embd.weight", 0.5}, {"output.weight", 0.7},
 	{"attn_q.weight", 0.15}, {"attn_k.weight", 0.15}, {"attn_v.weight", 0.15}, {"attn_output.weight", 0.1},
 	{"attn_qkv.weight", 0.15}, {"attn_gate.weight", 0.15}, {"ssm_conv1d.weight", 0.3}, {"ssm_dt.bias", 0.5},

@@ -235,8 +235,8 @@ func TestPresetsAndValidate(t *testing.T) {
 	for _, arch := range Archs() {
 		a := c
 		a.Arch = arch
-		if hybrid(arch) {
-			a.Layers = 4 // the hybrid's fourth block is its first attention (TestQwen35Validate)
+		if hybrid(arch) || arch == "gemma4" {
+			a.Layers = 4 // the fourth block is the first attention (hybrids) or global one (gemma4) (TestQwen35Validate)
 		}
 		if err := a.Validate(); err != nil {
 			t.Errorf("tiny %s: %v", arch, err)
@@ -318,8 +318,8 @@ func TestArchs(t *testing.T) {
 		if arch == "bert" {
 			continue // an encoder, with tensors and keys of its own: TestBert
 		}
-		if MoE(arch) || hybrid(arch) {
-			continue // Mixtures of Experts and the hybrid: TestMoEArchs, TestQwen35
+		if MoE(arch) || hybrid(arch) || arch == "gemma4" {
+			continue // Mixtures of Experts, the hybrids and Gemma 4: TestMoEArchs, TestQwen35, TestGemma4
 		}
 		for _, mix := range []quantize.Mix{quantize.MixF32, quantize.MixQ8_0} {
 			t.Run(arch+"/"+mix.String(), func(t *testing.T) {
@@ -454,5 +454,54 @@ func TestArchMixRules(t *testing.T) {
 		if ti, ok := f.Tensor(name); !ok || ti.Type != gguf.TypeF32 || ti.Shape[0] != 128 {
 			t.Errorf("%s: %v", name, ti)
 		}
+	}
+}
+
+// TestGemma4 checks gemma4's blocks: sliding ones with heads half the global ones' and their own
+// attn_v, global ones with keys for values (no attn_v), the blocks from gemma4KVFrom on with no
+// keys or values of their own, a layer_output_scale each near 1, rope_freqs turning the first
+// half of the pairs, and Gemma 4's keys.
+func TestGemma4(t *testing.T) {
+	c, err := Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Arch, c.Layers, c.HeadDim, c.FF = "gemma4", 8, 32, 192
+	f, _ := generate(t, c)
+	shapes := map[string]string{}
+	for _, ti := range f.Tensors {
+		shapes[ti.Name] = fmt.Sprint(ti.Shape)
+	}
+	for name, want := range map[string]string{
+		"blk.0.attn_q.weight": "[64 64]", "blk.0.attn_k.weight": "[64 32]", "blk.0.attn_v.weight": "[64 32]", "blk.0.attn_k_norm.weight": "[16]",
+		"blk.3.attn_q.weight": "[64 128]", "blk.3.attn_k.weight": "[64 64]", "blk.3.attn_output.weight": "[128 64]", "blk.3.attn_q_norm.weight": "[32]",
+		"blk.4.attn_q.weight": "[64 64]", "blk.7.attn_q.weight": "[64 128]", "blk.5.layer_output_scale.weight": "[1]", "rope_freqs.weight": "[16]",
+		"blk.0.post_ffw_norm.weight": "[64]", "output.weight": "[64 512]",
+	} {
+		if shapes[name] != want {
+			t.Errorf("%s: shape %q, want %s", name, shapes[name], want)
+		}
+	}
+	for _, absent := range []string{"blk.3.attn_v.weight", "blk.4.attn_k.weight", "blk.4.attn_v.weight", "blk.7.attn_k_norm.weight"} {
+		if _, ok := shapes[absent]; ok {
+			t.Errorf("%s present", absent)
+		}
+	}
+	for key, v := range map[string]uint64{"attention.key_length": 32, "attention.key_length_swa": 16, "rope.dimension_count_swa": 16,
+		"attention.shared_kv_layers": 4, "attention.sliding_window": 4, "embedding_length_per_layer_input": 0} {
+		if got, ok := f.Uint("gemma4." + key); !ok || got != v {
+			t.Errorf("gemma4.%s = %d (%v), want %d", key, got, ok, v)
+		}
+	}
+	fr, ok := f.Tensor("rope_freqs.weight")
+	if !ok {
+		t.Fatal("no rope_freqs")
+	}
+	vals := make([]float32, 16)
+	if err := gguf.Dequantize(fr.Type, f.TensorData(fr), vals); err != nil {
+		t.Fatal(err)
+	}
+	if vals[0] != 1 || vals[7] != 1 || vals[8] < 1e29 {
+		t.Errorf("rope_freqs %v: want 1 for the first half, 1e30 after", vals)
 	}
 }

@@ -31,17 +31,20 @@ const headScale = 0.125
 // except Gemma's, which spread around 1 like trained ones (the GGUF converter has already
 // added Gemma's +1 to them), and bert's LayerNorm weights, which spread alike (their biases
 // spread around 0 as every bias does). A reranker's head spreads as headScale says. The
-// Mixtures of Experts and qwen35 take their own scales (moeScales, qwen35Scales).
+// Mixtures of Experts, qwen35 and gemma4 take their own scales (moeScales, generatorScales).
 func fillOf(arch, name string) (mean, scale float64) {
 	if MoE(arch) {
 		if s, ok := scaleBySuffix(moeScales, name); ok {
 			return 0, s
 		}
 	}
-	if hybrid(arch) {
-		if s, ok := scaleBySuffix(qwen35Scales, name); ok {
+	if hybrid(arch) || arch == "gemma4" {
+		if s, ok := scaleBySuffix(generatorScales, name); ok {
 			return 0, s
 		}
+	}
+	if arch == "gemma4" && strings.HasSuffix(name, "layer_output_scale.weight") {
+		return 0.75, 0.1 // a block's output kept at about its size
 	}
 	switch {
 	case name == "cls.weight":
@@ -51,7 +54,7 @@ func fillOf(arch, name string) (mean, scale float64) {
 	case strings.HasSuffix(name, "attn_q_norm.weight") || strings.HasSuffix(name, "attn_k_norm.weight"):
 		return 1, spreadScale
 	case strings.HasSuffix(name, "_norm.weight"):
-		if arch == "gemma2" || arch == "gemma3" || arch == "bert" {
+		if arch == "gemma2" || arch == "gemma3" || arch == "gemma4" || arch == "bert" {
 			return 1, spreadScale
 		}
 		return 1, 0
@@ -83,12 +86,19 @@ func (c Config) Tensors() []quantize.Tensor {
 	d, q, kv, ff, v := uint64(c.Dim), uint64(c.Heads)*hd, uint64(c.KVHeads)*hd, uint64(c.FF), uint64(c.Vocab)
 	arch := c.arch()
 	ts := []quantize.Tensor{{Name: "token_embd.weight", Shape: []uint64{d, v}}}
+	if c.gemma4() {
+		ts = append(ts, quantize.Tensor{Name: "rope_freqs.weight", Shape: []uint64{hd / 2}})
+	}
 	for i := range c.Layers {
 		blk := func(name string, shape ...uint64) {
 			ts = append(ts, quantize.Tensor{Name: fmt.Sprintf("blk.%d.%s", i, name), Shape: shape})
 		}
-		if c.qwen35() {
-			for _, t := range c.qwen35Tensors(i) {
+		if c.qwen35() || c.gemma4() {
+			bt := c.qwen35Tensors
+			if c.gemma4() {
+				bt = c.gemma4Tensors
+			}
+			for _, t := range bt(i) {
 				blk(t.name, t.shape...)
 			}
 			continue
@@ -195,13 +205,16 @@ func (c Config) KVs() ([]gguf.KV, error) {
 		return c.bertKVs(tokens, scores, types), nil
 	}
 	kvs := c.headerKVs()
-	if a == "qwen3" || c.moe() || c.qwen35() || c.gemma() || c.headDim() != c.Dim/c.Heads {
+	if a == "qwen3" || c.moe() || c.qwen35() || c.gemma() || c.gemma4() || c.headDim() != c.Dim/c.Heads {
 		// As llama.cpp's converters write head_dim: Qwen3 and Gemma always, others when it is
 		// not Dim/Heads.
 		kvs = append(kvs, u32(a+".attention.key_length", c.headDim()), u32(a+".attention.value_length", c.headDim()))
 	}
-	if c.gemma() || a == "gpt-oss" {
+	if c.gemma() || c.gemma4() || a == "gpt-oss" {
 		kvs = append(kvs, u32(a+".attention.sliding_window", c.slidingWindow()))
+	}
+	if c.gemma4() {
+		kvs = append(kvs, c.gemma4KVs()...)
 	}
 	if c.moe() {
 		kvs = append(kvs, c.moeKVs()...)
@@ -307,10 +320,21 @@ func (c Config) sources(progress func(quantize.Progress)) ([]gguf.KV, []gguf.Ten
 func fillFunc(seed uint64, index int, rowLen uint64, arch, name string) func([]float32, uint64) error {
 	mean, scale := fillOf(arch, name)
 	f := fill(seed, index, rowLen, mean, scale)
+	if name == "rope_freqs.weight" && arch == "gemma4" {
+		return func(dst []float32, _ uint64) error { // proportional RoPE: the first half of the pairs turn
+			for i := range dst {
+				dst[i] = 1
+				if uint64(i)%rowLen >= rowLen/2 {
+					dst[i] = 1e30
+				}
+			}
+			return nil
+		}
+	}
 	if hybrid(arch) && strings.HasSuffix(name, "ssm_a") {
 		return negExp(f)
 	}
-	if name != "output.weight" || !(MoE(arch) || hybrid(arch)) {
+	if name != "output.weight" || !(MoE(arch) || hybrid(arch) || arch == "gemma4") {
 		return f
 	}
 	return func(dst []float32, row uint64) error { // the byte tokens' rows damped (byteRowDamping)

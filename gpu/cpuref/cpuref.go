@@ -287,6 +287,16 @@ func GELUF16(x []float32) []float32 {
 	return out
 }
 
+// GELUMulF16 is ggml's geglu as llama.cpp's CPU backend computes it: GELUF16 of the gate
+// times up, in f32.
+func GELUMulF16(gate, up []float32) []float32 {
+	out := GELUF16(gate)
+	for i := range out {
+		out[i] *= up[i]
+	}
+	return out
+}
+
 // GELUQuickF16 is CLIP's quick GELU, x * sigmoid(1.702 x), as llama.cpp's CPU backend
 // computes it (GGML_GELU_QUICK_FP16): x rounded to f16, the function of that in float32,
 // rounded to f16. Unlike GELUF16's table there is no clamp.
@@ -325,7 +335,7 @@ func AttentionF16With(q, k, v []float32, pos []int32, nHead, nKVHead, headDim in
 	out := make([]float32, len(q))
 	group := nHead / nKVHead
 	stride := nKVHead * headDim
-	acc := make([]float32, headDim)
+	acc, qh := make([]float32, headDim), make([]float32, headDim)
 	for t, p := range pos {
 		for h := 0; h < nHead; h++ {
 			qo := (t*nHead + h) * headDim
@@ -337,11 +347,10 @@ func AttentionF16With(q, k, v []float32, pos []int32, nHead, nKVHead, headDim in
 				first = max(0, int(p)+1-window)
 			}
 			for j := first; j <= int(p); j++ {
-				var s float32
-				for d := 0; d < headDim; d++ {
-					s += f16Round(q[qo+d]) * k[j*stride+kvo+d]
+				for d := range qh {
+					qh[d] = f16Round(q[qo+d])
 				}
-				s *= scale
+				s := DotGGML(qh, k[j*stride+kvo:j*stride+kvo+headDim]) * scale
 				if softCap > 0 {
 					s = softCap * float32(math.Tanh(float64(s/softCap)))
 				}
@@ -374,12 +383,41 @@ func AttentionF16With(q, k, v []float32, pos []int32, nHead, nKVHead, headDim in
 				}
 				l = l*ms + vs
 			}
+			inv := 1 / l // llama.cpp's S_inv
 			for d := range acc {
-				out[qo+d] = acc[d] / l
+				out[qo+d] = acc[d] * inv
 			}
 		}
 	}
 	return out
+}
+
+// DotGGML is x . y as ggml's vec_dot_f16 and vec_dot_f32 sum on AVX2: each run of 32 values
+// into 32 lanes, each lane summing its products over the runs (fused), the lanes folded as
+// GGML_F32x8_REDUCE does (four sums of 8 lanes pairwise, then by halves and neighbours), the
+// values past the last whole run added to that in double.
+func DotGGML(x, y []float32) float32 {
+	var lane [32]float32
+	whole := len(x) &^ 31
+	for c := 0; c < whole; c += 32 {
+		for e := range lane {
+			lane[e] = float32(math.FMA(float64(x[c+e]), float64(y[c+e]), float64(lane[e])))
+		}
+	}
+	var sum float64
+	if whole > 0 {
+		var half [4]float32
+		for i := range half {
+			lo := (lane[i] + lane[16+i]) + (lane[8+i] + lane[24+i])
+			hi := (lane[4+i] + lane[20+i]) + (lane[12+i] + lane[28+i])
+			half[i] = lo + hi
+		}
+		sum = float64((half[0] + half[1]) + (half[2] + half[3]))
+	}
+	for i := whole; i < len(x); i++ {
+		sum += float64(x[i] * y[i])
+	}
+	return float32(sum)
 }
 
 // ActQ8_1Sums is the per-32-block sum llama.cpp's Q8_1 stores beside ActQ8_0's values:

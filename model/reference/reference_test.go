@@ -152,6 +152,9 @@ func TestSynthArchs(t *testing.T) {
 		if slices.Contains(Encoders, arch) {
 			continue // no logits: TestBertEmbed
 		}
+		if arch == "gemma4" {
+			continue // no Go reference yet: checked against llama.cpp itself (model/genmodel_llamacpp_test.go)
+		}
 		t.Run(arch, func(t *testing.T) {
 			f32, err := Forward(synthFile(t, arch, quantize.MixF32), prompt)
 			if err != nil {

@@ -121,8 +121,8 @@ func runGenModel(args []string, stdout, stderr io.Writer) error {
 	cfg.Seed = seed
 	if set["arch"] {
 		cfg.Arch = arch
-		if (arch == "qwen35" || arch == "qwen35moe") && !set["layers"] && cfg.Layers < 4 {
-			cfg.Layers = 4 // a hybrid's every fourth block is attention: at least one
+		if (arch == "qwen35" || arch == "qwen35moe" || arch == "gemma4") && !set["layers"] && cfg.Layers < 4 {
+			cfg.Layers = 4 // every fourth block is attention (hybrids) or global (gemma4): at least one
 		}
 		if !synth.MoE(arch) && !set["experts"] && !set["experts-used"] && !set["expert-ff"] {
 			cfg.Experts, cfg.ExpertsUsed, cfg.ExpertFF = 0, 0, 0 // a dense architecture over a MoE preset's shape

@@ -140,7 +140,7 @@ func TestGenModelErrors(t *testing.T) {
 		{[]string{"--type", "Q9", "--out", out}, "unknown quantization type"},
 		{[]string{"--preset", "tiny"}, "--out FILE is required"},
 		{[]string{"--heads", "3", "--out", out}, "not a multiple of heads"},
-		{[]string{"--arch", "gpt2", "--out", out}, `architecture "gpt2" not supported (supported: llama, qwen2, qwen2vl, qwen3, qwen2moe, qwen3moe, gpt-oss, qwen35, qwen35moe, phi3, gemma2, gemma3, bert)`},
+		{[]string{"--arch", "gpt2", "--out", out}, `architecture "gpt2" not supported (supported: llama, qwen2, qwen2vl, qwen3, qwen2moe, qwen3moe, gpt-oss, qwen35, qwen35moe, phi3, gemma2, gemma3, gemma4, bert)`},
 		{[]string{"--vocab", "100", "--out", out}, "below the minimum"},
 		{[]string{"--rank", "--out", out}, "a rank head is bert's alone"},
 		{[]string{"--type", "Q4_K", "--out", filepath.Join(out, "no", "dir")}, "no such file"},

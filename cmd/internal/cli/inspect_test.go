@@ -89,7 +89,7 @@ func TestInspectSynthetic(t *testing.T) {
 		"F32",
 		"total: 1 tensors, 6 parameters, 24 bytes (24 B)",
 		// The model registry's word on the file: the list comes from it.
-		`model:       does not run here: architecture "tiny" not supported (supported: bert, gemma2, gemma3, gpt-oss, llama, phi3, qwen2, qwen2moe, qwen2vl, qwen3, qwen35, qwen35moe, qwen3moe)`,
+		`model:       does not run here: architecture "tiny" not supported (supported: bert, gemma2, gemma3, gemma4, gpt-oss, llama, phi3, qwen2, qwen2moe, qwen2vl, qwen3, qwen35, qwen35moe, qwen3moe)`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

@@ -13,13 +13,14 @@ import (
 // as the engine has it (5 layers of 64-byte f16 rows, a context of 512), of which
 // testdata/fuzz/FuzzSlotFile holds a file the engine saved (pick 3), and a small hybrid's
 // (M-RoPE cells, 2 KV layers, 2 recurrent layers of a 12-byte conv row and a 16-byte
-// delta-rule row).
+// delta-rule row), and one whose layers' rows differ (Gemma 4's sliding and global heads).
 var fuzzLayouts = []Layout{
-	{KVType: TypeF32, Layers: 5, RowBytes: 128, SlotCtx: 64, NVocab: 512, MediaToken: 1 << 30},
-	{KVType: TypeF16, Layers: 5, RowBytes: 64, SlotCtx: 64, NVocab: 512, MediaToken: 1 << 30},
-	{KVType: TypeF16, Layers: 1, RowBytes: 4, SlotCtx: 1 << 20, NVocab: 32000, MediaToken: 1 << 30},
-	{KVType: TypeF16, Layers: 5, RowBytes: 64, SlotCtx: 512, NVocab: 512, MediaToken: 1 << 30},
-	{KVType: TypeF16, Layers: 2, RowBytes: 8, SlotCtx: 64, NVocab: 512, MediaToken: 1 << 30, PosExt: true, StateLayers: 2, ConvBytes: 12, SSMBytes: 16, Blocks: 3},
+	{KVType: TypeF32, Layers: 5, RowBytes: []int{128, 128, 128, 128, 128}, SlotCtx: 64, NVocab: 512, MediaToken: 1 << 30},
+	{KVType: TypeF16, Layers: 5, RowBytes: []int{64, 64, 64, 64, 64}, SlotCtx: 64, NVocab: 512, MediaToken: 1 << 30},
+	{KVType: TypeF16, Layers: 1, RowBytes: []int{4}, SlotCtx: 1 << 20, NVocab: 32000, MediaToken: 1 << 30},
+	{KVType: TypeF16, Layers: 5, RowBytes: []int{64, 64, 64, 64, 64}, SlotCtx: 512, NVocab: 512, MediaToken: 1 << 30},
+	{KVType: TypeF16, Layers: 2, RowBytes: []int{8, 8}, SlotCtx: 64, NVocab: 512, MediaToken: 1 << 30, PosExt: true, StateLayers: 2, ConvBytes: 12, SSMBytes: 16, Blocks: 3},
+	{KVType: TypeF16, Layers: 3, RowBytes: []int{8, 16, 8}, SlotCtx: 64, NVocab: 512, MediaToken: 1 << 30, PosExt: true},
 }
 
 // slotFileBytes encodes a valid slot file of tokens for layout l, with rows of made-up bytes.
@@ -27,7 +28,7 @@ func slotFileBytes(tb testing.TB, l Layout, id int, tokens []int32) []byte {
 	tb.Helper()
 	k, v := make([][]byte, l.Layers), make([][]byte, l.Layers)
 	for i := range k {
-		k[i], v[i] = make([]byte, len(tokens)*l.RowBytes), make([]byte, len(tokens)*l.RowBytes)
+		k[i], v[i] = make([]byte, len(tokens)*l.RowBytes[i]), make([]byte, len(tokens)*l.RowBytes[i])
 		for j := range k[i] {
 			k[i][j], v[i][j] = byte(i+j), byte(i*j+7)
 		}
@@ -102,8 +103,8 @@ func FuzzSlotFile(f *testing.F) {
 			t.Fatalf("%d key and %d value layers, want %d", len(k), len(v), l.Layers)
 		}
 		for i := range k {
-			if len(k[i]) != len(tokens)*l.RowBytes || len(v[i]) != len(tokens)*l.RowBytes {
-				t.Fatalf("layer %d: %d and %d bytes of rows for %d tokens of %d", i, len(k[i]), len(v[i]), len(tokens), l.RowBytes)
+			if len(k[i]) != len(tokens)*l.RowBytes[i] || len(v[i]) != len(tokens)*l.RowBytes[i] {
+				t.Fatalf("layer %d: %d and %d bytes of rows for %d tokens of %d", i, len(k[i]), len(v[i]), len(tokens), l.RowBytes[i])
 			}
 		}
 		if want := l.StateBytes(); len(tokens) == 0 && state != nil || len(tokens) > 0 && len(state) != want {
@@ -134,7 +135,7 @@ func TestSlotFileRoundTrip(t *testing.T) {
 			t.Fatalf("layout %d: %v, %d state bytes, %v", i, got, len(state), err)
 		}
 		other := fuzzLayouts[(i+1)%len(fuzzLayouts)]
-		if _, _, _, _, err := other.Decode(data); err == nil && other.RowBytes != l.RowBytes {
+		if _, _, _, _, err := other.Decode(data); err == nil && !slices.Equal(other.RowBytes, l.RowBytes) {
 			t.Errorf("layout %d's file restored into layout %d", i, (i+1)%len(fuzzLayouts))
 		}
 		if _, _, _, _, err := l.Decode(data[:len(data)-1]); err == nil {

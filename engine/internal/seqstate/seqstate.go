@@ -48,7 +48,7 @@ const (
 type Layout struct {
 	KVType   int32 // the ggml type of the cache's rows (TypeF32 or TypeF16)
 	Layers   int   // KV layers
-	RowBytes int   // bytes of one token's key (or value) row in one layer
+	RowBytes []int // per KV layer, the bytes of one token's key (or value) row
 	SlotCtx  int   // most tokens a slot holds
 	NVocab   int   // tokens below this are valid
 	// MediaToken is the first media placeholder id: ids from it on are valid too.
@@ -88,7 +88,7 @@ func (l Layout) Encode(w io.Writer, id int, tokens []int32, k, v [][]byte, state
 	put(uint32(0), uint32(len(k)))
 	for _, rows := range [][][]byte{k, v} {
 		for i := range rows {
-			put(l.KVType, uint64(l.RowBytes))
+			put(l.KVType, uint64(l.RowBytes[i]))
 			bw.Write(rows[i])
 		}
 	}
@@ -219,17 +219,17 @@ func (l Layout) decodeKV(data []byte) (tokens []int32, k, v [][]byte, rest []byt
 	if r.err == nil && vTrans != 0 {
 		return nil, nil, nil, nil, errors.New("transposed values are not supported")
 	}
-	if r.err == nil && layers != l.Layers {
+	if r.err == nil && (layers != l.Layers || len(l.RowBytes) != l.Layers) {
 		return nil, nil, nil, nil, fmt.Errorf("%d layers, the cache has %d", layers, l.Layers)
 	}
 	for part, rows := range []*[][]byte{&k, &v} {
 		for i := 0; i < layers && r.err == nil; i++ {
 			typ, size := int32(r.u32()), r.u64()
-			if r.err == nil && (typ != l.KVType || size != uint64(l.RowBytes)) {
+			if r.err == nil && (typ != l.KVType || size != uint64(l.RowBytes[i])) {
 				return nil, nil, nil, nil, fmt.Errorf("%s rows of layer %d: type %d of %d bytes, the cache has type %d of %d",
-					[]string{"key", "value"}[part], i, typ, size, l.KVType, l.RowBytes)
+					[]string{"key", "value"}[part], i, typ, size, l.KVType, l.RowBytes[i])
 			}
-			*rows = append(*rows, r.bytes(n*l.RowBytes))
+			*rows = append(*rows, r.bytes(n*l.RowBytes[i]))
 		}
 	}
 	if r.err != nil {
