@@ -10,5 +10,18 @@ func (r *Recorder) Scale(x *Buffer, n int, s float32) {
 	if p == nil {
 		return
 	}
-	r.Dispatch(p, Params(n, s), r.elementwise(n), x)
+	r.Dispatch(p, Params(n, s, 0), r.elementwise(n), x)
+}
+
+// ScaleRows multiplies rows rows of n values of x in place by s and then by w (n values), in
+// f32 in that order, as ggml_scale and then ggml_mul by a vector do (Gemma 4's router input).
+func (r *Recorder) ScaleRows(x, w *Buffer, rows, n int, s float32) {
+	if !r.fits("scale", "x", x, rows*n) || !r.fits("scale", "w", w, n) {
+		return
+	}
+	p := r.kernel("scale", []Access{ReadWrite, ReadOnly}, 64, "WEIGHTS")
+	if p == nil {
+		return
+	}
+	r.Dispatch(p, Params(rows*n, s, n), r.elementwise(rows*n), x, w)
 }

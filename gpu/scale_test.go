@@ -26,3 +26,20 @@ func TestScale(t *testing.T) {
 		t.Errorf("scaled values differ from x*s (%d of %d)", countDiff(got, want), len(want))
 	}
 }
+
+// TestScaleRows checks (x * s) * w over rows, bit for bit (two f32 products each).
+func TestScaleRows(t *testing.T) {
+	d := gputest.Device(t)
+	rng := rand.New(rand.NewPCG(53, 54))
+	const rows, n, s = 3, 70, float32(0.125)
+	x, w := randVec(rng, rows*n), randVec(rng, n)
+	want := slices.Clone(x)
+	for i := range want {
+		want[i] = (want[i] * s) * w[i%n]
+	}
+	buf := upload(t, d, x)
+	got := run(t, d, buf, len(x), func(r *gpu.Recorder) { r.ScaleRows(buf, upload(t, d, w), rows, n, s) })
+	if !slices.Equal(got, want) {
+		t.Errorf("scaled rows differ from (x*s)*w (%d of %d)", countDiff(got, want), len(want))
+	}
+}

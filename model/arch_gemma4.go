@@ -2,17 +2,20 @@ package model
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/wgpu-llama/wgpu-llama/gguf"
+	"github.com/wgpu-llama/wgpu-llama/gpu"
 )
 
-// gemma4: Gemma 4 dense (31B; E2B and E4B without their per-layer embeddings), as llama.cpp's
+// gemma4: Gemma 4 (31B, 26B-A4B; E2B and E4B without their per-layer embeddings), as llama.cpp's
 // src/models/gemma4.cpp: Gemma 3's sandwich-normed block (QK-norm, post-attention and post-FFN
 // norms, GELU, embeddings scaled by sqrt(n_embd), a final soft-cap) with its own sliding and
 // global layer pattern, sliding layers with their own head size, rotation and RoPE base,
 // global layers with proportional RoPE (rope_freqs) and keys for values when attn_v is
 // absent, values RMS-normalised, scores unscaled, the last layers reading an earlier layer's
-// cache instead of their own, and each block's output scaled by layer_output_scale.
+// cache instead of their own, and each block's output scaled by layer_output_scale. The
+// 26B-A4B runs experts beside the dense FFN, each with its own norms (gemma4FFN).
 func init() {
 	register(&arch{name: "gemma4", hparams: gemma4Hparams, layer: gemma4Layer, block: gemma4Block})
 }
@@ -57,8 +60,9 @@ func gemma4Hparams(k keys, c *Config) error {
 	if perLayer > 0 {
 		return fmt.Errorf("model: %s.embedding_length_per_layer_input %d: per-layer embeddings (Gemma 4 E2B, E4B) are not supported yet", a, perLayer)
 	}
-	if c.NExpert > 0 {
-		return fmt.Errorf("model: %s with %d experts (Gemma 4 26B-A4B) is not supported yet", a, c.NExpert)
+	if c.NExpert > 0 { // 26B-A4B: experts beside the dense FFN in every block
+		c.DenseMoE = true
+		k.uint("expert_feed_forward_length", &c.NFFExpert)
 	}
 	k.float("final_logit_softcapping", &c.FinalSoftCap)
 	return nil
@@ -99,6 +103,11 @@ func gemma4Layer(l *loader, c *Config, ly *layer, il int) error {
 	if err := gemmaLayer(l, c, ly, il); err != nil {
 		return err
 	}
+	if c.DenseMoE {
+		if err := loadGemma4Experts(l, c, ly, il); err != nil {
+			return err
+		}
+	}
 	name := blk(il) + "layer_output_scale.weight"
 	if !l.hasTensor(name) {
 		return nil
@@ -112,13 +121,86 @@ func gemma4Layer(l *loader, c *Config, ly *layer, il int) error {
 	return nil
 }
 
-// gemma4Block records a block: attention and feed-forward, each post-normed into the residual
-// stream, then the stream scaled by the block's output scale.
+// loadGemma4Experts loads what the 26B-A4B adds to a block whose experts loadFFN loaded: the
+// dense FFN beside them, the norms of both outputs and of the experts' input, and the router's
+// input scale.
+func loadGemma4Experts(l *loader, c *Config, ly *layer, il int) error {
+	p := blk(il)
+	if l.hasTensor(p + "ffn_down_exps.scale") {
+		return fmt.Errorf("model: tensor %q: per-expert output scales are not supported yet", p+"ffn_down_exps.scale")
+	}
+	if err := loadDense(l, c, ly, il); err != nil {
+		return err
+	}
+	e := ly.moe
+	var err error
+	for _, v := range []struct {
+		dst  **gpu.Buffer
+		name string
+	}{{&e.inNorm, "pre_ffw_norm_2.weight"}, {&e.outNorm, "post_ffw_norm_2.weight"}, {&e.denseNorm, "post_ffw_norm_1.weight"},
+		{&e.routerNorm, "ffn_gate_inp.scale"}} {
+		if *v.dst, err = l.vector(p+v.name, c.NEmbd); err != nil {
+			return err
+		}
+	}
+	if l.ones == nil {
+		ones := make([]float32, c.NEmbd)
+		for i := range ones {
+			ones[i] = 1
+		}
+		if l.ones, err = l.dev.Upload("ones", gpu.Bytes(ones)); err != nil {
+			return fmt.Errorf("model: %w", err)
+		}
+		l.bufs = append(l.bufs, l.ones)
+	}
+	e.ones = l.ones
+	return nil
+}
+
+// gemma4Block records a block: attention and feed-forward (with the 26B-A4B's experts beside
+// it), each post-normed into the residual stream, then the stream scaled by the block's
+// output scale.
 func gemma4Block(m *Model, p *pass, il int) {
 	m.attentionBlock(p, il)
-	m.ffnBlock(p, il)
+	if m.Config.DenseMoE {
+		m.gemma4FFN(p, il)
+	} else {
+		m.ffnBlock(p, il)
+	}
 	if s := m.layers[il].outScale; s != 0 {
 		m.flushLora(p.r, p.n) // the adapters' terms belong to the block's output, before the scale
 		p.r.Scale(m.scratch.x, p.n*m.Config.NEmbd, s)
 	}
+}
+
+// gemma4FFN records the 26B-A4B's feed-forward: the experts on their own normed input, routed
+// from the stream's weightless RMS norm scaled by 1/sqrt(n_embd) and ffn_gate_inp.scale, their
+// sum normed; the dense FFN normed; the two added, post-normed and added to the stream, in
+// llama.cpp's order.
+func (m *Model) gemma4FFN(p *pass, il int) {
+	c, s, r, n := m.Config, &m.scratch, p.r, p.n
+	ly := &m.layers[il]
+	e := ly.moe
+	d, k, ff := c.NEmbd, c.NExpertUsed, c.NFFExpert
+	m.flushLora(r, n) // the stream is read below by plain norms
+	r.RMSNorm(s.x, e.ones, s.tmp, d, n, c.RMSEps)
+	r.ScaleRows(s.tmp, e.routerNorm, n, d, 1/float32(math.Sqrt(float64(d))))
+	m.project(r, e.router, s.tmp, 0, n, d, s.moeLogits, c.NExpert, false)
+	r.MoERoute(s.moeLogits, n, c.NExpert, k, gpu.MoERouting{Gating: c.ExpertGating, Norm: c.ExpertNorm, Scale: c.ExpertScale}, s.moeIDs, s.moeWeights)
+	b := gpu.MoEBatch{IDs: s.moeIDs, Plan: s.moePlan, Tokens: n, K: k, Experts: c.NExpert}
+	r.MoEGroup(b)
+	r.RMSNorm(s.x, e.inNorm, s.xn, d, n, c.RMSEps)
+	m.projectExperts(r, e.gateUp, s.xn, b, false, s.moeGU, 2*ff)
+	r.GLU(s.moeGU, s.moeAct, ff, n*k, true)
+	m.projectExperts(r, []proj{{w: e.down}}, s.moeAct, b, true, s.moeOut, d)
+	r.MoECombine(s.moeOut, s.moeWeights, n, k, d, s.tmp, false)
+	r.RMSNorm(s.tmp, e.outNorm, s.experts, d, n, c.RMSEps)
+	m.normProject(r, ly.ffnNorm, ly.gateUp, m.layerLora[il].gateUp, n, s.gu, 2*c.NFF)
+	r.GLU(s.gu, s.ffn, c.NFF, n, true)
+	m.project(r, ly.ffnDown, s.ffn, 0, n, c.NFF, s.tmp, d, false)
+	m.addLora(r, m.layerLora[il].down, s.ffn, 0, n, c.NFF, s.tmp, d)
+	r.RMSNorm(s.tmp, e.denseNorm, s.xn, d, n, c.RMSEps)
+	r.Add(s.xn, s.experts, n*d)
+	r.RMSNorm(s.xn, ly.postFFN, s.tmp, d, n, c.RMSEps)
+	r.Add(s.x, s.tmp, n*d)
 }

@@ -18,6 +18,14 @@ func loadFFN(l *loader, c *Config, ly *layer, il int, normName string) error {
 		ly.moe, err = loadMoE(l, c, il)
 		return err
 	}
+	return loadDense(l, c, ly, il)
+}
+
+// loadDense loads block il's dense feed-forward matrices: gate and up (or Phi-3's one ffn_up
+// holding both) and down.
+func loadDense(l *loader, c *Config, ly *layer, il int) error {
+	p := blk(il)
+	var err error
 	if l.hasTensor(p + "ffn_gate.weight") {
 		ly.gateUp, err = l.fused([]string{p + "ffn_gate.weight", p + "ffn_up.weight"}, []int{c.NFF, c.NFF}, c.NEmbd)
 	} else { // Phi-3: one matrix for gate and up

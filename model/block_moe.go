@@ -32,6 +32,11 @@ type moeLayer struct {
 	gateUpBias, downBias *gpu.Buffer
 	// shared is the shared expert every token runs (qwen2moe), or nil.
 	shared *sharedExpert
+	// Gemma 4's experts beside a dense FFN: their input and output norms (pre_ffw_norm_2,
+	// post_ffw_norm_2), the dense FFN's output norm (post_ffw_norm_1), and the router's input
+	// norm weight (ffn_gate_inp.scale / sqrt(n_embd): llama.cpp scales twice); nil otherwise.
+	inNorm, outNorm, denseNorm, routerNorm *gpu.Buffer
+	ones                                   *gpu.Buffer // an RMS norm's weight of ones (the router's input)
 }
 
 // sharedExpert is a dense gated FFN (NFFShared wide) beside the routed experts, its output

@@ -45,6 +45,7 @@ type Config struct {
 	NRotSWA    int    // sliding layers' rotated dimensions (0: NRot)
 	KVLayers   int    // layers from this one on read an earlier layer's cache (0: none do)
 	VNorm      bool   // values RMS-normalised per head (no weight) before the cache
+	DenseMoE   bool   // a dense feed-forward of NFF beside the experts (Gemma 4 26B-A4B)
 
 	// Mixture of experts (NExpert 0: a dense feed-forward in every layer); see block_moe.go.
 	NExpert      int     // expert_count

@@ -135,7 +135,8 @@ func TestGenModelQwen35MoEMatchesLlamaCpp(t *testing.T) {
 
 // TestGenModelGemma4MatchesLlamaCpp writes gen-model's gemma4 (the tiny preset's width with
 // heads of 32 on its global layers and 16 on its sliding ones, 8 layers of which the last 4
-// read earlier layers' caches; F32 and Q8_0) and checks it against llama.cpp's own
+// read earlier layers' caches; F32 and Q8_0; dense and with the 26B-A4B's experts beside the
+// dense FFN: 8 of 64 rows, 2 used) and checks it against llama.cpp's own
 // llama-server: all 16 tokens; Q8_0 within the 1e-3 (measured 6e-6), F32 within what
 // its products' f32 sums allow (measured 5.1e-3: llama.cpp sums an f32 row in 32 lanes folded
 // pairwise, its prompt through llamafile's tiles; the 8-bit products are integer sums on both
@@ -143,16 +144,21 @@ func TestGenModelQwen35MoEMatchesLlamaCpp(t *testing.T) {
 func TestGenModelGemma4MatchesLlamaCpp(t *testing.T) {
 	dev := gputest.Device(t)
 	for _, c := range []struct {
-		mix quantize.Mix
-		lim refLimits
-	}{{quantize.MixF32, refLimits{step0: 1e-3, all: 1e-2}}, {quantize.MixQ8_0, refLimits{step0: 1e-3, all: 1e-3}}} {
+		mix     quantize.Mix
+		lim     refLimits
+		experts int
+	}{{quantize.MixF32, refLimits{step0: 1e-3, all: 1e-2}, 0}, {quantize.MixQ8_0, refLimits{step0: 1e-3, all: 1e-3}, 0},
+		{quantize.MixF32, refLimits{step0: 1e-3, all: 1e-2}, 8}, {quantize.MixQ8_0, refLimits{step0: 1e-3, all: 1e-3}, 8}} {
 		mix := c.mix
-		t.Run(mix.String(), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/experts=%d", mix, c.experts), func(t *testing.T) {
 			cfg, err := synth.Preset("tiny")
 			if err != nil {
 				t.Fatal(err)
 			}
 			cfg.Arch, cfg.Mix, cfg.Layers, cfg.HeadDim, cfg.FF = "gemma4", mix, 8, 32, 192
+			if c.experts > 0 {
+				cfg.Experts, cfg.ExpertsUsed, cfg.ExpertFF = c.experts, 2, 64
+			}
 			path := filepath.Join(t.TempDir(), "m.gguf")
 			if _, err := synth.WriteFile(path, cfg, nil); err != nil {
 				t.Fatal(err)

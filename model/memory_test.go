@@ -11,11 +11,12 @@ import (
 )
 
 // TestEstimateFootprint compares the estimate made from the file's config with what loading
-// the model and a cache of 100 rows (and, for the hybrid qwen35, 3 recurrent state slots)
+// the model and a cache of 100 rows (and, for the hybrid qwen35, 3 recurrent state slots; for
+// gemma4, rows of two sizes and layers without a cache of their own)
 // allocates on a device of its own: the cache, the state and the activations exactly, the
 // weights within 10% (the file's bytes against the device's).
 func TestEstimateFootprint(t *testing.T) {
-	for _, parts := range [][]string{{"models", "stories260K.gguf"}, {"models", "hybrid", "qwen35-F32.gguf"}} {
+	for _, parts := range [][]string{{"models", "stories260K.gguf"}, {"models", "hybrid", "qwen35-F32.gguf"}, {"models", "gemma4", "gemma4-F32.gguf"}} {
 		t.Run(parts[len(parts)-1], func(t *testing.T) {
 			path := shareddata.Path(t, parts...)
 			dev, err := gpu.Open(-1)

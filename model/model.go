@@ -73,6 +73,8 @@ type scratch struct {
 	// Gated DeltaNet's conv outputs and per-head gates, and the pass's sequences as the
 	// recurrent kernels read them.
 	gate, ssmConv, ssmG, ssmBeta, recSeqs *gpu.Buffer
+	// experts holds the experts' normed output beside the dense FFN's (Config.DenseMoE).
+	experts *gpu.Buffer
 }
 
 // buffers lists the scratch buffers in scratchSizes' order, the MoE ones only for a model
@@ -85,6 +87,9 @@ func (s *scratch) buffers(c Config) []**gpu.Buffer {
 	}
 	if c.Recurrent != nil {
 		b = append(b, &s.gate, &s.ssmConv, &s.ssmG, &s.ssmBeta, &s.recSeqs)
+	}
+	if c.DenseMoE {
+		b = append(b, &s.experts)
 	}
 	return b
 }
@@ -203,7 +208,7 @@ type scratchSize struct {
 // rows of logits, in allocScratch's order; Footprint sums them before anything is loaded.
 func scratchSizes(c Config, t, outputs int, barrierFree bool) []scratchSize {
 	ff := c.NFF
-	if c.NExpert > 0 {
+	if c.NExpert > 0 && !c.DenseMoE {
 		ff = max(c.NFFShared, 1) // the dense FFN's buffers serve a shared expert alone
 	}
 	// act holds rounded activations: any layer input, or the experts' inputs to their down
@@ -231,6 +236,9 @@ func scratchSizes(c Config, t, outputs int, barrierFree bool) []scratchSize {
 	if c.Recurrent != nil {
 		sizes = append(sizes, scratchSize{"attn_gate", t * c.NHead * c.HeadDim}, scratchSize{"ssm_conv_out", t * c.convChannels()},
 			scratchSize{"ssm_g", t * c.SSMValHeads}, scratchSize{"ssm_beta", t * c.SSMValHeads}, scratchSize{"recurrent_seqs", 3 * t})
+	}
+	if c.DenseMoE {
+		sizes = append(sizes, scratchSize{"experts_out", t * c.NEmbd})
 	}
 	return sizes
 }

@@ -19,6 +19,7 @@ type loader struct {
 	done     uint64
 	total    uint64
 	bufs     []*gpu.Buffer // vectors uploaded, released on failure
+	ones     *gpu.Buffer   // NEmbd ones, made once for the blocks that need them (Gemma 4's router)
 	weights  []gpu.Weight  // matrices uploaded, released on failure
 }
 

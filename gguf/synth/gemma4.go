@@ -2,7 +2,7 @@ package synth
 
 import "github.com/wgpu-llama/wgpu-llama/gguf"
 
-// gemma4 (Gemma 4, dense): every fourth block global attention (heads of HeadDim, keys for
+// gemma4 (Gemma 4; with Experts, the 26B-A4B's experts beside the dense FFN): every fourth block global attention (heads of HeadDim, keys for
 // values: no attn_v, proportional RoPE through rope_freqs turning half the pairs), the others
 // sliding (heads of half that, their own attn_v and RoPE base 10000); the blocks from
 // gemma4KVFrom on read the cache of the last earlier block of their kind (no attn_k, attn_v,
@@ -41,11 +41,20 @@ func (c Config) gemma4Tensors(il int) []blockTensor {
 		}
 		ts = append(ts, blockTensor{"attn_k_norm.weight", []uint64{hd}})
 	}
-	return append(ts, blockTensor{"attn_output.weight", []uint64{h * hd, d}}, blockTensor{"attn_q_norm.weight", []uint64{hd}},
+	ts = append(ts, blockTensor{"attn_output.weight", []uint64{h * hd, d}}, blockTensor{"attn_q_norm.weight", []uint64{hd}},
 		blockTensor{"post_attention_norm.weight", []uint64{d}}, blockTensor{"layer_output_scale.weight", []uint64{1}},
 		blockTensor{"ffn_norm.weight", []uint64{d}}, blockTensor{"ffn_gate.weight", []uint64{d, ff}},
 		blockTensor{"ffn_up.weight", []uint64{d, ff}}, blockTensor{"ffn_down.weight", []uint64{ff, d}},
 		blockTensor{"post_ffw_norm.weight", []uint64{d}})
+	if c.Experts > 0 { // the 26B-A4B's experts beside the dense FFN, with their norms and router scale
+		e, fe := uint64(c.experts()), uint64(c.expertFF())
+		ts = append(ts, blockTensor{"ffn_gate_inp.weight", []uint64{d, e}}, blockTensor{"ffn_gate_inp.scale", []uint64{d}},
+			blockTensor{"pre_ffw_norm_2.weight", []uint64{d}}, blockTensor{"post_ffw_norm_1.weight", []uint64{d}},
+			blockTensor{"post_ffw_norm_2.weight", []uint64{d}},
+			blockTensor{"ffn_gate_exps.weight", []uint64{d, fe, e}}, blockTensor{"ffn_up_exps.weight", []uint64{d, fe, e}},
+			blockTensor{"ffn_down_exps.weight", []uint64{fe, d, e}})
+	}
+	return ts
 }
 
 // gemma4KVs are Gemma 4's own keys.

@@ -18,8 +18,9 @@ func MoE(arch string) bool {
 	return arch == "qwen3moe" || arch == "qwen2moe" || arch == "gpt-oss" || arch == "qwen35moe"
 }
 
-// moe says whether the architecture's blocks are experts.
-func (c Config) moe() bool { return MoE(c.arch()) }
+// moe says whether the architecture's blocks are experts: a Mixture of Experts, or a gemma4
+// with Experts set (the 26B-A4B's experts beside the dense FFN).
+func (c Config) moe() bool { return MoE(c.arch()) || c.gemma4() && c.Experts > 0 }
 
 // experts is expert_count, Experts or 8.
 func (c Config) experts() int {

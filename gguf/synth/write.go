@@ -33,7 +33,7 @@ const headScale = 0.125
 // spread around 0 as every bias does). A reranker's head spreads as headScale says. The
 // Mixtures of Experts, qwen35 and gemma4 take their own scales (moeScales, generatorScales).
 func fillOf(arch, name string) (mean, scale float64) {
-	if MoE(arch) {
+	if MoE(arch) || arch == "gemma4" {
 		if s, ok := scaleBySuffix(moeScales, name); ok {
 			return 0, s
 		}
@@ -45,6 +45,9 @@ func fillOf(arch, name string) (mean, scale float64) {
 	}
 	if arch == "gemma4" && strings.HasSuffix(name, "layer_output_scale.weight") {
 		return 0.75, 0.1 // a block's output kept at about its size
+	}
+	if arch == "gemma4" && strings.HasSuffix(name, "ffn_gate_inp.scale") {
+		return 1, spreadScale // the router input's per-column scale, around 1
 	}
 	switch {
 	case name == "cls.weight":
