@@ -8,6 +8,7 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/gguf"
 	"github.com/wgpu-llama/wgpu-llama/gguf/quantize"
 	"github.com/wgpu-llama/wgpu-llama/gguf/synth"
+	"github.com/wgpu-llama/wgpu-llama/gpu"
 	"github.com/wgpu-llama/wgpu-llama/gpu/gputest"
 	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
 	"github.com/wgpu-llama/wgpu-llama/model"
@@ -35,22 +36,7 @@ func TestGenModelMoEMatchesLlamaCpp(t *testing.T) {
 					t.Fatal(err)
 				}
 				c.Arch, c.Mix = arch, mix
-				path := filepath.Join(t.TempDir(), "m.gguf")
-				if _, err := synth.WriteFile(path, c, nil); err != nil {
-					t.Fatal(err)
-				}
-				ref := llamaServerProbs(t, path, 16)
-				f, err := gguf.Open(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer f.Close()
-				m, err := model.Load(dev, f, model.Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer m.Close()
-				checkAgainstProbs(t, m, ref, refLimits{step0: 1e-3, all: 1e-3}) // the target, met here
+				checkGenModel(t, dev, c, refLimits{step0: 1e-3, all: 1e-3}) // the target, met here
 			})
 		}
 	}
@@ -75,22 +61,7 @@ func TestGenModelQwen35MatchesLlamaCpp(t *testing.T) {
 			}
 			cfg.Arch, cfg.Mix, cfg.Layers, cfg.HeadDim, cfg.FF = "qwen35", c.mix, 8, 32, 192
 			cfg.SSMHeads, cfg.SSMGroups, cfg.SSMState = 4, 2, 32
-			path := filepath.Join(t.TempDir(), "m.gguf")
-			if _, err := synth.WriteFile(path, cfg, nil); err != nil {
-				t.Fatal(err)
-			}
-			ref := llamaServerProbs(t, path, 16)
-			f, err := gguf.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			m, err := model.Load(dev, f, model.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
-			checkAgainstProbs(t, m, ref, c.lim)
+			checkGenModel(t, dev, cfg, c.lim)
 		})
 	}
 }
@@ -113,22 +84,7 @@ func TestGenModelQwen35MoEMatchesLlamaCpp(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg.Mix = c.mix
-			path := filepath.Join(t.TempDir(), "m.gguf")
-			if _, err := synth.WriteFile(path, cfg, nil); err != nil {
-				t.Fatal(err)
-			}
-			ref := llamaServerProbs(t, path, 16)
-			f, err := gguf.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			m, err := model.Load(dev, f, model.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
-			checkAgainstProbs(t, m, ref, c.lim)
+			checkGenModel(t, dev, cfg, c.lim)
 		})
 	}
 }
@@ -159,22 +115,29 @@ func TestGenModelGemma4MatchesLlamaCpp(t *testing.T) {
 			if c.experts > 0 {
 				cfg.Experts, cfg.ExpertsUsed, cfg.ExpertFF = c.experts, 2, 64
 			}
-			path := filepath.Join(t.TempDir(), "m.gguf")
-			if _, err := synth.WriteFile(path, cfg, nil); err != nil {
-				t.Fatal(err)
-			}
-			ref := llamaServerProbs(t, path, 16)
-			f, err := gguf.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			m, err := model.Load(dev, f, model.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
-			checkAgainstProbs(t, m, ref, c.lim)
+			checkGenModel(t, dev, cfg, c.lim)
 		})
 	}
+}
+
+// checkGenModel writes gen-model's file of cfg, has llama.cpp's own llama-server run it
+// greedily for 16 tokens and checks our run against that within lim (checkAgainstProbs).
+func checkGenModel(t *testing.T, dev *gpu.Device, cfg synth.Config, lim refLimits) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	if _, err := synth.WriteFile(path, cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	ref := llamaServerProbs(t, path, 16)
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, err := model.Load(dev, f, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	checkAgainstProbs(t, m, ref, lim)
 }
