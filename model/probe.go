@@ -54,7 +54,8 @@ func (m *Model) recordProbe(r *gpu.Recorder, kv *KVCache, il, n int, attnPos *gp
 		return
 	}
 	c := m.Config
-	r.AttentionProbe(m.scratch.qkv, kv.k[il], attnPos, m.probe.buf, m.kvF16, m.qkvWidth(), n, c.NHead, c.NKVHead, c.HeadDim, p.Row, p.Head, ap)
+	sh := c.attnShape(il) // Gemma 4: the layer's own heads, and the cache it reads
+	r.AttentionProbe(m.scratch.qkv, kv.k[c.kvSource(il)], attnPos, m.probe.buf, m.kvF16, sh.qkvWidth(), n, sh.heads, c.NKVHead, sh.headDim, p.Row, p.Head, ap)
 	m.probe.read = r.ReadAlso(m.probe.buf, 0, uint64(m.probe.keys)*4)
 	m.probe.want = nil // a draft's later passes are not the batch's
 }

@@ -207,3 +207,49 @@ func TestAttnProbeChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestAttnProbeGemma4 probes Gemma 4's layers of each kind after a 12-token prompt: a sliding
+// layer (heads of 32, window 8), the global one (heads of 64) and a layer reading layer 2's
+// cache. Each gives a distribution over the 13 positions, zero before a sliding window.
+func TestAttnProbeGemma4(t *testing.T) {
+	f, err := gguf.Open(shareddata.Path(t, "models", "gemma4", "gemma4-F32.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, err := Load(gputest.Device(t), f, Options{MaxBatch: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	kv, err := m.NewKVCache(32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kv.Release()
+	prompt := []int32{1, 403, 407, 261, 378, 432, 383, 286, 261, 300, 301, 302, 303}
+	b := Batch{Tokens: prompt, Logits: []int{len(prompt) - 1}}
+	for p := range prompt {
+		b.Pos, b.Base = append(b.Pos, int32(p)), append(b.Base, 0)
+	}
+	for _, layer := range []int{1, 3, 5} {
+		b.Probe = &AttnProbe{Row: len(prompt) - 1, Layer: layer, Head: 2}
+		if _, err := m.ForwardBatch(kv, b); err != nil {
+			t.Fatal(err)
+		}
+		w := m.ProbeWeights()
+		if len(w) != len(prompt) {
+			t.Fatalf("layer %d: %d weights, want %d", layer, len(w), len(prompt))
+		}
+		var sum float64
+		for j, v := range w {
+			sum += float64(v)
+			if m.Config.SlidingLayer(layer) && j < len(prompt)-8 && v != 0 {
+				t.Errorf("layer %d: weight %g at position %d, before the window", layer, v, j)
+			}
+		}
+		if math.Abs(sum-1) > 1e-4 {
+			t.Errorf("layer %d: weights sum to %g", layer, sum)
+		}
+	}
+}
