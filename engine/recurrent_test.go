@@ -130,36 +130,41 @@ func TestRecurrentBatchedMatchesAlone(t *testing.T) {
 	}
 }
 
-// TestRecurrentSlotSaveRestore saves a slot of the hybrid model (its attention layers' rows
-// and its recurrent state, in llama.cpp's format), erases it, restores it, and continues the
-// conversation: the restored state is reused whole and the tokens equal a run without cache.
-func TestRecurrentSlotSaveRestore(t *testing.T) {
-	e := enginetest.LoadConfig(t, engine.Config{ModelPath: shareddata.Path(t, "models", "hybrid", "qwen35-F32.gguf"), CtxSize: 512, Slots: 1})
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "slot0.bin")
-	prompt := e.Tokenizer().Encode("Once upon a time, there was a little dog", true, true)
-	gen, first := tokensOf(t, e, prompt, 8, false)
-	saved, err := e.SaveSlot(ctx, 0, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if saved.Tokens != first.TokensCached {
-		t.Errorf("saved %d tokens, the slot held %d", saved.Tokens, first.TokensCached)
-	}
-	if _, err := e.EraseSlot(ctx, 0); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.RestoreSlot(ctx, 0, path); err != nil {
-		t.Fatal(err)
-	}
-	next := slices.Concat(prompt, gen)
-	got, final := tokensOf(t, e, next, 8, false)
-	if final.Timings.CacheN != len(next)-1 {
-		t.Errorf("cache_n %d after restore, want %d (the restored state)", final.Timings.CacheN, len(next)-1)
-	}
-	want, _ := tokensOf(t, e, next, 8, true)
-	if !slices.Equal(got, want) {
-		t.Errorf("after restore %v, without cache %v", got, want)
+// TestSlotSaveRestoreNewArchs saves a slot of the hybrid qwen35 (its attention layers' rows and
+// its recurrent state, in llama.cpp's format) and of gemma4 (KV rows of two sizes, layers
+// without a cache of their own), erases it, restores it, and continues the conversation: the
+// restored cache is reused whole and the tokens equal a run without cache.
+func TestSlotSaveRestoreNewArchs(t *testing.T) {
+	for _, parts := range [][]string{{"models", "hybrid", "qwen35-F32.gguf"}, {"models", "gemma4", "gemma4-F32.gguf"}} {
+		t.Run(parts[2], func(t *testing.T) {
+			e := enginetest.LoadConfig(t, engine.Config{ModelPath: shareddata.Path(t, parts...), CtxSize: 512, Slots: 1})
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "slot0.bin")
+			prompt := e.Tokenizer().Encode("Once upon a time, there was a little dog", true, true)
+			gen, first := tokensOf(t, e, prompt, 8, false)
+			saved, err := e.SaveSlot(ctx, 0, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if saved.Tokens != first.TokensCached {
+				t.Errorf("saved %d tokens, the slot held %d", saved.Tokens, first.TokensCached)
+			}
+			if _, err := e.EraseSlot(ctx, 0); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.RestoreSlot(ctx, 0, path); err != nil {
+				t.Fatal(err)
+			}
+			next := slices.Concat(prompt, gen)
+			got, final := tokensOf(t, e, next, 8, false)
+			if final.Timings.CacheN != len(next)-1 {
+				t.Errorf("cache_n %d after restore, want %d (the restored cache)", final.Timings.CacheN, len(next)-1)
+			}
+			want, _ := tokensOf(t, e, next, 8, true)
+			if !slices.Equal(got, want) {
+				t.Errorf("after restore %v, without cache %v", got, want)
+			}
+		})
 	}
 }
 
