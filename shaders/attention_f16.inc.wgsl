@@ -36,7 +36,9 @@ fn load_qh(q_off: u32) {
 // lane summing its products over the runs (fused), the lanes folded as GGML_F32x8_REDUCE does
 // (four sums of 8 lanes pairwise, then 8 lanes to 1 by halves and neighbours), the dimensions
 // past the last whole run added to that in double (norm_sum.inc's pair; ns_zero must be set).
-// With an f16 cache every product is exact in f32, so only the order of the sums matters.
+// With an f16 cache every product is exact in f32, so only the order of the sums matters; with
+// an f32 cache llama.cpp's fused multiply-adds can differ in the last bit from WGSL's fma, which
+// some drivers round twice (lavapipe does).
 fn k_dot(k_off: u32) -> f32 {
     let d = p.head_dim;
     let whole = d & ~31u;
