@@ -69,6 +69,9 @@ type Config struct {
 	// (--gpu-memory): the load checks the model against it rather than what the device
 	// reports, and allocations beyond it fail as out of memory (gpu.Device.SetBudget).
 	GPUMemory uint64
+	// CPUExact makes a CPU adapter reproduce llama.cpp's CPU arithmetic bit for bit
+	// (--cpu-exact, gpu.Device.SetCPUMath).
+	CPUExact bool
 	// KVF32 keeps the KV cache in f32 rather than f16.
 	KVF32 bool
 	// RawActivations skips rounding matmul activations as llama.cpp does (model.Options).
@@ -194,6 +197,7 @@ func Load(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	dev.SetBudget(cfg.GPUMemory)
+	dev.SetCPUMath(cfg.CPUExact)
 	logger.Info("device", "adapter", dev.Info.Name, "type", dev.Info.Type, "backend", dev.Info.Backend, "driver", dev.Info.Driver)
 	e, err := load(ctx, cfg, dev, logger)
 	if err != nil {

@@ -135,6 +135,7 @@ func (e *Engine) reload() error {
 		return err
 	}
 	dev.SetBudget(e.cfg.GPUMemory)
+	dev.SetCPUMath(e.cfg.CPUExact)
 	e.dev = dev
 	e.liveDev.Store(dev)
 	f, err := gguf.Open(e.cfg.ModelPath)

@@ -15,10 +15,11 @@ import (
 // TestQuantizeActivations checks each activation rounding against its Go reference, on rows
 // read from an offset, in both kernels: the cooperative one of GPUs (rows of a length that
 // leaves its last workgroup part full) and the per-block one of CPU adapters (one row, which
-// they do not pack).
+// they do not pack but for Q8_0 with CPUMath: its packed blocks are read back as values).
 func TestQuantizeActivations(t *testing.T) {
 	d := gputest.Device(t)
-	defer func(v bool) { d.BarrierFree = v }(d.BarrierFree)
+	defer func(v, m bool) { d.BarrierFree, d.CPUMath = v, m }(d.BarrierFree, d.CPUMath)
+	d.SetCPUMath(true) // Q8_0's one row packed too on a CPU adapter
 	rng := rand.New(rand.NewPCG(19, 20))
 	for _, c := range []struct {
 		a   gpu.ActQuant
@@ -43,7 +44,11 @@ func TestQuantizeActivations(t *testing.T) {
 			src := x[row0*k:]
 			out := empty(t, d, v.nRows*k)
 			sums := empty(t, d, v.nRows*k/32)
-			got := run(t, d, out, v.nRows*k, func(r *gpu.Recorder) { r.QuantizeActivations(c.a, upload(t, d, x), row0, v.nRows, k, out, sums) })
+			var acts gpu.Acts
+			got := run(t, d, out, v.nRows*k, func(r *gpu.Recorder) { acts = r.QuantizeActivations(c.a, upload(t, d, x), row0, v.nRows, k, out, sums) })
+			if acts.Packed == gpu.ActQ8_0 {
+				got = unpackQ8(got, v.nRows*k)
+			}
 			name := fmt.Sprintf("act %d barrier-free=%v", c.a, v.barrierFree)
 			check(t, name, got, c.ref(src), 1e-6)
 			if c.a == gpu.ActQ8_1 {
@@ -149,7 +154,8 @@ func TestMatVecBlockSums(t *testing.T) {
 // TestPackedActivations checks that CPU adapters' packed activations (act_quant's PACKED
 // layouts, for batches) give the matrix kernel exactly the products of the f32 rounded ones,
 // bit for bit, for every weight type that rounds its input, rows per invocation picked by
-// size; and that one token's activations stay f32.
+// size; and that one token's activations stay f32. (With CPUMath, Q8_0 weights take
+// matvec_lanes.wgsl on packed rows alone, one token's too: TestMatMulLaneOrder.)
 func TestPackedActivations(t *testing.T) {
 	d := gputest.Device(t)
 	defer func(v bool) { d.BarrierFree = v }(d.BarrierFree)
@@ -184,4 +190,16 @@ func TestPackedActivations(t *testing.T) {
 			}
 		}
 	}
+}
+
+// unpackQ8 is the values of act_quant's PACKED Q8_0 blocks in words: per block of 32 its scale
+// (f32 bits) and then its int8 four to a word, lowest first.
+func unpackQ8(words []float32, n int) []float32 {
+	out := make([]float32, n)
+	for i := range out {
+		blk := words[i/32*9:]
+		q := int8(math.Float32bits(blk[1+i%32/4]) >> (8 * (i % 4)))
+		out[i] = blk[0] * float32(q)
+	}
+	return out
 }

@@ -65,6 +65,13 @@ type Device struct {
 	// (lavapipe runs a barrier as a context switch of every invocation); tests flip it to
 	// cover both families on one adapter.
 	BarrierFree bool
+	// CPUMath makes a CPU adapter reproduce llama.cpp's CPU backend (x86, AVX2 and FMA) bit
+	// for bit instead of some ulps apart: kernels built with its arithmetic for exp and what
+	// is made of it (shaders/ggml_math.inc: ggml's vector exp, the C library's expf, fused
+	// multiply-adds rounded once), and F32 and Q8_0 products in its summation order
+	// (matvec_lanes.wgsl). Off by default (SetCPUMath): the emulated arithmetic takes F32 and
+	// Q8_0 prompts about 3x longer on lavapipe. Tests that compare with llama.cpp turn it on.
+	CPUMath bool
 	// F16Math lets the prompt matmul tile and multiply in half precision (set when the adapter has
 	// shader-f16 and is not a CPU adapter, where f16 is emulated and slower).
 	F16Math bool
@@ -221,3 +228,8 @@ func (d *Device) Close() {
 // Submits counts queue submissions since the device opened; tests use it to check that a
 // forward pass is one submit.
 func (d *Device) Submits() uint64 { return d.submits.Load() }
+
+// SetCPUMath turns CPUMath on (on a CPU adapter only: GPUs keep their own arithmetic) or off.
+func (d *Device) SetCPUMath(on bool) {
+	d.CPUMath = on && d.Info.Type == "cpu"
+}

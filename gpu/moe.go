@@ -254,6 +254,12 @@ func (r *Recorder) MatMulID(w Weight, x Acts, b MoEBatch, perAssign bool, y *Buf
 	bind = append(slices.Clone(bind), ReadOnly)
 	bufs := func(c WeightChunk) []*Buffer { return append(withSums(x.Sums, c.Buf, x.X, y), route) }
 	switch {
+	case r.inLaneOrder(w, x):
+		zSlices := uint32(n)
+		if grouped {
+			zSlices = uint32(moeMaxTiles(n, b.Experts, r.d.moeTile()))
+		}
+		r.matMulIDLanes(w, x, grouped, zSlices, defs, bind, params, bufs)
 	case r.d.BarrierFree && !grouped:
 		defs = append(append(defs, "ROW_PER_THREAD"), x.Packed.packedDefines()...)
 		if w.Type == Q4_K || w.Type == Q6_K {

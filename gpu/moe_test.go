@@ -17,29 +17,34 @@ import (
 var moeTypes = []gpu.WeightType{gpu.F32, gpu.F16, gpu.BF16, gpu.Q8_0, gpu.Q4_0, gpu.Q4_1, gpu.Q5_0, gpu.Q5_1,
 	gpu.Q2_K, gpu.Q3_K, gpu.Q4_K, gpu.Q5_K, gpu.Q6_K}
 
-// moeVariant is a shape of the device's kernels: CPU adapters' barrier-free kernels, or GPUs'
-// (with subgroups, with half-precision tiles where the adapter has them).
+// moeVariant is a shape of the device's kernels: CPU adapters' barrier-free kernels (on a CPU
+// adapter also with llama.cpp's arithmetic, CPUMath), or GPUs' (with subgroups, with
+// half-precision tiles where the adapter has them).
 type moeVariant struct {
-	name          string
-	bf, sub, f16m bool
+	name                 string
+	bf, sub, f16m, exact bool
 }
 
 func moeVariants(d *gpu.Device) []moeVariant {
-	v := []moeVariant{{"cpu", true, false, false}, {"gpu", false, false, false}}
+	v := []moeVariant{{"cpu", true, false, false, false}, {"gpu", false, false, false, false}}
+	if d.Info.Type == "cpu" {
+		v = append(v, moeVariant{"cpu-exact", true, false, false, true})
+	}
 	if d.Features.Subgroups {
-		v = append(v, moeVariant{"gpu-subgroups", false, true, false})
+		v = append(v, moeVariant{"gpu-subgroups", false, true, false, false})
 	}
 	if d.Features.ShaderF16 {
-		v = append(v, moeVariant{"gpu-f16", false, false, true})
+		v = append(v, moeVariant{"gpu-f16", false, false, true, false})
 	}
 	return v
 }
 
 // useVariant sets the device's kernel shape, restored when the test ends.
 func useVariant(t *testing.T, d *gpu.Device, v moeVariant) {
-	bf, sub, f16m, rows := d.BarrierFree, d.SubgroupMath, d.F16Math, d.RowsPerInvocation
-	t.Cleanup(func() { d.BarrierFree, d.SubgroupMath, d.F16Math, d.RowsPerInvocation = bf, sub, f16m, rows })
+	bf, sub, f16m, rows, exact := d.BarrierFree, d.SubgroupMath, d.F16Math, d.RowsPerInvocation, d.CPUMath
+	t.Cleanup(func() { d.BarrierFree, d.SubgroupMath, d.F16Math, d.RowsPerInvocation, d.CPUMath = bf, sub, f16m, rows, exact })
 	d.BarrierFree, d.SubgroupMath, d.F16Math, d.RowsPerInvocation = v.bf, v.sub, v.f16m, 0
+	d.SetCPUMath(v.exact)
 }
 
 // expertWeight quantizes experts random rows x cols matrices to typ, uploads them as one
@@ -213,11 +218,39 @@ func checkMatMulID(t *testing.T, d *gpu.Device, rng *rand.Rand, v moeVariant, ty
 			}
 		}
 	}
+	name := fmt.Sprintf("%s %s E=%d k=%d tokens=%d down=%v", v.name, typ, experts, k, tokens, down)
+	if (typ == gpu.Q8_0 || typ == gpu.F32) && v.exact {
+		// CPU adapters' Q8_0 and F32 products are llama.cpp's own, bit for bit
+		// (matvec_lanes.wgsl; mul_mat_id takes ggml_vec_dot_f32 for every token).
+		exact := slices.Clone(y0)
+		per := rows * cols / 32 * 34
+		for i := 0; i < n; i++ {
+			e := int(ids[i])
+			xr := x[i/xPer*cols : (i/xPer+1)*cols]
+			var yr []float32
+			if typ == gpu.Q8_0 {
+				yr = cpuref.MatMulQ8_0Lanes(raw[e*per:(e+1)*per], rows, cols, xr, 1)
+			} else {
+				yr = make([]float32, rows)
+				for r := range yr {
+					yr[r] = cpuref.DotF32VecDot(wv[(e*rows+r)*cols:(e*rows+r+1)*cols], xr)
+				}
+			}
+			for r := 0; r < rows; r++ {
+				if o := i*stride + col + r; down {
+					exact[o] += yr[r]
+				} else {
+					exact[o] = yr[r]
+				}
+			}
+		}
+		checkBits(t, name+" (llama.cpp's order)", got, exact)
+	}
 	tol := tolFor(typ)
 	if v.f16m && d.MoEGrouped(tokens, k, experts) {
 		tol = tolF16
 	}
-	check(t, fmt.Sprintf("%s %s E=%d k=%d tokens=%d down=%v", v.name, typ, experts, k, tokens, down), got, want, tol)
+	check(t, name, got, want, tol)
 }
 
 // TestMatMulIDPerExpert checks that mul_mat_id over the assignments gives what MatMulAt gives

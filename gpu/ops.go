@@ -20,6 +20,9 @@ func (r *Recorder) kernel(family string, bindings []Access, wgSize uint32, defin
 	if r.err != nil {
 		return nil
 	}
+	if r.d.CPUMath {
+		defines = append(slices.Clip(defines), "CPU_MATH")
+	}
 	variant := ""
 	for i, d := range defines {
 		if i > 0 {
@@ -286,6 +289,8 @@ func (r *Recorder) matMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, y
 	}
 	xSums := x.Sums
 	switch {
+	case r.inLaneOrder(w, x):
+		r.matMulLanes(w, x, nTokens, extra, lora != nil, params, bufs)
 	case r.d.BarrierFree && nTokens > 4:
 		r.matMulRows(w, x, nTokens, extra, lora != nil, params, bufs)
 	case r.d.BarrierFree:

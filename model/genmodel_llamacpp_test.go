@@ -68,16 +68,17 @@ func TestGenModelQwen35MatchesLlamaCpp(t *testing.T) {
 
 // TestGenModelQwen35MoEMatchesLlamaCpp writes gen-model's qwen35moe-tiny (qwen35's hybrid with
 // 8 experts, 2 used, beside a sigmoid-gated shared expert; F32, Q8_0 and MXFP4 experts) and
-// checks it against llama.cpp's own llama-server: all 16 tokens, F32 within the 1e-3,
-// the quantized files' prompt pass within 1e-5 and their later steps within what the products'
-// summation order allows on these random models (measured 7.4e-2: refLimits).
+// checks it against llama.cpp's own llama-server with llama.cpp's arithmetic (CPUMath): all 16
+// tokens, MXFP4 experts within the 1e-3 (measured 6.7e-6); F32 (measured 1.4e-3) and
+// Q8_0 experts (4.6e-2, its prompt's pass 4.3e-6) within what the remaining differences allow
+// on these random models (refLimits).
 func TestGenModelQwen35MoEMatchesLlamaCpp(t *testing.T) {
 	dev := gputest.Device(t)
 	for _, c := range []struct {
 		mix quantize.Mix
 		lim refLimits
-	}{{quantize.MixF32, refLimits{step0: 1e-3, all: 1e-3}}, {quantize.MixQ8_0, refLimits{step0: 1e-5, all: 0.1}},
-		{quantize.MixMXFP4_MOE, refLimits{step0: 1e-5, all: 0.1}}} {
+	}{{quantize.MixF32, refLimits{step0: 1e-3, all: 2e-3}}, {quantize.MixQ8_0, refLimits{step0: 1e-5, all: 0.1}},
+		{quantize.MixMXFP4_MOE, refLimits{step0: 1e-5, all: 1e-3}}} {
 		t.Run(c.mix.String(), func(t *testing.T) {
 			cfg, err := synth.Preset("qwen35moe-tiny")
 			if err != nil {
@@ -124,6 +125,7 @@ func TestGenModelGemma4MatchesLlamaCpp(t *testing.T) {
 // greedily for 16 tokens and checks our run against that within lim (checkAgainstProbs).
 func checkGenModel(t *testing.T, dev *gpu.Device, cfg synth.Config, lim refLimits) {
 	t.Helper()
+	llamaCppMath(t, dev)
 	path := filepath.Join(t.TempDir(), "m.gguf")
 	if _, err := synth.WriteFile(path, cfg, nil); err != nil {
 		t.Fatal(err)

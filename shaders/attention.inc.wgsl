@@ -4,6 +4,7 @@
 // SINKS, also `sinks` (one f32 per query head).
 
 //#include kv_row.inc
+//#include ggml_math.inc
 
 // first_key is the earliest cache row token position `at` attends to (sliding window).
 fn first_key(at: u32) -> u32 {
@@ -28,10 +29,10 @@ fn key_end(t: u32) -> u32 {
 // and the factor the unnormalised output must be multiplied by (1 unless s is a new max).
 fn sink_step(m: f32, l: f32, s: f32) -> vec3<f32> {
     if (s > m) {
-        let ms = exp(m - s);
+        let ms = exp_c(m - s);
         return vec3<f32>(s, l * ms + 1.0, ms);
     }
-    return vec3<f32>(m, l + exp(s - m), 1.0);
+    return vec3<f32>(m, l + exp_c(s - m), 1.0);
 }
 #endif
 

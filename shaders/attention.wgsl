@@ -81,11 +81,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         var ms = 1.0;
         var vs = 1.0;
         if (s > m) {
-            ms = exp(m - s);
+            ms = exp_c(m - s);
             m = s;
             acc = acc16(acc * ms);
         } else {
-            vs = exp(s - m);
+            vs = exp_c(s - m);
         }
         let vo = off + dim0; // even: a pair's offset
         acc = acc16(fma(vec4<f32>(v_pair(vo), v_pair(vo + zw)), vec4<f32>(vs), acc));

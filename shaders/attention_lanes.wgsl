@@ -76,13 +76,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                 var ms = 1.0;
                 var vs = 1.0;
                 if (s > m) {
-                    ms = exp(m - s);
+                    ms = exp_c(m - s);
                     m = s;
                     for (var a = 0u; a < NV; a++) {
                         acc[a] = acc16(acc[a] * ms);
                     }
                 } else {
-                    vs = exp(s - m);
+                    vs = exp_c(s - m);
                 }
                 for (var a = 0u; a < NV; a++) {
                     // A half group (head_dim 4n + 2) rereads its two dimensions in z, w.

@@ -1,8 +1,11 @@
 // The gates of qwen35's Gated DeltaNet (gpu.DeltaGates), per token and value head h from the
 // projections alpha (ssm_alpha·x) and beta (ssm_beta·x), as ggml's ops compute them in f32:
 // g = softplus(alpha + dt_bias[h]) * ssm_a[h], softplus(x) = x above 20, else log(1 + exp(x))
-// (ggml's op_softplus: logf(1.0f + expf(x))), and beta = 1 / (1 + exp(-beta)) (ggml_sigmoid).
-// One invocation per (row, head); no loops.
+// (ggml's op_softplus: logf(1.0f + expf(x))), and beta = 1 / (1 + exp(-beta)) (ggml_sigmoid),
+// expf as ggml_math.inc's exp_c (WGSL's log stands for logf). One invocation per (row, head);
+// no loops.
+
+//#include ggml_math.inc
 
 struct Params {
     rows: u32,
@@ -25,6 +28,7 @@ struct Params {
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    ns_zero = u32(p.heads == 0u); // never 1 where any invocation works
     let i = gid.x + gid.y * nwg.x * 64u;
     if (i >= p.rows * p.heads) {
         return;
@@ -34,8 +38,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let x = alpha[t * p.a_stride + p.a_col + h * p.a_head] + dt_bias[h];
     var sp = x;
     if (x <= 20.0) {
-        sp = log(1.0 + exp(x));
+        sp = log(1.0 + exp_c(x));
     }
     g[i] = sp * ssm_a[h];
-    beta[i] = 1.0 / (1.0 + exp(-beta_in[t * p.b_stride + p.b_col + h * p.b_head]));
+    beta[i] = sigmoid_c(beta_in[t * p.b_stride + p.b_col + h * p.b_head]);
 }

@@ -26,6 +26,8 @@
 // subgroup shuffles (lanes i ^ 1, i ^ 2, within a subgroup of at least 4). Grid x DIM / COLS,
 // y h_v, z sequences. Loops: 2 R per dispatch, 2 R + 1 per token (R = DIM / LANES).
 
+//#include ggml_math.inc
+
 struct Params {
     h_k: u32,      // key heads (q and k)
     h_v: u32,      // value heads (v, g, beta, the state, out)
@@ -110,7 +112,7 @@ fn column(seq: u32, h: u32, j: u32, lane: u32, live: bool, li: u32) {
         let gh = row * p.h_v + h;
         let bt = beta[gh];
 #ifndef KDA
-        let eg = exp(g[gh]);
+        let eg = exp_c(g[gh]);
 #endif
         // Decay, and the state's product with k.
         var sk = 0.0;
@@ -118,7 +120,7 @@ fn column(seq: u32, h: u32, j: u32, lane: u32, live: bool, li: u32) {
             let i = lane + r * LANES;
             if (i < DIM) {
 #ifdef KDA
-                let eg = exp(g[gh * DIM + i]);
+                let eg = exp_c(g[gh * DIM + i]);
 #endif
                 let d = m[r] * eg;
                 m[r] = d;
@@ -158,6 +160,7 @@ fn column(seq: u32, h: u32, j: u32, lane: u32, live: bool, li: u32) {
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    ns_zero = u32(p.h_v == 0u); // never 1 where any invocation works (ggml_math.inc)
     let j = wg.x * COLS + li / LANES;
     column(wg.z, wg.y, j, li % LANES, j < DIM, li);
 }
@@ -176,6 +179,23 @@ fn value(at: u32, live: bool) -> f32 {
         return qkv[at];
     }
     return 0.0;
+}
+
+// WHOLE is the key dimensions ggml_vec_dot_f32 takes in runs of 32 (x86, AVX2: four registers
+// of 8 lanes, one fused multiply-add per element into lane i % 32); the rest it adds one by
+// one to the folded lanes, fused as well (GCC contracts its scalar x * y + sum).
+const WHOLE: u32 = DIM & ~31u;
+
+// fold_lanes is GGML_F32_VEC_REDUCE of the 32 lanes: registers 0 + 2 and 1 + 3, those two
+// added, the 8 lanes halved to 4 and then added in neighbouring pairs.
+fn fold_lanes(lane: ptr<function, array<vec4<f32>, 32>>) -> vec4<f32> {
+    var half: array<vec4<f32>, 4>;
+    for (var i = 0u; i < 4u; i++) {
+        let lo = keep4((*lane)[i] + (*lane)[16u + i]) + keep4((*lane)[8u + i] + (*lane)[24u + i]);
+        let hi = keep4((*lane)[4u + i] + (*lane)[20u + i]) + keep4((*lane)[12u + i] + (*lane)[28u + i]);
+        half[i] = keep4(keep4(lo) + keep4(hi));
+    }
+    return keep4(half[0] + half[1]) + keep4(half[2] + half[3]);
 }
 
 // columns runs the recurrence for columns j0 .. j0+3 of head h of sequence seq over the
@@ -203,27 +223,49 @@ fn columns(seq: u32, h: u32, j0: u32) {
         let gh = row * p.h_v + h;
         let bt = beta[gh];
 #ifndef KDA
-        let eg = exp(g[gh]);
+        let eg = exp_c(g[gh]);
 #endif
-        // Decay, and the state's product with k.
+        // Decay, and the state's product with k (in ggml_vec_dot_f32's order: dot_lanes).
+        var lane = array<vec4<f32>, 32>(); // initialised explicitly: naga zeroes a bare var once per call, not per iteration
         var sk = vec4<f32>(0.0);
         for (var i = 0u; i < DIM; i++) {
 #ifdef KDA
-            let eg = exp(g[gh * DIM + i]);
+            let eg = exp_c(g[gh * DIM + i]);
 #endif
             let d = m[i] * eg;
             m[i] = d;
-            sk += d * qkv[kb + i];
+            if (i < WHOLE) {
+                lane[i % 32u] = fma4(d, vec4<f32>(qkv[kb + i]), lane[i % 32u]);
+            } else {
+                if (i == WHOLE) {
+                    sk = fold_lanes(&lane);
+                }
+                sk = fma4(d, vec4<f32>(qkv[kb + i]), sk);
+            }
+        }
+        if (WHOLE == DIM) {
+            sk = fold_lanes(&lane);
         }
         let vb = row * p.stride + p.v_col + h * DIM + j0;
         let vj = vec4<f32>(value(vb, live.x), value(vb + 1u, live.y), value(vb + 2u, live.z), value(vb + 3u, live.w));
         let delta = (vj - sk) * bt;
-        // The delta update, and the output's product with q.
+        // The delta update (ggml_vec_mad_f32: fused), and the output's product with q.
+        lane = array<vec4<f32>, 32>();
         var o = vec4<f32>(0.0);
         for (var i = 0u; i < DIM; i++) {
-            let u = m[i] + qkv[kb + i] * delta;
+            let u = fma4(vec4<f32>(qkv[kb + i]), delta, m[i]);
             m[i] = u;
-            o += u * qkv[qb + i];
+            if (i < WHOLE) {
+                lane[i % 32u] = fma4(u, vec4<f32>(qkv[qb + i]), lane[i % 32u]);
+            } else {
+                if (i == WHOLE) {
+                    o = fold_lanes(&lane);
+                }
+                o = fma4(u, vec4<f32>(qkv[qb + i]), o);
+            }
+        }
+        if (WHOLE == DIM) {
+            o = fold_lanes(&lane);
         }
         o *= p.scale;
         let ob = gh * DIM + j0;
@@ -258,6 +300,7 @@ const GROUPS: u32 = (DIM + 3u) / 4u; // invocations per head
 // invocations still spread over a CPU adapter's cores.
 @compute @workgroup_size(32)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wg: vec3<u32>) {
+    ns_zero = u32(p.h_v == 0u); // never 1 where any invocation works (ggml_math.inc)
     let idx = gid.x;
     if (idx >= p.h_v * GROUPS) {
         return;

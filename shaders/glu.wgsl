@@ -2,7 +2,10 @@
 // out[t, i] = act(gu[t, i]) * gu[t, n + i], act SiLU (llama, Qwen, Phi-3) or, with GELU, ggml's
 // tanh-approximated GELU (Gemma) as its CPU backend's geglu takes it (GGML_GELU_FP16): from a
 // table of halves, the gate rounded to f16 and the GELU of that rounded to f16 (0 at -10 and
-// below, the gate itself at 10 and above).
+// below, the gate itself at 10 and above). SiLU is ggml_vec_swiglu_f32's: ggml_math.inc's silu_v
+// in runs of 8 from a row's start, silu_c after them; swiglu_oai's exp is expf (exp_c).
+
+//#include ggml_math.inc
 
 struct Params {
     n: u32,        // FFN width
@@ -34,6 +37,7 @@ fn gelu(x: f32) -> f32 {
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    ns_zero = u32(p.n == 0u); // never 1 where any invocation works (ggml_math.inc)
     let i = gid.x + gid.y * nwg.x * 64u;
     if (i >= p.n * p.n_tokens) {
         return;
@@ -45,13 +49,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     // ggml's swiglu_oai as its CPU backend computes it: the gate clamped above at limit, the
     // linear half to +-limit, out = g * sigmoid(alpha * g) * (u + 1).
     let xg = min(g, p.limit);
-    let a = xg / (1.0 + exp(p.alpha * (-xg)));
+    let a = xg / (1.0 + exp_c(p.alpha * (-xg)));
     out[i] = a * (clamp(gu[t * 2u * p.n + p.n + c], -p.limit, p.limit) + 1.0);
 #else
 #ifdef GELU
     let a = gelu(g);
 #else
-    let a = g / (1.0 + exp(-g));
+    let a = select(silu_c(g), silu_v(g), c < (p.n & ~7u));
 #endif
     out[i] = a * gu[t * 2u * p.n + p.n + c];
 #endif

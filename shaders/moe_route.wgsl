@@ -6,8 +6,11 @@
 //             insertion sort at up to 16 experts, its GPU top-k kernels break ties so)
 //   weights = probs[chosen]; under SOFTMAX_WEIGHT (gpt-oss) the softmax of those k; divided by
 //             their sum clamped below at sum_min when norm; times scale
-// ids[t k + j] (u32) and weights[t k + j] (f32) are slot j's. Softmaxes are ggml's:
-// exp(x - max) * (1 / sum).
+// ids[t k + j] (u32) and weights[t k + j] (f32) are slot j's. Softmaxes are ggml's soft_max:
+// exp(x - max) (ggml_v_expf in runs of 8, expf after them: ggml_math.inc's soft_exp) times
+// (float)(1 / sum), the sum taken in double (norm_sum.inc's pairs) of each run's 8 values
+// folded as hsum_float_8 folds them and of the rest one by one; sigmoid is 1 / (1 + expf(-x));
+// the normalising sum is ggml_sum_rows', in double.
 // One invocation per token, no barriers. Picking slot j scans the experts for the best one
 // ranked after slot j - 1's (the order is total: value, then index), so nothing is marked and
 // no array is kept. Loops per invocation: 2 n_exp (softmax) + k n_exp + 5 k at most.
@@ -32,6 +35,47 @@ struct Params {
 
 const NONE: u32 = 0xFFFFFFFFu;
 
+//#include ggml_math.inc
+
+// soft_exp is ggml_vec_soft_max_f32's exp of v = x[e] - max in a row of n.
+fn soft_exp(v: f32, e: u32, n: u32) -> f32 {
+    return select(exp_c(v), exp_v(v), e < (n & ~7u));
+}
+
+// soft_inv is ggml_vec_soft_max_f32's sum of the exps of the n values at wts[o] (expert
+// ids if logits is false: the row's logits at row) less m, then (float)(1 / sum).
+fn soft_inv(at: u32, from_logits: bool, n: u32, m: f32) -> f32 {
+    var sum = vec2<f32>(0.0, 0.0);
+    let whole = n & ~7u;
+    for (var e0 = 0u; e0 < whole; e0 += 8u) {
+        var v: array<f32, 8>;
+        for (var i = 0u; i < 8u; i++) {
+            v[i] = exp_v(soft_in(at, from_logits, e0 + i) - m);
+        }
+        let h = ns_keep(ns_keep(ns_keep(v[0] + v[4]) + ns_keep(v[2] + v[6])) + ns_keep(ns_keep(v[1] + v[5]) + ns_keep(v[3] + v[7])));
+        sum = ns_add(sum, h);
+    }
+    for (var e = whole; e < n; e++) {
+        sum = ns_add(sum, exp_c(soft_in(at, from_logits, e) - m));
+    }
+    // 1 / (hi + lo) rounded once: the quotient of hi corrected by its remainder.
+    let q = ns_keep(1.0 / sum.x);
+    let qs = ns_split(q);
+    let hs = ns_split(sum.x);
+    let prod = ns_keep(q * sum.x);
+    let err = ns_keep(ns_keep(ns_keep(ns_keep(qs.x * hs.x) - prod) + ns_keep(qs.x * hs.y)) + ns_keep(qs.y * hs.x)) + ns_keep(qs.y * hs.y);
+    let r = ns_keep(ns_keep(ns_keep(1.0 - prod) - err) - ns_keep(q * sum.y));
+    return q + r / sum.x;
+}
+
+// soft_in is value i of a softmax's input: logits[at + i], or the chosen weight wts[at + i].
+fn soft_in(at: u32, from_logits: bool, i: u32) -> f32 {
+    if (from_logits) {
+        return logits[at + i];
+    }
+    return wts[at + i];
+}
+
 // The softmax's maximum and 1 / sum of the token's row (gating 1).
 var<private> mx: f32;
 var<private> inv: f32;
@@ -41,16 +85,16 @@ fn prob(row: u32, e: u32) -> f32 {
     let l = logits[row + e];
     switch (p.gating) {
         case 2u: {
-            return 1.0 / (1.0 + exp(-l));
+            return sigmoid_c(l);
         }
         case 3u: {
             return l;
         }
         case 4u: {
-            return sqrt(select(log(1.0 + exp(l)), l, l > 20.0));
+            return sqrt(select(log(1.0 + exp_c(l)), l, l > 20.0));
         }
         default: {
-            return exp(l - mx) * inv;
+            return soft_exp(l - mx, e, p.n_exp) * inv;
         }
     }
 }
@@ -66,6 +110,7 @@ fn sel(row: u32, e: u32) -> f32 {
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    ns_zero = u32(p.n_exp == 0u); // never 1 where any invocation works (ggml_math.inc)
     let t = gid.x + gid.y * nwg.x * 64u;
     if (t >= p.n_tok) {
         return;
@@ -76,11 +121,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         for (var e = 1u; e < p.n_exp; e++) {
             mx = max(mx, logits[row + e]);
         }
-        var sum = 0.0;
-        for (var e = 0u; e < p.n_exp; e++) {
-            sum += exp(logits[row + e] - mx);
-        }
-        inv = 1.0 / sum;
+        inv = soft_inv(row, true, p.n_exp, mx);
     }
     let o = t * p.k;
     var pv = 0.0;
@@ -106,21 +147,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         for (var j = 1u; j < p.k; j++) {
             m = max(m, wts[o + j]);
         }
-        var s = 0.0;
+        let is = soft_inv(o, false, p.k, m);
         for (var j = 0u; j < p.k; j++) {
-            s += exp(wts[o + j] - m);
-        }
-        let is = 1.0 / s;
-        for (var j = 0u; j < p.k; j++) {
-            wts[o + j] = exp(wts[o + j] - m) * is;
+            wts[o + j] = soft_exp(wts[o + j] - m, j, p.k) * is;
         }
     }
     if (p.norm != 0u) {
-        var s = 0.0;
+        var sd = vec2<f32>(0.0, 0.0);
         for (var j = 0u; j < p.k; j++) {
-            s += wts[o + j];
+            sd = ns_add(sd, wts[o + j]);
         }
-        s = max(s, p.sum_min);
+        let s = max(ns_value(sd), p.sum_min);
         for (var j = 0u; j < p.k; j++) {
             wts[o + j] = wts[o + j] / s;
         }

@@ -34,14 +34,16 @@ func Source(name string, defines ...string) (string, error) {
 		}
 		set[d] = true
 	}
-	out, err := expand(name, set, 0)
+	out, err := expand(name, set, 0, map[string]bool{})
 	if err != nil {
 		return "", fmt.Errorf("shaders: %s.wgsl: %w", name, err)
 	}
 	return out + consts.String(), nil
 }
 
-func expand(name string, set map[string]bool, depth int) (string, error) {
+// expand preprocesses file name and expands its #include lines, each include once per kernel
+// (at its first #include: shared includes such as norm_sum.inc may be reached by several paths).
+func expand(name string, set map[string]bool, depth int, seen map[string]bool) (string, error) {
 	if depth > 4 {
 		return "", fmt.Errorf("#include nested too deeply at %q", name)
 	}
@@ -56,7 +58,12 @@ func expand(name string, set map[string]bool, depth int) (string, error) {
 	var out strings.Builder
 	for _, line := range strings.SplitAfter(src, "\n") {
 		if inc, ok := strings.CutPrefix(strings.TrimSpace(line), "//#include "); ok {
-			body, err := expand(strings.TrimSpace(inc), set, depth+1)
+			inc = strings.TrimSpace(inc)
+			if seen[inc] {
+				continue
+			}
+			seen[inc] = true
+			body, err := expand(inc, set, depth+1, seen)
 			if err != nil {
 				return "", err
 			}

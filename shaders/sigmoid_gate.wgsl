@@ -1,7 +1,9 @@
 // The output gate of qwen35's gated attention (gpu.SigmoidGate), in place:
-// o[t, h, e] *= 1 / (1 + exp(-gate[t, h, e])), ggml_sigmoid then ggml_mul in f32. Both operands
+// o[t, h, e] *= 1 / (1 + expf(-gate[t, h, e])), ggml_sigmoid then ggml_mul in f32. Both operands
 // are head vectors of rows, each with its own row stride, first column and head stride (the
 // gate's heads interleave with q's in attn_q's output). One invocation per element; no loops.
+
+//#include ggml_math.inc
 
 struct Params {
     rows: u32,
@@ -21,6 +23,7 @@ struct Params {
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    ns_zero = u32(p.head_dim == 0u); // never 1 where any invocation works
     let i = gid.x + gid.y * nwg.x * 64u;
     if (i >= p.rows * p.heads * p.head_dim) {
         return;
@@ -29,6 +32,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let h = (i / p.head_dim) % p.heads;
     let t = i / (p.head_dim * p.heads);
     let oi = t * p.o_stride + p.o_col + h * p.o_head + e;
-    let s = 1.0 / (1.0 + exp(-gate[t * p.g_stride + p.g_col + h * p.g_head + e]));
+    let s = sigmoid_c(gate[t * p.g_stride + p.g_col + h * p.g_head + e]);
     o[oi] = o[oi] * s;
 }

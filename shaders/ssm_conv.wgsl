@@ -8,14 +8,17 @@
 //
 //   out[first + t, c] = sum_{i < D_CONV} ext[t + i] * w[c * D_CONV + i]   (f32, ascending i)
 //
-// as ggml_compute_forward_ssm_conv_f32 sums it; SILU applies v / (1 + exp(-v)) (the ggml_silu
-// llama.cpp's graphs put after it). The state then holds ext[n .. n + D_CONV - 2].
+// as ggml_compute_forward_ssm_conv_f32 sums it; SILU applies the ggml_silu llama.cpp's graphs
+// put after it (a row of ggml_vec_silu_f32 per token: ggml_math.inc's silu_v in runs of 8,
+// silu_c after them). The state then holds ext[n .. n + D_CONV - 2].
 //
 // One invocation per channel, BLOCK tokens of one sequence (grid: x channels / 64, y token
 // blocks, z sequences). Only block 0 touches the state: it reads it (tokens t < D_CONV - 1 are
 // all in it, BLOCK >= D_CONV - 1) and then writes it, after its own reads, in ascending order,
 // so when n < D_CONV - 1 the rows it keeps (at n + i > i) are read before they are replaced.
 // Loops: D_CONV + (D_CONV - 1) + BLOCK (D_CONV + D_CONV - 1 + 1) + D_CONV - 1, 74 at D_CONV 4.
+
+//#include ggml_math.inc
 
 struct Params {
     channels: u32, // conv channels, the row length of out
@@ -43,6 +46,7 @@ fn ext(first: u32, sbase: u32, c: u32, e: u32) -> f32 {
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wg: vec3<u32>) {
+    ns_zero = u32(p.channels == 0u); // never 1 where any invocation works (ggml_math.inc)
     let c = gid.x;
     let first = seqs[3u * wg.z];
     let n = seqs[3u * wg.z + 1u];
@@ -66,10 +70,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wg
         win[KS] = x[(first + t) * p.x_stride + p.x_col + c];
         var sum = 0.0;
         for (var i = 0u; i < D_CONV; i++) {
-            sum += win[i] * wc[i];
+            sum = fma1(win[i], wc[i], sum);
         }
 #ifdef SILU
-        sum = sum / (1.0 + exp(-sum));
+        sum = select(silu_c(sum), silu_v(sum), c < (p.channels & ~7u));
 #endif
         out[(first + t) * p.channels + c] = sum;
         for (var i = 0u; i < KS; i++) {

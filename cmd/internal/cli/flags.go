@@ -129,6 +129,7 @@ type modelFlags struct {
 	slots          int
 	kvUnified      bool
 	ctxShift       bool
+	cpuExact       bool
 	noCtxShift     bool
 	cacheReuse     int
 	ctxCheckpoints int
@@ -150,6 +151,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&m.rawActivations, "raw-activations", false, "feed matmuls f32 activations instead of rounding them as llama.cpp's CPU backend does")
 	fs.BoolVar(&m.kvUnified, "kv-unified", false, "one KV cache pool for all slots: each may use the whole context")
 	fs.BoolVar(&m.kvUnified, "kvu", false, "same as --kv-unified")
+	fs.BoolVar(&m.cpuExact, "cpu-exact", false, "on a CPU adapter (lavapipe), reproduce llama.cpp's CPU arithmetic bit for bit: its exp, fused multiply-adds and summation orders (F32 and Q8_0 prompts take about 3x longer)")
 	fs.BoolVar(&m.ctxShift, "context-shift", false, "when a slot's context fills, drop older tokens and keep generating")
 	fs.BoolVar(&m.noCtxShift, "no-context-shift", false, "stop generating when the context fills (the default)")
 	intVar(fs, &m.cacheReuse, 0, "shortest cached chunk reused by moving it in the KV cache (n_cache_reuse; 0: off)", "cache-reuse")
@@ -199,7 +201,7 @@ func (m *modelFlags) engineConfig(alias string, logger *log.Logger) (engine.Conf
 	}
 	return engine.Config{ModelPath: path, Alias: alias, CtxSize: m.ctxSize, BatchSize: m.batch, Slots: slots, Device: m.device,
 		GPUMemory: uint64(m.gpuMemory) << 20, KVF32: m.cacheK == "f32", RawActivations: m.rawActivations, Logger: logger,
-		KVUnified: unified, ContextShift: m.ctxShift && !m.noCtxShift, CacheReuse: m.cacheReuse, CtxCheckpoints: ckpts,
+		KVUnified: unified, ContextShift: m.ctxShift && !m.noCtxShift, CPUExact: m.cpuExact, CacheReuse: m.cacheReuse, CtxCheckpoints: ckpts,
 		PromptCacheMiB: m.cacheRAM, NoPromptCache: m.cacheRAM == 0, NoCacheIdleSlots: !m.cacheIdleSlots}, nil
 }
 
@@ -217,6 +219,7 @@ func (m *modelFlags) loadModel(stderr io.Writer, minBatch int, onDevice func(*gp
 		return nil, nil, nil, err
 	}
 	dev.SetBudget(cfg.GPUMemory)
+	dev.SetCPUMath(cfg.CPUExact)
 	if onDevice != nil {
 		if err := onDevice(dev); err != nil {
 			dev.Close()

@@ -1,0 +1,104 @@
+package cpuref
+
+import (
+	"math"
+	"math/big"
+
+	"github.com/wgpu-llama/wgpu-llama/gguf"
+)
+
+// MatMulQ8_0Lanes is llama.cpp's CPU product on x86 with AVX2 of Q8_0 weights w (ggml's
+// blocks: f16 d, 32 int8; rows of cols values) with the activations x rounded to Q8_0
+// (ActQ8_0), nTokens rows of cols: per block the int8 products summed in 8 lanes of 4, each
+// lane accumulated over the blocks as fma(d_w·d_x, lane, acc) rounded once, the lanes folded
+// as hsum_float_8 folds them. ggml_vec_dot_q8_0_q8_0 (one token) and llamafile's
+// tinyBLAS_Q0_AVX (batches) both sum so. Output is (nTokens, rows).
+func MatMulQ8_0Lanes(w []byte, rows, cols int, x []float32, nTokens int) []float32 {
+	nb := cols / 32
+	out := make([]float32, nTokens*rows)
+	for t := range nTokens {
+		xd, xq := q8Blocks(x[t*cols : (t+1)*cols])
+		for r := range rows {
+			var lane [8]float32
+			for b := range nb {
+				blk := w[(r*nb+b)*34:]
+				d := gguf.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8) * xd[b]
+				for l := range lane {
+					var s int32
+					for i := 4 * l; i < 4*l+4; i++ {
+						s += int32(int8(blk[2+i])) * int32(xq[32*b+i])
+					}
+					lane[l] = fmaOnce(d, float32(s), lane[l])
+				}
+			}
+			out[t*rows+r] = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]))
+		}
+	}
+	return out
+}
+
+// q8Blocks is ActQ8_0's rounding of x as llama.cpp stores it: each block's f16 scale (as
+// f32) and the int8 values.
+func q8Blocks(x []float32) (d []float32, q []int8) {
+	d, q = make([]float32, len(x)/32), make([]int8, len(x))
+	for b := range d {
+		var amax float32
+		for _, v := range x[32*b : 32*b+32] {
+			amax = max(amax, float32(math.Abs(float64(v))))
+		}
+		d[b] = f16Round(amax / 127)
+		var id float32
+		if amax != 0 {
+			id = 127 / amax
+		}
+		for j, v := range x[32*b : 32*b+32] {
+			q[32*b+j] = int8(math.RoundToEven(float64(v * id)))
+		}
+	}
+	return d, q
+}
+
+// fmaOnce is a*b + c rounded once to f32, as a fused multiply-add rounds it.
+func fmaOnce(a, b, c float32) float32 {
+	// a*b is exact in float64; their sum with c exact at this precision (the values here
+	// are within a few hundred binary orders of each other).
+	var s big.Float
+	s.SetPrec(400).SetFloat64(float64(a) * float64(b))
+	s.Add(&s, new(big.Float).SetFloat64(float64(c)))
+	f, _ := s.Float32()
+	return f
+}
+
+// DotF32VecDot is ggml_vec_dot_f32 on x86 with AVX2 and FMA (one token's product with F32
+// weights): element i of each run of 32 fused into lane i % 32, the lanes folded by
+// GGML_F32_VEC_REDUCE, then the last len % 32 elements fused in one by one (GCC contracts the
+// C loop's sum += x * y).
+func DotF32VecDot(x, y []float32) float32 {
+	var lane [32]float32
+	whole := len(x) &^ 31
+	for i := 0; i < whole; i++ {
+		lane[i%32] = fmaOnce(x[i], y[i], lane[i%32])
+	}
+	var half [4]float32
+	for i := range half {
+		lo := (lane[i] + lane[16+i]) + (lane[8+i] + lane[24+i])
+		hi := (lane[4+i] + lane[20+i]) + (lane[12+i] + lane[28+i])
+		half[i] = lo + hi
+	}
+	sum := (half[0] + half[1]) + (half[2] + half[3])
+	for i := whole; i < len(x); i++ {
+		sum = fmaOnce(x[i], y[i], sum)
+	}
+	return sum
+}
+
+// DotF32TinyBLAS is llamafile's tinyBLAS on x86 with AVX2 (a batch's product with F32
+// weights, rows a multiple of 8): element i fused into lane i % 8, the lanes folded as
+// hsum_float_8 folds them.
+func DotF32TinyBLAS(x, y []float32) float32 {
+	var l [8]float32
+	for i := range x {
+		l[i%8] = fmaOnce(x[i], y[i], l[i%8])
+	}
+	return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]))
+}

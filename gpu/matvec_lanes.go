@@ -1,0 +1,85 @@
+package gpu
+
+import "slices"
+
+// inLaneOrder reports whether a product of w with x takes matvec_lanes.wgsl, llama.cpp's own
+// CPU order (integer lane sums for Q8_0, ggml_vec_dot_f32's or tinyBLAS's lanes for F32, fused
+// multiply-adds, their horizontal sums): on CPU adapters reproducing llama.cpp's arithmetic
+// (CPUMath), Q8_0 weights with packed Q8_0 activations (QuantizeActivations packs them there
+// for any token count) and F32 weights with f32 ones.
+func (r *Recorder) inLaneOrder(w Weight, x Acts) bool {
+	if !r.d.BarrierFree || !r.d.CPUMath {
+		return false
+	}
+	return w.Type == Q8_0 && x.Packed == ActQ8_0 || w.Type == F32 && x.Packed == ActNone && x.Sums == nil
+}
+
+// vecDotOrder is matvec_lanes.wgsl's VDOT define when an F32 product of nTokens tokens with
+// w sums as ggml_vec_dot_f32: for one token, and for shapes llamafile's tinyBLAS refuses (rows
+// of a length not a multiple of 8, or a weight of a row count not a multiple of 4); mul_mat_id
+// always does (matMulIDLanes).
+func vecDotOrder(w Weight, nTokens int) []string {
+	if w.Type == F32 && (nTokens < 2 || w.Cols%8 != 0 || w.Rows%4 != 0) {
+		return []string{"VDOT"}
+	}
+	return nil
+}
+
+// laneDefines are matvec_lanes.wgsl's token lanes for a group of n tokens: 1, 2, 4 or 8.
+func laneDefines(n int) []string {
+	switch {
+	case n > 4:
+		return []string{"LANES8"}
+	case n > 2:
+		return []string{"LANES4"}
+	case n == 2:
+		return []string{"LANES2"}
+	}
+	return nil
+}
+
+// matMulLanes is MatMulAt in lane order (inLaneOrder): one row an invocation, tokens in groups
+// of up to 4 in the grid's z.
+func (r *Recorder) matMulLanes(w Weight, x Acts, nTokens int, extra []string, lora bool, params func(WeightChunk) []uint32, bufs func(WeightChunk) []*Buffer) {
+	bind := bindRRRW
+	if lora {
+		bind = []Access{ReadOnly, ReadOnly, ReadWrite, ReadOnly, ReadOnly}
+	}
+	lanes := min(nTokens, 4)
+	if lanes == 3 {
+		lanes = 4
+	}
+	defs := append(append(append(slices.Clip(extra), laneDefines(lanes)...), x.Packed.packedDefines()...), vecDotOrder(w, nTokens)...)
+	p := r.kernel("matvec_lanes", bind, rowsWorkgroup, weightDefines(w.Type, defs...)...)
+	if p == nil {
+		return
+	}
+	for _, c := range w.Chunks {
+		groups := r.grid((c.Rows + rowsWorkgroup - 1) / rowsWorkgroup)
+		groups[2] = uint32((nTokens + lanes - 1) / lanes)
+		r.Dispatch(p, params(c), groups, bufs(c)...)
+	}
+}
+
+// matMulIDLanes is MatMulID in lane order: per assignment (grid z) for few tokens, per tile of
+// the plan (up to 8 assignments of one expert) for batches.
+func (r *Recorder) matMulIDLanes(w Weight, x Acts, grouped bool, zSlices uint32, defs []string, bind []Access, params func(WeightChunk) []uint32, bufs func(WeightChunk) []*Buffer) {
+	lanes := 1
+	if grouped {
+		lanes = 8
+	}
+	defs = append(append(defs, laneDefines(lanes)...), x.Packed.packedDefines()...)
+	if w.Type == F32 {
+		defs = append(defs, "VDOT") // ggml's mul_mat_id takes vec_dot for every token
+	}
+	p := r.kernel("matvec_lanes", bind, rowsWorkgroup, weightDefines(w.Type, defs...)...)
+	if p == nil {
+		return
+	}
+	rowsPer := w.Rows / w.Experts
+	for _, c := range w.Chunks {
+		groups := r.grid((rowsPer + rowsWorkgroup - 1) / rowsWorkgroup)
+		groups[2] = zSlices
+		r.Dispatch(p, params(c), groups, bufs(c)...)
+	}
+}

@@ -1,0 +1,129 @@
+package gpu_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/wgpu-llama/wgpu-llama/gguf"
+	"github.com/wgpu-llama/wgpu-llama/gpu"
+	"github.com/wgpu-llama/wgpu-llama/gpu/cpuref"
+	"github.com/wgpu-llama/wgpu-llama/gpu/gputest"
+)
+
+// TestMatMulLaneOrder checks CPU adapters' Q8_0 products (matvec_lanes.wgsl) bit for bit
+// against llama.cpp's CPU order (cpuref.MatMulQ8_0Lanes), for one token and batches that
+// leave partial groups of token lanes, rows that leave a partial workgroup, with the residual
+// add and from an offset row of the activations.
+func TestMatMulLaneOrder(t *testing.T) {
+	d := laneOrderDevice(t)
+	rng := rand.New(rand.NewPCG(41, 42))
+	const rows, cols, row0 = 45, 32 * 13, 1
+	for _, nTok := range []int{1, 2, 3, 6, 9} {
+		for _, add := range []bool{false, true} {
+			name := fmt.Sprintf("t=%d add=%v", nTok, add)
+			raw := q8Weight(t, rng, rows, cols)
+			w, err := d.UploadWeight("w", gpu.Q8_0, rows, cols, raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(w.Release)
+			x := randVec(rng, (row0+nTok)*cols)
+			y0 := randVec(rng, nTok*rows)
+			out := upload(t, d, y0)
+			xq, sums := empty(t, d, nTok*cols), empty(t, d, nTok*cols/32)
+			got := run(t, d, out, len(y0), func(r *gpu.Recorder) {
+				acts := r.QuantizeActivations(gpu.ActQ8_0, upload(t, d, x), row0, nTok, cols, xq, sums)
+				if acts.Packed != gpu.ActQ8_0 {
+					t.Fatalf("%s: activations packed as %d, want Q8_0", name, acts.Packed)
+				}
+				r.MatMulAt(w, acts, nTok, out, rows, 0, add)
+			})
+			want := cpuref.MatMulQ8_0Lanes(raw, rows, cols, x[row0*cols:], nTok)
+			if add {
+				want = cpuref.Add(y0, want)
+			}
+			checkBits(t, name, got, want)
+		}
+	}
+}
+
+// q8Weight is a random matrix quantized to Q8_0 (ggml's blocks).
+func q8Weight(t *testing.T, rng *rand.Rand, rows, cols int) []byte {
+	t.Helper()
+	raw, err := gguf.Quantize(gguf.TypeQ8_0, randVec(rng, rows*cols))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// checkBits fails on the first value that differs from want in any bit.
+func checkBits(t *testing.T, name string, got, want []float32) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", name, len(got), len(want))
+	}
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Errorf("%s: value %d is %v, want %v (%d of %d differ)", name, i, got[i], want[i], countDiff(got, want), len(got))
+			return
+		}
+	}
+}
+
+// laneOrderDevice is the shared device as a CPU adapter reproducing llama.cpp's arithmetic
+// (matvec_lanes.wgsl's products), restored after the test.
+func laneOrderDevice(t *testing.T) *gpu.Device {
+	d := gputest.Device(t)
+	if d.Info.Type != "cpu" {
+		t.Skip("llama.cpp's CPU order is reproduced on CPU adapters only (CPUMath)")
+	}
+	bf, exact := d.BarrierFree, d.CPUMath
+	t.Cleanup(func() { d.BarrierFree, d.CPUMath = bf, exact })
+	d.BarrierFree = true
+	d.SetCPUMath(true)
+	return d
+}
+
+// TestMatMulF32LaneOrder checks CPU adapters' F32 products bit for bit against llama.cpp's:
+// ggml_vec_dot_f32's order for one token and for shapes tinyBLAS refuses (rows of a length not
+// a multiple of 8, here with a tail past the runs of 32; a weight of 45 rows, not a multiple of
+// 4), llamafile's tinyBLAS for other batches.
+func TestMatMulF32LaneOrder(t *testing.T) {
+	d := laneOrderDevice(t)
+	rng := rand.New(rand.NewPCG(43, 44))
+	const row0 = 2
+	for _, shape := range [][2]int{{44, 32 * 13}, {44, 32*13 + 12}, {45, 32 * 13}} {
+		rows, cols := shape[0], shape[1]
+		for _, nTok := range []int{1, 2, 3, 6, 9} {
+			name := fmt.Sprintf("%dx%d t=%d", rows, cols, nTok)
+			wv := randVec(rng, rows*cols)
+			w, err := d.UploadWeight("w", gpu.F32, rows, cols, gpu.Bytes(wv))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(w.Release)
+			x := randVec(rng, (row0+nTok)*cols)
+			y0 := randVec(rng, nTok*rows)
+			out := upload(t, d, y0)
+			got := run(t, d, out, len(y0), func(r *gpu.Recorder) {
+				r.MatMul(w, upload(t, d, x), row0, nTok, out, true)
+			})
+			want := make([]float32, len(y0))
+			for tk := range nTok {
+				xr := x[(row0+tk)*cols : (row0+tk+1)*cols]
+				for r := range rows {
+					wr := wv[r*cols : (r+1)*cols]
+					v := cpuref.DotF32TinyBLAS(wr, xr)
+					if nTok == 1 || cols%8 != 0 || rows%4 != 0 {
+						v = cpuref.DotF32VecDot(wr, xr)
+					}
+					want[tk*rows+r] = y0[tk*rows+r] + v
+				}
+			}
+			checkBits(t, name, got, want)
+		}
+	}
+}

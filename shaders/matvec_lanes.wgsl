@@ -1,0 +1,151 @@
+// CPU adapters' matrix products in llama.cpp's own CPU order (x86 with AVX2 and FMA), so a
+// model's products are llama.cpp's bit for bit: matvec.wgsl's sums differ from them in the
+// last bits, and the next 8-bit activation rounding amplifies that step after step (0.14 apart
+// in llama.cpp's probabilities after 30 tokens of the shared random qwen35, Q8_0).
+// y[y_row0 + t, y_col0 + r] (+)= sum_k x[x_row0 + t, k] * W[r, k], for
+//   T_Q8_0 (x: act_quant's PACKED Q8_0 rows, XPACK_Q8, XB = 32): ggml_vec_dot_q8_0_q8_0 and
+//          llamafile's tinyBLAS_Q0_AVX alike: per 32-block the int8 products summed in 8 lanes
+//          of 4 (dot4I8Packed: exact integers), each lane accumulated over the blocks as
+//          fma(d_w * d_x, lane, acc), the lanes folded as hsum_float_8 folds them:
+//          ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7));
+//   T_F32 (x: f32 rows) with VDOT (one token, mul_mat_id, or rows not a multiple of 8):
+//          ggml_vec_dot_f32: 32 lanes (four registers of 8), element i fused into lane
+//          i % 32, folded by GGML_F32_VEC_REDUCE, then the last k % 32 fused in one by one;
+//   T_F32 without VDOT (batches: llamafile's tinyBLAS): 8 lanes over the whole row, folded as
+//          hsum_float_8.
+// Each invocation takes one row of W and LANES tokens: a group of tokens per grid z slice, or
+// with ID one assignment (LANES 1, matmul_io.inc's id_assign) or a tile of up to 8 of one
+// expert (LANES 8, id_tile). ADD, SCALED and LORA_B are matmul_io.inc's epilogues.
+// The fused multiply-adds are ggml_math.inc's fma4 and fma1 (CPU_MATH: emulated, as WGSL's
+// fma may round twice, and lavapipe's does).
+
+//#include matmul_io.inc
+//#include dequant.inc
+//#include ggml_math.inc
+
+const RWG: u32 = 32u;
+
+#ifdef LANES8
+const LANES: u32 = 8u;
+#else
+#ifdef LANES4
+const LANES: u32 = 4u;
+#else
+#ifdef LANES2
+const LANES: u32 = 2u;
+#else
+const LANES: u32 = 1u;
+#endif
+#endif
+#endif
+
+#ifdef T_F32
+// wv4 is the weight's 4 floats from word i.
+fn wv4(i: u32) -> vec4<f32> {
+    return bitcast<vec4<f32>>(vec4<u32>(w[i], w[i + 1u], w[i + 2u], w[i + 3u]));
+}
+
+// fold32 is GGML_F32_VEC_REDUCE of 32 lanes (lane 4 a + c in l[a].c): registers 0 + 2 and
+// 1 + 3, those two added, the 8 lanes halved to 4 and then added in neighbouring pairs.
+fn fold32(l: array<vec4<f32>, 8>) -> f32 {
+    let lo = keep4(keep4(l[0] + l[4]) + keep4(l[2] + l[6]));
+    let hi = keep4(keep4(l[1] + l[5]) + keep4(l[3] + l[7]));
+    let h = keep4(lo + hi);
+    return ns_keep(h.x + h.y) + ns_keep(h.z + h.w);
+}
+#endif
+
+#ifdef XPACK_Q8
+// lanes4 is the 4 lane sums of words w0.. (4 int8 each) with the activation words x[xo..].
+fn lanes4(wv: vec4<u32>, xo: u32) -> vec4<f32> {
+    return vec4<f32>(vec4<i32>(dot4I8Packed(wv.x, x[xo]), dot4I8Packed(wv.y, x[xo + 1u]),
+                               dot4I8Packed(wv.z, x[xo + 2u]), dot4I8Packed(wv.w, x[xo + 3u])));
+}
+#endif
+
+@compute @workgroup_size(RWG)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    // A zero the compiler cannot see (a row of y is never 0 wide), for ggml_math.inc.
+    ns_zero = u32(p.y_stride == 0u);
+    let row = (wg.x + wg.y * nwg.x) * RWG + li;
+    let nb = p.k / BS;
+#ifdef ID
+#ifdef LANES8
+    if (!id_tile(wg.z)) {
+        return;
+    }
+#else
+    if (!id_assign(wg.z)) {
+        return;
+    }
+#endif
+    let base0 = id_w0 + min(row, p.n - 1u) * nb * BW;
+#else
+    tok0 = wg.z * LANES;
+    nt = min(LANES, p.n_tok - tok0);
+    let base0 = min(row, p.n - 1u) * nb * BW;
+#endif
+#ifdef T_Q8_0
+    // Lanes 0-3 and 4-7 of each token's sums.
+    var lo = array<vec4<f32>, LANES>();
+    var hi = array<vec4<f32>, LANES>();
+    for (var b = 0u; b < nb; b++) {
+        let base = base0 + b * BW;
+        let dw = f16lo(w[base]);
+        let wl = vec4<u32>(w[base + 1u], w[base + 2u], w[base + 3u], w[base + 4u]);
+        let wh = vec4<u32>(w[base + 5u], w[base + 6u], w[base + 7u], w[base + 8u]);
+        for (var t = 0u; t < LANES; t++) {
+            let at = act_at(xrow(t), b);
+            let d = vec4<f32>(dw * act_scale(at)); // exact: two f16 significands
+            lo[t] = fma4(d, lanes4(wl, at + 1u), lo[t]);
+            hi[t] = fma4(d, lanes4(wh, at + 5u), hi[t]);
+        }
+    }
+    for (var t = 0u; t < LANES; t++) {
+        if (row < p.n && t < nt) {
+            let v = lo[t] + hi[t];
+            store(t, row, ns_keep(ns_keep(v.x + v.z) + ns_keep(v.y + v.w)));
+        }
+    }
+#else
+#ifdef VDOT
+    // Lane 4 a + c of token t's 32 is lane[t][a].c.
+    var lane = array<array<vec4<f32>, 8>, LANES>();
+    let whole = p.k & ~31u;
+    for (var i = 0u; i < whole / 4u; i++) {
+        let wv = wv4(base0 + 4u * i);
+        for (var t = 0u; t < LANES; t++) {
+            lane[t][i % 8u] = fma4(wv, x[xrow(t) * (p.k / 4u) + i], lane[t][i % 8u]);
+        }
+    }
+    for (var t = 0u; t < LANES; t++) {
+        if (row < p.n && t < nt) {
+            var s = fold32(lane[t]);
+            for (var i = whole; i < p.k; i++) {
+                s = fma1(bitcast<f32>(w[base0 + i]), x[(xrow(t) * p.k + i) / 4u][i % 4u], s);
+            }
+            store(t, row, s);
+        }
+    }
+#else
+    var lo = array<vec4<f32>, LANES>();
+    var hi = array<vec4<f32>, LANES>();
+    for (var i = 0u; i < p.k / 8u; i++) {
+        let wl = wv4(base0 + 8u * i);
+        let wh = wv4(base0 + 8u * i + 4u);
+        for (var t = 0u; t < LANES; t++) {
+            let xo = xrow(t) * (p.k / 4u) + 2u * i;
+            lo[t] = fma4(wl, x[xo], lo[t]);
+            hi[t] = fma4(wh, x[xo + 1u], hi[t]);
+        }
+    }
+    for (var t = 0u; t < LANES; t++) {
+        if (row < p.n && t < nt) {
+            let v = lo[t] + hi[t];
+            store(t, row, ns_keep(ns_keep(v.x + v.z) + ns_keep(v.y + v.w)));
+        }
+    }
+#endif
+#endif
+}
