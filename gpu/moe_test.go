@@ -42,7 +42,9 @@ func moeVariants(d *gpu.Device) []moeVariant {
 // useVariant sets the device's kernel shape, restored when the test ends.
 func useVariant(t *testing.T, d *gpu.Device, v moeVariant) {
 	bf, sub, f16m, rows, exact := d.BarrierFree, d.SubgroupMath, d.F16Math, d.RowsPerInvocation, d.CPUMath
-	t.Cleanup(func() { d.BarrierFree, d.SubgroupMath, d.F16Math, d.RowsPerInvocation, d.CPUMath = bf, sub, f16m, rows, exact })
+	t.Cleanup(func() {
+		d.BarrierFree, d.SubgroupMath, d.F16Math, d.RowsPerInvocation, d.CPUMath = bf, sub, f16m, rows, exact
+	})
 	d.BarrierFree, d.SubgroupMath, d.F16Math, d.RowsPerInvocation = v.bf, v.sub, v.f16m, 0
 	d.SetCPUMath(v.exact)
 }
