@@ -67,6 +67,13 @@ func TestGGMLMath(t *testing.T) {
 // evalMath runs fn of ggml_math.inc over xs on d.
 func evalMath(t *testing.T, d *Device, fn string, xs []float32) []float32 {
 	t.Helper()
+	return evalMathN(t, d, fn+"(x[i])", xs, len(xs))
+}
+
+// evalMathN evaluates the WGSL expression expr (of ggml_math.inc's functions, reading x at
+// index i) for i < n on d.
+func evalMathN(t *testing.T, d *Device, expr string, xs []float32, n int) []float32 {
+	t.Helper()
 	gm, err := shaders.Source("ggml_math.inc", "CPU_MATH")
 	if err != nil {
 		t.Fatal(err)
@@ -81,10 +88,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     ns_zero = p.zero;
     let i = gid.x + gid.y * nwg.x * 64u;
     if (i < p.n) {
-        y[i] = ` + fn + `(x[i]);
+        y[i] = ` + expr + `;
     }
 }`
-	pl, err := d.Pipeline(PipelineKey{Kernel: "ggml_math_test", Variant: fn}, PipelineSpec{
+	pl, err := d.Pipeline(PipelineKey{Kernel: "ggml_math_test", Variant: expr}, PipelineSpec{
 		Source: func() (string, error) { return src, nil }, Entry: "main",
 		Bindings: []Access{ReadOnly, ReadWrite}, WorkgroupSize: 64})
 	if err != nil {
@@ -99,7 +106,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 		t.Fatal(err)
 	}
 	defer in.Release()
-	out, err := d.NewBuffer("y", uint64(len(raw)))
+	out, err := d.NewBuffer("y", uint64(4*n))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,10 +115,52 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Dispatch(pl, Params(len(xs), 0), r.elementwise(len(xs)), in, out)
-	b, err := r.SubmitAndRead(out, 0, uint64(len(raw)))
+	r.Dispatch(pl, Params(n, 0), r.elementwise(n), in, out)
+	b, err := r.SubmitAndRead(out, 0, uint64(4*n))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return Float32s(b)
+}
+
+// TestFMAOnce checks ggml_math.inc's emulated fused multiply-add (fma1, and fma4's lanes) bit
+// for bit against the exactly rounded a*b + c on CPU adapters, on random triples and on ones
+// where c nearly cancels a*b.
+func TestFMAOnce(t *testing.T) {
+	d, err := Open(0)
+	if err != nil {
+		t.Skipf("no GPU adapter: %v", err)
+	}
+	defer d.Close()
+	if d.Info.Type != "cpu" {
+		t.Skip("CPU_MATH reproduces llama.cpp's CPU arithmetic on CPU adapters only")
+	}
+	rng := rand.New(rand.NewPCG(53, 54))
+	const n = 1 << 17
+	xs := make([]float32, 3*n)
+	for i := 0; i < n; i++ {
+		a, b := float32(rng.NormFloat64()), float32(rng.NormFloat64())
+		c := float32(rng.NormFloat64() * math.Pow(2, float64(rng.IntN(20)-10)))
+		if i%2 == 1 { // cancelling: c is -a*b rounded, nudged by a few ulps
+			c = -math.Float32frombits(math.Float32bits(a*b) + uint32(rng.IntN(5)))
+		}
+		xs[3*i], xs[3*i+1], xs[3*i+2] = a, b, c
+	}
+	for _, expr := range []string{
+		"fma1(x[3u * i], x[3u * i + 1u], x[3u * i + 2u])",
+		"fma4(vec4<f32>(x[3u * i]), vec4<f32>(x[3u * i + 1u]), vec4<f32>(x[3u * i + 2u])).z",
+	} {
+		got := evalMathN(t, d, expr, xs, n)
+		bad := 0
+		for i := range n {
+			if want := cpuref.FMAOnce(xs[3*i], xs[3*i+1], xs[3*i+2]); math.Float32bits(got[i]) != math.Float32bits(want) {
+				if bad++; bad <= 3 {
+					t.Errorf("%s of (%v, %v, %v) = %v, want %v", expr[:4], xs[3*i], xs[3*i+1], xs[3*i+2], got[i], want)
+				}
+			}
+		}
+		if bad > 0 {
+			t.Errorf("%s: %d of %d differ", expr[:4], bad, n)
+		}
+	}
 }

@@ -102,6 +102,13 @@ func checkAgainstProbs(t *testing.T, m *model.Model, ref probsRef, lim refLimits
 	step0 := 0.0
 	for i := range agree {
 		lp := logSoftmax(steps[i])
+		sw := 0.0
+		for _, e := range ref.Steps[i].Top {
+			sw = max(sw, math.Abs(math.Exp(lp[e.ID])-math.Exp(e.Logprob)))
+		}
+		if os.Getenv("STEPDEBUG") != "" {
+			t.Logf("step %d: %.3g", i, sw)
+		}
 		for _, e := range ref.Steps[i].Top {
 			d := math.Abs(math.Exp(lp[e.ID]) - math.Exp(e.Logprob))
 			if d > worst {

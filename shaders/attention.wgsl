@@ -88,7 +88,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             vs = exp_c(s - m);
         }
         let vo = off + dim0; // even: a pair's offset
-        acc = acc16(fma(vec4<f32>(v_pair(vo), v_pair(vo + zw)), vec4<f32>(vs), acc));
+        acc = acc16(fma4(vec4<f32>(v_pair(vo), v_pair(vo + zw)), vec4<f32>(vs), acc));
         l = l * ms + vs;
     }
 #ifdef CHUNKED

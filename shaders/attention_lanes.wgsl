@@ -89,7 +89,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                     let dim0 = 4u * a;
                     let xy = v_pair(off + dim0);
                     let zw = v_pair(off + select(dim0 + 2u, dim0, dim0 + 2u >= HEAD_DIM));
-                    acc[a] = acc16(fma(vec4<f32>(xy, zw), vec4<f32>(vs), acc[a]));
+                    acc[a] = acc16(fma4(vec4<f32>(xy, zw), vec4<f32>(vs), acc[a]));
                 }
                 l = l * ms + vs;
             }

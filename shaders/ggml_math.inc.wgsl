@@ -22,16 +22,37 @@ fn keep4(v: vec4<f32>) -> vec4<f32> {
 
 #ifdef CPU_MATH
 // fma1 is a * b + c rounded once (x86's vfmadd): Dekker's exact product p + e (Veltkamp's
-// splits, norm_sum.inc's ns_split), Knuth's exact sum s + t of c and p, then s + (t + e).
+// splits, norm_sum.inc's ns_split), then the exact sum of c, p and e rounded once (sum3).
 fn fma1(a: f32, b: f32, c: f32) -> f32 {
     let as_ = ns_split(a);
     let bs = ns_split(b);
     let p = ns_keep(a * b);
     let e = ns_keep(ns_keep(ns_keep(ns_keep(as_.x * bs.x) - p) + ns_keep(as_.x * bs.y)) + ns_keep(as_.y * bs.x)) + ns_keep(as_.y * bs.y);
-    let s = ns_keep(c + p);
-    let bb = ns_keep(s - c);
-    let t = ns_keep(c - ns_keep(s - bb)) + ns_keep(p - bb);
-    return s + ns_keep(t + e);
+    return sum3(vec4<f32>(c), vec4<f32>(p), vec4<f32>(e)).x;
+}
+
+// sum3 is c + p + e rounded once: Knuth's exact sums give r + w + v with r the sum rounded
+// and w, v what it dropped; w + v is then rounded to odd (its last bit set where it is
+// inexact), so that r + it is never a false tie and rounds as the exact sum does (Boldo and
+// Melquiond's round-to-odd). (A plain s + (t + e) rounds twice: on lavapipe it gave one of a
+// 512x128 F32 product's 4608 sums an ulp off, gpu.TestMatMulF32LaneOrder.)
+fn sum3(c: vec4<f32>, p: vec4<f32>, e: vec4<f32>) -> vec4<f32> {
+    let st = two_sum4(c, p);
+    let uv = two_sum4(st[1], e);
+    let rw = two_sum4(st[0], uv[0]);
+    let zz = two_sum4(rw[1], uv[1]);
+    let zb = bitcast<vec4<u32>>(zz[0]);
+    // Toward the dropped part: away from zero where it has z's sign, else toward zero.
+    let step = select(vec4<u32>(0xFFFFFFFFu), vec4<u32>(1u), (zz[1] > vec4<f32>(0.0)) == (zz[0] > vec4<f32>(0.0)));
+    let odd = select(zb, zb + step, (zz[1] != vec4<f32>(0.0)) & ((zb & vec4<u32>(1u)) == vec4<u32>(0u)));
+    return rw[0] + keep4(bitcast<vec4<f32>>(odd));
+}
+
+// two_sum4 is Knuth's exact sum of each component: the rounded sum and its error.
+fn two_sum4(a: vec4<f32>, b: vec4<f32>) -> array<vec4<f32>, 2> {
+    let s = keep4(a + b);
+    let bb = keep4(s - a);
+    return array<vec4<f32>, 2>(s, keep4(a - keep4(s - bb)) + keep4(b - bb));
 }
 
 // split4 is ns_split of each component.
@@ -47,10 +68,7 @@ fn fma4(a: vec4<f32>, b: vec4<f32>, c: vec4<f32>) -> vec4<f32> {
     let bs = split4(b);
     let p = keep4(a * b);
     let e = keep4(keep4(keep4(keep4(as_[0] * bs[0]) - p) + keep4(as_[0] * bs[1])) + keep4(as_[1] * bs[0])) + keep4(as_[1] * bs[1]);
-    let s = keep4(c + p);
-    let bb = keep4(s - c);
-    let t = keep4(c - keep4(s - bb)) + keep4(p - bb);
-    return s + keep4(t + e);
+    return sum3(c, p, e);
 }
 
 // exp_v is ggml_v_expf (ggml-cpu/vec.h, the AVX2 variant) of one lane.

@@ -58,7 +58,10 @@ func q8Blocks(x []float32) (d []float32, q []int8) {
 	return d, q
 }
 
-// fmaOnce is a*b + c rounded once to f32, as a fused multiply-add rounds it.
+// FMAOnce is a*b + c rounded once to f32, as a fused multiply-add rounds it.
+func FMAOnce(a, b, c float32) float32 { return fmaOnce(a, b, c) }
+
+// fmaOnce is FMAOnce.
 func fmaOnce(a, b, c float32) float32 {
 	// a*b is exact in float64; their sum with c exact at this precision (the values here
 	// are within a few hundred binary orders of each other).
