@@ -109,6 +109,7 @@ type Device struct {
 	memory        uint64                // the adapter's memory as found at Open (0: unknown)
 	memorySource  string
 	staging       map[uint64]*wgpu.Buffer // readback buffers by size
+	geluTable     *Buffer                 // GELUTable, uploaded on first use (geluTableBuffer)
 	uniform       *wgpu.Buffer            // per-dispatch parameter slots
 	bindGroups    map[bindKey]*wgpu.BindGroup
 	paramsScratch []byte
@@ -209,6 +210,9 @@ func (d *Device) Close() {
 	}
 	if d.queries != nil {
 		d.queries.Release()
+	}
+	if d.geluTable != nil {
+		d.geluTable.Release()
 	}
 	if d.uniform != nil {
 		d.uniform.Destroy()

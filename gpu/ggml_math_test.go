@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/wgpu-llama/wgpu-llama/gpu/cpuref"
@@ -12,8 +13,8 @@ import (
 
 // TestGGMLMath checks ggml_math.inc's functions on CPU adapters against their Go references
 // on random inputs over the range a model's activations take and beyond: ggml_v_expf and its
-// silu bit for bit, the C library's expf and the sigmoid of it bit for bit on all but a few
-// in a million (where a pair of floats' 45 bits still leave the rounding in doubt).
+// silu bit for bit, the C library's expf, the sigmoid of it, sinf and cosf bit for bit on all
+// but a few in a million (where a pair of floats' 45 bits still leave the rounding in doubt).
 func TestGGMLMath(t *testing.T) {
 	d, err := Open(0)
 	if err != nil {
@@ -47,8 +48,14 @@ func TestGGMLMath(t *testing.T) {
 		{"silu_v", cpuref.SiLUV, 0},
 		{"exp_c", cpuref.Expf, 2},
 		{"sigmoid_c", cpuref.SigmoidC, 2},
+		{"sincos_c(x[i]).x", func(x float32) float32 { return float32(math.Sin(float64(x))) }, 2},
+		{"sincos_c(x[i]).y", func(x float32) float32 { return float32(math.Cos(float64(x))) }, 2},
 	} {
-		got := evalMath(t, d, f.name, xs)
+		expr := f.name
+		if !strings.Contains(expr, "(") {
+			expr += "(x[i])"
+		}
+		got := evalMathN(t, d, expr, xs, len(xs))
 		bad := 0
 		for i, x := range xs {
 			want := f.ref(x)

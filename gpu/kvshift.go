@@ -44,7 +44,7 @@ func (r *Recorder) ShiftKV(pos, kCache, vCache *Buffer, kvF16 bool, nKVHead, hea
 	for off := 0; off < n; off += -delta {
 		rows := min(-delta, n-off)
 		r.Dispatch(p, Params(1, nKVHead, headDim, rope.NRot, rope.FreqBase, scale, y.ExtFactor, attn, y.CorrLo, y.CorrHi,
-			rope.PageBits, rows, src0+off, dst0+off, delta), r.elementwise(rows*nKVHead*headDim/2), bufs...)
+			rope.PageBits, rows, src0+off, dst0+off, delta, rope.thetaScale()), r.elementwise(rows*nKVHead*headDim/2), bufs...)
 	}
 }
 

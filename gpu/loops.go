@@ -21,7 +21,9 @@ package gpu
 //	attention_split (GPUs): 4 (389 + head_dim/2) per 256-key split; merge about
 //	  (2 + head_dim/64) * splits, 772 at 32k keys
 //	avg_pool: s*s (s the pooling kernel, 2 or 4 in today's projectors)
-//	get_rows, rope_kv, kv_shift, copy_within, glu, bias_act, softcap, add: no loops
+//	get_rows, copy_within, glu, bias_act, softcap, add: no loops; rope_kv, kv_shift: none, or
+//	  with CPUMath n_rot/2 (ggml's angle products, where no RoPE table covers the position)
+//	matvec_lanes (CPUMath): k/32 (Q8_0, Q5_0), k/4 + k%32 (F32)
 //	MoE (moe.go): moe_route (a token an invocation) 2E + kE + 5k, 17.6k at E = MoEMaxExperts
 //	  (512) and k = MoEMaxUsed (32); moe_plan (an expert an invocation) n_assign + tiles/E + 1
 //	  to count, E + n_assign/8 + 1 + n_assign to place (tiles at most n_assign/8 + E), 19k at

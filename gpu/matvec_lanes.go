@@ -3,15 +3,15 @@ package gpu
 import "slices"
 
 // inLaneOrder reports whether a product of w with x takes matvec_lanes.wgsl, llama.cpp's own
-// CPU order (integer lane sums for Q8_0, ggml_vec_dot_f32's or tinyBLAS's lanes for F32, fused
-// multiply-adds, their horizontal sums): on CPU adapters reproducing llama.cpp's arithmetic
-// (CPUMath), Q8_0 weights with packed Q8_0 activations (QuantizeActivations packs them there
-// for any token count) and F32 weights with f32 ones.
+// CPU order (integer lane sums for Q8_0 and Q5_0, ggml_vec_dot_f32's or tinyBLAS's lanes for
+// F32, fused multiply-adds, their horizontal sums): on CPU adapters reproducing llama.cpp's
+// arithmetic (CPUMath), Q8_0 and Q5_0 weights with packed Q8_0 activations (QuantizeActivations
+// packs them there for any token count) and F32 weights with f32 ones.
 func (r *Recorder) inLaneOrder(w Weight, x Acts) bool {
 	if !r.d.BarrierFree || !r.d.CPUMath {
 		return false
 	}
-	return w.Type == Q8_0 && x.Packed == ActQ8_0 || w.Type == F32 && x.Packed == ActNone && x.Sums == nil
+	return (w.Type == Q8_0 || w.Type == Q5_0) && x.Packed == ActQ8_0 || w.Type == F32 && x.Packed == ActNone && x.Sums == nil
 }
 
 // vecDotOrder is matvec_lanes.wgsl's VDOT define when an F32 product of nTokens tokens with

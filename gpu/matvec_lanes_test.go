@@ -12,51 +12,50 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/gpu/gputest"
 )
 
-// TestMatMulLaneOrder checks CPU adapters' Q8_0 products (matvec_lanes.wgsl) bit for bit
-// against llama.cpp's CPU order (cpuref.MatMulQ8_0Lanes), for one token and batches that
-// leave partial groups of token lanes, rows that leave a partial workgroup, with the residual
-// add and from an offset row of the activations.
+// TestMatMulLaneOrder checks CPU adapters' Q8_0 and Q5_0 products (matvec_lanes.wgsl) bit for
+// bit against llama.cpp's CPU order (cpuref.MatMulQ8_0Lanes, MatMulQ5_0Lanes), for one token
+// and batches that leave partial groups of token lanes, rows that leave a partial workgroup,
+// with the residual add and from an offset row of the activations.
 func TestMatMulLaneOrder(t *testing.T) {
 	d := laneOrderDevice(t)
 	rng := rand.New(rand.NewPCG(41, 42))
 	const rows, cols, row0 = 45, 32 * 13, 1
-	for _, nTok := range []int{1, 2, 3, 6, 9} {
-		for _, add := range []bool{false, true} {
-			name := fmt.Sprintf("t=%d add=%v", nTok, add)
-			raw := q8Weight(t, rng, rows, cols)
-			w, err := d.UploadWeight("w", gpu.Q8_0, rows, cols, raw)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(w.Release)
-			x := randVec(rng, (row0+nTok)*cols)
-			y0 := randVec(rng, nTok*rows)
-			out := upload(t, d, y0)
-			xq, sums := empty(t, d, nTok*cols), empty(t, d, nTok*cols/32)
-			got := run(t, d, out, len(y0), func(r *gpu.Recorder) {
-				acts := r.QuantizeActivations(gpu.ActQ8_0, upload(t, d, x), row0, nTok, cols, xq, sums)
-				if acts.Packed != gpu.ActQ8_0 {
-					t.Fatalf("%s: activations packed as %d, want Q8_0", name, acts.Packed)
+	for _, c := range []struct {
+		typ gpu.WeightType
+		gt  gguf.GGMLType
+		ref func([]byte, int, int, []float32, int) []float32
+	}{{gpu.Q8_0, gguf.TypeQ8_0, cpuref.MatMulQ8_0Lanes}, {gpu.Q5_0, gguf.TypeQ5_0, cpuref.MatMulQ5_0Lanes}} {
+		for _, nTok := range []int{1, 2, 3, 6, 9} {
+			for _, add := range []bool{false, true} {
+				name := fmt.Sprintf("%s t=%d add=%v", c.typ, nTok, add)
+				raw, err := gguf.Quantize(c.gt, randVec(rng, rows*cols))
+				if err != nil {
+					t.Fatal(err)
 				}
-				r.MatMulAt(w, acts, nTok, out, rows, 0, add)
-			})
-			want := cpuref.MatMulQ8_0Lanes(raw, rows, cols, x[row0*cols:], nTok)
-			if add {
-				want = cpuref.Add(y0, want)
+				w, err := d.UploadWeight("w", c.typ, rows, cols, raw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(w.Release)
+				x := randVec(rng, (row0+nTok)*cols)
+				y0 := randVec(rng, nTok*rows)
+				out := upload(t, d, y0)
+				xq, sums := empty(t, d, nTok*cols), empty(t, d, nTok*cols/32)
+				got := run(t, d, out, len(y0), func(r *gpu.Recorder) {
+					acts := r.QuantizeActivations(gpu.ActQ8_0, upload(t, d, x), row0, nTok, cols, xq, sums)
+					if acts.Packed != gpu.ActQ8_0 {
+						t.Fatalf("%s: activations packed as %d, want Q8_0", name, acts.Packed)
+					}
+					r.MatMulAt(w, acts, nTok, out, rows, 0, add)
+				})
+				want := c.ref(raw, rows, cols, x[row0*cols:], nTok)
+				if add {
+					want = cpuref.Add(y0, want)
+				}
+				checkBits(t, name, got, want)
 			}
-			checkBits(t, name, got, want)
 		}
 	}
-}
-
-// q8Weight is a random matrix quantized to Q8_0 (ggml's blocks).
-func q8Weight(t *testing.T, rng *rand.Rand, rows, cols int) []byte {
-	t.Helper()
-	raw, err := gguf.Quantize(gguf.TypeQ8_0, randVec(rng, rows*cols))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
 }
 
 // checkBits fails on the first value that differs from want in any bit.

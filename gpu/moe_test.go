@@ -221,17 +221,21 @@ func checkMatMulID(t *testing.T, d *gpu.Device, rng *rand.Rand, v moeVariant, ty
 		}
 	}
 	name := fmt.Sprintf("%s %s E=%d k=%d tokens=%d down=%v", v.name, typ, experts, k, tokens, down)
-	if (typ == gpu.Q8_0 || typ == gpu.F32) && v.exact {
-		// CPU adapters' Q8_0 and F32 products are llama.cpp's own, bit for bit
+	if (typ == gpu.Q8_0 || typ == gpu.Q5_0 || typ == gpu.F32) && v.exact {
+		// CPU adapters' Q8_0, Q5_0 and F32 products are llama.cpp's own, bit for bit
 		// (matvec_lanes.wgsl; mul_mat_id takes ggml_vec_dot_f32 for every token).
 		exact := slices.Clone(y0)
 		per := rows * cols / 32 * 34
+		ref := cpuref.MatMulQ8_0Lanes
+		if typ == gpu.Q5_0 {
+			per, ref = rows*cols/32*22, cpuref.MatMulQ5_0Lanes
+		}
 		for i := 0; i < n; i++ {
 			e := int(ids[i])
 			xr := x[i/xPer*cols : (i/xPer+1)*cols]
 			var yr []float32
-			if typ == gpu.Q8_0 {
-				yr = cpuref.MatMulQ8_0Lanes(raw[e*per:(e+1)*per], rows, cols, xr, 1)
+			if typ != gpu.F32 {
+				yr = ref(raw[e*per:(e+1)*per], rows, cols, xr, 1)
 			} else {
 				yr = make([]float32, rows)
 				for r := range yr {

@@ -431,6 +431,11 @@ type Rope struct {
 	// 3·Sections[1], w when s%3 == 2 and s < 3·Sections[2], t when s%3 == 0 and s <
 	// 3·Sections[0], e otherwise.
 	Interleaved bool
+	// Table, when set, holds the cos and sin of every pair at positions 0 .. TableRows-1 as
+	// llama.cpp's CPU rope takes them (Device.RoPETable); a CPU adapter reproducing llama.cpp
+	// (CPUMath) turns by it.
+	Table     *Buffer
+	TableRows int
 }
 
 // YaRN holds ggml's YaRN RoPE parameters; see YaRNCorrDims for the range.
@@ -492,6 +497,13 @@ func (r *Recorder) RoPEKV(qkv, pos, kCache, vCache, bias *Buffer, kvF16 bool, nT
 		r.fail("gpu: rope: interleaved M-RoPE takes MPos and not the vision mode")
 		return
 	}
+	if rope.Table != nil && r.d.CPUMath {
+		// The table has the frequency factors in it: it takes their binding's place.
+		if i := slices.Index(defs, "FACTORS"); i >= 0 {
+			defs, bind, bufs = slices.Delete(defs, i, i+1), slices.Delete(bind, 4, 5), slices.Delete(bufs, 4, 5)
+		}
+		defs, bind, bufs = append(defs, "ROPE_TABLE"), append(bind, ReadOnly), append(bufs, rope.Table)
+	}
 	p := r.kernel("rope_kv", bind, 64, defs...)
 	if p == nil {
 		return
@@ -510,7 +522,13 @@ func (r *Recorder) RoPEKV(qkv, pos, kCache, vCache, bias *Buffer, kvF16 bool, nT
 		vision = 1
 	}
 	r.Dispatch(p, Params(nTokens, nHead, nKVHead, headDim, rope.NRot, rope.FreqBase, scale, y.ExtFactor, attn, y.CorrLo, y.CorrHi, rope.PageBits,
-		sect[0], sect[1], sect[2], sect[3], vision), r.elementwise(pairs), bufs...)
+		sect[0], sect[1], sect[2], sect[3], vision, rope.thetaScale(), rope.TableRows), r.elementwise(pairs), bufs...)
+}
+
+// thetaScale is ggml's factor between neighbouring pairs' angles, powf(freq_base, -2.0f/n_rot)
+// from the C library as ggml takes it (CPU_MATH's rope_turn, RoPETable).
+func (rope Rope) thetaScale() float32 {
+	return powf(rope.FreqBase, float32(-2)/float32(rope.NRot))
 }
 
 // HeadNorm RMS-normalises every query and key head vector of the fused qkv rows in place,
@@ -756,14 +774,23 @@ func (r *Recorder) AttentionSplit(q, kCache, vCache, pos, part, out *Buffer, kvF
 // or ggml's tanh-approximated GELU when gelu is set.
 func (r *Recorder) GLU(gu, out *Buffer, n, nTokens int, gelu bool) {
 	var defs []string
+	bind, bufs := []Access{ReadOnly, ReadWrite}, []*Buffer{gu, out}
 	if gelu {
 		defs = append(defs, "GELU")
+		if r.d.CPUMath { // llama.cpp's own table of GELU values (GELUTable)
+			t, err := r.d.geluTableBuffer()
+			if err != nil {
+				r.fail("gpu: glu: %v", err)
+				return
+			}
+			defs, bind, bufs = append(defs, "GELU_TABLE"), append(bind, ReadOnly), append(bufs, t)
+		}
 	}
-	p := r.kernel("glu", []Access{ReadOnly, ReadWrite}, 64, defs...)
+	p := r.kernel("glu", bind, 64, defs...)
 	if p == nil {
 		return
 	}
-	r.Dispatch(p, Params(n, nTokens), r.elementwise(n*nTokens), gu, out)
+	r.Dispatch(p, Params(n, nTokens), r.elementwise(n*nTokens), bufs...)
 }
 
 // LayerNorm normalises each of rows rows of n values of x to zero mean and unit variance (plus

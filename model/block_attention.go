@@ -123,7 +123,7 @@ func (m *Model) layerAttention(il int) (gpu.Rope, gpu.AttnParams) {
 			rope.FreqBase, rope.FreqScale, rope.YaRN, rope.Factors = c.RopeBaseSWA, 1, gpu.YaRN{}, nil
 		}
 	}
-	return rope, ap
+	return m.withTable(rope), ap
 }
 
 // attentionBlock records block il's attention: norm, projections, per-head norms, RoPE and the

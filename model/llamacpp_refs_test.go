@@ -65,14 +65,13 @@ func (r probsRef) probGap(i int) float64 {
 
 // refLimits are how close a reference file's run comes to llama.cpp's, as measured on
 // lavapipe with llama.cpp's arithmetic (CPUMath; tolerances are the measurement with
-// headroom). The target is 1e-3 for every probability where the tokens agree: the
-// prompt's pass (step 0) meets it on every file, most by far (1e-6), which shows the block
-// decoders, the routing and the expert products right. The later steps meet it where every op
-// of the model is llama.cpp's bit for bit (the qwen35 hybrids, IQ4_XS). Elsewhere a last-bit
-// difference that is left (the K-quant, IQ and MXFP4 products, which llama.cpp sums in its own
-// repacked kernels' orders; RoPE's sin and cos; logf, tanhf) moves an 8-bit rounding of the
-// next product's input or a float16 rounding of the cache sooner or later, and these random
-// models amplify it: the fix is that op reproduced, not a looser test.
+// headroom). The target is 1e-3 for every probability where the tokens agree. It holds
+// by far (1e-6) where every op of the model is llama.cpp's bit for bit: Q8_0, Q5_0 and F32
+// products, exp, RoPE (and Q4_K_M files that are mostly Q5_0). Left: the K-quant, IQ and MXFP4
+// products, which llama.cpp sums in its own repacked kernels' orders (a last-bit difference
+// there moves an 8-bit rounding of the next product's input or a float16 rounding of the cache
+// sooner or later, and these random models amplify it), and some F32 files' small remainder
+// (gemma4, gpt-oss, llamamoe: within 3e-3). The fix is that op reproduced, not a looser test.
 type refLimits struct {
 	step0, all float64 // the largest top-10 probability difference at step 0 and at any agreeing step
 	// diverges, when not 0, is the step at which the tokens part for want of that exactness
@@ -102,13 +101,6 @@ func checkAgainstProbs(t *testing.T, m *model.Model, ref probsRef, lim refLimits
 	step0 := 0.0
 	for i := range agree {
 		lp := logSoftmax(steps[i])
-		sw := 0.0
-		for _, e := range ref.Steps[i].Top {
-			sw = max(sw, math.Abs(math.Exp(lp[e.ID])-math.Exp(e.Logprob)))
-		}
-		if os.Getenv("STEPDEBUG") != "" {
-			t.Logf("step %d: %.3g", i, sw)
-		}
 		for _, e := range ref.Steps[i].Top {
 			d := math.Abs(math.Exp(lp[e.ID]) - math.Exp(e.Logprob))
 			if d > worst {
@@ -166,16 +158,16 @@ func referenceFiles(t *testing.T, folder string) []string {
 // moeLimits and iqLimits are refLimits by reference file.
 var (
 	moeLimits = map[string]refLimits{
-		"gptoss-F32.gguf":         {step0: 1e-3, all: 1e-2},
-		"gptoss-MXFP4_MOE.gguf":   {step0: 1e-5, all: 5e-2},
-		"llamamoe-F32.gguf":       {step0: 1e-4, all: 1e-2},
-		"llamamoe-MXFP4_MOE.gguf": {step0: 1e-5, all: 0.2},
-		"llamamoe-Q4_K_M.gguf":    {step0: 5e-2, all: 0.2},
-		"llamamoe-Q8_0.gguf":      {step0: 1e-5, all: 0.05},
-		"qwen3moe-F32.gguf":       {step0: 1e-3, all: 1e-2},
-		"qwen3moe-MXFP4_MOE.gguf": {step0: 1e-2, all: 0.25, diverges: 17},
-		"qwen3moe-Q4_K_M.gguf":    {step0: 1e-5, all: 0.1, diverges: 23},
-		"qwen3moe-Q8_0.gguf":      {step0: 1e-5, all: 0.15},
+		"gptoss-F32.gguf":         {step0: 1e-3, all: 5e-3},
+		"gptoss-MXFP4_MOE.gguf":   {step0: 1e-5, all: 1e-4},
+		"llamamoe-F32.gguf":       {step0: 1e-4, all: 5e-3},
+		"llamamoe-MXFP4_MOE.gguf": {step0: 1e-5, all: 1e-4},
+		"llamamoe-Q4_K_M.gguf":    {step0: 1e-5, all: 1e-4},
+		"llamamoe-Q8_0.gguf":      {step0: 1e-5, all: 1e-4},
+		"qwen3moe-F32.gguf":       {step0: 1e-5, all: 2e-3},
+		"qwen3moe-MXFP4_MOE.gguf": {step0: 1e-5, all: 1e-4},
+		"qwen3moe-Q4_K_M.gguf":    {step0: 1e-5, all: 1e-4},
+		"qwen3moe-Q8_0.gguf":      {step0: 1e-5, all: 1e-4},
 		"qwen3moe256-Q4_K_M.gguf": {step0: 1e-5, all: 5e-2},
 	}
 	hybridLimits = map[string]refLimits{
@@ -185,14 +177,14 @@ var (
 	}
 	gemma4Limits = map[string]refLimits{
 		"gemma4-F32.gguf":  {step0: 1e-3, all: 3e-3},
-		"gemma4-Q8_0.gguf": {step0: 1e-5, all: 0.05},
+		"gemma4-Q8_0.gguf": {step0: 1e-5, all: 1e-5},
 	}
 	iqLimits = map[string]refLimits{
-		"dense256-F32.gguf":     {step0: 1e-5, all: 1e-2},
-		"dense256-IQ1_M.gguf":   {step0: 1e-2, all: 0.2},
-		"dense256-IQ1_S.gguf":   {step0: 1e-5, all: 0.25},
-		"dense256-IQ2_S.gguf":   {step0: 1e-5, all: 2e-2},
-		"dense256-IQ2_XS.gguf":  {step0: 1e-5, all: 0.2},
+		"dense256-F32.gguf":     {step0: 1e-5, all: 1e-4},
+		"dense256-IQ1_M.gguf":   {step0: 1e-2, all: 0.2, diverges: 24},
+		"dense256-IQ1_S.gguf":   {step0: 1e-5, all: 0.15},
+		"dense256-IQ2_S.gguf":   {step0: 1e-5, all: 1e-4},
+		"dense256-IQ2_XS.gguf":  {step0: 1e-5, all: 1e-2},
 		"dense256-IQ2_XXS.gguf": {step0: 1e-5, all: 0.15},
 		"dense256-IQ3_S.gguf":   {step0: 1e-5, all: 0.15},
 		"dense256-IQ3_XXS.gguf": {step0: 1e-5, all: 0.15},

@@ -18,7 +18,8 @@ type Model struct {
 	tokEmbd    gpu.Weight
 	outputNorm *gpu.Buffer
 	output     []proj
-	ropeFreqs  *gpu.Buffer // Llama 3.1's RoPE frequency factors, or nil
+	ropeFreqs  *gpu.Buffer           // Llama 3.1's RoPE frequency factors, or nil
+	ropeTables map[ropeKey]ropeTable // with gpu.Device.CPUMath: llama.cpp's RoPE angles (rope_tables.go)
 	layers     []layer
 	vectors    []*gpu.Buffer
 	weights    []gpu.Weight
@@ -145,6 +146,12 @@ func Load(dev *gpu.Device, f *gguf.File, opts Options) (*Model, error) {
 		return nil, err
 	}
 	m.vectors, m.weights = l.bufs, l.weights
+	if dev.CPUMath {
+		if err := m.loadRopeTables(l); err != nil {
+			m.Close()
+			return nil, err
+		}
+	}
 	if err := m.allocScratch(); err != nil {
 		m.Close()
 		return nil, err
@@ -248,6 +255,7 @@ func (m *Model) Device() *gpu.Device { return m.dev }
 
 // Close releases the model's device memory.
 func (m *Model) Close() {
+	m.releaseRopeTables()
 	for _, b := range m.vectors {
 		b.Release()
 	}

@@ -23,6 +23,7 @@ struct Params {
     src0: u32,
     dst0: u32,
     delta: i32,
+    theta_scale: f32, // CPU_MATH: powf(freq_base, -2 / n_rot), ggml's factor between pairs
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -74,6 +75,7 @@ fn turn(v: vec2<f32>, i: u32) -> vec2<f32> {
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    ns_zero = u32(p.head_dim == 0u); // never 1 where any invocation works (ggml_math.inc)
     // One invocation per pair of dimensions of every kv head of every moved row.
     let half_d = p.head_dim / 2u;
     let i = gid.x + gid.y * nwg.x * 64u;

@@ -3,8 +3,9 @@
 // last bits, and the next 8-bit activation rounding amplifies that step after step (0.14 apart
 // in llama.cpp's probabilities after 30 tokens of the shared random qwen35, Q8_0).
 // y[y_row0 + t, y_col0 + r] (+)= sum_k x[x_row0 + t, k] * W[r, k], for
-//   T_Q8_0 (x: act_quant's PACKED Q8_0 rows, XPACK_Q8, XB = 32): ggml_vec_dot_q8_0_q8_0 and
-//          llamafile's tinyBLAS_Q0_AVX alike: per 32-block the int8 products summed in 8 lanes
+//   T_Q8_0, T_Q5_0 (x: act_quant's PACKED Q8_0 rows, XPACK_Q8, XB = 32): ggml_vec_dot_q8_0_q8_0
+//          (ggml_vec_dot_q5_0_q8_0) and llamafile's tinyBLAS_Q0_AVX alike, neither repacked on
+//          x86: per 32-block the int8 products (Q5_0's q - 16) summed in 8 lanes
 //          of 4 (dot4I8Packed: exact integers), each lane accumulated over the blocks as
 //          fma(d_w * d_x, lane, acc), the lanes folded as hsum_float_8 folds them:
 //          ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7));
@@ -56,6 +57,30 @@ fn fold32(l: array<vec4<f32>, 8>) -> f32 {
 #endif
 
 #ifdef XPACK_Q8
+#ifdef T_Q8_0
+// int8_words is words l0 .. l0 + 3 of the block at base's 32 int8 values, four to a word.
+fn int8_words(base: u32, l0: u32) -> vec4<u32> {
+    return vec4<u32>(w[base + 1u + l0], w[base + 2u + l0], w[base + 3u + l0], w[base + 4u + l0]);
+}
+#endif
+#ifdef T_Q5_0
+// int8_words is words l0 .. l0 + 3 of the Q5_0 block at base as int8 values q - 16, four to a
+// word: element e's low nibble (of byte e % 16, high nibble from 16 on) with 0xF0 or'ed in
+// where its fifth bit (bit e of qh) is clear, as ggml's bytes_from_bits_32 andnot builds them.
+fn int8_words(base: u32, l0: u32) -> vec4<u32> {
+    var out: vec4<u32>;
+    for (var k = 0u; k < 4u; k++) {
+        let l = l0 + k;
+        let nib = (w[base + 2u + l % 4u] >> (4u * (l / 4u))) & 0x0F0F0F0Fu;
+        let h4 = (w[base + 1u] >> (4u * l)) & 0xFu;
+        let hb = select(0u, 0xFFu, (h4 & 1u) != 0u) | select(0u, 0xFF00u, (h4 & 2u) != 0u) |
+                 select(0u, 0xFF0000u, (h4 & 4u) != 0u) | select(0u, 0xFF000000u, (h4 & 8u) != 0u);
+        out[k] = nib | (~hb & 0xF0F0F0F0u);
+    }
+    return out;
+}
+#endif
+
 // lanes4 is the 4 lane sums of words w0.. (4 int8 each) with the activation words x[xo..].
 fn lanes4(wv: vec4<u32>, xo: u32) -> vec4<f32> {
     return vec4<f32>(vec4<i32>(dot4I8Packed(wv.x, x[xo]), dot4I8Packed(wv.y, x[xo + 1u]),
@@ -86,15 +111,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     nt = min(LANES, p.n_tok - tok0);
     let base0 = min(row, p.n - 1u) * nb * BW;
 #endif
-#ifdef T_Q8_0
+#ifdef XPACK_Q8
     // Lanes 0-3 and 4-7 of each token's sums.
     var lo = array<vec4<f32>, LANES>();
     var hi = array<vec4<f32>, LANES>();
     for (var b = 0u; b < nb; b++) {
         let base = base0 + b * BW;
         let dw = f16lo(w[base]);
-        let wl = vec4<u32>(w[base + 1u], w[base + 2u], w[base + 3u], w[base + 4u]);
-        let wh = vec4<u32>(w[base + 5u], w[base + 6u], w[base + 7u], w[base + 8u]);
+        let wl = int8_words(base, 0u);
+        let wh = int8_words(base, 4u);
         for (var t = 0u; t < LANES; t++) {
             let at = act_at(xrow(t), b);
             let d = vec4<f32>(dw * act_scale(at)); // exact: two f16 significands

@@ -1,6 +1,9 @@
 // RoPE angles shared by the kernels that rotate keys. The including kernel declares Params `p`
-// (with n_rot, freq_base, freq_scale, ext_factor, corr_lo, corr_hi) and, with FACTORS, the
-// binding `factors` (one divisor per rotated pair).
+// (with n_rot, freq_base, freq_scale, ext_factor, corr_lo, corr_hi, theta_scale) and, with
+// FACTORS, the binding `factors` (one divisor per rotated pair). With CPU_MATH it sets
+// ns_zero and the turn is ggml's own arithmetic (rope_turn_ggml).
+
+//#include ggml_math.inc
 
 #ifdef MROPE
 // mrope_section is the position component (0..3) pair i turns by: ggml's sector of i.
@@ -81,6 +84,15 @@ fn turn_reduce(th: f32) -> f32 {
 // ext_factor 0 it is plain, linearly scaled RoPE), scaling by attn_factor. The angle is linear
 // in the position, so turning by a position difference moves a rotated key to a new position.
 fn rope_turn(v: vec2<f32>, at: f32, i: u32, attn_factor: f32) -> vec2<f32> {
+#ifdef CPU_MATH
+#ifdef MROPE
+    if (p.mrope_vision == 0u) {
+        return rope_turn_ggml(v, at, i, attn_factor);
+    }
+#else
+    return rope_turn_ggml(v, at, i, attn_factor);
+#endif
+#endif
     let extrap = rope_theta(at, i);
     var th = p.freq_scale * extrap;
     var mscale = attn_factor;
@@ -95,3 +107,32 @@ fn rope_turn(v: vec2<f32>, at: f32, i: u32, attn_factor: f32) -> vec2<f32> {
     let s = sin(r) * mscale;
     return vec2<f32>(v.x * c - v.y * s, v.x * s + v.y * c);
 }
+
+#ifdef CPU_MATH
+// rope_turn_ggml is rope_turn as ggml's CPU rope computes it: the angle from the position
+// multiplied by theta_scale (the host's powf(freq_base, -2 / n_rot)) once per pair before i,
+// each product rounded (ggml_rope_cache_init's theta *= theta_scale), divided by the pair's
+// factor; sinf and cosf (sincos_c); and the turn's x0 cos - x1 sin and x0 sin + x1 cos with
+// their first products fused, as GCC contracts them.
+fn rope_turn_ggml(v: vec2<f32>, at: f32, i: u32, attn_factor: f32) -> vec2<f32> {
+    var extrap = at;
+    for (var j = 0u; j < i; j++) {
+        extrap = ns_keep(extrap * p.theta_scale);
+    }
+#ifdef FACTORS
+    extrap = extrap / factors[i];
+#endif
+    var th = ns_keep(p.freq_scale * extrap);
+    var mscale = attn_factor;
+    if (p.ext_factor != 0.0) {
+        let y = (f32(i) - p.corr_lo) / max(0.001, p.corr_hi - p.corr_lo);
+        let ramp = (1.0 - min(1.0, max(0.0, y))) * p.ext_factor;
+        th = fma1(th, 1.0 - ramp, ns_keep(extrap * ramp));
+        mscale *= 1.0 + 0.1 * log(1.0 / p.freq_scale);
+    }
+    let sc = sincos_c(th);
+    let c = ns_keep(sc.y * mscale);
+    let s = ns_keep(sc.x * mscale);
+    return vec2<f32>(fma1(v.x, c, -ns_keep(v.y * s)), fma1(v.x, s, ns_keep(v.y * c)));
+}
+#endif

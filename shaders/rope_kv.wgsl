@@ -32,6 +32,8 @@ struct Params {
     sect2: u32,
     sect3: u32,
     mrope_vision: u32,
+    theta_scale: f32, // CPU_MATH: powf(freq_base, -2 / n_rot), ggml's factor between pairs
+    table_rows: u32,  // ROPE_TABLE: the positions the table holds
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -58,6 +60,33 @@ struct Params {
 // Per-frequency divisors of the angle (Llama 3.1's rope_freqs), one per rotated pair.
 @group(0) @binding(5) var<storage, read> factors: array<f32>;   // (n_rot / 2)
 #endif
+#ifdef ROPE_TABLE
+// ROPE_TABLE (gpu.Rope.Table, with CPU_MATH): cos and sin of every pair at every position as
+// llama.cpp's CPU rope takes them (its frequency factors in them), after the other bindings.
+#ifdef BIAS
+#ifdef MROPE
+@group(0) @binding(7) var<storage, read> rope_t: array<vec2<f32>>; // (table_rows, n_rot / 2)
+#else
+@group(0) @binding(6) var<storage, read> rope_t: array<vec2<f32>>;
+#endif
+#else
+#ifdef MROPE
+@group(0) @binding(6) var<storage, read> rope_t: array<vec2<f32>>;
+#else
+@group(0) @binding(5) var<storage, read> rope_t: array<vec2<f32>>;
+#endif
+#endif
+
+// rope_at turns v by pair i's angle at position at from the table (rope_turn past its rows),
+// x0 cos - x1 sin and x0 sin + x1 cos with their first products fused, as GCC contracts them.
+fn rope_at(v: vec2<f32>, at: u32, i: u32) -> vec2<f32> {
+    if (at >= p.table_rows) {
+        return rope_turn(v, f32(at), i, p.attn_factor);
+    }
+    let cs = rope_t[at * (p.n_rot / 2u) + i];
+    return vec2<f32>(fma1(v.x, cs.x, -ns_keep(v.y * cs.y)), fma1(v.x, cs.y, ns_keep(v.y * cs.x)));
+}
+#endif
 
 fn store_pair(is_k: bool, off: u32, v: vec2<f32>) {
 #ifdef KV_F16
@@ -83,9 +112,14 @@ fn store_pair(is_k: bool, off: u32, v: vec2<f32>) {
 // rotate turns v by the angle of frequency i at token t's position.
 fn rotate(v: vec2<f32>, t: u32, i: u32) -> vec2<f32> {
 #ifdef MROPE
-    return rope_turn(v, f32(mpos[4u * t + mrope_section(i)]), i, p.attn_factor);
+    let at = mpos[4u * t + mrope_section(i)];
 #else
-    return rope_turn(v, f32(pos[t]), i, p.attn_factor);
+    let at = pos[t];
+#endif
+#ifdef ROPE_TABLE
+    return rope_at(v, u32(at), i);
+#else
+    return rope_turn(v, f32(at), i, p.attn_factor);
 #endif
 }
 
@@ -117,6 +151,7 @@ fn save(t: u32, slot: u32, e: u32, v: vec2<f32>) {
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    ns_zero = u32(p.head_dim == 0u); // never 1 where any invocation works (ggml_math.inc)
     // One invocation per pair of dimensions of every head slot of every token; with NEOX the
     // first n_rot / 4 invocations of a head each take two pairs (a quad), so every rotated
     // element and its partner half a rotation away belong to one invocation.

@@ -14,19 +14,43 @@ import (
 // as hsum_float_8 folds them. ggml_vec_dot_q8_0_q8_0 (one token) and llamafile's
 // tinyBLAS_Q0_AVX (batches) both sum so. Output is (nTokens, rows).
 func MatMulQ8_0Lanes(w []byte, rows, cols int, x []float32, nTokens int) []float32 {
+	return matMulInt8Lanes(w, 34, func(b []byte, q *[32]int8) {
+		for j := range q {
+			q[j] = int8(b[2+j])
+		}
+	}, rows, cols, x, nTokens)
+}
+
+// MatMulQ5_0Lanes is MatMulQ8_0Lanes for Q5_0 weights (ggml's blocks: f16 d, u32 qh, 16
+// nibble bytes; values q - 16), as ggml_vec_dot_q5_0_q8_0 sums them.
+func MatMulQ5_0Lanes(w []byte, rows, cols int, x []float32, nTokens int) []float32 {
+	return matMulInt8Lanes(w, 22, func(b []byte, q *[32]int8) {
+		qh := uint32(b[2]) | uint32(b[3])<<8 | uint32(b[4])<<16 | uint32(b[5])<<24
+		for j := range q {
+			nib := b[6+j%16] >> (4 * (j / 16)) & 0xF
+			q[j] = int8(nib|byte(qh>>j&1)<<4) - 16
+		}
+	}, rows, cols, x, nTokens)
+}
+
+// matMulInt8Lanes is the lane-order product of blocks of blockBytes bytes, each an f16 scale
+// and the 32 int8 values decode gives.
+func matMulInt8Lanes(w []byte, blockBytes int, decode func([]byte, *[32]int8), rows, cols int, x []float32, nTokens int) []float32 {
 	nb := cols / 32
 	out := make([]float32, nTokens*rows)
+	var q [32]int8
 	for t := range nTokens {
 		xd, xq := q8Blocks(x[t*cols : (t+1)*cols])
 		for r := range rows {
 			var lane [8]float32
 			for b := range nb {
-				blk := w[(r*nb+b)*34:]
+				blk := w[(r*nb+b)*blockBytes:]
+				decode(blk, &q)
 				d := gguf.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8) * xd[b]
 				for l := range lane {
 					var s int32
 					for i := 4 * l; i < 4*l+4; i++ {
-						s += int32(int8(blk[2+i])) * int32(xq[32*b+i])
+						s += int32(q[i]) * int32(xq[32*b+i])
 					}
 					lane[l] = fmaOnce(d, float32(s), lane[l])
 				}
