@@ -6,6 +6,7 @@ package gpu
 static float libm_sinf(float x) { return sinf(x); }
 static float libm_cosf(float x) { return cosf(x); }
 static float libm_powf(float x, float y) { return powf(x, y); }
+static float libm_tanhf(float x) { return tanhf(x); }
 */
 import "C"
 
@@ -17,6 +18,14 @@ import (
 
 // powf is the C library's powf, as llama.cpp's CPU rope takes its theta_scale from it.
 func powf(x, y float32) float32 { return float32(C.libm_powf(C.float(x), C.float(y))) }
+
+// LibmTanhf is the C library's tanhf (GELUTable's reference, which llama.cpp's table takes).
+func LibmTanhf(x float32) float32 { return float32(C.libm_tanhf(C.float(x))) }
+
+// LibmSinCos is the C library's sinf and cosf of x (RoPETable's).
+func LibmSinCos(x float32) (float32, float32) {
+	return float32(C.libm_sinf(C.float(x))), float32(C.libm_cosf(C.float(x)))
+}
 
 // RoPETableMaxBytes bounds a RoPE table (RoPETable): past it, rope_kv computes its angles.
 const RoPETableMaxBytes = 64 << 20
@@ -68,8 +77,9 @@ func (d *Device) RoPETable(rope Rope, factors []float32, rows int) (*Buffer, err
 				th = float32(math.FMA(float64(th), float64(1-ramp), float64(extrap*ramp)))
 			}
 			o := (pos*pairs + i) * 8
-			binary.LittleEndian.PutUint32(b[o:], math.Float32bits(float32(C.libm_cosf(C.float(th)))*mscale))
-			binary.LittleEndian.PutUint32(b[o+4:], math.Float32bits(float32(C.libm_sinf(C.float(th)))*mscale))
+			sn, cs := LibmSinCos(th)
+			binary.LittleEndian.PutUint32(b[o:], math.Float32bits(cs*mscale))
+			binary.LittleEndian.PutUint32(b[o+4:], math.Float32bits(sn*mscale))
 			theta *= ts
 		}
 	}
