@@ -46,7 +46,7 @@ func TestGenModelMoEMatchesLlamaCpp(t *testing.T) {
 // 8 layers, feed-forward 192, recurrent layers with their own head counts: 4 value heads of 32
 // over 2 key heads; F32 and Q8_0) and checks them against llama.cpp's own llama-server as the
 // MoE files are, with llama.cpp's arithmetic (CPUMath): all 16 tokens, within the 1e-3
-// (measured: F32 8.4e-4, Q8_0 5.2e-6).
+// (measured: F32 5.7e-4, Q8_0 5.2e-6).
 func TestGenModelQwen35MatchesLlamaCpp(t *testing.T) {
 	dev := gputest.Device(t)
 	for _, c := range []struct {
@@ -68,15 +68,15 @@ func TestGenModelQwen35MatchesLlamaCpp(t *testing.T) {
 // TestGenModelQwen35MoEMatchesLlamaCpp writes gen-model's qwen35moe-tiny (qwen35's hybrid with
 // 8 experts, 2 used, beside a sigmoid-gated shared expert; F32, Q8_0 and MXFP4 experts) and
 // checks it against llama.cpp's own llama-server with llama.cpp's arithmetic (CPUMath): all 16
-// tokens, MXFP4 experts within the 1e-3 (measured 6.7e-6); F32 (measured 1.4e-3) and
-// Q8_0 experts (4.6e-2, its prompt's pass 4.3e-6) within what the remaining differences allow
-// on these random models (refLimits).
+// tokens, F32 and MXFP4 experts within the 1e-3 (measured 7.1e-4, 6.7e-6); Q8_0
+// experts (4.6e-2, its prompt's pass 4.3e-6: exact to step 9, then a difference not found yet
+// grows) within what that allows on these random models (refLimits).
 func TestGenModelQwen35MoEMatchesLlamaCpp(t *testing.T) {
 	dev := gputest.Device(t)
 	for _, c := range []struct {
 		mix quantize.Mix
 		lim refLimits
-	}{{quantize.MixF32, refLimits{step0: 1e-3, all: 2e-3}}, {quantize.MixQ8_0, refLimits{step0: 1e-5, all: 0.1}},
+	}{{quantize.MixF32, refLimits{step0: 1e-3, all: 1e-3}}, {quantize.MixQ8_0, refLimits{step0: 1e-5, all: 0.1}},
 		{quantize.MixMXFP4_MOE, refLimits{step0: 1e-5, all: 1e-3}}} {
 		t.Run(c.mix.String(), func(t *testing.T) {
 			cfg, err := synth.Preset("qwen35moe-tiny")

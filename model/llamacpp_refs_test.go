@@ -171,7 +171,7 @@ var (
 		"qwen3moe256-Q4_K_M.gguf": {step0: 1e-5, all: 5e-2},
 	}
 	hybridLimits = map[string]refLimits{
-		"qwen35-F32.gguf":    {step0: 1e-5, all: 1e-3},
+		"qwen35-F32.gguf":    {step0: 3e-5, all: 1e-3},
 		"qwen35-Q8_0.gguf":   {step0: 1e-6, all: 1e-5},
 		"qwen35-Q4_K_M.gguf": {step0: 1e-6, all: 1e-5},
 	}

@@ -2,7 +2,7 @@
 // projections alpha (ssm_alpha·x) and beta (ssm_beta·x), as ggml's ops compute them in f32:
 // g = softplus(alpha + dt_bias[h]) * ssm_a[h], softplus(x) = x above 20, else log(1 + exp(x))
 // (ggml's op_softplus: logf(1.0f + expf(x))), and beta = 1 / (1 + exp(-beta)) (ggml_sigmoid),
-// expf as ggml_math.inc's exp_c (WGSL's log stands for logf). One invocation per (row, head);
+// expf and logf as ggml_math.inc's exp_c and log_c. One invocation per (row, head);
 // no loops.
 
 //#include ggml_math.inc
@@ -38,7 +38,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let x = alpha[t * p.a_stride + p.a_col + h * p.a_head] + dt_bias[h];
     var sp = x;
     if (x <= 20.0) {
-        sp = log(1.0 + exp_c(x));
+        sp = log_c(1.0 + exp_c(x));
     }
     g[i] = sp * ssm_a[h];
     beta[i] = sigmoid_c(beta_in[t * p.b_stride + p.b_col + h * p.b_head]);

@@ -91,7 +91,7 @@ fn prob(row: u32, e: u32) -> f32 {
             return l;
         }
         case 4u: {
-            return sqrt(select(log(1.0 + exp_c(l)), l, l > 20.0));
+            return sqrt(select(log_c(1.0 + exp_c(l)), l, l > 20.0));
         }
         default: {
             return soft_exp(l - mx, e, p.n_exp) * inv;
