@@ -69,8 +69,9 @@ type Device struct {
 	// for bit instead of some ulps apart: kernels built with its arithmetic for exp and what
 	// is made of it (shaders/ggml_math.inc: ggml's vector exp, the C library's expf, fused
 	// multiply-adds rounded once), and F32 and Q8_0 products in its summation order
-	// (matvec_lanes.wgsl). Off by default (SetCPUMath): the emulated arithmetic takes F32 and
-	// Q8_0 prompts about 3x longer on lavapipe. Tests that compare with llama.cpp turn it on.
+	// (matvec_lanes.wgsl), RoPE from the C library's sinf and cosf (Rope.Table). Off by
+	// default (SetCPUMath): the emulated arithmetic takes F32 and Q8_0 prompts about 5x longer
+	// on lavapipe. Tests that compare with llama.cpp turn it on.
 	CPUMath bool
 	// F16Math lets the prompt matmul tile and multiply in half precision (set when the adapter has
 	// shader-f16 and is not a CPU adapter, where f16 is emulated and slower).

@@ -151,7 +151,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&m.rawActivations, "raw-activations", false, "feed matmuls f32 activations instead of rounding them as llama.cpp's CPU backend does")
 	fs.BoolVar(&m.kvUnified, "kv-unified", false, "one KV cache pool for all slots: each may use the whole context")
 	fs.BoolVar(&m.kvUnified, "kvu", false, "same as --kv-unified")
-	fs.BoolVar(&m.cpuExact, "cpu-exact", false, "on a CPU adapter (lavapipe), reproduce llama.cpp's CPU arithmetic bit for bit: its exp, fused multiply-adds and summation orders (F32 and Q8_0 prompts take about 3x longer)")
+	fs.BoolVar(&m.cpuExact, "cpu-exact", false, "on a CPU adapter (lavapipe), reproduce llama.cpp's CPU arithmetic bit for bit: its exp, fused multiply-adds and summation orders (F32 and Q8_0 prompts take about 5x longer)")
 	fs.BoolVar(&m.ctxShift, "context-shift", false, "when a slot's context fills, drop older tokens and keep generating")
 	fs.BoolVar(&m.noCtxShift, "no-context-shift", false, "stop generating when the context fills (the default)")
 	intVar(fs, &m.cacheReuse, 0, "shortest cached chunk reused by moving it in the KV cache (n_cache_reuse; 0: off)", "cache-reuse")
