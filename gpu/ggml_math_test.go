@@ -16,14 +16,7 @@ import (
 // silu bit for bit, the C library's expf, the sigmoid of it, logf, sinf and cosf bit for bit on all
 // but a few in a million (where a pair of floats' 45 bits still leave the rounding in doubt).
 func TestGGMLMath(t *testing.T) {
-	d, err := Open(0)
-	if err != nil {
-		t.Skipf("no GPU adapter: %v", err)
-	}
-	defer d.Close()
-	if d.Info.Type != "cpu" {
-		t.Skip("CPU_MATH reproduces llama.cpp's CPU arithmetic on CPU adapters only")
-	}
+	d := cpuAdapter(t)
 	rng := rand.New(rand.NewPCG(51, 52))
 	const n = 1 << 18
 	xs := make([]float32, n)
@@ -135,14 +128,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 // for bit against the exactly rounded a*b + c on CPU adapters, on random triples and on ones
 // where c nearly cancels a*b.
 func TestFMAOnce(t *testing.T) {
-	d, err := Open(0)
-	if err != nil {
-		t.Skipf("no GPU adapter: %v", err)
-	}
-	defer d.Close()
-	if d.Info.Type != "cpu" {
-		t.Skip("CPU_MATH reproduces llama.cpp's CPU arithmetic on CPU adapters only")
-	}
+	d := cpuAdapter(t)
 	rng := rand.New(rand.NewPCG(53, 54))
 	const n = 1 << 17
 	xs := make([]float32, 3*n)
@@ -171,4 +157,19 @@ func TestFMAOnce(t *testing.T) {
 			t.Errorf("%s: %d of %d differ", expr[:4], bad, n)
 		}
 	}
+}
+
+// cpuAdapter opens a device of its own for a test of ggml_math.inc, which reproduces llama.cpp's
+// CPU arithmetic on CPU adapters (skipping elsewhere).
+func cpuAdapter(t *testing.T) *Device {
+	t.Helper()
+	d, err := Open(0)
+	if err != nil {
+		t.Skipf("no GPU adapter: %v", err)
+	}
+	t.Cleanup(d.Close)
+	if d.Info.Type != "cpu" {
+		t.Skip("CPU_MATH reproduces llama.cpp's CPU arithmetic on CPU adapters only")
+	}
+	return d
 }

@@ -1,6 +1,9 @@
 package gpu
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // inLaneOrder reports whether a product of w with x takes matvec_lanes.wgsl, llama.cpp's own
 // CPU order (integer lane sums for Q8_0 and Q5_0, ggml_vec_dot_f32's or tinyBLAS's lanes for
@@ -25,17 +28,13 @@ func vecDotOrder(w Weight, nTokens int) []string {
 	return nil
 }
 
-// laneDefines are matvec_lanes.wgsl's token lanes for a group of n tokens: 1, 2, 4 or 8.
+// laneDefines is matvec_lanes.wgsl's token lanes for a group of n tokens: 1, 2, 4 or 8.
 func laneDefines(n int) []string {
-	switch {
-	case n > 4:
-		return []string{"LANES8"}
-	case n > 2:
-		return []string{"LANES4"}
-	case n == 2:
-		return []string{"LANES2"}
+	lanes := 1
+	for lanes < n && lanes < 8 {
+		lanes *= 2
 	}
-	return nil
+	return []string{fmt.Sprintf("LANES=%d", lanes)}
 }
 
 // matMulLanes is MatMulAt in lane order (inLaneOrder): one row an invocation, tokens in groups
@@ -45,9 +44,9 @@ func (r *Recorder) matMulLanes(w Weight, x Acts, nTokens int, extra []string, lo
 	if lora {
 		bind = []Access{ReadOnly, ReadOnly, ReadWrite, ReadOnly, ReadOnly}
 	}
-	lanes := min(nTokens, 4)
-	if lanes == 3 {
-		lanes = 4
+	lanes := 4 // token lanes: as few as the batch needs, at most 4
+	if nTokens < 3 {
+		lanes = nTokens
 	}
 	defs := append(append(append(slices.Clip(extra), laneDefines(lanes)...), x.Packed.packedDefines()...), vecDotOrder(w, nTokens)...)
 	p := r.kernel("matvec_lanes", bind, rowsWorkgroup, weightDefines(w.Type, defs...)...)
@@ -66,7 +65,7 @@ func (r *Recorder) matMulLanes(w Weight, x Acts, nTokens int, extra []string, lo
 func (r *Recorder) matMulIDLanes(w Weight, x Acts, grouped bool, zSlices uint32, defs []string, bind []Access, params func(WeightChunk) []uint32, bufs func(WeightChunk) []*Buffer) {
 	lanes := 1
 	if grouped {
-		lanes = 8
+		lanes, defs = 8, append(defs, "ID_TILE")
 	}
 	defs = append(append(defs, laneDefines(lanes)...), x.Packed.packedDefines()...)
 	if w.Type == F32 {

@@ -32,11 +32,7 @@ func TestMatMulLaneOrder(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				w, err := d.UploadWeight("w", c.typ, rows, cols, raw)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(w.Release)
+				w := uploadWeight(t, d, c.typ, rows, cols, raw)
 				x := randVec(rng, (row0+nTok)*cols)
 				y0 := randVec(rng, nTok*rows)
 				out := upload(t, d, y0)
@@ -100,11 +96,7 @@ func TestMatMulF32LaneOrder(t *testing.T) {
 		for _, nTok := range []int{1, 2, 3, 6, 9} {
 			name := fmt.Sprintf("%dx%d t=%d", rows, cols, nTok)
 			wv := randVec(rng, rows*cols)
-			w, err := d.UploadWeight("w", gpu.F32, rows, cols, gpu.Bytes(wv))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(w.Release)
+			w := uploadWeight(t, d, gpu.F32, rows, cols, gpu.Bytes(wv))
 			x := randVec(rng, (row0+nTok)*cols)
 			y0 := randVec(rng, nTok*rows)
 			out := upload(t, d, y0)
@@ -126,4 +118,15 @@ func TestMatMulF32LaneOrder(t *testing.T) {
 			checkBits(t, name, got, want)
 		}
 	}
+}
+
+// uploadWeight uploads a weight of ggml's bytes, released when the test ends.
+func uploadWeight(t *testing.T, d *gpu.Device, typ gpu.WeightType, rows, cols int, data []byte) gpu.Weight {
+	t.Helper()
+	w, err := d.UploadWeight("w", typ, rows, cols, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Release)
+	return w
 }

@@ -509,13 +509,7 @@ func (r *Recorder) RoPEKV(qkv, pos, kCache, vCache, bias *Buffer, kvF16 bool, nT
 		return
 	}
 	pairs := nTokens * (nHead + 2*nKVHead) * headDim / 2
-	scale, attn := rope.FreqScale, rope.YaRN.AttnFactor
-	if scale == 0 {
-		scale = 1
-	}
-	if attn == 0 {
-		attn = 1
-	}
+	scale, attn := rope.scales()
 	y := rope.YaRN
 	vision := 0
 	if rope.Vision {
@@ -523,6 +517,18 @@ func (r *Recorder) RoPEKV(qkv, pos, kCache, vCache, bias *Buffer, kvF16 bool, nT
 	}
 	r.Dispatch(p, Params(nTokens, nHead, nKVHead, headDim, rope.NRot, rope.FreqBase, scale, y.ExtFactor, attn, y.CorrLo, y.CorrHi, rope.PageBits,
 		sect[0], sect[1], sect[2], sect[3], vision, rope.thetaScale(), rope.TableRows), r.elementwise(pairs), bufs...)
+}
+
+// scales is the RoPE's linear position scale and YaRN magnitude factor, 1 where unset.
+func (rope Rope) scales() (freqScale, attnFactor float32) {
+	freqScale, attnFactor = rope.FreqScale, rope.YaRN.AttnFactor
+	if freqScale == 0 {
+		freqScale = 1
+	}
+	if attnFactor == 0 {
+		attnFactor = 1
+	}
+	return freqScale, attnFactor
 }
 
 // thetaScale is ggml's factor between neighbouring pairs' angles, powf(freq_base, -2.0f/n_rot)

@@ -49,13 +49,7 @@ func (d *Device) RoPETable(rope Rope, factors []float32, rows int) (*Buffer, err
 	case rows < 1 || pairs < 1 || rows*pairs*8 > RoPETableMaxBytes:
 		return nil, fmt.Errorf("gpu: rope table: %d positions of %d pairs (at most %d bytes)", rows, pairs, RoPETableMaxBytes)
 	}
-	scale, attn := rope.FreqScale, rope.YaRN.AttnFactor
-	if scale == 0 {
-		scale = 1
-	}
-	if attn == 0 {
-		attn = 1
-	}
+	scale, attn := rope.scales()
 	y := rope.YaRN
 	mscale := attn
 	if y.ExtFactor != 0 {

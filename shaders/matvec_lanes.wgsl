@@ -15,8 +15,8 @@
 //   T_F32 without VDOT (batches: llamafile's tinyBLAS): 8 lanes over the whole row, folded as
 //          hsum_float_8.
 // Each invocation takes one row of W and LANES tokens: a group of tokens per grid z slice, or
-// with ID one assignment (LANES 1, matmul_io.inc's id_assign) or a tile of up to 8 of one
-// expert (LANES 8, id_tile). ADD, SCALED and LORA_B are matmul_io.inc's epilogues.
+// with ID one assignment (LANES 1, matmul_io.inc's id_assign) or with ID_TILE a tile of up to
+// 8 of one expert (LANES 8, id_tile). ADD, SCALED and LORA_B are matmul_io.inc's epilogues.
 // The fused multiply-adds are ggml_math.inc's fma4 and fma1 (CPU_MATH: emulated, as WGSL's
 // fma may round twice, and lavapipe's does).
 
@@ -26,19 +26,7 @@
 
 const RWG: u32 = 32u;
 
-#ifdef LANES8
-const LANES: u32 = 8u;
-#else
-#ifdef LANES4
-const LANES: u32 = 4u;
-#else
-#ifdef LANES2
-const LANES: u32 = 2u;
-#else
-const LANES: u32 = 1u;
-#endif
-#endif
-#endif
+// LANES (a define, 1, 2, 4 or 8): the tokens an invocation takes.
 
 #ifdef T_F32
 // wv4 is the weight's 4 floats from word i.
@@ -96,7 +84,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let row = (wg.x + wg.y * nwg.x) * RWG + li;
     let nb = p.k / BS;
 #ifdef ID
-#ifdef LANES8
+#ifdef ID_TILE
     if (!id_tile(wg.z)) {
         return;
     }
