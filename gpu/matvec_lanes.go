@@ -48,7 +48,11 @@ func (r *Recorder) matMulLanes(w Weight, x Acts, nTokens int, extra []string, lo
 	if nTokens < 3 {
 		lanes = nTokens
 	}
-	defs := append(append(append(slices.Clip(extra), laneDefines(lanes)...), x.Packed.packedDefines()...), vecDotOrder(w, nTokens)...)
+	orderTokens := nTokens
+	if r.orderTokens > 0 {
+		orderTokens = r.orderTokens
+	}
+	defs := append(append(append(slices.Clip(extra), laneDefines(lanes)...), x.Packed.packedDefines()...), vecDotOrder(w, orderTokens)...)
 	p := r.kernel("matvec_lanes", bind, rowsWorkgroup, weightDefines(w.Type, defs...)...)
 	if p == nil {
 		return

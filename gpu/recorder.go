@@ -30,7 +30,15 @@ type Recorder struct {
 	err    error
 	timed  []timed     // profiled dispatches with GPU timestamps, in order
 	reads  []*Readback // regions read back at the submit besides SubmitAndRead's (ReadAlso)
+	// orderTokens, when positive, is the token count llama.cpp's products see (SetOrderTokens).
+	orderTokens int
 }
+
+// SetOrderTokens has the products recorded next sum as llama.cpp's CPU backend sums a product
+// of n tokens (with CPUMath: F32's vec_dot or tinyBLAS order), where llama.cpp computes fewer
+// rows than the pass: its graphs keep only the output rows for the last block's feed-forward.
+// The other rows are computed as well and not used. 0 restores the pass's own count.
+func (r *Recorder) SetOrderTokens(n int) { r.orderTokens = n }
 
 // Begin starts recording. Only one Recorder may be open on a device at a time.
 func (d *Device) Begin() (*Recorder, error) {

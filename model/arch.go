@@ -26,6 +26,10 @@ type arch struct {
 	// load, when set, replaces the decoder loading (global tensors, then layer for each block):
 	// an encoder's own embeddings and post-norm blocks (bert).
 	load func(m *Model, l *loader) error
+	// stripsLast says llama.cpp's graph computes the last block's feed-forward for the output
+	// rows alone (its inp_out_ids strip after the attention), which sets the summation order
+	// of its F32 products there (preNormBlock, gpu.Recorder.SetOrderTokens).
+	stripsLast bool
 }
 
 // archs are the registered architectures by name.
@@ -106,6 +110,7 @@ type pass struct {
 	r                          *gpu.Recorder
 	kv                         *KVCache
 	n, seqs, maxKeys, pageBits int
+	outputs                    int // the rows whose logits the pass records (0: none)
 	attnPos                    *gpu.Buffer
 	rec                        gpu.RecurrentBatch
 }

@@ -6,7 +6,7 @@ import "math"
 // attention and FFN outputs, soft-capped attention scores and logits, and a 4096-token sliding
 // window on every other layer, as llama.cpp's src/models/gemma2-iswa.cpp.
 func init() {
-	register(&arch{name: "gemma2", hparams: gemma2Hparams, layer: gemmaLayer, block: preNormBlock})
+	register(&arch{name: "gemma2", hparams: gemma2Hparams, layer: gemmaLayer, block: preNormBlock, stripsLast: true})
 }
 
 // gemma2Hparams reads Gemma 2's settings with llama.cpp's defaults where the file is silent.

@@ -6,7 +6,7 @@ import "math"
 // scores, five sliding-window layers (RoPE base 10000, unscaled) to every global one, as
 // llama.cpp's src/models/gemma3.cpp.
 func init() {
-	register(&arch{name: "gemma3", hparams: gemma3Hparams, layer: gemmaLayer, block: preNormBlock})
+	register(&arch{name: "gemma3", hparams: gemma3Hparams, layer: gemmaLayer, block: preNormBlock, stripsLast: true})
 }
 
 // gemma3Hparams reads Gemma 3's settings with llama.cpp's defaults: a file without a window

@@ -5,5 +5,5 @@ package model
 // src/models/llama.cpp. Llama 3.1's RoPE frequency factors come as rope_freqs.weight; RoPE
 // pairs adjacent dimensions.
 func init() {
-	register(&arch{name: "llama", layer: decoderLayer, block: preNormBlock})
+	register(&arch{name: "llama", layer: decoderLayer, block: preNormBlock, stripsLast: true})
 }

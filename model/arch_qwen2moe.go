@@ -7,7 +7,7 @@ import "fmt"
 // beside a shared expert that every token runs, gated by sigmoid(x · ffn_gate_inp_shexp), as
 // llama.cpp's src/models/qwen2moe.cpp.
 func init() {
-	register(&arch{name: "qwen2moe", hparams: qwen2moeHparams, layer: decoderLayer, block: preNormBlock})
+	register(&arch{name: "qwen2moe", hparams: qwen2moeHparams, layer: decoderLayer, block: preNormBlock, stripsLast: true})
 }
 
 // qwen2moeHparams reads the expert and shared-expert sizes, which llama.cpp takes as

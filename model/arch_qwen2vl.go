@@ -6,7 +6,7 @@ import "fmt"
 // one of a token's four positions (t, h, w, e; Batch.MPos), as llama.cpp's
 // src/models/qwen2vl.cpp.
 func init() {
-	register(&arch{name: "qwen2vl", hparams: qwen2vlHparams, layer: decoderLayer, block: preNormBlock})
+	register(&arch{name: "qwen2vl", hparams: qwen2vlHparams, layer: decoderLayer, block: preNormBlock, stripsLast: true})
 }
 
 // qwen2vlHparams reads the M-RoPE sections (llama.cpp pads them to four; a pair's section is

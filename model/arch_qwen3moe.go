@@ -4,7 +4,7 @@ package model
 // with QK-norm and a Mixture of Experts in every block: softmax gating, the chosen weights
 // normalised, no shared expert, as llama.cpp's src/models/qwen3moe.cpp.
 func init() {
-	register(&arch{name: "qwen3moe", hparams: qwen3moeHparams, layer: decoderLayer, block: preNormBlock})
+	register(&arch{name: "qwen3moe", hparams: qwen3moeHparams, layer: decoderLayer, block: preNormBlock, stripsLast: true})
 }
 
 // qwen3moeHparams reads the expert size, which llama.cpp takes as n_ff / n_expert_used when

@@ -63,6 +63,10 @@ func (m *Model) ffnBlock(p *pass, il int) {
 // behind its RMS norm and added to the residual stream.
 func preNormBlock(m *Model, p *pass, il int) {
 	m.attentionBlock(p, il)
+	if il == len(m.layers)-1 && m.archFor().stripsLast && p.outputs > 0 && p.outputs < p.n {
+		p.r.SetOrderTokens(p.outputs)
+		defer p.r.SetOrderTokens(0)
+	}
 	m.ffnBlock(p, il)
 }
 

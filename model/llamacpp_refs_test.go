@@ -180,7 +180,7 @@ var (
 		"gemma4-Q8_0.gguf": {step0: 1e-5, all: 1e-5},
 	}
 	iqLimits = map[string]refLimits{
-		"dense256-F32.gguf":     {step0: 1e-5, all: 1e-4},
+		"dense256-F32.gguf":     {step0: 1e-6, all: 1e-5},
 		"dense256-IQ1_M.gguf":   {step0: 1e-2, all: 0.2, diverges: 24},
 		"dense256-IQ1_S.gguf":   {step0: 1e-5, all: 0.15},
 		"dense256-IQ2_S.gguf":   {step0: 1e-5, all: 1e-4},

@@ -376,7 +376,7 @@ func (m *Model) begin(kv *KVCache, b Batch) (*gpu.Recorder, error) {
 		return nil, err
 	}
 	b.recordCopies(r, kv)
-	m.recordLayers(r, kv, len(b.Tokens), b.sequences(), maxKeys, b.PageBits, attnPos)
+	m.recordLayers(r, kv, len(b.Tokens), b.sequences(), maxKeys, b.PageBits, attnPos, len(b.Logits))
 	return r, nil
 }
 
@@ -434,7 +434,7 @@ func gathers(rows []int, n int) bool {
 // upload), at most maxKeys positions deep, and the logits of the given rows into
 // scratch.logits, in order.
 func (m *Model) record(r *gpu.Recorder, kv *KVCache, n, seqs, maxKeys, pageBits int, logits []int) {
-	m.recordLayers(r, kv, n, seqs, maxKeys, pageBits, m.scratch.pos)
+	m.recordLayers(r, kv, n, seqs, maxKeys, pageBits, m.scratch.pos, len(logits))
 	if len(logits) > 0 {
 		m.recordLogits(r, n, logits)
 	}
@@ -443,8 +443,8 @@ func (m *Model) record(r *gpu.Recorder, kv *KVCache, n, seqs, maxKeys, pageBits 
 // recordLayers records the decoder's layers over n tokens of seqs sequences whose inputs are
 // in the scratch buffers, addressing the cache with pageBits (Batch.PageBits); attention
 // takes each row's limit from attnPos (the positions, or Batch.AttnEnds in their place). Each
-// block is the architecture's (arch.block).
-func (m *Model) recordLayers(r *gpu.Recorder, kv *KVCache, n, seqs, maxKeys, pageBits int, attnPos *gpu.Buffer) {
+// block is the architecture's (arch.block). outputs is how many rows' logits follow.
+func (m *Model) recordLayers(r *gpu.Recorder, kv *KVCache, n, seqs, maxKeys, pageBits int, attnPos *gpu.Buffer, outputs int) {
 	c, s := m.Config, &m.scratch
 	embScale := c.EmbedScale
 	if embScale == 0 {
@@ -452,7 +452,7 @@ func (m *Model) recordLayers(r *gpu.Recorder, kv *KVCache, n, seqs, maxKeys, pag
 	}
 	r.GetRowsScaled(m.tokEmbd, s.ids, s.x, n, embScale)
 	m.pending = nil
-	p := &pass{r: r, kv: kv, n: n, seqs: seqs, maxKeys: maxKeys, pageBits: pageBits, attnPos: attnPos, rec: m.rec}
+	p := &pass{r: r, kv: kv, n: n, seqs: seqs, maxKeys: maxKeys, pageBits: pageBits, outputs: outputs, attnPos: attnPos, rec: m.rec}
 	block := m.archFor().block
 	for i := range m.layers {
 		block(m, p, i)
