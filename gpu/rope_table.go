@@ -7,6 +7,7 @@ static float libm_sinf(float x) { return sinf(x); }
 static float libm_cosf(float x) { return cosf(x); }
 static float libm_powf(float x, float y) { return powf(x, y); }
 static float libm_tanhf(float x) { return tanhf(x); }
+static float libm_logf(float x) { return logf(x); }
 */
 import "C"
 
@@ -52,8 +53,9 @@ func (d *Device) RoPETable(rope Rope, factors []float32, rows int) (*Buffer, err
 	scale, attn := rope.scales()
 	y := rope.YaRN
 	mscale := attn
-	if y.ExtFactor != 0 {
-		mscale *= 1 + 0.1*float32(math.Log(float64(1/scale)))
+	if y.ExtFactor != 0 { // rope_yarn's mscale *= 1.0f + 0.1f * logf(1.0f / freq_scale), contracted
+		lf := float32(C.libm_logf(C.float(1 / scale)))
+		mscale *= float32(math.FMA(float64(float32(0.1)), float64(lf), 1))
 	}
 	ts := rope.thetaScale()
 	b := make([]byte, rows*pairs*8)

@@ -128,7 +128,7 @@ fn rope_turn_ggml(v: vec2<f32>, at: f32, i: u32, attn_factor: f32) -> vec2<f32> 
         let y = (f32(i) - p.corr_lo) / max(0.001, p.corr_hi - p.corr_lo);
         let ramp = (1.0 - min(1.0, max(0.0, y))) * p.ext_factor;
         th = fma1(th, 1.0 - ramp, ns_keep(extrap * ramp));
-        mscale *= 1.0 + 0.1 * log(1.0 / p.freq_scale);
+        mscale *= fma1(0.1, log_c(1.0 / p.freq_scale), 1.0);
     }
     let sc = sincos_c(th);
     let c = ns_keep(sc.y * mscale);
