@@ -79,8 +79,8 @@ const actQuantSpan = 256
 
 // QuantizeActivations rounds rows xRow0 .. xRow0+nRows of x (rows of k floats) as a into out
 // (rows from 0; for ActQ8_1 each 32-block's sum goes to sums, else nil) and returns them as a
-// matrix product's input: packed for a batch (and with CPUMath Q8_0 always) on CPU adapters,
-// f32 otherwise. (Packed rows take 1.2-1.35x less time there at 64 tokens; one token's block
+// matrix product's input: packed for a batch (and with CPUMath Q8_0 and Q8_1 always) on CPU
+// adapters, f32 otherwise. (Packed rows take 1.2-1.35x less time there at 64 tokens; one token's block
 // loops are faster on f32.)
 // out needs nRows * k floats either way. k must be a multiple of a.Block().
 func (r *Recorder) QuantizeActivations(a ActQuant, x *Buffer, xRow0, nRows, k int, out, sums *Buffer) Acts {
@@ -94,9 +94,9 @@ func (r *Recorder) QuantizeActivations(a ActQuant, x *Buffer, xRow0, nRows, k in
 		return acts
 	}
 	defs, bind, bufs := a.defines(), []Access{ReadOnly, ReadWrite}, []*Buffer{x, out}
-	// With CPUMath Q8_0 rows are packed for one token too: Q8_0 weights take
-	// matvec_lanes.wgsl, which multiplies their int8 values.
-	if r.d.BarrierFree && (nRows > 1 || a == ActQ8_0 && r.d.CPUMath) {
+	// With CPUMath Q8 rows are packed for one token too: their weights take matvec_lanes.wgsl,
+	// which multiplies the int8 values.
+	if r.d.BarrierFree && (nRows > 1 || (a == ActQ8_0 || a == ActQ8_1) && r.d.CPUMath) {
 		defs, acts.Packed = append(defs, "PACKED"), a
 	}
 	if a == ActQ8_1 {

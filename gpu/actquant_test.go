@@ -15,11 +15,12 @@ import (
 // TestQuantizeActivations checks each activation rounding against its Go reference, on rows
 // read from an offset, in both kernels: the cooperative one of GPUs (rows of a length that
 // leaves its last workgroup part full) and the per-block one of CPU adapters (one row, which
-// they do not pack but for Q8_0 with CPUMath: its packed blocks are read back as values).
+// they do not pack but for Q8_0 and Q8_1 with CPUMath: their packed blocks are read back as
+// values).
 func TestQuantizeActivations(t *testing.T) {
 	d := gputest.Device(t)
 	defer func(v, m bool) { d.BarrierFree, d.CPUMath = v, m }(d.BarrierFree, d.CPUMath)
-	d.SetCPUMath(true) // Q8_0's one row packed too on a CPU adapter
+	d.SetCPUMath(true) // Q8_0's and Q8_1's one row packed too on a CPU adapter
 	rng := rand.New(rand.NewPCG(19, 20))
 	for _, c := range []struct {
 		a   gpu.ActQuant
@@ -46,7 +47,7 @@ func TestQuantizeActivations(t *testing.T) {
 			sums := empty(t, d, v.nRows*k/32)
 			var acts gpu.Acts
 			got := run(t, d, out, v.nRows*k, func(r *gpu.Recorder) { acts = r.QuantizeActivations(c.a, upload(t, d, x), row0, v.nRows, k, out, sums) })
-			if acts.Packed == gpu.ActQ8_0 {
+			if acts.Packed == gpu.ActQ8_0 || acts.Packed == gpu.ActQ8_1 {
 				got = unpackQ8(got, v.nRows*k)
 			}
 			name := fmt.Sprintf("act %d barrier-free=%v", c.a, v.barrierFree)

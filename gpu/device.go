@@ -68,7 +68,7 @@ type Device struct {
 	// CPUMath makes a CPU adapter reproduce llama.cpp's CPU backend (x86, AVX2 and FMA) bit
 	// for bit instead of some ulps apart: kernels built with its arithmetic for exp and what
 	// is made of it (shaders/ggml_math.inc: ggml's vector exp, the C library's expf, fused
-	// multiply-adds rounded once), and F32 and Q8_0 products in its summation order
+	// multiply-adds rounded once), and F32, Q8_0, Q5_0, Q4_1 and Q5_1 products in its order
 	// (matvec_lanes.wgsl), RoPE from the C library's sinf and cosf (Rope.Table). Off by
 	// default (SetCPUMath): the emulated arithmetic takes F32 and Q8_0 prompts about 5x longer
 	// on lavapipe. Tests that compare with llama.cpp turn it on.

@@ -6,15 +6,23 @@ import (
 )
 
 // inLaneOrder reports whether a product of w with x takes matvec_lanes.wgsl, llama.cpp's own
-// CPU order (integer lane sums for Q8_0 and Q5_0, ggml_vec_dot_f32's or tinyBLAS's lanes for
-// F32, fused multiply-adds, their horizontal sums): on CPU adapters reproducing llama.cpp's
-// arithmetic (CPUMath), Q8_0 and Q5_0 weights with packed Q8_0 activations (QuantizeActivations
-// packs them there for any token count) and F32 weights with f32 ones.
+// CPU order (integer lane sums for Q8_0, Q5_0, Q4_1 and Q5_1, ggml_vec_dot_f32's or tinyBLAS's
+// lanes for F32, fused multiply-adds, their horizontal sums): on CPU adapters reproducing
+// llama.cpp's arithmetic (CPUMath), those weights with packed Q8_0 (Q8_1 with its block sums)
+// activations (QuantizeActivations packs them there for any token count), F32 with f32 ones.
 func (r *Recorder) inLaneOrder(w Weight, x Acts) bool {
 	if !r.d.BarrierFree || !r.d.CPUMath {
 		return false
 	}
-	return (w.Type == Q8_0 || w.Type == Q5_0) && x.Packed == ActQ8_0 || w.Type == F32 && x.Packed == ActNone && x.Sums == nil
+	switch w.Type {
+	case Q8_0, Q5_0:
+		return x.Packed == ActQ8_0
+	case Q4_1, Q5_1:
+		return x.Packed == ActQ8_1 && x.Sums != nil
+	case F32:
+		return x.Packed == ActNone && x.Sums == nil
+	}
+	return false
 }
 
 // vecDotOrder is matvec_lanes.wgsl's VDOT define when an F32 product of nTokens tokens with
@@ -40,9 +48,9 @@ func laneDefines(n int) []string {
 // matMulLanes is MatMulAt in lane order (inLaneOrder): one row an invocation, tokens in groups
 // of up to 4 in the grid's z.
 func (r *Recorder) matMulLanes(w Weight, x Acts, nTokens int, extra []string, lora bool, params func(WeightChunk) []uint32, bufs func(WeightChunk) []*Buffer) {
-	bind := bindRRRW
+	bind, extra := sumsVariant(w.Type, x.Sums != nil, extra)
 	if lora {
-		bind = []Access{ReadOnly, ReadOnly, ReadWrite, ReadOnly, ReadOnly}
+		bind = append(slices.Clone(bind), ReadOnly, ReadOnly)
 	}
 	lanes := 4 // token lanes: as few as the batch needs, at most 4
 	if nTokens < 3 {

@@ -12,8 +12,9 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/gpu/gputest"
 )
 
-// TestMatMulLaneOrder checks CPU adapters' Q8_0 and Q5_0 products (matvec_lanes.wgsl) bit for
-// bit against llama.cpp's CPU order (cpuref.MatMulQ8_0Lanes, MatMulQ5_0Lanes), for one token
+// TestMatMulLaneOrder checks CPU adapters' Q8_0, Q5_0, Q4_1 and Q5_1 products
+// (matvec_lanes.wgsl) bit for bit against llama.cpp's CPU order (cpuref.MatMulQ8_0Lanes and
+// the others; Q4_1 and Q5_1 with Q8_1 activations and their block sums), for one token
 // and batches that leave partial groups of token lanes, rows that leave a partial workgroup,
 // with the residual add and from an offset row of the activations.
 func TestMatMulLaneOrder(t *testing.T) {
@@ -24,7 +25,8 @@ func TestMatMulLaneOrder(t *testing.T) {
 		typ gpu.WeightType
 		gt  gguf.GGMLType
 		ref func([]byte, int, int, []float32, int) []float32
-	}{{gpu.Q8_0, gguf.TypeQ8_0, cpuref.MatMulQ8_0Lanes}, {gpu.Q5_0, gguf.TypeQ5_0, cpuref.MatMulQ5_0Lanes}} {
+	}{{gpu.Q8_0, gguf.TypeQ8_0, cpuref.MatMulQ8_0Lanes}, {gpu.Q5_0, gguf.TypeQ5_0, cpuref.MatMulQ5_0Lanes},
+		{gpu.Q4_1, gguf.TypeQ4_1, cpuref.MatMulQ4_1Lanes}, {gpu.Q5_1, gguf.TypeQ5_1, cpuref.MatMulQ5_1Lanes}} {
 		for _, nTok := range []int{1, 2, 3, 6, 9} {
 			for _, add := range []bool{false, true} {
 				name := fmt.Sprintf("%s t=%d add=%v", c.typ, nTok, add)
@@ -38,9 +40,10 @@ func TestMatMulLaneOrder(t *testing.T) {
 				out := upload(t, d, y0)
 				xq, sums := empty(t, d, nTok*cols), empty(t, d, nTok*cols/32)
 				got := run(t, d, out, len(y0), func(r *gpu.Recorder) {
-					acts := r.QuantizeActivations(gpu.ActQ8_0, upload(t, d, x), row0, nTok, cols, xq, sums)
-					if acts.Packed != gpu.ActQ8_0 {
-						t.Fatalf("%s: activations packed as %d, want Q8_0", name, acts.Packed)
+					a := gpu.ActFor(c.typ)
+					acts := r.QuantizeActivations(a, upload(t, d, x), row0, nTok, cols, xq, sums)
+					if acts.Packed != a {
+						t.Fatalf("%s: activations packed as %d, want %d", name, acts.Packed, a)
 					}
 					r.MatMulAt(w, acts, nTok, out, rows, 0, add)
 				})

@@ -221,15 +221,16 @@ func checkMatMulID(t *testing.T, d *gpu.Device, rng *rand.Rand, v moeVariant, ty
 		}
 	}
 	name := fmt.Sprintf("%s %s E=%d k=%d tokens=%d down=%v", v.name, typ, experts, k, tokens, down)
-	if (typ == gpu.Q8_0 || typ == gpu.Q5_0 || typ == gpu.F32) && v.exact {
-		// CPU adapters' Q8_0, Q5_0 and F32 products are llama.cpp's own, bit for bit
+	laneRefs := map[gpu.WeightType]struct {
+		bytes int
+		ref   func([]byte, int, int, []float32, int) []float32
+	}{gpu.Q8_0: {34, cpuref.MatMulQ8_0Lanes}, gpu.Q5_0: {22, cpuref.MatMulQ5_0Lanes},
+		gpu.Q4_1: {20, cpuref.MatMulQ4_1Lanes}, gpu.Q5_1: {24, cpuref.MatMulQ5_1Lanes}, gpu.F32: {}}
+	if lr, ok := laneRefs[typ]; ok && v.exact {
+		// CPU adapters' products of these types are llama.cpp's own, bit for bit
 		// (matvec_lanes.wgsl; mul_mat_id takes ggml_vec_dot_f32 for every token).
 		exact := slices.Clone(y0)
-		per := rows * cols / 32 * 34
-		ref := cpuref.MatMulQ8_0Lanes
-		if typ == gpu.Q5_0 {
-			per, ref = rows*cols/32*22, cpuref.MatMulQ5_0Lanes
-		}
+		per, ref := rows*cols/32*lr.bytes, lr.ref
 		for i := 0; i < n; i++ {
 			e := int(ids[i])
 			xr := x[i/xPer*cols : (i/xPer+1)*cols]

@@ -3,9 +3,11 @@
 // last bits, and the next 8-bit activation rounding amplifies that step after step (0.14 apart
 // in llama.cpp's probabilities after 30 tokens of the shared random qwen35, Q8_0).
 // y[y_row0 + t, y_col0 + r] (+)= sum_k x[x_row0 + t, k] * W[r, k], for
-//   T_Q8_0, T_Q5_0 (x: act_quant's PACKED Q8_0 rows, XPACK_Q8, XB = 32): ggml_vec_dot_q8_0_q8_0
-//          (ggml_vec_dot_q5_0_q8_0) and llamafile's tinyBLAS_Q0_AVX alike, neither repacked on
-//          x86: per 32-block the int8 products (Q5_0's q - 16) summed in 8 lanes
+//   T_Q8_0, T_Q5_0, T_Q4_1, T_Q5_1 (x: act_quant's PACKED Q8_0 rows, XPACK_Q8, XB = 32; for
+//          Q4_1 and Q5_1 with XSUM the Q8_1 block sums): ggml_vec_dot_q8_0_q8_0 (q5_0_q8_0,
+//          q4_1_q8_1, q5_1_q8_1) and llamafile's tinyBLAS_Q0_AVX alike, none repacked on x86:
+//          per 32-block the int8 products (Q5_0's q - 16; Q4_1's and Q5_1's unsigned q, their
+//          minimum times the block sum fused into a scalar sum added at the end) summed in 8 lanes
 //          of 4 (dot4I8Packed: exact integers), each lane accumulated over the blocks as
 //          fma(d_w * d_x, lane, acc), the lanes folded as hsum_float_8 folds them:
 //          ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7));
@@ -49,6 +51,32 @@ fn fold32(l: array<vec4<f32>, 8>) -> f32 {
 // int8_words is words l0 .. l0 + 3 of the block at base's 32 int8 values, four to a word.
 fn int8_words(base: u32, l0: u32) -> vec4<u32> {
     return vec4<u32>(w[base + 1u + l0], w[base + 2u + l0], w[base + 3u + l0], w[base + 4u + l0]);
+}
+#endif
+#ifdef T_Q4_1
+// int8_words is words l0 .. l0 + 3 of the Q4_1 block at base's unsigned 4-bit values (low
+// nibbles of its 16 bytes, then high), four to a word.
+fn int8_words(base: u32, l0: u32) -> vec4<u32> {
+    var out: vec4<u32>;
+    for (var k = 0u; k < 4u; k++) {
+        let l = l0 + k;
+        out[k] = (w[base + 1u + l % 4u] >> (4u * (l / 4u))) & 0x0F0F0F0Fu;
+    }
+    return out;
+}
+#endif
+#ifdef T_Q5_1
+// int8_words is Q4_1's with each value's fifth bit (bit e of qh) or'ed in as 16.
+fn int8_words(base: u32, l0: u32) -> vec4<u32> {
+    var out: vec4<u32>;
+    for (var k = 0u; k < 4u; k++) {
+        let l = l0 + k;
+        let h4 = (w[base + 1u] >> (4u * l)) & 0xFu;
+        let hb = select(0u, 0x10u, (h4 & 1u) != 0u) | select(0u, 0x1000u, (h4 & 2u) != 0u) |
+                 select(0u, 0x100000u, (h4 & 4u) != 0u) | select(0u, 0x10000000u, (h4 & 8u) != 0u);
+        out[k] = ((w[base + 2u + l % 4u] >> (4u * (l / 4u))) & 0x0F0F0F0Fu) | hb;
+    }
+    return out;
 }
 #endif
 #ifdef T_Q5_0
@@ -103,6 +131,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     // Lanes 0-3 and 4-7 of each token's sums.
     var lo = array<vec4<f32>, LANES>();
     var hi = array<vec4<f32>, LANES>();
+#ifdef XSUM
+    var summs = array<f32, LANES>();
+#endif
     for (var b = 0u; b < nb; b++) {
         let base = base0 + b * BW;
         let dw = f16lo(w[base]);
@@ -113,12 +144,19 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             let d = vec4<f32>(dw * act_scale(at)); // exact: two f16 significands
             lo[t] = fma4(d, lanes4(wl, at + 1u), lo[t]);
             hi[t] = fma4(d, lanes4(wh, at + 5u), hi[t]);
+#ifdef XSUM
+            summs[t] = fma1(f16hi(w[base]), xs[xrow(t) * nb + b], summs[t]);
+#endif
         }
     }
     for (var t = 0u; t < LANES; t++) {
         if (row < p.n && t < nt) {
             let v = lo[t] + hi[t];
-            store(t, row, ns_keep(ns_keep(v.x + v.z) + ns_keep(v.y + v.w)));
+            var sum = ns_keep(ns_keep(v.x + v.z) + ns_keep(v.y + v.w));
+#ifdef XSUM
+            sum = ns_keep(sum + summs[t]);
+#endif
+            store(t, row, sum);
         }
     }
 #else

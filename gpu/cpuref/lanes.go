@@ -33,20 +33,50 @@ func MatMulQ5_0Lanes(w []byte, rows, cols int, x []float32, nTokens int) []float
 	}, rows, cols, x, nTokens)
 }
 
+// MatMulQ4_1Lanes is MatMulQ8_0Lanes for Q4_1 weights (ggml's blocks: f16 d, f16 m, 16 nibble
+// bytes) with activations rounded to Q8_1, as ggml_vec_dot_q4_1_q8_1 sums them: the unsigned
+// values' lanes, and each block's m times the activations' f16(d·Σq) fused into a scalar sum
+// added after the lanes' fold.
+func MatMulQ4_1Lanes(w []byte, rows, cols int, x []float32, nTokens int) []float32 {
+	return matMulInt8Lanes(w, 20, func(b []byte, q *[32]int8) {
+		for j := range q {
+			q[j] = int8(b[4+j%16] >> (4 * (j / 16)) & 0xF)
+		}
+	}, rows, cols, x, nTokens)
+}
+
+// MatMulQ5_1Lanes is MatMulQ4_1Lanes for Q5_1 weights (f16 d, f16 m, u32 qh, 16 nibble bytes).
+func MatMulQ5_1Lanes(w []byte, rows, cols int, x []float32, nTokens int) []float32 {
+	return matMulInt8Lanes(w, 24, func(b []byte, q *[32]int8) {
+		qh := uint32(b[4]) | uint32(b[5])<<8 | uint32(b[6])<<16 | uint32(b[7])<<24
+		for j := range q {
+			q[j] = int8(b[8+j%16]>>(4*(j/16))&0xF | byte(qh>>j&1)<<4)
+		}
+	}, rows, cols, x, nTokens)
+}
+
 // matMulInt8Lanes is the lane-order product of blocks of blockBytes bytes, each an f16 scale
-// and the 32 int8 values decode gives.
+// (and with a minimum, blockBytes 20 or 24, an f16 m after it) and the 32 int8 values decode
+// gives.
 func matMulInt8Lanes(w []byte, blockBytes int, decode func([]byte, *[32]int8), rows, cols int, x []float32, nTokens int) []float32 {
 	nb := cols / 32
+	withMin := blockBytes == 20 || blockBytes == 24
 	out := make([]float32, nTokens*rows)
 	var q [32]int8
 	for t := range nTokens {
-		xd, xq := q8Blocks(x[t*cols : (t+1)*cols])
+		xr := x[t*cols : (t+1)*cols]
+		xd, xq := q8Blocks(xr)
+		xs := ActQ8_1Sums(xr)
 		for r := range rows {
 			var lane [8]float32
+			var summs float32
 			for b := range nb {
 				blk := w[(r*nb+b)*blockBytes:]
 				decode(blk, &q)
 				d := gguf.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8) * xd[b]
+				if withMin {
+					summs = fmaOnce(gguf.F16ToF32(uint16(blk[2])|uint16(blk[3])<<8), xs[b], summs)
+				}
 				for l := range lane {
 					var s int32
 					for i := 4 * l; i < 4*l+4; i++ {
@@ -55,7 +85,7 @@ func matMulInt8Lanes(w []byte, blockBytes int, decode func([]byte, *[32]int8), r
 					lane[l] = fmaOnce(d, float32(s), lane[l])
 				}
 			}
-			out[t*rows+r] = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]))
+			out[t*rows+r] = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7])) + summs
 		}
 	}
 	return out
