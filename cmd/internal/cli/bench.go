@@ -37,6 +37,11 @@ type benchResult struct {
 	Reps         int    `json:"reps"`
 	// BaseTimeRatio is a +lora test's time per token over the base test's (bench --lora).
 	BaseTimeRatio float64 `json:"base_time_ratio,omitempty"`
+	// With bench --against: llama.cpp's llama-bench on the same file and test (mean and
+	// stddev of its runs, interleaved with ours), and our tokens/s over its.
+	AgainstTokensPerSecond float64 `json:"against_tokens_per_second,omitempty"`
+	AgainstStddev          float64 `json:"against_stddev,omitempty"`
+	AgainstRatio           float64 `json:"against_ratio,omitempty"`
 }
 
 // runBench implements `wgpu-llama bench`, like llama-bench: prompt processing (ppN: N prompt
@@ -45,9 +50,11 @@ type benchResult struct {
 // far that is from the roofline: generation's bandwidth as a share of the device's measured copy
 // bandwidth, prompt processing's GFLOP/s. --profile adds a table of GPU time by kernel family
 // for one pass of each test. --lora adds a "+lora" run of each test with the adapters, and
-// how many times the base's time per token it takes.
+// how many times the base's time per token it takes. --against LLAMA_BENCH runs llama.cpp's
+// llama-bench on the same file and tests, a repetition of it after each of ours, and prints
+// both and the ratio.
 func runBench(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench", "wgpu-llama bench -m FILE [-p 512] [-n 128] [-d 0] [-r 5] [--lora FILE] [--json]", stderr)
+	fs := newFlagSet("bench", "wgpu-llama bench -m FILE [-p 512] [-n 128] [-d 0] [-r 5] [--lora FILE] [--against LLAMA_BENCH] [--json]", stderr)
 	var (
 		mf         modelFlags
 		nPrompt    int
@@ -55,6 +62,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		depth      int
 		jsonOut    bool
 		profile    bool
+		against    string
 		lf         loraFlags
 	)
 	mf.register(fs)
@@ -65,12 +73,16 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	intVar(fs, &depth, 0, "tokens already in the cache when each test runs, as llama-bench's -d", "d", "n-depth")
 	intVar(fs, &reps, 5, "repetitions of each test", "r", "repetitions")
 	fs.BoolVar(&jsonOut, "json", false, "print a JSON array, one object per test")
+	fs.StringVar(&against, "against", "", "llama.cpp's llama-bench to run on the same file and tests, a repetition of it after each of ours; prints both and the ratio")
 	fs.BoolVar(&profile, "profile", false, "also time one pass of each test by kernel family (GPU timestamps, else each kernel submitted on its own)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if reps < 1 || nPrompt < 0 || nGen < 0 || depth < 0 {
 		return fmt.Errorf("bench: -r must be at least 1 and -p, -n, -d not negative")
+	}
+	if against != "" && (mf.path == "" || len(lf.specs) > 0) {
+		return fmt.Errorf("bench: --against needs a model file (-m) and no --lora: llama-bench runs the same file")
 	}
 	batch := max(nPrompt, min(depth, 512), 1) // the depth is filled in batches of this size
 	// The copy bandwidth is measured on the device before the weights arrive: on an H100 it
@@ -141,12 +153,25 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if scales != nil {
 		variants = append(variants, true)
 	}
-	test := func(name string, tokens int, fn func(lora bool) error) ([]benchResult, error) {
-		rs, err := measure(reps, tokens, len(variants), func(v int) error { return fn(variants[v]) })
+	var lb *llamaBench
+	if against != "" {
+		lb = &llamaBench{path: against, model: mf.path, depth: depth, samples: map[string][]float64{}}
+	}
+	// test measures a test; with --against, llama-bench's run of it (prompt or gen tokens)
+	// follows each repetition.
+	test := func(name string, tokens, prompt, gen int, fn func(lora bool) error) ([]benchResult, error) {
+		var afterRep func() error
+		if lb != nil {
+			afterRep = func() error { return lb.run(name, prompt, gen) }
+		}
+		rs, err := measure(reps, tokens, len(variants), func(v int) error { return fn(variants[v]) }, afterRep)
 		if err != nil {
 			return nil, err
 		}
 		rs[0] = base.with(rs[0], name)
+		if lb != nil {
+			lb.fill(&rs[0])
+		}
 		if len(rs) > 1 {
 			withLora := base
 			withLora.SizeBytes, withLora.Params = m.WeightBytes(), m.Params()
@@ -161,7 +186,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		for i := range prompt {
 			prompt[i] = token()
 		}
-		rs, err := test(fmt.Sprintf("pp%d%s", nPrompt, at), nPrompt, func(lora bool) error { return forward(kv, prompt, depth, lora) })
+		rs, err := test(fmt.Sprintf("pp%d%s", nPrompt, at), nPrompt, nPrompt, 0, func(lora bool) error { return forward(kv, prompt, depth, lora) })
 		if err != nil {
 			return err
 		}
@@ -172,7 +197,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if nGen > 0 {
-		rs, err := test(fmt.Sprintf("tg%d%s", nGen, at), nGen, func(lora bool) error {
+		rs, err := test(fmt.Sprintf("tg%d%s", nGen, at), nGen, 0, nGen, func(lora bool) error {
 			for pos := depth; pos < depth+nGen; pos++ {
 				if err := forward(kv, []int32{token()}, pos, lora); err != nil {
 					return err
@@ -216,6 +241,12 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "device copy bandwidth: %.2f GB/s\n", copyGBs)
+	if lb != nil {
+		fmt.Fprintf(stdout, "\nagainst %s (a repetition of it after each of ours):\n", against)
+		if err := writeAgainst(stdout, results); err != nil {
+			return err
+		}
+	}
 	for _, r := range results {
 		if r.BaseTimeRatio > 0 {
 			fmt.Fprintf(stdout, "%s: %.3f× the base's time per token (median of %d interleaved pairs)\n", r.Test, r.BaseTimeRatio, reps)
@@ -281,8 +312,9 @@ func profilePasses(dev *gpu.Device, nPrompt int, gen bool, forward func([]int32,
 // reps times, the variants' repetitions interleaved, returning each variant's mean and sample
 // standard deviation of tokens/s; a variant after the first also gets its time per token
 // relative to the first's (BaseTimeRatio), the median over repetitions of the ratio between
-// adjacent runs.
-func measure(reps, tokens, n int, fn func(variant int) error) ([]benchResult, error) {
+// adjacent runs. afterRep, when set, runs after each repetition (bench --against's
+// llama-bench), outside the timing.
+func measure(reps, tokens, n int, fn func(variant int) error, afterRep func() error) ([]benchResult, error) {
 	for v := range n {
 		if err := fn(v); err != nil {
 			return nil, err
@@ -296,6 +328,11 @@ func measure(reps, tokens, n int, fn func(variant int) error) ([]benchResult, er
 				return nil, err
 			}
 			rates[v] = append(rates[v], float64(tokens)/time.Since(start).Seconds())
+		}
+		if afterRep != nil {
+			if err := afterRep(); err != nil {
+				return nil, err
+			}
 		}
 	}
 	out := make([]benchResult, n)
