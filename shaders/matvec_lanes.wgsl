@@ -11,7 +11,7 @@
 //          of 4 (dot4I8Packed: exact integers), each lane accumulated over the blocks as
 //          fma(d_w * d_x, lane, acc), the lanes folded as hsum_float_8 folds them:
 //          ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7));
-//   T_F32 (x: f32 rows) with VDOT (one token, mul_mat_id, or rows not a multiple of 8):
+//   T_F32 (x: f32 rows) with VDOT (one token, mul_mat_id, shapes tinyBLAS refuses):
 //          ggml_vec_dot_f32: 32 lanes (four registers of 8), element i fused into lane
 //          i % 32, folded by GGML_F32_VEC_REDUCE, then the last k % 32 fused in one by one;
 //   T_F32 without VDOT (batches: llamafile's tinyBLAS): 8 lanes over the whole row, folded as

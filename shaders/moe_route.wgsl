@@ -42,8 +42,8 @@ fn soft_exp(v: f32, e: u32, n: u32) -> f32 {
     return select(exp_c(v), exp_v(v), e < (n & ~7u));
 }
 
-// soft_inv is ggml_vec_soft_max_f32's sum of the exps of the n values at wts[o] (expert
-// ids if logits is false: the row's logits at row) less m, then (float)(1 / sum).
+// soft_inv is ggml_vec_soft_max_f32's sum of exp(x - m) over a softmax's n inputs x
+// (soft_in: the logits from at, or the chosen weights from at), then (float)(1 / sum).
 fn soft_inv(at: u32, from_logits: bool, n: u32, m: f32) -> f32 {
     var sum = vec2<f32>(0.0, 0.0);
     let whole = n & ~7u;
