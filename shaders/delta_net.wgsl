@@ -198,6 +198,29 @@ fn fold_lanes(lane: ptr<function, array<vec4<f32>, 32>>) -> vec4<f32> {
     return keep4(half[0] + half[1]) + keep4(half[2] + half[3]);
 }
 
+// dot_step adds a * b, element i of a ggml_vec_dot_f32 over DIM, to its sum: fused into lane
+// i % 32 in the runs of 32; at the first element after them the lanes are folded into acc,
+// and that element and the rest are fused into acc one by one.
+fn dot_step(lane: ptr<function, array<vec4<f32>, 32>>, acc: ptr<function, vec4<f32>>, i: u32, a: vec4<f32>, b: vec4<f32>) {
+    if (i < WHOLE) {
+        (*lane)[i % 32u] = fma4(a, b, (*lane)[i % 32u]);
+        return;
+    }
+    if (i == WHOLE) {
+        *acc = fold_lanes(lane);
+    }
+    *acc = fma4(a, b, *acc);
+}
+
+// dot_sum is the sum dot_step built over all DIM elements: the lanes' fold where DIM is a
+// whole number of runs (no element after them folded it), else acc.
+fn dot_sum(lane: ptr<function, array<vec4<f32>, 32>>, acc: vec4<f32>) -> vec4<f32> {
+    if (WHOLE == DIM) {
+        return fold_lanes(lane);
+    }
+    return acc;
+}
+
 // columns runs the recurrence for columns j0 .. j0+3 of head h of sequence seq over the
 // dispatch's tokens: component c of m[i] is M[j0 + c][i].
 fn columns(seq: u32, h: u32, j0: u32) {
@@ -225,8 +248,9 @@ fn columns(seq: u32, h: u32, j0: u32) {
 #ifndef KDA
         let eg = exp_c(g[gh]);
 #endif
-        // Decay, and the state's product with k (in ggml_vec_dot_f32's order: dot_lanes).
-        var lane = array<vec4<f32>, 32>(); // initialised explicitly: naga zeroes a bare var once per call, not per iteration
+        // Decay, and the state's product with k (in ggml_vec_dot_f32's order: dot_step).
+        // (Initialised explicitly: naga zeroes a bare var once per call, not per iteration.)
+        var lane = array<vec4<f32>, 32>();
         var sk = vec4<f32>(0.0);
         for (var i = 0u; i < DIM; i++) {
 #ifdef KDA
@@ -234,18 +258,9 @@ fn columns(seq: u32, h: u32, j0: u32) {
 #endif
             let d = m[i] * eg;
             m[i] = d;
-            if (i < WHOLE) {
-                lane[i % 32u] = fma4(d, vec4<f32>(qkv[kb + i]), lane[i % 32u]);
-            } else {
-                if (i == WHOLE) {
-                    sk = fold_lanes(&lane);
-                }
-                sk = fma4(d, vec4<f32>(qkv[kb + i]), sk);
-            }
+            dot_step(&lane, &sk, i, d, vec4<f32>(qkv[kb + i]));
         }
-        if (WHOLE == DIM) {
-            sk = fold_lanes(&lane);
-        }
+        sk = dot_sum(&lane, sk);
         let vb = row * p.stride + p.v_col + h * DIM + j0;
         let vj = vec4<f32>(value(vb, live.x), value(vb + 1u, live.y), value(vb + 2u, live.z), value(vb + 3u, live.w));
         let delta = (vj - sk) * bt;
@@ -255,18 +270,9 @@ fn columns(seq: u32, h: u32, j0: u32) {
         for (var i = 0u; i < DIM; i++) {
             let u = fma4(vec4<f32>(qkv[kb + i]), delta, m[i]);
             m[i] = u;
-            if (i < WHOLE) {
-                lane[i % 32u] = fma4(u, vec4<f32>(qkv[qb + i]), lane[i % 32u]);
-            } else {
-                if (i == WHOLE) {
-                    o = fold_lanes(&lane);
-                }
-                o = fma4(u, vec4<f32>(qkv[qb + i]), o);
-            }
+            dot_step(&lane, &o, i, u, vec4<f32>(qkv[qb + i]));
         }
-        if (WHOLE == DIM) {
-            o = fold_lanes(&lane);
-        }
+        o = dot_sum(&lane, o);
         o *= p.scale;
         let ob = gh * DIM + j0;
         out[ob] = o.x;

@@ -1,8 +1,8 @@
 // qwen35's gated RMSNorm (llama.cpp's build_norm_gated, gpu.GatedRMSNorm) over head vectors in
 // place: each head vector v of o becomes ((v * s) * w) * silu(z), s = 1/sqrt(mean(v^2) + eps),
 // in f32 in ggml's order (rms_norm, then ggml_mul by the weight, then ggml_mul by ggml_silu of
-// the gate's head, each head a row of ggml_vec_silu_f32: ggml_math.inc's silu_v in runs of 8,
-// silu_c after them); the squares summed as in double (norm_sum.inc).
+// the gate's head, each head a row of ggml_vec_silu_f32: ggml_math.inc's silu_row); the
+// squares summed as in double (norm_sum.inc).
 // One invocation per (row, head); loops: 2 head_dim.
 
 //#include norm_sum.inc
@@ -46,7 +46,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let scale = 1.0 / sqrt(ns_div(sum, f32(p.head_dim)) + p.eps);
     for (var e = 0u; e < p.head_dim; e++) {
         let g = z[zb + e];
-        let sg = select(silu_c(g), silu_v(g), e < (p.head_dim & ~7u));
-        o[ob + e] = ((o[ob + e] * scale) * w[e]) * sg;
+        o[ob + e] = ((o[ob + e] * scale) * w[e]) * silu_row(g, e, p.head_dim);
     }
 }

@@ -439,6 +439,25 @@ fn silu_c(x: f32) -> f32 {
     return x / (1.0 + exp_c(-x));
 }
 
+// silu_row is ggml_vec_silu_f32's (and swiglu's) silu of element e of a row of n: ggml_v_silu
+// in runs of 8 from the row's start, the scalar silu after them. (A branch, not select: each
+// emulated exp is dozens of operations.)
+fn silu_row(x: f32, e: u32, n: u32) -> f32 {
+    if (e < (n & ~7u)) {
+        return silu_v(x);
+    }
+    return silu_c(x);
+}
+
+// exp_row is ggml_vec_soft_max_f32's exp of element e of a row of n: ggml_v_expf in runs of
+// 8, expf after them.
+fn exp_row(x: f32, e: u32, n: u32) -> f32 {
+    if (e < (n & ~7u)) {
+        return exp_v(x);
+    }
+    return exp_c(x);
+}
+
 // sigmoid_c is ggml's sigmoid: 1 / (1 + expf(-x)).
 fn sigmoid_c(x: f32) -> f32 {
     return 1.0 / (1.0 + exp_c(-x));

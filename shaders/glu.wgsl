@@ -2,8 +2,8 @@
 // out[t, i] = act(gu[t, i]) * gu[t, n + i], act SiLU (llama, Qwen, Phi-3) or, with GELU, ggml's
 // tanh-approximated GELU (Gemma) as its CPU backend's geglu takes it (GGML_GELU_FP16): from a
 // table of halves, the gate rounded to f16 and the GELU of that rounded to f16 (0 at -10 and
-// below, the gate itself at 10 and above). SiLU is ggml_vec_swiglu_f32's: ggml_math.inc's silu_v
-// in runs of 8 from a row's start, silu_c after them; swiglu_oai's exp is expf (exp_c).
+// below, the gate itself at 10 and above). SiLU is ggml_vec_swiglu_f32's (ggml_math.inc's
+// silu_row); swiglu_oai's exp is expf (exp_c).
 
 //#include ggml_math.inc
 
@@ -64,7 +64,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 #ifdef GELU
     let a = gelu(g);
 #else
-    let a = select(silu_c(g), silu_v(g), c < (p.n & ~7u));
+    let a = silu_row(g, c, p.n);
 #endif
     out[i] = a * gu[t * 2u * p.n + p.n + c];
 #endif

@@ -47,55 +47,40 @@ fn fold32(l: array<vec4<f32>, 8>) -> f32 {
 #endif
 
 #ifdef XPACK_Q8
+// nibble_word is lane l's four 4-bit values (elements 4l .. 4l + 3) of the 16 quant bytes at
+// word qs, one to a byte: low nibbles for l < 4, high ones after.
+fn nibble_word(qs: u32, l: u32) -> u32 {
+    return (w[qs + l % 4u] >> (4u * (l / 4u))) & 0x0F0F0F0Fu;
+}
+
+// high_bits is lane l's four fifth bits (bits 4l .. 4l + 3 of qh), one to a byte (0 or 1).
+fn high_bits(qh: u32, l: u32) -> u32 {
+    let h4 = (qh >> (4u * l)) & 0xFu;
+    return (h4 & 1u) | ((h4 & 2u) << 7u) | ((h4 & 4u) << 14u) | ((h4 & 8u) << 21u);
+}
+
+// lane_word is lane l's four int8 values of the block at base, lowest first: Q8_0's bytes;
+// Q5_0's q - 16 as ggml builds them (a nibble with 0xF0 or'ed in where its fifth bit is clear,
+// bytes_from_bits_32's andnot); Q4_1's and Q5_1's unsigned q (their fifth bit as 16).
+fn lane_word(base: u32, l: u32) -> u32 {
 #ifdef T_Q8_0
-// int8_words is words l0 .. l0 + 3 of the block at base's 32 int8 values, four to a word.
-fn int8_words(base: u32, l0: u32) -> vec4<u32> {
-    return vec4<u32>(w[base + 1u + l0], w[base + 2u + l0], w[base + 3u + l0], w[base + 4u + l0]);
-}
-#endif
-#ifdef T_Q4_1
-// int8_words is words l0 .. l0 + 3 of the Q4_1 block at base's unsigned 4-bit values (low
-// nibbles of its 16 bytes, then high), four to a word.
-fn int8_words(base: u32, l0: u32) -> vec4<u32> {
-    var out: vec4<u32>;
-    for (var k = 0u; k < 4u; k++) {
-        let l = l0 + k;
-        out[k] = (w[base + 1u + l % 4u] >> (4u * (l / 4u))) & 0x0F0F0F0Fu;
-    }
-    return out;
-}
-#endif
-#ifdef T_Q5_1
-// int8_words is Q4_1's with each value's fifth bit (bit e of qh) or'ed in as 16.
-fn int8_words(base: u32, l0: u32) -> vec4<u32> {
-    var out: vec4<u32>;
-    for (var k = 0u; k < 4u; k++) {
-        let l = l0 + k;
-        let h4 = (w[base + 1u] >> (4u * l)) & 0xFu;
-        let hb = select(0u, 0x10u, (h4 & 1u) != 0u) | select(0u, 0x1000u, (h4 & 2u) != 0u) |
-                 select(0u, 0x100000u, (h4 & 4u) != 0u) | select(0u, 0x10000000u, (h4 & 8u) != 0u);
-        out[k] = ((w[base + 2u + l % 4u] >> (4u * (l / 4u))) & 0x0F0F0F0Fu) | hb;
-    }
-    return out;
-}
+    return w[base + 1u + l];
 #endif
 #ifdef T_Q5_0
-// int8_words is words l0 .. l0 + 3 of the Q5_0 block at base as int8 values q - 16, four to a
-// word: element e's low nibble (of byte e % 16, high nibble from 16 on) with 0xF0 or'ed in
-// where its fifth bit (bit e of qh) is clear, as ggml's bytes_from_bits_32 andnot builds them.
-fn int8_words(base: u32, l0: u32) -> vec4<u32> {
-    var out: vec4<u32>;
-    for (var k = 0u; k < 4u; k++) {
-        let l = l0 + k;
-        let nib = (w[base + 2u + l % 4u] >> (4u * (l / 4u))) & 0x0F0F0F0Fu;
-        let h4 = (w[base + 1u] >> (4u * l)) & 0xFu;
-        let hb = select(0u, 0xFFu, (h4 & 1u) != 0u) | select(0u, 0xFF00u, (h4 & 2u) != 0u) |
-                 select(0u, 0xFF0000u, (h4 & 4u) != 0u) | select(0u, 0xFF000000u, (h4 & 8u) != 0u);
-        out[k] = nib | (~hb & 0xF0F0F0F0u);
-    }
-    return out;
-}
+    return nibble_word(base + 2u, l) | ((high_bits(w[base + 1u], l) ^ 0x01010101u) * 0xF0u);
 #endif
+#ifdef T_Q4_1
+    return nibble_word(base + 1u, l);
+#endif
+#ifdef T_Q5_1
+    return nibble_word(base + 2u, l) | (high_bits(w[base + 1u], l) << 4u);
+#endif
+}
+
+// int8_words is lanes l0 .. l0 + 3's words (lane_word).
+fn int8_words(base: u32, l0: u32) -> vec4<u32> {
+    return vec4<u32>(lane_word(base, l0), lane_word(base, l0 + 1u), lane_word(base, l0 + 2u), lane_word(base, l0 + 3u));
+}
 
 // lanes4 is the 4 lane sums of words w0.. (4 int8 each) with the activation words x[xo..].
 fn lanes4(wv: vec4<u32>, xo: u32) -> vec4<f32> {

@@ -7,7 +7,7 @@
 //   weights = probs[chosen]; under SOFTMAX_WEIGHT (gpt-oss) the softmax of those k; divided by
 //             their sum clamped below at sum_min when norm; times scale
 // ids[t k + j] (u32) and weights[t k + j] (f32) are slot j's. Softmaxes are ggml's soft_max:
-// exp(x - max) (ggml_v_expf in runs of 8, expf after them: ggml_math.inc's soft_exp) times
+// exp(x - max) (ggml_v_expf in runs of 8, expf after them: ggml_math.inc's exp_row) times
 // (float)(1 / sum), the sum taken in double (norm_sum.inc's pairs) of each run's 8 values
 // folded as hsum_float_8 folds them and of the rest one by one; sigmoid is 1 / (1 + expf(-x));
 // the normalising sum is ggml_sum_rows', in double.
@@ -36,11 +36,6 @@ struct Params {
 const NONE: u32 = 0xFFFFFFFFu;
 
 //#include ggml_math.inc
-
-// soft_exp is ggml_vec_soft_max_f32's exp of v = x[e] - max in a row of n.
-fn soft_exp(v: f32, e: u32, n: u32) -> f32 {
-    return select(exp_c(v), exp_v(v), e < (n & ~7u));
-}
 
 // soft_inv is ggml_vec_soft_max_f32's sum of exp(x - m) over a softmax's n inputs x
 // (soft_in: the logits from at, or the chosen weights from at), then (float)(1 / sum).
@@ -94,7 +89,7 @@ fn prob(row: u32, e: u32) -> f32 {
             return sqrt(select(log_c(1.0 + exp_c(l)), l, l > 20.0));
         }
         default: {
-            return soft_exp(l - mx, e, p.n_exp) * inv;
+            return exp_row(l - mx, e, p.n_exp) * inv;
         }
     }
 }
@@ -149,7 +144,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         }
         let is = soft_inv(o, false, p.k, m);
         for (var j = 0u; j < p.k; j++) {
-            wts[o + j] = soft_exp(wts[o + j] - m, j, p.k) * is;
+            wts[o + j] = exp_row(wts[o + j] - m, j, p.k) * is;
         }
     }
     if (p.norm != 0u) {

@@ -9,8 +9,7 @@
 //   out[first + t, c] = sum_{i < D_CONV} ext[t + i] * w[c * D_CONV + i]   (f32, ascending i)
 //
 // as ggml_compute_forward_ssm_conv_f32 sums it; SILU applies the ggml_silu llama.cpp's graphs
-// put after it (a row of ggml_vec_silu_f32 per token: ggml_math.inc's silu_v in runs of 8,
-// silu_c after them). The state then holds ext[n .. n + D_CONV - 2].
+// put after it (a row of ggml_vec_silu_f32 per token: ggml_math.inc's silu_row). The state then holds ext[n .. n + D_CONV - 2].
 //
 // One invocation per channel, BLOCK tokens of one sequence (grid: x channels / 64, y token
 // blocks, z sequences). Only block 0 touches the state: it reads it (tokens t < D_CONV - 1 are
@@ -73,7 +72,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wg
             sum = fma1(win[i], wc[i], sum);
         }
 #ifdef SILU
-        sum = select(silu_c(sum), silu_v(sum), c < (p.channels & ~7u));
+        sum = silu_row(sum, c, p.channels);
 #endif
         out[(first + t) * p.channels + c] = sum;
         for (var i = 0u; i < KS; i++) {

@@ -406,18 +406,24 @@ func DotGGML(x, y []float32) float32 {
 	}
 	var sum float64
 	if whole > 0 {
-		var half [4]float32
-		for i := range half {
-			lo := (lane[i] + lane[16+i]) + (lane[8+i] + lane[24+i])
-			hi := (lane[4+i] + lane[20+i]) + (lane[12+i] + lane[28+i])
-			half[i] = lo + hi
-		}
-		sum = float64((half[0] + half[1]) + (half[2] + half[3]))
+		sum = float64(fold32(&lane))
 	}
 	for i := whole; i < len(x); i++ {
 		sum += float64(x[i] * y[i])
 	}
 	return float32(sum)
+}
+
+// fold32 is GGML_F32_VEC_REDUCE (x86, AVX2) of 32 lanes, four registers of 8: registers 0 + 2
+// and 1 + 3, those two added, the 8 lanes halved to 4 and then added in neighbouring pairs.
+func fold32(lane *[32]float32) float32 {
+	var half [4]float32
+	for i := range half {
+		lo := (lane[i] + lane[16+i]) + (lane[8+i] + lane[24+i])
+		hi := (lane[4+i] + lane[20+i]) + (lane[12+i] + lane[28+i])
+		half[i] = lo + hi
+	}
+	return (half[0] + half[1]) + (half[2] + half[3])
 }
 
 // ActQ8_1Sums is the per-32-block sum llama.cpp's Q8_1 stores beside ActQ8_0's values:

@@ -136,13 +136,7 @@ func DotF32VecDot(x, y []float32) float32 {
 	for i := 0; i < whole; i++ {
 		lane[i%32] = fmaOnce(x[i], y[i], lane[i%32])
 	}
-	var half [4]float32
-	for i := range half {
-		lo := (lane[i] + lane[16+i]) + (lane[8+i] + lane[24+i])
-		hi := (lane[4+i] + lane[20+i]) + (lane[12+i] + lane[28+i])
-		half[i] = lo + hi
-	}
-	sum := (half[0] + half[1]) + (half[2] + half[3])
+	sum := fold32(&lane)
 	for i := whole; i < len(x); i++ {
 		sum = fmaOnce(x[i], y[i], sum)
 	}
