@@ -36,14 +36,8 @@ func vecDotOrder(w Weight, nTokens int) []string {
 	return nil
 }
 
-// laneDefines is matvec_lanes.wgsl's token lanes for a group of n tokens: 1, 2, 4 or 8.
-func laneDefines(n int) []string {
-	lanes := 1
-	for lanes < n && lanes < 8 {
-		lanes *= 2
-	}
-	return []string{fmt.Sprintf("LANES=%d", lanes)}
-}
+// laneDefine is matvec_lanes.wgsl's define for the tokens an invocation takes (1, 2, 4 or 8).
+func laneDefine(lanes int) string { return fmt.Sprintf("LANES=%d", lanes) }
 
 // matMulLanes is MatMulAt in lane order (inLaneOrder): one row an invocation, tokens in groups
 // of up to 4 in the grid's z.
@@ -60,7 +54,7 @@ func (r *Recorder) matMulLanes(w Weight, x Acts, nTokens int, extra []string, lo
 	if r.orderTokens > 0 {
 		orderTokens = r.orderTokens
 	}
-	defs := append(append(append(slices.Clip(extra), laneDefines(lanes)...), x.Packed.packedDefines()...), vecDotOrder(w, orderTokens)...)
+	defs := append(append(append(slices.Clip(extra), laneDefine(lanes)), x.Packed.packedDefines()...), vecDotOrder(w, orderTokens)...)
 	p := r.kernel("matvec_lanes", bind, rowsWorkgroup, weightDefines(w.Type, defs...)...)
 	if p == nil {
 		return
@@ -79,7 +73,7 @@ func (r *Recorder) matMulIDLanes(w Weight, x Acts, grouped bool, zSlices uint32,
 	if grouped {
 		lanes, defs = 8, append(defs, "ID_TILE")
 	}
-	defs = append(append(defs, laneDefines(lanes)...), x.Packed.packedDefines()...)
+	defs = append(append(defs, laneDefine(lanes)), x.Packed.packedDefines()...)
 	if w.Type == F32 {
 		defs = append(defs, "VDOT") // ggml's mul_mat_id takes vec_dot for every token
 	}
