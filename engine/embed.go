@@ -283,7 +283,7 @@ func (e *Engine) pooled(hidden []float32) [][]float32 {
 func (e *Engine) endJob(s *slot, final Result) {
 	j := s.job
 	j.r.send(final)
-	j.r.box.close()
+	j.r.close()
 	s.job, s.lastUsed = nil, time.Now()
 }
 

@@ -161,6 +161,7 @@ type Engine struct {
 
 	loraMu   sync.Mutex
 	adapters []Adapter // Config.Lora's, with their global scales (lora.go)
+	loraUse  *loraUse  // their requests by phase (lora_use.go)
 
 	vision  *model.VisionEncoder // Config.MMProjPath's encoder, nil without one or asleep
 	visionH *vision.Hparams      // its hyperparameters, nil without one
@@ -181,6 +182,11 @@ type request struct {
 	id   int // llama-server's id_task
 	task Task
 	box  *outbox
+	// use counts the request under the adapters it runs with (lora_use.go), by phase: set
+	// before it is queued, then moved only by the engine goroutine.
+	use      *loraUse
+	adapters []int
+	phase    requestPhase
 }
 
 // Load opens the device, loads the model (logging progress) and starts the engine goroutine.
@@ -325,6 +331,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		candidates: cfg.Readback.candidates(dev),
 		vision:     venc,
 		adapters:   adapters,
+		loraUse:    newLoraUse(adapters),
 		obs:        observer{poke: make(chan struct{}, 1)},
 	}
 	e.liveDev.Store(dev)
@@ -355,10 +362,13 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 	case e.cache != nil && e.cache.idleSlots:
 		logger.Debug("__TEST_TAG_CACHE_IDLE_SLOTS_ENABLED__")
 	}
-	e.stats.s.Start, e.stats.s.KVCapacity = time.Now(), nPages<<pageBits
-	if cellLimit > 0 {
-		e.stats.s.KVCapacity = cellLimit
-	}
+	e.stats.update(func(st *Stats) {
+		st.Start, st.KVCapacity = time.Now(), nPages<<pageBits
+		st.KVPageSize, st.KVPages = 1<<pageBits, nPages
+		if cellLimit > 0 {
+			st.KVCapacity = cellLimit
+		}
+	})
 	fields := []any{"name", alias, "arch", c.Arch, "layers", c.NLayer, "n_embd", c.NEmbd}
 	if c.NExpert > 0 {
 		fields = append(fields, "experts", fmt.Sprintf("%d (%d used)", c.NExpert, c.NExpertUsed))
@@ -443,14 +453,17 @@ func (e *Engine) enqueue(ctx context.Context, t Task) (<-chan Result, error) {
 		return nil, ErrQueueFull
 	}
 	r := &request{ctx: ctx, id: int(e.taskIDs.Add(1) - 1), task: t, box: newOutbox()}
+	e.countAdapters(r)
 	select {
 	case e.queue <- r:
 		out := make(chan Result, 16)
 		go r.box.pump(ctx, out)
 		return out, nil
 	case <-e.quit:
+		r.setPhase(phaseNone)
 		return nil, ErrClosed
 	case <-ctx.Done():
+		r.setPhase(phaseNone)
 		return nil, ctx.Err()
 	}
 }
@@ -464,9 +477,7 @@ func (e *Engine) shed() bool {
 	if waiting < e.cfg.MaxQueue {
 		return false
 	}
-	e.stats.mu.Lock()
-	e.stats.s.Shed++
-	e.stats.mu.Unlock()
+	e.stats.update(func(st *Stats) { st.Shed++ })
 	return true
 }
 
@@ -490,5 +501,11 @@ func (r *request) send(res Result) bool {
 // fail ends a request that never reached a slot with err.
 func (r *request) fail(err error) {
 	r.box.push(Result{Stop: true, StopType: StopNone, Err: err})
+	r.close()
+}
+
+// close ends the request's results, which the last has been pushed, and its counting.
+func (r *request) close() {
 	r.box.close()
+	r.setPhase(phaseNone)
 }

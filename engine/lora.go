@@ -31,8 +31,12 @@ type AdapterScale struct {
 // Adapter is a loaded adapter as /lora-adapters lists it.
 type Adapter struct {
 	ID    int
+	Name  string // AdapterName(Path): what a request's model field calls it
 	Path  string
 	Scale float32 // the global scale
+	// LoadScale is the scale it was loaded with (--lora-scaled's, else 1), which a request
+	// naming it in its model field runs it at.
+	LoadScale float32
 }
 
 // loadAdapters loads the adapters of specs onto m; with initZero every scale starts at 0
@@ -47,7 +51,7 @@ func loadAdapters(m *model.Model, specs []LoraSpec, initZero bool) ([]Adapter, e
 		if initZero {
 			scale = 0
 		}
-		out = append(out, Adapter{ID: i, Path: sp.Path, Scale: scale})
+		out = append(out, Adapter{ID: i, Name: AdapterName(sp.Path), Path: sp.Path, Scale: scale, LoadScale: sp.Scale})
 	}
 	return out, nil
 }

@@ -48,9 +48,8 @@ func (e *Engine) idleTimer() (<-chan time.Time, func()) {
 // idle.
 func (e *Engine) sleep() {
 	e.dropCaches()
-	e.stats.mu.Lock()
-	e.stats.s.GPUMemory = e.dev.StorageBytes() // what Stats reports asleep, as the counters
-	e.stats.mu.Unlock()
+	gpuMemory := e.dev.StorageBytes()
+	e.stats.update(func(st *Stats) { st.GPUMemory = gpuMemory }) // what Stats reports asleep, as the counters
 	e.freeDevice()
 	e.sleeping.Store(true)
 	e.log.Info("sleeping: the model and its device memory are freed", "idle", e.cfg.SleepIdle)

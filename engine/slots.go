@@ -150,6 +150,7 @@ func (e *Engine) startIn(s *slot, r *request) {
 		return
 	}
 	if s.gen != nil {
+		r.setPhase(phaseRunning)
 		e.progress(s) // llama-server's 0% update: the request has started
 	}
 }
@@ -463,7 +464,7 @@ func (e *Engine) end(s *slot, final Result) {
 	g := s.gen
 	e.noteEnd(s, final)
 	g.r.send(final)
-	g.r.box.close()
+	g.r.close()
 	s.gen, s.prev, s.lastUsed = nil, g, time.Now()
 }
 

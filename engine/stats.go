@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wgpu-llama/wgpu-llama/model"
@@ -45,6 +46,10 @@ type Stats struct {
 	// KVTokens is how many KV cache rows the slots' pages take, of KVCapacity rows.
 	KVTokens   int
 	KVCapacity int
+	// KVPageSize is the rows of a KV cache page (the unit slots take and share) and KVPages
+	// their number: the cache configuration an inference gateway reads.
+	KVPageSize int
+	KVPages    int
 	// KVPagesAdrift counts KV cache pages whose count of users differs from the slots and
 	// prompt cache entries holding them, as last checked when a request ended: a leak (or a
 	// double release) when not 0.
@@ -59,17 +64,30 @@ type Stats struct {
 	Recoveries int
 }
 
-// stats guards the counters the engine goroutine updates and Stats reads.
+// stats holds the counters: writers (the engine goroutine, and enqueue's shedding) update them
+// under mu and publish a copy, which Stats reads without a lock, so that a gateway scraping
+// /metrics twenty times a second never waits on the engine.
 type stats struct {
-	mu sync.Mutex
-	s  Stats
+	mu  sync.Mutex
+	s   Stats
+	pub atomic.Pointer[Stats]
 }
 
-// Stats returns a snapshot of the engine's counters.
+// update applies f to the counters and publishes the result.
+func (st *stats) update(f func(*Stats)) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	f(&st.s)
+	c := st.s
+	st.pub.Store(&c)
+}
+
+// Stats returns a snapshot of the engine's counters; it takes no lock.
 func (e *Engine) Stats() Stats {
-	e.stats.mu.Lock()
-	s := e.stats.s
-	e.stats.mu.Unlock()
+	var s Stats
+	if p := e.stats.pub.Load(); p != nil {
+		s = *p
+	}
 	s.Deferred = len(e.queue) + int(e.nWait.Load())
 	s.MaxQueue = e.cfg.MaxQueue
 	s.Spec = e.SpecStats()
@@ -91,23 +109,21 @@ func (e *Engine) noteDecode(b model.Batch) {
 	if e.cellLimit == 0 {
 		held += len(b.Tokens) // the batch's tokens join the slots' caches (cells count them already)
 	}
-	e.stats.mu.Lock()
-	defer e.stats.mu.Unlock()
-	st := &e.stats.s
-	st.Decodes++
-	st.BusySlots += uint64(busy)
-	st.TokensMax = max(st.TokensMax, uint64(longest))
-	st.Processing, st.KVTokens = busy, held
+	e.stats.update(func(st *Stats) {
+		st.Decodes++
+		st.BusySlots += uint64(busy)
+		st.TokensMax = max(st.TokensMax, uint64(longest))
+		st.Processing, st.KVTokens = busy, held
+	})
 }
 
 // notePromptDone counts a prompt whose evaluation has finished.
 func (e *Engine) notePromptDone(t Timings) {
-	e.stats.mu.Lock()
-	defer e.stats.mu.Unlock()
-	st := &e.stats.s
-	st.PromptTokens += uint64(t.PromptN)
-	st.PromptCached += uint64(t.CacheN)
-	st.PromptTime += t.Prompt
+	e.stats.update(func(st *Stats) {
+		st.PromptTokens += uint64(t.PromptN)
+		st.PromptCached += uint64(t.CacheN)
+		st.PromptTime += t.Prompt
+	})
 }
 
 // noteEnd counts a generation ending in slot s with its final result, before the client sees
@@ -115,27 +131,24 @@ func (e *Engine) notePromptDone(t Timings) {
 func (e *Engine) noteEnd(s *slot, final Result) {
 	busy, held := e.slotUsage(s)
 	adrift := e.pagesAdrift()
-	e.stats.mu.Lock()
-	defer e.stats.mu.Unlock()
-	st := &e.stats.s
-	n := uint64(final.TokensPredicted)
-	st.PredictedTokens += n
-	if n > 0 {
-		st.PredictedSteps += n - 1
-	}
-	st.PredictedTime += final.Timings.Predicted
-	st.TokensMax = max(st.TokensMax, uint64(len(s.cached)))
-	st.Generations++
-	st.Processing, st.KVTokens, st.KVPagesAdrift = busy, held, adrift
+	e.stats.update(func(st *Stats) {
+		n := uint64(final.TokensPredicted)
+		st.PredictedTokens += n
+		if n > 0 {
+			st.PredictedSteps += n - 1
+		}
+		st.PredictedTime += final.Timings.Predicted
+		st.TokensMax = max(st.TokensMax, uint64(len(s.cached)))
+		st.Generations++
+		st.Processing, st.KVTokens, st.KVPagesAdrift = busy, held, adrift
+	})
 }
 
 // noteSlots refreshes the gauges after a control message changed what the slots hold.
 func (e *Engine) noteSlots() {
 	busy, held := e.slotUsage(nil)
 	adrift := e.pagesAdrift()
-	e.stats.mu.Lock()
-	e.stats.s.Processing, e.stats.s.KVTokens, e.stats.s.KVPagesAdrift = busy, held, adrift
-	e.stats.mu.Unlock()
+	e.stats.update(func(st *Stats) { st.Processing, st.KVTokens, st.KVPagesAdrift = busy, held, adrift })
 }
 
 // pagesAdrift counts the pages whose users in the pool differ from the slots and prompt cache

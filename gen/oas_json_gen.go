@@ -13512,19 +13512,33 @@ func (s *ModelEntry) encodeFields(e *jx.Encoder) {
 		e.Str(s.OwnedBy)
 	}
 	{
+		if s.Parent.Set {
+			e.FieldStart("parent")
+			s.Parent.Encode(e)
+		}
+	}
+	{
+		if s.Root.Set {
+			e.FieldStart("root")
+			s.Root.Encode(e)
+		}
+	}
+	{
 		e.FieldStart("meta")
 		s.Meta.Encode(e)
 	}
 }
 
-var jsonFieldsNameOfModelEntry = [7]string{
+var jsonFieldsNameOfModelEntry = [9]string{
 	0: "id",
 	1: "aliases",
 	2: "tags",
 	3: "object",
 	4: "created",
 	5: "owned_by",
-	6: "meta",
+	6: "parent",
+	7: "root",
+	8: "meta",
 }
 
 // Decode decodes ModelEntry from json.
@@ -13532,7 +13546,7 @@ func (s *ModelEntry) Decode(d *jx.Decoder) error {
 	if s == nil {
 		return errors.New("invalid: unable to decode ModelEntry to nil")
 	}
-	var requiredBitSet [1]uint8
+	var requiredBitSet [2]uint8
 
 	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
 		switch string(k) {
@@ -13624,8 +13638,28 @@ func (s *ModelEntry) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"owned_by\"")
 			}
+		case "parent":
+			if err := func() error {
+				s.Parent.Reset()
+				if err := s.Parent.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"parent\"")
+			}
+		case "root":
+			if err := func() error {
+				s.Root.Reset()
+				if err := s.Root.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"root\"")
+			}
 		case "meta":
-			requiredBitSet[0] |= 1 << 6
+			requiredBitSet[1] |= 1 << 0
 			if err := func() error {
 				if err := s.Meta.Decode(d); err != nil {
 					return err
@@ -13643,8 +13677,9 @@ func (s *ModelEntry) Decode(d *jx.Decoder) error {
 	}
 	// Validate required fields.
 	var failures []validate.FieldError
-	for i, mask := range [1]uint8{
-		0b01111111,
+	for i, mask := range [2]uint8{
+		0b00111111,
+		0b00000001,
 	} {
 		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
 			// Mask only required fields and check equality to mask using XOR.

@@ -6970,13 +6970,17 @@ func (s *Modalities) SetAudio(val bool) {
 // OpenAI's model object with llama-server's extras.
 // Ref: #/components/schemas/ModelEntry
 type ModelEntry struct {
-	ID      string    `json:"id"`
-	Aliases []string  `json:"aliases"`
-	Tags    []string  `json:"tags"`
-	Object  string    `json:"object"`
-	Created int64     `json:"created"`
-	OwnedBy string    `json:"owned_by"`
-	Meta    ModelMeta `json:"meta"`
+	ID      string   `json:"id"`
+	Aliases []string `json:"aliases"`
+	Tags    []string `json:"tags"`
+	Object  string   `json:"object"`
+	Created int64    `json:"created"`
+	OwnedBy string   `json:"owned_by"`
+	// For a LoRA adapter served by its name (vLLM's field), the model it adapts.
+	Parent OptString `json:"parent"`
+	// For a LoRA adapter, the file it was loaded from (vLLM's field).
+	Root OptString `json:"root"`
+	Meta ModelMeta `json:"meta"`
 }
 
 // GetID returns the value of ID.
@@ -7007,6 +7011,16 @@ func (s *ModelEntry) GetCreated() int64 {
 // GetOwnedBy returns the value of OwnedBy.
 func (s *ModelEntry) GetOwnedBy() string {
 	return s.OwnedBy
+}
+
+// GetParent returns the value of Parent.
+func (s *ModelEntry) GetParent() OptString {
+	return s.Parent
+}
+
+// GetRoot returns the value of Root.
+func (s *ModelEntry) GetRoot() OptString {
+	return s.Root
 }
 
 // GetMeta returns the value of Meta.
@@ -7042,6 +7056,16 @@ func (s *ModelEntry) SetCreated(val int64) {
 // SetOwnedBy sets the value of OwnedBy.
 func (s *ModelEntry) SetOwnedBy(val string) {
 	s.OwnedBy = val
+}
+
+// SetParent sets the value of Parent.
+func (s *ModelEntry) SetParent(val OptString) {
+	s.Parent = val
+}
+
+// SetRoot sets the value of Root.
+func (s *ModelEntry) SetRoot(val OptString) {
+	s.Root = val
 }
 
 // SetMeta sets the value of Meta.

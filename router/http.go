@@ -46,6 +46,7 @@ func (r *Router) Handler() http.Handler {
 	mux.HandleFunc("POST /models/load", r.loadModel)
 	mux.HandleFunc("POST /models/unload", r.unloadModel)
 	mux.HandleFunc("GET /props", r.props)
+	mux.HandleFunc("GET /metrics", r.metrics)
 	mux.HandleFunc("GET /v1/stream/{id}", r.proxyStream)
 	mux.HandleFunc("DELETE /v1/stream/{id}", r.proxyStream)
 	mux.HandleFunc("POST /v1/streams/lookup", r.lookupStreams)

@@ -53,6 +53,9 @@ type Config struct {
 	FakeTiming bool
 	// BuildInfo is reported by GET /props.
 	BuildInfo string
+	// Metrics enables GET /metrics without ?model= (--metrics, which children inherit): every
+	// loaded model's series, labelled by model.
+	Metrics bool
 	// Offline keeps downloads (POST /models) from reaching the network.
 	Offline bool
 	// DownloadCommand is the command line of a download child (POST /models) without its

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -65,6 +66,7 @@ func startRouterWith(t *testing.T, maxModels int, models map[string]string, extr
 		Catalog:   Catalog{ModelsDir: dir},
 		Command:   []string{binary, "serve", "--router-child"},
 		Inherited: append([]string{"-c", "256", "--temp", "0"}, extra...),
+		Metrics:   slices.Contains(extra, "--metrics"), // as the command line passes it to both
 		MaxModels: maxModels,
 		Autoload:  true,
 		BuildInfo: "b1-test",

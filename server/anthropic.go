@@ -253,6 +253,7 @@ func anthropicGeneration(m *loaded, req *gen.AnthropicMessagesRequest) (chatGene
 		topP:        req.TopP,
 		nCtx:        m.info.NCtx,
 		tok:         m.tok,
+		byModel:     m.adapterNamed(req.Model.Or("")),
 	}
 	if stops, ok := req.StopSequences.Get(); ok {
 		g.sampling.stop = gen.NewOptNilStop(gen.NewStringArrayStop(stops))

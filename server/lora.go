@@ -114,3 +114,31 @@ func (s *Server) SetLoraAdapters(_ context.Context, req gen.LoraScalesBody) (*ge
 	}
 	return &gen.PropsUpdateResponse{Success: true}, nil
 }
+
+// modelAdapter is a request's adapter chosen by its model field: the scales it runs with (that
+// adapter's alone) and its lora list as generation_settings reports it; nil scales: none.
+type modelAdapter struct {
+	scales []float32
+	listed []engine.AdapterScale
+}
+
+// adapterNamed resolves a request's model field to a loaded adapter (engine.AdapterName), as
+// vLLM serves an adapter by its name, which is how an inference gateway routes to one. The
+// adapter runs alone, at the scale it was loaded with (1 unless --lora-scaled said another,
+// and even under --lora-init-without-apply); any other name leaves the scales as they are.
+func (m *loaded) adapterNamed(name string) modelAdapter {
+	lb, ok := m.backend.(LoraBackend)
+	if !ok || name == "" || name == m.name {
+		return modelAdapter{}
+	}
+	adapters := lb.Adapters()
+	for _, a := range adapters {
+		if a.Name != name {
+			continue
+		}
+		scales := make([]float32, len(adapters))
+		scales[a.ID] = a.LoadScale
+		return modelAdapter{scales: scales, listed: []engine.AdapterScale{{ID: a.ID, Scale: a.LoadScale}}}
+	}
+	return modelAdapter{}
+}

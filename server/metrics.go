@@ -4,27 +4,33 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
 )
 
-// metricsState is what /metrics keeps between scrapes: the engine's counters at the previous
-// scrape (llama-server's throughput gauges average over the time since it, resetting their
-// "bucket" at each scrape), this server's request counts, and those the previous scrape
-// reported.
+// metricsState is what /metrics keeps: this server's request counts (an atomic counter per
+// route and status), and what the previous scrape saw (llama-server's throughput gauges
+// average over the time since it, resetting their "bucket" at each scrape). Neither takes a
+// lock, so that a gateway scraping twenty times a second never waits on requests or on the
+// engine.
 type metricsState struct {
-	mu           sync.Mutex
-	last         engine.Stats
-	lastRequests map[requestCount]uint64
-	lastProc     procStats // the process gauges the previous scrape reported
-	requests     map[requestCount]uint64
+	requests sync.Map // requestCount → *atomic.Uint64
+	last     atomic.Pointer[scrape]
+}
+
+// scrape is what one scrape reported: the engine's counters, the request counts and the
+// process's gauges.
+type scrape struct {
+	stats    engine.Stats
+	requests map[requestCount]uint64
+	proc     procStats
 }
 
 // requestCount labels the wgpu_llama_http_requests_total series.
@@ -35,12 +41,22 @@ type requestCount struct {
 
 // countRequest counts a finished request for path (a route pattern) and status.
 func (s *Server) countRequest(path string, status int) {
-	s.metrics.mu.Lock()
-	defer s.metrics.mu.Unlock()
-	if s.metrics.requests == nil {
-		s.metrics.requests = map[requestCount]uint64{}
+	k := requestCount{path, status}
+	c, ok := s.metrics.requests.Load(k)
+	if !ok {
+		c, _ = s.metrics.requests.LoadOrStore(k, new(atomic.Uint64))
 	}
-	s.metrics.requests[requestCount{path, status}]++
+	c.(*atomic.Uint64).Add(1)
+}
+
+// requestCounts reads the request counters.
+func (s *Server) requestCounts() map[requestCount]uint64 {
+	out := map[requestCount]uint64{}
+	s.metrics.requests.Range(func(k, v any) bool {
+		out[k.(requestCount)] = v.(*atomic.Uint64).Load()
+		return true
+	})
+	return out
 }
 
 // routeLabel is the path label of a request: its route's pattern (e.g. "/slots/{id_slot}"), or
@@ -79,20 +95,24 @@ func (s *Server) GetMetrics(_ context.Context, w http.ResponseWriter) error {
 		return &apiError{typ: errNotSupported, message: "this backend keeps no statistics"}
 	}
 	asleep := m.sleeping()
-	st := sb.Stats()
-	s.metrics.mu.Lock()
-	prev := s.metrics.last
-	requests, proc := s.metrics.lastRequests, s.metrics.lastProc
-	if !asleep || st != prev || requests == nil {
-		requests, proc = maps.Clone(s.metrics.requests), readProcStats()
+	now := &scrape{stats: sb.Stats()}
+	prev := s.metrics.last.Load()
+	if asleep && prev != nil && prev.stats == now.stats {
+		now.requests, now.proc = prev.requests, prev.proc
+	} else {
+		now.requests, now.proc = s.requestCounts(), readProcStats()
 	}
-	s.metrics.last, s.metrics.lastRequests, s.metrics.lastProc = st, requests, proc
-	s.metrics.mu.Unlock()
+	if prev = s.metrics.last.Swap(now); prev == nil {
+		prev = &scrape{}
+	}
 
 	var b strings.Builder
-	writeLlamaMetrics(&b, st, prev)
-	writeOwnMetrics(&b, st, requests, proc)
-	w.Header().Set("Process-Start-Time-Unix", strconv.FormatInt(st.Start.Unix(), 10))
+	writeLlamaMetrics(&b, now.stats, prev.stats)
+	writeOwnMetrics(&b, now.stats, now.requests, now.proc)
+	if s.cfg.MetricsCompat == MetricsVLLM {
+		writeVLLMMetrics(&b, m, now.stats)
+	}
+	w.Header().Set("Process-Start-Time-Unix", strconv.FormatInt(now.stats.Start.Unix(), 10))
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 	w.WriteHeader(http.StatusOK)
 	_, err := io.WriteString(w, b.String())
@@ -187,7 +207,12 @@ func writeOwnMetrics(w io.Writer, st engine.Stats, requests map[requestCount]uin
 
 // writeMetric writes one unlabelled series with its HELP and TYPE lines.
 func writeMetric(w io.Writer, name, help, typ string, v float64) {
-	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %s\n", name, help, name, typ, name, formatValue(v))
+	writeSeries(w, name, help, typ, "", formatValue(v))
+}
+
+// writeSeries writes one series, its labels in braces (or ""), with its HELP and TYPE lines.
+func writeSeries(w io.Writer, name, help, typ, labels, value string) {
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s%s %s\n", name, help, name, typ, name, labels, value)
 }
 
 // formatValue writes whole numbers in full and others with six significant digits, as

@@ -34,6 +34,35 @@ func (s *Server) ListModels(context.Context) (*gen.ModelsResponse, error) {
 		return nil, errLoading
 	}
 	info := m.info
+	meta := gen.ModelMeta{
+		VocabType: m.tok != nil,
+		NVocab:    info.NVocab,
+		NCtx:      info.NCtx,
+		NCtxTrain: info.NCtxTrain,
+		NEmbd:     info.NEmbd,
+		NParams:   int64(info.NParams),
+		Size:      int64(info.Size),
+		Ftype:     info.FileType,
+	}
+	data := []gen.ModelEntry{{
+		ID:      m.name,
+		Aliases: s.aliases(),
+		Tags:    nonNilStrings(s.cfg.Tags),
+		Object:  "model",
+		Created: m.created,
+		OwnedBy: "llamacpp", // as llama-server, which some clients key on
+		Meta:    meta,
+	}}
+	// Each LoRA adapter is a model of its own to a client (vLLM's listing): the model field
+	// that names it runs it (adapterNamed).
+	if lb, ok := m.backend.(LoraBackend); ok {
+		for _, a := range lb.Adapters() {
+			data = append(data, gen.ModelEntry{
+				ID: a.Name, Aliases: []string{}, Tags: []string{}, Object: "model", Created: m.created, OwnedBy: "llamacpp",
+				Parent: gen.NewOptString(m.name), Root: gen.NewOptString(a.Path), Meta: meta,
+			})
+		}
+	}
 	return &gen.ModelsResponse{
 		Models: []gen.ModelListing{{
 			Name:         m.name,
@@ -56,24 +85,7 @@ func (s *Server) ListModels(context.Context) (*gen.ModelsResponse, error) {
 			},
 		}},
 		Object: "list",
-		Data: []gen.ModelEntry{{
-			ID:      m.name,
-			Aliases: s.aliases(),
-			Tags:    nonNilStrings(s.cfg.Tags),
-			Object:  "model",
-			Created: m.created,
-			OwnedBy: "llamacpp", // as llama-server, which some clients key on
-			Meta: gen.ModelMeta{
-				VocabType: m.tok != nil,
-				NVocab:    info.NVocab,
-				NCtx:      info.NCtx,
-				NCtxTrain: info.NCtxTrain,
-				NEmbd:     info.NEmbd,
-				NParams:   int64(info.NParams),
-				Size:      int64(info.Size),
-				Ftype:     info.FileType,
-			},
-		}},
+		Data:   data,
 	}, nil
 }
 

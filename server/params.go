@@ -59,6 +59,7 @@ type samplingFields struct {
 	specNMin            gen.OptNilInt
 	specPMin            gen.OptNilFloat64
 	lora                jx.Raw
+	byModel             modelAdapter // the adapter the request's model field names, if any
 
 	// nCtx resolves repeat_last_n and dry_penalty_last_n of -1, as llama-server does.
 	nCtx int
@@ -104,6 +105,7 @@ type samplingRequest interface {
 	GetGrammar() gen.OptNilString
 	GetJSONSchema() jx.Raw
 	GetLora() jx.Raw
+	GetModel() gen.OptNilString
 	GetResponseFormat() jx.Raw
 	GetNKeep() gen.OptNilInt
 	GetNDiscard() gen.OptNilInt
@@ -155,6 +157,7 @@ func (m *loaded) samplingFields(req samplingRequest, nPredict gen.OptNilInt) sam
 		grammar:             req.GetGrammar(),
 		jsonSchema:          req.GetJSONSchema(),
 		lora:                req.GetLora(),
+		byModel:             m.adapterNamed(req.GetModel().Or("")),
 		responseFormat:      req.GetResponseFormat(),
 		nKeep:               req.GetNKeep(),
 		nDiscard:            req.GetNDiscard(),
@@ -260,6 +263,9 @@ func (f samplingFields) params() (engine.Params, error) {
 	var err error
 	if p.Lora, p.LoraListed, err = loraParams(f.lora); err != nil {
 		return p, err
+	}
+	if p.Lora == nil && f.byModel.scales != nil {
+		p.Lora, p.LoraListed = f.byModel.scales, f.byModel.listed
 	}
 	if err := f.samplerParams(&p); err != nil {
 		return p, err

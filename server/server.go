@@ -132,6 +132,9 @@ type Config struct {
 	APIKeys []string
 	// Metrics enables GET /metrics (--metrics).
 	Metrics bool
+	// MetricsCompat names another engine whose series /metrics writes too (--metrics-compat):
+	// MetricsVLLM or "" for none.
+	MetricsCompat string
 	// NoSlots disables GET /slots (--no-slots); llama-server enables it by default.
 	NoSlots bool
 	// Props enables POST /props (--props).

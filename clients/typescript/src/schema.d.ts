@@ -816,6 +816,10 @@ export interface components {
             /** Format: int64 */
             created: number;
             owned_by: string;
+            /** @description For a LoRA adapter served by its name (vLLM's field), the model it adapts. */
+            parent?: string;
+            /** @description For a LoRA adapter, the file it was loaded from (vLLM's field). */
+            root?: string;
             meta: components["schemas"]["ModelMeta"];
         };
         ModelMeta: {

@@ -117,6 +117,7 @@ func runRouter(ctx context.Context, sf *serveFlags, toolsRun *toolsRun, inherite
 		APIKeys:   sf.apiKeys,
 		UI:        ui,
 		BuildInfo: server.DefaultSystemFingerprint,
+		Metrics:   sf.metrics,
 		Offline:   sf.hf.offline,
 		// downloads run in a child too, so that the router's memory stays small
 		DownloadCommand: []string{exe, "download", "--progress-lines"},

@@ -48,6 +48,7 @@ type serveFlags struct {
 	apiKeys      []string
 	apiKeyFile   string
 	metrics      bool
+	metricsAlso  string
 	props        bool
 	slots        bool
 	ui           bool   // serve the web UI at /
@@ -164,6 +165,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.Var((*csvFlag)(&f.apiKeys), "api-key", "API key required of clients; repeat it or give a comma-separated list for several")
 	stringVar(fs, &f.apiKeyFile, "", "file of API keys, one a line (lines starting with # are comments)", "api-key-file")
 	fs.BoolVar(&f.metrics, "metrics", false, "enable the Prometheus metrics endpoint GET /metrics")
+	stringVar(fs, &f.metricsAlso, "", "also write /metrics' series under another engine's names, for tools that know only those: vllm (what the inference gateway's Endpoint Picker reads with no configuration)", "metrics-compat")
 	fs.BoolVar(&f.props, "props", false, "enable POST /props")
 	f.slots = true
 	fs.Var(&pairFlag{&f.slots, true}, "slots", "enable GET /slots (the default)")
@@ -435,6 +437,9 @@ func (f *serveFlags) serverConfig() (server.Config, error) {
 	if ping <= 0 {
 		ping = -1 // as llama-server, 0 pings as -1 does: never (server.Config's 0 is the default)
 	}
+	if f.metricsAlso != "" && f.metricsAlso != server.MetricsVLLM {
+		return server.Config{}, fmt.Errorf("--metrics-compat %q: the names known are %q", f.metricsAlso, server.MetricsVLLM)
+	}
 	cfg := server.Config{
 		Alias:           f.name(),
 		Aliases:         commaSet(f.alias),
@@ -445,6 +450,7 @@ func (f *serveFlags) serverConfig() (server.Config, error) {
 		NoJinja:         !f.jinja,
 		APIKeys:         f.apiKeys,
 		Metrics:         f.metrics,
+		MetricsCompat:   f.metricsAlso,
 		NoSlots:         !f.slots,
 		Props:           f.props,
 		SlotSavePath:    f.slotSavePath,
