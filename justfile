@@ -21,6 +21,13 @@ build:
 desktop *ARGS:
     go run ./cmd/wgpu-llama-desktop -m "$WGPU_LLAMA_SHARED/models/stories260K.gguf" {{ARGS}}
 
+# Check deploy/ in its own Go module: every manifest under deploy/kubernetes decoded strictly into
+# the real Kubernetes, Gateway API and inference extension types, the references between them, the
+# Endpoint Picker's config against the server's /metrics, and deploy/Containerfile. -count=1: the
+# tests build and run the server, which Go's test cache does not see.
+deploy-check:
+    cd deploy/validate && go test -count=1 ./...
+
 # The whole test suite: gofmt, vet, all tests (GPU ones on software Vulkan), race detector on CPU-only packages.
 test:
     @test -z "$(gofmt -l $(git ls-files '*.go' | grep -v '^gen/'))" || { echo "gofmt needed:"; gofmt -l $(git ls-files '*.go' | grep -v '^gen/'); exit 1; }

@@ -65,6 +65,12 @@ type Config struct {
 	CtxCheckpoints int
 	// Device selects an adapter by index; -1 picks the best.
 	Device int
+	// Devices, when set, are the adapters to use instead of Device: the model's layers are
+	// split across them (--device A,B; llama.cpp's --split-mode layer). An index may repeat
+	// (two devices on one adapter). TensorSplit is each one's share of the layers
+	// (--tensor-split; nil: in proportion to their memory).
+	Devices     []int
+	TensorSplit []float64
 	// GPUMemory, when positive, is the device memory in bytes the engine may use
 	// (--gpu-memory): the load checks the model against it rather than what the device
 	// reports, and allocations beyond it fail as out of memory (gpu.Device.SetBudget).
@@ -122,6 +128,8 @@ type Engine struct {
 	// dev, model and kv are nil while the engine sleeps (sleep.go); only the engine goroutine
 	// touches them.
 	dev       *gpu.Device
+	devs      []*gpu.Device // dev and the other devices of a split model (split.go)
+	layers    []int         // each device's layers (nil: one device)
 	model     *model.Model
 	kv        *model.KVCache
 	modelOpts model.Options // how model was loaded, to load it again on waking
@@ -174,7 +182,7 @@ type Engine struct {
 
 	fault      atomic.Pointer[error] // why the engine cannot run requests (recover.go); nil: healthy
 	recoveries atomic.Int64
-	liveDev    atomic.Pointer[gpu.Device] // dev, for Stats on other goroutines
+	liveDevs   atomic.Pointer[[]*gpu.Device] // devs, for Stats on other goroutines
 }
 
 type request struct {
@@ -198,22 +206,23 @@ func Load(ctx context.Context, cfg Config) (*Engine, error) {
 	if st, err := os.Stat(cfg.ModelPath); err == nil && st.Size() < InlineSoftwareBelow {
 		gpu.PreferInlineSoftware()
 	}
-	dev, err := gpu.Open(cfg.Device)
+	devs, indexes, err := openDevices(cfg)
 	if err != nil {
 		return nil, err
 	}
-	dev.SetBudget(cfg.GPUMemory)
-	dev.SetCPUMath(cfg.CPUExact)
-	logger.Info("device", "adapter", dev.Info.Name, "type", dev.Info.Type, "backend", dev.Info.Backend, "driver", dev.Info.Driver)
-	e, err := load(ctx, cfg, dev, logger)
+	for i, dev := range devs {
+		logger.Info("device", "index", indexes[i], "adapter", dev.Info.Name, "type", dev.Info.Type, "backend", dev.Info.Backend, "driver", dev.Info.Driver)
+	}
+	e, err := load(ctx, cfg, devs, indexes, logger)
 	if err != nil {
-		dev.Close()
+		closeDevices(devs)
 		return nil, err
 	}
 	return e, nil
 }
 
-func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) (*Engine, error) {
+func load(ctx context.Context, cfg Config, devs []*gpu.Device, indexes []int, logger *log.Logger) (*Engine, error) {
+	dev := devs[0] // the main device (split.go)
 	f, err := gguf.Open(cfg.ModelPath)
 	if err != nil {
 		return nil, err
@@ -248,10 +257,25 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 	if kp.nCtx > c.NCtxTrain {
 		logger.Warn("context size exceeds the model's training context", "n_ctx", kp.nCtx, "n_ctx_train", c.NCtxTrain)
 	}
-	if err := checkFits(dev, f, c, opts, kp, cfg); err != nil {
+	layers, err := splitLayers(devs, c, cfg)
+	if err != nil {
 		return nil, err
 	}
-	m, err := loadWeights(dev, f, cfg.ModelPath, opts, cfg.LoadProgress, logger)
+	if layers != nil {
+		err = checkFitsSplit(devs, layers, f, c, opts, kp, cfg)
+	} else {
+		err = checkFits(dev, f, c, opts, kp, cfg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	split, _ := describeSplit(devs, indexes, layers, c.NLayer)
+	if layers != nil {
+		for _, d := range split {
+			logger.Info("layers on device", "index", d.Index, "adapter", d.Name, "layers", fmt.Sprintf("%d-%d", d.Lo, d.Hi-1), "output", d.Output)
+		}
+	}
+	m, err := loadWeights(devs, layers, f, cfg.ModelPath, opts, cfg.LoadProgress, logger)
 	if err != nil {
 		return nil, refusedAtLoad(err, dev, f, c, opts, kp, cfg)
 	}
@@ -312,9 +336,9 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 			Name: alias, Path: cfg.ModelPath, NCtx: slotCtx, NCtxTrain: c.NCtxTrain, NVocab: c.NVocab,
 			NEmbd: c.NEmbd, NParams: nParams, Size: c.TensorSize, FileType: c.FileType,
 			ChatTemplate: c.ChatTmpl, NSlots: nSlots, SpecType: spec.Type,
-			Embeddings: cfg.Embeddings, Pooling: pooling, RerankTemplate: c.RerankTmpl,
+			Embeddings: cfg.Embeddings, Pooling: pooling, RerankTemplate: c.RerankTmpl, Split: split,
 		},
-		cfg: cfg, tok: m.Tokenizer, encoder: c.Encoder, dev: dev, model: m, kv: kv, modelOpts: opts, log: logger,
+		cfg: cfg, tok: m.Tokenizer, encoder: c.Encoder, dev: dev, devs: devs, layers: layers, model: m, kv: kv, modelOpts: opts, log: logger,
 		queue:      make(chan *request, 256),
 		control:    make(chan *control, 16),
 		quit:       make(chan struct{}),
@@ -334,7 +358,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 		loraUse:    newLoraUse(adapters),
 		obs:        observer{poke: make(chan struct{}, 1)},
 	}
-	e.liveDev.Store(dev)
+	e.liveDevs.Store(&devs)
 	if e.recurrent { // as llama-server when the memory cannot shift or cut a sequence back
 		e.ctxCheckpoints = cmp.Or(cfg.CtxCheckpoints, DefaultCtxCheckpoints)
 		if e.ctxShift {
@@ -381,7 +405,7 @@ func load(ctx context.Context, cfg Config, dev *gpu.Device, logger *log.Logger) 
 
 // loadWeights loads the model in f (read from path) onto dev, logging progress every 10% and
 // handing every step to onProgress (Config.LoadProgress) when set.
-func loadWeights(dev *gpu.Device, f *gguf.File, path string, opts model.Options, onProgress func(done, total uint64), logger *log.Logger) (*model.Model, error) {
+func loadWeights(devs []*gpu.Device, layers []int, f *gguf.File, path string, opts model.Options, onProgress func(done, total uint64), logger *log.Logger) (*model.Model, error) {
 	lastPct := -1
 	opts.Progress = func(done, total uint64) {
 		if total == 0 {
@@ -395,7 +419,7 @@ func loadWeights(dev *gpu.Device, f *gguf.File, path string, opts model.Options,
 			logger.Info("loading model", "progress", fmt.Sprintf("%d%%", pct), "MiB", done>>20)
 		}
 	}
-	m, err := model.Load(dev, f, opts)
+	m, err := model.LoadSplit(devs, layers, f, opts)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}

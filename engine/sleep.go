@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/wgpu-llama/wgpu-llama/gguf"
-	"github.com/wgpu-llama/wgpu-llama/gpu"
 )
 
 // Sleeping reports whether the engine has freed the model (see Config.SleepIdle).
@@ -48,7 +47,10 @@ func (e *Engine) idleTimer() (<-chan time.Time, func()) {
 // idle.
 func (e *Engine) sleep() {
 	e.dropCaches()
-	gpuMemory := e.dev.StorageBytes()
+	var gpuMemory uint64
+	for _, d := range e.devs {
+		gpuMemory += d.StorageBytes()
+	}
 	e.stats.update(func(st *Stats) { st.GPUMemory = gpuMemory }) // what Stats reports asleep, as the counters
 	e.freeDevice()
 	e.sleeping.Store(true)
@@ -97,9 +99,9 @@ func (e *Engine) freeDevice() {
 		e.model = nil
 	}
 	if e.dev != nil {
-		e.liveDev.Store(nil)
-		e.dev.Close()
-		e.dev = nil
+		e.liveDevs.Store(nil)
+		closeDevices(e.devs)
+		e.dev, e.devs = nil, nil
 	}
 }
 
@@ -129,20 +131,19 @@ func (e *Engine) wakeUp() error {
 // reload opens the device and loads the model, its KV cache and the draft model as Load did,
 // setting the engine's fields as each is made (freeDevice undoes a partial reload).
 func (e *Engine) reload() error {
-	dev, err := gpu.Open(e.cfg.Device)
+	devs, _, err := openDevices(e.cfg)
 	if err != nil {
 		return err
 	}
-	dev.SetBudget(e.cfg.GPUMemory)
-	dev.SetCPUMath(e.cfg.CPUExact)
-	e.dev = dev
-	e.liveDev.Store(dev)
+	dev := devs[0]
+	e.dev, e.devs = dev, devs
+	e.liveDevs.Store(&devs)
 	f, err := gguf.Open(e.cfg.ModelPath)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	m, err := loadWeights(dev, f, e.cfg.ModelPath, e.modelOpts, e.cfg.LoadProgress, e.log)
+	m, err := loadWeights(devs, e.layers, f, e.cfg.ModelPath, e.modelOpts, e.cfg.LoadProgress, e.log)
 	if err != nil {
 		return err
 	}

@@ -91,8 +91,11 @@ func (e *Engine) Stats() Stats {
 	s.Deferred = len(e.queue) + int(e.nWait.Load())
 	s.MaxQueue = e.cfg.MaxQueue
 	s.Spec = e.SpecStats()
-	if d := e.liveDev.Load(); d != nil { // asleep, the figure from before sleeping (sleep.go)
-		s.GPUMemory = d.StorageBytes()
+	if devs := e.liveDevs.Load(); devs != nil { // asleep, the figure from before sleeping (sleep.go)
+		s.GPUMemory = 0
+		for _, d := range *devs {
+			s.GPUMemory += d.StorageBytes()
+		}
 	}
 	s.Recoveries = e.Recoveries()
 	return s

@@ -326,4 +326,6 @@ type ModelInfo struct {
 	SpecType SpecType
 	// ImageTokens is the most positions an image input takes, 0 without a projector (--mmproj).
 	ImageTokens int
+	// Split lists the devices holding the model's layers: one, or each of a split's.
+	Split []DeviceLayers
 }

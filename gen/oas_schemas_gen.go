@@ -4567,6 +4567,67 @@ func (s *DetokenizeResponse) SetContent(val string) {
 	s.Content = val
 }
 
+// Ref: #/components/schemas/DeviceLayers
+type DeviceLayers struct {
+	// The adapter's index in `wgpu-llama devices`.
+	Index      int    `json:"index"`
+	Name       string `json:"name"`
+	FirstLayer int    `json:"first_layer"`
+	NLayers    int    `json:"n_layers"`
+	// The device holds the output norm and matrix (the last one).
+	Output bool `json:"output"`
+}
+
+// GetIndex returns the value of Index.
+func (s *DeviceLayers) GetIndex() int {
+	return s.Index
+}
+
+// GetName returns the value of Name.
+func (s *DeviceLayers) GetName() string {
+	return s.Name
+}
+
+// GetFirstLayer returns the value of FirstLayer.
+func (s *DeviceLayers) GetFirstLayer() int {
+	return s.FirstLayer
+}
+
+// GetNLayers returns the value of NLayers.
+func (s *DeviceLayers) GetNLayers() int {
+	return s.NLayers
+}
+
+// GetOutput returns the value of Output.
+func (s *DeviceLayers) GetOutput() bool {
+	return s.Output
+}
+
+// SetIndex sets the value of Index.
+func (s *DeviceLayers) SetIndex(val int) {
+	s.Index = val
+}
+
+// SetName sets the value of Name.
+func (s *DeviceLayers) SetName(val string) {
+	s.Name = val
+}
+
+// SetFirstLayer sets the value of FirstLayer.
+func (s *DeviceLayers) SetFirstLayer(val int) {
+	s.FirstLayer = val
+}
+
+// SetNLayers sets the value of NLayers.
+func (s *DeviceLayers) SetNLayers(val int) {
+	s.NLayers = val
+}
+
+// SetOutput sets the value of Output.
+func (s *DeviceLayers) SetOutput(val bool) {
+	s.Output = val
+}
+
 // Ref: #/components/schemas/EmbeddingData
 type EmbeddingData struct {
 	Embedding EmbeddingVector `json:"embedding"`
@@ -10736,6 +10797,9 @@ type PropsResponse struct {
 	BuildInfo        string                  `json:"build_info"`
 	IsSleeping       bool                    `json:"is_sleeping"`
 	CorsProxyEnabled bool                    `json:"cors_proxy_enabled"`
+	// Our extension, present when the model is split across several devices (--device A,B):
+	// each device holding layers, in order, with the layers it holds.
+	Devices []DeviceLayers `json:"devices"`
 }
 
 // GetDefaultGenerationSettings returns the value of DefaultGenerationSettings.
@@ -10843,6 +10907,11 @@ func (s *PropsResponse) GetCorsProxyEnabled() bool {
 	return s.CorsProxyEnabled
 }
 
+// GetDevices returns the value of Devices.
+func (s *PropsResponse) GetDevices() []DeviceLayers {
+	return s.Devices
+}
+
 // SetDefaultGenerationSettings sets the value of DefaultGenerationSettings.
 func (s *PropsResponse) SetDefaultGenerationSettings(val DefaultGenerationSettings) {
 	s.DefaultGenerationSettings = val
@@ -10946,6 +11015,11 @@ func (s *PropsResponse) SetIsSleeping(val bool) {
 // SetCorsProxyEnabled sets the value of CorsProxyEnabled.
 func (s *PropsResponse) SetCorsProxyEnabled(val bool) {
 	s.CorsProxyEnabled = val
+}
+
+// SetDevices sets the value of Devices.
+func (s *PropsResponse) SetDevices(val []DeviceLayers) {
+	s.Devices = val
 }
 
 type PropsResponseUISettings map[string]jx.Raw

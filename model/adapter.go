@@ -65,7 +65,11 @@ func (m *Model) LoadAdapterFile(path string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return m.LoadAdapter(ad, f)
+	id, err := m.LoadAdapter(ad, f)
+	for st := m.next; st != nil && err == nil; st = st.next { // each stage its layers' terms
+		_, err = st.LoadAdapter(ad, f)
+	}
+	return id, err
 }
 
 // loraGroup is where an adapter's pairs on one projection group go, and the pairs.
@@ -136,7 +140,9 @@ func (m *Model) loraGroups(ad *lora.Adapter) (map[string]*loraGroup, error) {
 	}
 	for name, p := range ad.Pairs {
 		if name == "output.weight" {
-			add(name, &m.loraOut, p, 0)
+			if m.hi == c.NLayer { // the stage with the output
+				add(name, &m.loraOut, p, 0)
+			}
 			continue
 		}
 		rest, ok := strings.CutPrefix(name, "blk.")
@@ -144,6 +150,9 @@ func (m *Model) loraGroups(ad *lora.Adapter) (map[string]*loraGroup, error) {
 		il, err := strconv.Atoi(layer)
 		if !ok || err != nil || il < 0 || il >= len(m.layers) {
 			return nil, fmt.Errorf("model: lora tensor %q: only the layers' and the output's matrices take adapters", name)
+		}
+		if il < m.lo || il >= m.hi {
+			continue // another stage's layer
 		}
 		t, key := &m.layerLora[il], fmt.Sprintf("blk.%03d.", il)
 		switch tensor {

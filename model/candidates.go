@@ -38,7 +38,7 @@ func (c *candScratch) release() {
 }
 
 // MaxTopK is the most candidates per row ForwardTopK can return on this model's device.
-func (m *Model) MaxTopK() int { return m.dev.MaxTopKFor(m.Config.NVocab) }
+func (m *Model) MaxTopK() int { return m.last().dev.MaxTopKFor(m.Config.NVocab) }
 
 // ForwardTopK runs one batch as ForwardBatch does (one command buffer, one submit) but
 // returns, for each requested logits row, only its k best candidates (k in 1..MaxTopK())
@@ -56,12 +56,13 @@ func (m *Model) ForwardTopK(kv *KVCache, b Batch, k int) ([]Candidates, error) {
 	}
 	rows, nv := len(b.Logits), m.Config.NVocab
 	stride := gpu.TopKStride(k)
+	t := m.last() // the stage with the output
 	if rows > 0 {
-		if err := m.ensure(&m.cand.out, "topk_out", rows*stride); err != nil {
+		if err := t.ensure(&t.cand.out, "topk_out", rows*stride); err != nil {
 			return nil, err
 		}
-		if words := m.dev.TopKScratchWords(nv, rows, k); words > 0 {
-			if err := m.ensure(&m.cand.part, "topk_part", words); err != nil {
+		if words := t.dev.TopKScratchWords(nv, rows, k); words > 0 {
+			if err := t.ensure(&t.cand.part, "topk_part", words); err != nil {
 				return nil, err
 			}
 		}
@@ -73,9 +74,9 @@ func (m *Model) ForwardTopK(kv *KVCache, b Batch, k int) ([]Candidates, error) {
 	if rows == 0 {
 		return nil, r.Submit()
 	}
-	m.recordLogits(r, len(b.Tokens), b.Logits)
-	r.TopK(m.scratch.logits, m.cand.out, m.cand.part, nv, rows, k)
-	raw, err := r.SubmitAndRead(m.cand.out, 0, uint64(rows*stride)*4)
+	t.recordLogits(r, len(b.Tokens), b.Logits)
+	r.TopK(t.scratch.logits, t.cand.out, t.cand.part, nv, rows, k)
+	raw, err := r.SubmitAndRead(t.cand.out, 0, uint64(rows*stride)*4)
 	if err != nil {
 		return nil, err
 	}

@@ -46,6 +46,9 @@ func (m *Model) ensure(b **gpu.Buffer, name string, n int) error {
 // sequence's last token; the caller decides how many of them stay valid.
 // The draft model's cache keeps one contiguous region per sequence (PageBits 0).
 func (m *Model) DraftGreedy(kv *KVCache, first Batch, steps int) (ids [][]int32, probs [][]float32, err error) {
+	if m.next != nil {
+		return nil, nil, fmt.Errorf("model: a draft model runs on one device, not split")
+	}
 	if m.enc != nil {
 		return nil, nil, fmt.Errorf("model: %s is an embedding model: it does not generate text", m.Config.Arch)
 	}

@@ -28,8 +28,9 @@ func (m *Model) ForwardEmbed(kv *KVCache, b Batch) ([]float32, error) {
 		r, err = m.recordEncoder(kv, b)
 		out = s.x
 	} else if r, err = m.begin(kv, b); err == nil {
-		r.RMSNorm(s.x, m.outputNorm, s.xn, c.NEmbd, n, c.RMSEps)
-		out = s.xn
+		t := m.last()
+		r.RMSNorm(t.scratch.x, t.outputNorm, t.scratch.xn, c.NEmbd, n, c.RMSEps)
+		out = t.scratch.xn
 	}
 	if err != nil {
 		return nil, err

@@ -26,6 +26,9 @@ type KVCache struct {
 	// conv and ssm are the recurrent layers' states, States slots each; nil for attention
 	// layers.
 	conv, ssm []*gpu.Buffer
+	// next is the next stage's cache of a split model (split.go): its layers, on its device.
+	// Each stage's k, v, conv and ssm are indexed by layer, nil for the layers of others.
+	next *KVCache
 }
 
 // NewKVCache allocates a cache of nCtx rows, f16 unless the model was loaded with KVF32, and
@@ -35,6 +38,19 @@ func (m *Model) NewKVCache(nCtx int) (*KVCache, error) { return m.NewKVCacheFor(
 // NewKVCacheFor allocates a cache of nCtx rows and, for a model with recurrent layers, states
 // recurrent state slots: one per sequence that runs at once.
 func (m *Model) NewKVCacheFor(nCtx, states int) (*KVCache, error) {
+	kv, err := m.newStageKV(nCtx, states)
+	if err != nil || m.next == nil {
+		return kv, err
+	}
+	if kv.next, err = m.next.NewKVCacheFor(nCtx, states); err != nil {
+		kv.Release()
+		return nil, err
+	}
+	return kv, nil
+}
+
+// newStageKV allocates this stage's part of a cache (NewKVCacheFor): its layers'.
+func (m *Model) newStageKV(nCtx, states int) (*KVCache, error) {
 	c := m.Config
 	kv := &KVCache{NCtx: nCtx, rows: make([]uint64, c.NLayer)}
 	if m.Recurrent() {
@@ -44,7 +60,7 @@ func (m *Model) NewKVCacheFor(nCtx, states int) (*KVCache, error) {
 		}
 	}
 	for i := 0; i < c.NLayer; i++ {
-		if c.Recurrent != nil && c.Recurrent[i] || c.kvSource(i) != i {
+		if i < m.lo || i >= m.hi || c.Recurrent != nil && c.Recurrent[i] || c.kvSource(i) != i {
 			kv.k, kv.v = append(kv.k, nil), append(kv.v, nil)
 			continue
 		}
@@ -74,12 +90,16 @@ func (m *Model) NewKVCacheFor(nCtx, states int) (*KVCache, error) {
 	return kv, nil
 }
 
-// Release frees the cache's device memory.
+// Release frees the cache's device memory, every stage's.
 func (kv *KVCache) Release() {
 	for _, b := range kv.buffers() {
 		b.Release()
 	}
 	kv.k, kv.v, kv.part, kv.conv, kv.ssm = nil, nil, nil, nil, nil
+	if kv.next != nil {
+		kv.next.Release()
+		kv.next = nil
+	}
 }
 
 // buffers lists the cache's buffers: keys, values, partials and states (nil where none).
@@ -321,6 +341,16 @@ type Shift struct {
 // The row copies run first (copy-on-write of pages the moves write), then the moves in order,
 // all in one submit.
 func (m *Model) ShiftKV(kv *KVCache, pageBits int, base int32, pages []int32, copies []RowCopy, moves []Shift) error {
+	for st, skv := m, kv; st != nil; st, skv = st.next, skv.next {
+		if err := st.shiftStage(skv, pageBits, base, pages, copies, moves); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shiftStage is ShiftKV on this stage's layers.
+func (m *Model) shiftStage(kv *KVCache, pageBits int, base int32, pages []int32, copies []RowCopy, moves []Shift) error {
 	if m.enc != nil {
 		return fmt.Errorf("model: %s keeps no cache between passes", m.Config.Arch)
 	}

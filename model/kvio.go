@@ -81,13 +81,13 @@ func (m *Model) ReadKVRows(kv *KVCache, r0, r1 int) (k, v [][]byte, err error) {
 	if err := m.checkKVRows(kv, r0, r1); err != nil {
 		return nil, nil, err
 	}
-	for _, l := range m.attnLayers() {
-		row := kv.rows[l]
-		kb, err := m.readRange(kv.k[l], uint64(r0)*row, uint64(r1)*row)
+	for _, l := range m.cacheLayers(kv) {
+		row := l.kv.rows[l.il]
+		kb, err := readRange(l.dev, l.kv.k[l.il], uint64(r0)*row, uint64(r1)*row)
 		if err != nil {
 			return nil, nil, err
 		}
-		vb, err := m.readRange(kv.v[l], uint64(r0)*row, uint64(r1)*row)
+		vb, err := readRange(l.dev, l.kv.v[l.il], uint64(r0)*row, uint64(r1)*row)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -96,12 +96,32 @@ func (m *Model) ReadKVRows(kv *KVCache, r0, r1 int) (k, v [][]byte, err error) {
 	return k, v, nil
 }
 
-// readRange reads bytes [from, to) of b in whole aligned blocks (see kvReadBlock).
-func (m *Model) readRange(b *gpu.Buffer, from, to uint64) ([]byte, error) {
+// cacheLayer is a layer with a cache of its own, with the stage's cache and device holding it.
+type cacheLayer struct {
+	il  int
+	kv  *KVCache
+	dev *gpu.Device
+}
+
+// cacheLayers lists attnLayers with where each one's cache is, over every stage.
+func (m *Model) cacheLayers(kv *KVCache) []cacheLayer {
+	var out []cacheLayer
+	st, skv := m, kv
+	for _, il := range m.attnLayers() {
+		for il >= st.hi && st.next != nil {
+			st, skv = st.next, skv.next
+		}
+		out = append(out, cacheLayer{il, skv, st.dev})
+	}
+	return out
+}
+
+// readRange reads bytes [from, to) of b on dev in whole aligned blocks (see kvReadBlock).
+func readRange(dev *gpu.Device, b *gpu.Buffer, from, to uint64) ([]byte, error) {
 	out := make([]byte, 0, to-from)
 	for blk := from / kvReadBlock * kvReadBlock; blk < to; blk += kvReadBlock {
 		size := min(uint64(kvReadBlock), b.Size()-blk)
-		data, err := m.dev.Read(b, blk, size)
+		data, err := dev.Read(b, blk, size)
 		if err != nil {
 			return nil, err
 		}
@@ -122,15 +142,15 @@ func (m *Model) WriteKVRows(kv *KVCache, r0 int, k, v [][]byte) error {
 	if err := m.checkKVRows(kv, r0, r0+n); err != nil {
 		return err
 	}
-	for i, l := range layers {
-		row := m.kvRowBytes(l)
+	for i, l := range m.cacheLayers(kv) {
+		row := m.kvRowBytes(l.il)
 		if len(k[i]) != n*row || len(v[i]) != n*row {
-			return fmt.Errorf("model: layer %d: %d key and %d value bytes, want %d rows of %d", l, len(k[i]), len(v[i]), n, row)
+			return fmt.Errorf("model: layer %d: %d key and %d value bytes, want %d rows of %d", l.il, len(k[i]), len(v[i]), n, row)
 		}
-		if err := m.dev.Write(kv.k[l], uint64(r0*row), k[i]); err != nil {
+		if err := l.dev.Write(l.kv.k[l.il], uint64(r0*row), k[i]); err != nil {
 			return err
 		}
-		if err := m.dev.Write(kv.v[l], uint64(r0*row), v[i]); err != nil {
+		if err := l.dev.Write(l.kv.v[l.il], uint64(r0*row), v[i]); err != nil {
 			return err
 		}
 	}

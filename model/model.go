@@ -15,6 +15,8 @@ type Model struct {
 	Tokenizer *tokenizer.Tokenizer // built from the file's tokenizer.ggml.* vocabulary
 
 	dev        *gpu.Device
+	lo, hi     int    // the layers this model's device holds: all, or a stage's (split.go)
+	next       *Model // the next stage of a split model, on another device; nil for the last
 	tokEmbd    gpu.Weight
 	outputNorm *gpu.Buffer
 	output     []proj
@@ -116,13 +118,18 @@ type Options struct {
 // Load reads a GGUF model's hyperparameters, tokenizer and weights and uploads the weights.
 // The file may be closed once Load returns.
 func Load(dev *gpu.Device, f *gguf.File, opts Options) (*Model, error) {
+	return LoadSplit([]*gpu.Device{dev}, nil, f, opts)
+}
+
+// readModel reads the hyperparameters and tokenizer and settles opts' defaults.
+func readModel(f *gguf.File, opts *Options) (Config, *tokenizer.Tokenizer, error) {
 	cfg, err := ReadConfig(f)
 	if err != nil {
-		return nil, err
+		return cfg, nil, err
 	}
 	tok, err := tokenizer.FromGGUF(f)
 	if err != nil {
-		return nil, fmt.Errorf("model: %w", err)
+		return cfg, nil, fmt.Errorf("model: %w", err)
 	}
 	if cfg.NVocab == 0 {
 		cfg.NVocab = tok.NVocab()
@@ -132,19 +139,27 @@ func Load(dev *gpu.Device, f *gguf.File, opts Options) (*Model, error) {
 	}
 	opts.MaxOutputs = max(opts.MaxOutputs, 1)
 	if k := cfg.NExpertUsed; k > 0 && opts.MaxBatch*k > gpu.MoEMaxAssignments {
-		return nil, fmt.Errorf("model: a batch of %d tokens sends %d token-expert pairs through the experts, more than the %d one pass takes: lower the batch size (-ub %d)",
+		return cfg, nil, fmt.Errorf("model: a batch of %d tokens sends %d token-expert pairs through the experts, more than the %d one pass takes: lower the batch size (-ub %d)",
 			opts.MaxBatch, opts.MaxBatch*k, gpu.MoEMaxAssignments, gpu.MoEMaxAssignments/k)
 	}
-	m := &Model{Config: cfg, Tokenizer: tok, dev: dev, maxBatch: opts.MaxBatch, maxOutputs: min(opts.MaxOutputs, opts.MaxBatch), kvF16: !opts.KVF32, actQuant: !opts.RawActivations,
+	return cfg, tok, nil
+}
+
+// loadStage loads layers [lo, hi) of the model onto dev, with the token embeddings when it
+// starts the model and the output norm and matrix when it ends it; *done carries the bytes
+// uploaded by earlier stages, for progress.
+func loadStage(dev *gpu.Device, f *gguf.File, opts Options, cfg Config, tok *tokenizer.Tokenizer, lo, hi int, done *uint64) (*Model, error) {
+	m := &Model{Config: cfg, Tokenizer: tok, dev: dev, lo: lo, hi: hi, maxBatch: opts.MaxBatch, maxOutputs: min(opts.MaxOutputs, opts.MaxBatch), kvF16: !opts.KVF32, actQuant: !opts.RawActivations,
 		shapes: make(map[string][]uint64, len(f.Tensors)), layerLora: make([]loraTerms, cfg.NLayer)}
 	for _, t := range f.Tensors {
 		m.shapes[t.Name] = t.Shape
 	}
-	l := &loader{f: f, dev: dev, progress: opts.Progress, total: cfg.TensorSize}
+	l := &loader{f: f, dev: dev, progress: opts.Progress, total: cfg.TensorSize, done: *done}
 	if err := m.loadWeights(l); err != nil {
 		l.release()
 		return nil, err
 	}
+	*done = l.done
 	m.vectors, m.weights = l.bufs, l.weights
 	if dev.CPUMath {
 		if err := m.loadRopeTables(l); err != nil {
@@ -167,26 +182,32 @@ func (m *Model) loadWeights(l *loader) error {
 		return a.load(m, l)
 	}
 	var err error
-	if m.tokEmbd, err = l.matrix("token_embd.weight", c.NVocab, c.NEmbd); err != nil {
-		return err
-	}
-	if m.outputNorm, err = l.vector("output_norm.weight", c.NEmbd); err != nil {
-		return err
+	first, last := m.lo == 0, m.hi == c.NLayer
+	tied := !l.hasTensor("output.weight") // the output matrix is the token embeddings
+	if first || last && tied {
+		if m.tokEmbd, err = l.matrix("token_embd.weight", c.NVocab, c.NEmbd); err != nil {
+			return err
+		}
 	}
 	if l.hasTensor("rope_freqs.weight") {
 		if m.ropeFreqs, err = l.vector("rope_freqs.weight", c.NRot/2); err != nil {
 			return err
 		}
 	}
-	out := m.tokEmbd // tied embeddings unless the file has its own output matrix
-	if l.hasTensor("output.weight") {
-		if out, err = l.matrix("output.weight", c.NVocab, c.NEmbd); err != nil {
+	if last {
+		if m.outputNorm, err = l.vector("output_norm.weight", c.NEmbd); err != nil {
 			return err
 		}
+		out := m.tokEmbd
+		if !tied {
+			if out, err = l.matrix("output.weight", c.NVocab, c.NEmbd); err != nil {
+				return err
+			}
+		}
+		m.output = []proj{{w: out}}
 	}
-	m.output = []proj{{w: out}}
-	m.layers = make([]layer, c.NLayer)
-	for i := range m.layers {
+	m.layers = make([]layer, c.NLayer) // a stage's other layers stay empty
+	for i := m.lo; i < m.hi; i++ {
 		if err := a.layer(l, c, &m.layers[i], i); err != nil {
 			return err
 		}
@@ -253,8 +274,12 @@ func scratchSizes(c Config, t, outputs int, barrierFree bool) []scratchSize {
 // Device is the GPU device the model's weights and passes live on.
 func (m *Model) Device() *gpu.Device { return m.dev }
 
-// Close releases the model's device memory.
+// Close releases the model's device memory, every stage's.
 func (m *Model) Close() {
+	if m.next != nil {
+		m.next.Close()
+		m.next = nil
+	}
 	m.releaseRopeTables()
 	for _, b := range m.vectors {
 		b.Release()
@@ -329,7 +354,8 @@ func (m *Model) ForwardBatch(kv *KVCache, b Batch) ([][]float32, error) {
 
 // pass records and submits one forward pass of at most maxBatch tokens.
 func (m *Model) pass(kv *KVCache, b Batch) ([][]float32, error) {
-	c, s := m.Config, &m.scratch
+	t := m.last()
+	c, s := t.Config, &t.scratch
 	r, err := m.begin(kv, b)
 	if err != nil {
 		return nil, err
@@ -338,7 +364,7 @@ func (m *Model) pass(kv *KVCache, b Batch) ([][]float32, error) {
 	if k == 0 {
 		return nil, r.Submit()
 	}
-	m.recordLogits(r, len(b.Tokens), b.Logits)
+	t.recordLogits(r, len(b.Tokens), b.Logits)
 	raw, err := r.SubmitAndRead(s.logits, 0, uint64(k*c.NVocab)*4)
 	if err != nil {
 		return nil, err
@@ -351,11 +377,17 @@ func (m *Model) pass(kv *KVCache, b Batch) ([][]float32, error) {
 	return out, nil
 }
 
-// begin uploads a checked batch and records its row copies and the decoder's layers, leaving
-// the final hidden states (before the output norm) in the scratch's x.
-func (m *Model) begin(kv *KVCache, b Batch) (*gpu.Recorder, error) {
+// beginStage uploads a checked batch and records its row copies and this stage's layers,
+// leaving their output in the scratch's x; x, when not nil, is the previous stage's output,
+// which this stage starts from instead of the token embeddings.
+func (m *Model) beginStage(kv *KVCache, b Batch, x []byte) (*gpu.Recorder, error) {
 	if err := m.upload(b); err != nil {
 		return nil, err
+	}
+	if x != nil {
+		if err := m.dev.Write(m.scratch.x, 0, x); err != nil {
+			return nil, err
+		}
 	}
 	maxKeys := 0
 	for i := range b.Pos {
@@ -397,7 +429,7 @@ func (m *Model) upload(b Batch) error {
 	// Embedding rows go straight into the residual stream; the pass's token lookup skips
 	// their placeholder ids, which are outside the vocabulary.
 	for i, e := range b.Embeds {
-		if e != nil {
+		if e != nil && m.lo == 0 {
 			if err := m.dev.Write(s.x, uint64(4*i*m.Config.NEmbd), gpu.Bytes(e)); err != nil {
 				return err
 			}
@@ -450,11 +482,13 @@ func (m *Model) recordLayers(r *gpu.Recorder, kv *KVCache, n, seqs, maxKeys, pag
 	if embScale == 0 {
 		embScale = 1
 	}
-	r.GetRowsScaled(m.tokEmbd, s.ids, s.x, n, embScale)
+	if m.lo == 0 { // a later stage starts from the previous one's output (beginStage)
+		r.GetRowsScaled(m.tokEmbd, s.ids, s.x, n, embScale)
+	}
 	m.pending = nil
 	p := &pass{r: r, kv: kv, n: n, seqs: seqs, maxKeys: maxKeys, pageBits: pageBits, outputs: outputs, attnPos: attnPos, rec: m.rec}
 	block := m.archFor().block
-	for i := range m.layers {
+	for i := m.lo; i < m.hi; i++ {
 		block(m, p, i)
 	}
 	m.flushLora(r, n)
@@ -552,14 +586,16 @@ func (m *Model) projectScaled(r *gpu.Recorder, p proj, x *gpu.Buffer, nTokens, k
 // WeightBytes is the size of the weights on the device: what one decode step of a dense model
 // reads (ActiveWeightBytes for a Mixture of Experts).
 func (m *Model) WeightBytes() uint64 {
-	var n uint64
-	for _, b := range m.vectors {
-		n += b.Size()
-	}
-	for _, w := range m.weights {
-		n += w.Bytes()
-	}
-	return n
+	return m.sumStages(func(st *Model) uint64 {
+		var n uint64
+		for _, b := range st.vectors {
+			n += b.Size()
+		}
+		for _, w := range st.weights {
+			n += w.Bytes()
+		}
+		return n
+	})
 }
 
 // ActiveWeightBytes is what one decode step reads of the weights: all of a dense model's, and
@@ -577,6 +613,9 @@ func (m *Model) ActiveParams() uint64 {
 
 // active sums the weights' bytes and parameters, experts counted at the share one token runs.
 func (m *Model) active() (bytes, params uint64) {
+	if m.next != nil {
+		bytes, params = m.next.active()
+	}
 	for _, b := range m.vectors {
 		bytes += b.Size()
 		params += b.Size() / 4
@@ -595,12 +634,14 @@ func (m *Model) active() (bytes, params uint64) {
 
 // Params is the number of weight parameters.
 func (m *Model) Params() uint64 {
-	var n uint64
-	for _, b := range m.vectors {
-		n += b.Size() / 4
-	}
-	for _, w := range m.weights {
-		n += uint64(w.Rows) * uint64(w.Cols)
-	}
-	return n
+	return m.sumStages(func(st *Model) uint64 {
+		var n uint64
+		for _, b := range st.vectors {
+			n += b.Size() / 4
+		}
+		for _, w := range st.weights {
+			n += uint64(w.Rows) * uint64(w.Cols)
+		}
+		return n
+	})
 }

@@ -64,6 +64,9 @@ func (m *Model) recordProbe(r *gpu.Recorder, kv *KVCache, il, n int, attnPos *gp
 // one per position the row attends to (its position + 1 of them, or its attention end + 1),
 // summing to 1, 0 before a sliding window. It is nil when the last pass had no probe or failed.
 func (m *Model) ProbeWeights() []float32 {
+	if m.next != nil && m.probe.read == nil { // a split model's stage holding the layer read it
+		return m.next.ProbeWeights()
+	}
 	if m.probe.read == nil || m.probe.read.Bytes() == nil {
 		return nil
 	}

@@ -49,7 +49,7 @@ func (m *Model) newStates(kv *KVCache, slots int) error {
 	kv.States = slots
 	kv.conv, kv.ssm = make([]*gpu.Buffer, c.NLayer), make([]*gpu.Buffer, c.NLayer)
 	for il, r := range c.Recurrent {
-		if !r {
+		if !r || il < m.lo || il >= m.hi {
 			continue
 		}
 		var err error
@@ -142,7 +142,7 @@ func (m *Model) ReadState(kv *KVCache, slot int) ([]byte, error) {
 	out := make([]byte, 0, m.StateBytes())
 	for _, part := range m.stateParts(kv) {
 		at := uint64(slot*part.n) * 4
-		data, err := m.readRange(part.b, at, at+uint64(part.n)*4)
+		data, err := readRange(part.dev, part.b, at, at+uint64(part.n)*4)
 		if err != nil {
 			return nil, err
 		}
@@ -151,19 +151,22 @@ func (m *Model) ReadState(kv *KVCache, slot int) ([]byte, error) {
 	return out, nil
 }
 
-// statePart is one buffer of a recurrent layer's state: n floats a slot.
+// statePart is one buffer of a recurrent layer's state, on dev: n floats a slot.
 type statePart struct {
-	b *gpu.Buffer
-	n int
+	dev *gpu.Device
+	b   *gpu.Buffer
+	n   int
 }
 
-// stateParts lists kv's state buffers in ReadState's order.
+// stateParts lists kv's state buffers in ReadState's order, over every stage of a split model.
 func (m *Model) stateParts(kv *KVCache) []statePart {
 	conv, ssm := m.Config.stateSizes()
 	var convs, ssms []statePart
-	for il, r := range m.Config.Recurrent {
-		if r {
-			convs, ssms = append(convs, statePart{kv.conv[il], conv}), append(ssms, statePart{kv.ssm[il], ssm})
+	for st, skv := m, kv; st != nil; st, skv = st.next, skv.next {
+		for il := st.lo; il < st.hi; il++ {
+			if m.Config.Recurrent[il] {
+				convs, ssms = append(convs, statePart{st.dev, skv.conv[il], conv}), append(ssms, statePart{st.dev, skv.ssm[il], ssm})
+			}
 		}
 	}
 	return append(convs, ssms...)
@@ -193,7 +196,7 @@ func (m *Model) writeState(kv *KVCache, slot int, data []byte) error {
 			}
 			src = m.zeroState[:4*part.n]
 		}
-		if err := m.dev.Write(part.b, uint64(slot*part.n)*4, src); err != nil {
+		if err := part.dev.Write(part.b, uint64(slot*part.n)*4, src); err != nil {
 			return err
 		}
 	}

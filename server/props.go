@@ -61,7 +61,20 @@ func (s *Server) GetProps(context.Context) (*gen.PropsResponse, error) {
 		BuildInfo:        s.cfg.SystemFingerprint,
 		IsSleeping:       m.sleeping(),
 		CorsProxyEnabled: s.cfg.CORSProxy,
+		Devices:          splitDevices(m.info.Split),
 	}, nil
+}
+
+// splitDevices is /props' devices: nil (absent) unless the model is split over several.
+func splitDevices(split []engine.DeviceLayers) []gen.DeviceLayers {
+	if len(split) < 2 {
+		return nil
+	}
+	out := make([]gen.DeviceLayers, len(split))
+	for i, d := range split {
+		out[i] = gen.DeviceLayers{Index: d.Index, Name: d.Name, FirstLayer: d.Lo, NLayers: d.Hi - d.Lo, Output: d.Output}
+	}
+	return out
 }
 
 // UpdateProps implements POST /props. As in llama-server it answers 501 unless enabled

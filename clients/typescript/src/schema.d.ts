@@ -2103,6 +2103,20 @@ export interface components {
             build_info: string;
             is_sleeping: boolean;
             cors_proxy_enabled: boolean;
+            /**
+             * @description Our extension, present when the model is split across several devices (--device A,B):
+             *     each device holding layers, in order, with the layers it holds.
+             */
+            devices?: components["schemas"]["DeviceLayers"][];
+        };
+        DeviceLayers: {
+            /** @description The adapter's index in `wgpu-llama devices`. */
+            index: number;
+            name: string;
+            first_layer: number;
+            n_layers: number;
+            /** @description The device holds the output norm and matrix (the last one). */
+            output: boolean;
         };
         DefaultGenerationSettings: {
             params: components["schemas"]["SlotParams"];

@@ -122,7 +122,7 @@ type modelFlags struct {
 	path           string
 	ctxSize        int
 	batch          int
-	device         int
+	split          splitFlags
 	verbose        bool
 	cacheK, cacheV string
 	rawActivations bool
@@ -142,7 +142,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	stringVar(fs, &m.path, "", "model GGUF file (default: stories260K from the shared test data; serve without a model is a router)", "m", "model")
 	intVar(fs, &m.ctxSize, 4096, "context size in tokens (0: the model's)", "c", "ctx-size")
 	intVar(fs, &m.batch, 512, "prompt tokens per forward pass", "ub", "ubatch-size")
-	intVar(fs, &m.device, -1, "GPU adapter index from `wgpu-llama devices` (-1: best)", "device")
+	m.split.register(fs)
 	intVar(fs, &m.gpuMemory, 0, "device memory in MiB the model, KV cache and activations may use: the load checks against it and allocations beyond it fail (0: what the driver tells, unchecked where it tells nothing)", "gpu-memory")
 	intVar(fs, &m.slots, -1, "sequences served at once; -1 (auto, as llama-server): 4 slots sharing the whole context (--kv-unified), else the context is split between them", "np", "parallel")
 	boolVar(fs, &m.verbose, false, "verbose logging; serve also adds __verbose (the native answer) to OpenAI-style answers unless a request sets \"verbose\": false", "v", "verbose", "log-verbose")
@@ -199,10 +199,11 @@ func (m *modelFlags) engineConfig(alias string, logger *log.Logger) (engine.Conf
 	if m.gpuMemory < 0 {
 		return engine.Config{}, fmt.Errorf("--gpu-memory must be 0 or more MiB, got %d", m.gpuMemory)
 	}
-	return engine.Config{ModelPath: path, Alias: alias, CtxSize: m.ctxSize, BatchSize: m.batch, Slots: slots, Device: m.device,
+	cfg := engine.Config{ModelPath: path, Alias: alias, CtxSize: m.ctxSize, BatchSize: m.batch, Slots: slots,
 		GPUMemory: uint64(m.gpuMemory) << 20, KVF32: m.cacheK == "f32", RawActivations: m.rawActivations, Logger: logger,
 		KVUnified: unified, ContextShift: m.ctxShift && !m.noCtxShift, CPUExact: m.cpuExact, CacheReuse: m.cacheReuse, CtxCheckpoints: ckpts,
-		PromptCacheMiB: m.cacheRAM, NoPromptCache: m.cacheRAM == 0, NoCacheIdleSlots: !m.cacheIdleSlots}, nil
+		PromptCacheMiB: m.cacheRAM, NoPromptCache: m.cacheRAM == 0, NoCacheIdleSlots: !m.cacheIdleSlots}
+	return cfg, m.split.apply(&cfg)
 }
 
 // loadModel opens the device and loads the model directly, for commands that drive the model
@@ -211,6 +212,9 @@ func (m *modelFlags) loadModel(stderr io.Writer, minBatch int, onDevice func(*gp
 	cfg, err := m.engineConfig("", newLogger(stderr, m.verbose))
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if len(cfg.Devices) > 1 {
+		return nil, nil, nil, fmt.Errorf("this command runs the model on one device: give --device one adapter (the server splits a model across several)")
 	}
 	if st, err := os.Stat(cfg.ModelPath); err == nil && st.Size() < engine.InlineSoftwareBelow {
 		gpu.PreferInlineSoftware()
