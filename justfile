@@ -28,12 +28,14 @@ desktop *ARGS:
 deploy-check:
     cd deploy/validate && go test -count=1 ./...
 
-# The whole test suite: gofmt, vet, all tests (GPU ones on software Vulkan), race detector on CPU-only packages.
+# The whole test suite: gofmt, vet, all tests (GPU ones on software Vulkan; the kernels' again with
+# wgpu's runtime checks), race detector on CPU-only packages.
 test:
     @test -z "$(gofmt -l $(git ls-files '*.go' | grep -v '^gen/'))" || { echo "gofmt needed:"; gofmt -l $(git ls-files '*.go' | grep -v '^gen/'); exit 1; }
     go vet ./...
     go test -race ./gguf/... ./model/tokenizer/... ./model/chat/... ./model/reference/... ./engine/grammar/... ./shaders/... ./server/... ./tools/... ./mcpservers/... ./corsproxy/... ./mcpendpoint/...
     go test -count=1 ./...
+    WGPU_LLAMA_CHECKED_SHADERS=1 go test -count=1 ./gpu/
     xvfb-run -a go test -count=1 -run Window ./gpu/canvas
     just llama-server-tests
     just webui-test

@@ -71,6 +71,9 @@ type Config struct {
 	// (--tensor-split; nil: in proportion to their memory).
 	Devices     []int
 	TensorSplit []float64
+	// CheckedShaders compiles kernels with wgpu's runtime checks (--checked-shaders; see
+	// gpu.Device.Checked), for diagnosis: by default they run unchecked.
+	CheckedShaders bool
 	// GPUMemory, when positive, is the device memory in bytes the engine may use
 	// (--gpu-memory): the load checks the model against it rather than what the device
 	// reports, and allocations beyond it fail as out of memory (gpu.Device.SetBudget).
@@ -211,7 +214,7 @@ func Load(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	for i, dev := range devs {
-		logger.Info("device", "index", indexes[i], "adapter", dev.Info.Name, "type", dev.Info.Type, "backend", dev.Info.Backend, "driver", dev.Info.Driver)
+		logger.Info("device", "index", indexes[i], "adapter", dev.Info.Name, "type", dev.Info.Type, "backend", dev.Info.Backend, "driver", dev.Info.Driver, "checked_shaders", dev.Checked)
 	}
 	e, err := load(ctx, cfg, devs, indexes, logger)
 	if err != nil {

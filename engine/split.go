@@ -42,6 +42,7 @@ func openDevices(cfg Config) ([]*gpu.Device, []int, error) {
 		}
 		dev.SetBudget(cfg.GPUMemory)
 		dev.SetCPUMath(cfg.CPUExact)
+		dev.Checked = dev.Checked || cfg.CheckedShaders
 		devs = append(devs, dev)
 	}
 	return devs, indexes, nil

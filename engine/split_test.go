@@ -33,6 +33,15 @@ func testAdapter(t *testing.T) int {
 	return 0
 }
 
+// testAdapterName is the name of the adapter the tests run on.
+func testAdapterName(t *testing.T) string {
+	t.Helper()
+	best, err := gpu.Open(-1)
+	gputest.Check(t, err)
+	defer best.Close()
+	return best.Info.Name
+}
+
 // model134M writes gen-model's 134m preset in Q4_K_M (12 layers of 768) to a temporary file.
 func model134M(t *testing.T) string {
 	t.Helper()
@@ -116,6 +125,8 @@ func TestSplitConfigErrors(t *testing.T) {
 		{engine.Config{ModelPath: path, Devices: []int{idx, idx}, TensorSplit: []float64{1, 1, 1}}, "--tensor-split gives 3 shares for 2 devices"},
 		{engine.Config{ModelPath: path, Devices: []int{idx, idx}, TensorSplit: []float64{0, 0}}, "gives every device nothing"},
 		{engine.Config{ModelPath: path, Devices: []int{idx, 99}}, "device 99"},
+		{engine.Config{ModelPath: path, Devices: []int{idx, idx}, TensorSplit: []float64{1, 1}, CtxSize: 65536, GPUMemory: 4 << 20},
+			"device 0 (" + testAdapterName(t) + "), which holds layers 0-2, has 4.0 MiB (--gpu-memory)"},
 	} {
 		_, err := engine.Load(t.Context(), tc.cfg)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -93,6 +93,10 @@ type Device struct {
 	MaxBinding uint64
 	// Profile, when set, times every dispatch on its own (one submit each) by kernel family.
 	Profile *Profile
+	// Checked compiles kernels with wgpu's runtime checks (storage accesses clamped, loops
+	// bounded): set it before the first kernel (Open sets it from CheckedShadersEnv). Off,
+	// kernels compile as trusted modules without them (trusted.go).
+	Checked bool
 
 	inst    *wgpu.Instance
 	adapter *wgpu.Adapter
@@ -181,6 +185,7 @@ func Open(index int) (*Device, error) {
 		F16Math:      f.ShaderF16 && infos[chosen].Type != "cpu",
 		SubgroupMath: f.Subgroups && infos[chosen].Type != "cpu",
 		MaxBinding:   limits.MaxStorageBufferBindingSize,
+		Checked:      checkedByDefault(),
 		inst:         inst,
 		adapter:      adapter,
 		dev:          dev,

@@ -44,6 +44,9 @@ type PipelineSpec struct {
 	Bindings []Access
 	// WorkgroupSize is recorded with the pipeline so the host sizes dispatches to match.
 	WorkgroupSize uint32
+	// BoundLoops keeps wgpu's loop bounding in an unchecked module (trusted.go), for the kernels
+	// a compiler runs faster with it.
+	BoundLoops bool
 }
 
 // Pipeline is a compiled compute kernel with its explicit bind-group layout.
@@ -113,10 +116,7 @@ func (d *Device) Pipeline(key PipelineKey, spec PipelineSpec) (*Pipeline, error)
 	if err != nil {
 		return nil, fmt.Errorf("gpu: kernel %s: %w", key, err)
 	}
-	mod, err := d.dev.TryCreateShaderModule(&wgpu.ShaderModuleDescriptor{
-		Label:      key.String(),
-		WGSLSource: &wgpu.ShaderSourceWGSL{Code: src},
-	})
+	mod, err := d.compileModule(key.String(), src, spec.BoundLoops)
 	if err != nil {
 		return nil, d.fault(fmt.Errorf("gpu: compile kernel %s: %w", key, err))
 	}

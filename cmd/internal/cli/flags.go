@@ -130,6 +130,7 @@ type modelFlags struct {
 	kvUnified      bool
 	ctxShift       bool
 	cpuExact       bool
+	checkedShaders bool
 	noCtxShift     bool
 	cacheReuse     int
 	ctxCheckpoints int
@@ -152,6 +153,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&m.kvUnified, "kv-unified", false, "one KV cache pool for all slots: each may use the whole context")
 	fs.BoolVar(&m.kvUnified, "kvu", false, "same as --kv-unified")
 	fs.BoolVar(&m.cpuExact, "cpu-exact", false, "on a CPU adapter (lavapipe), reproduce llama.cpp's CPU arithmetic bit for bit: its exp, fused multiply-adds and summation orders (F32 and Q8_0 prompts take about 5x longer)")
+	fs.BoolVar(&m.checkedShaders, "checked-shaders", false, "compile GPU kernels with wgpu's runtime checks (every storage access clamped to its buffer, loops bounded), to tell a kernel's out-of-bounds access from another fault; by default they run without (also "+gpu.CheckedShadersEnv+"=1)")
 	fs.BoolVar(&m.ctxShift, "context-shift", false, "when a slot's context fills, drop older tokens and keep generating")
 	fs.BoolVar(&m.noCtxShift, "no-context-shift", false, "stop generating when the context fills (the default)")
 	intVar(fs, &m.cacheReuse, 0, "shortest cached chunk reused by moving it in the KV cache (n_cache_reuse; 0: off)", "cache-reuse")
@@ -202,7 +204,7 @@ func (m *modelFlags) engineConfig(alias string, logger *log.Logger) (engine.Conf
 	cfg := engine.Config{ModelPath: path, Alias: alias, CtxSize: m.ctxSize, BatchSize: m.batch, Slots: slots,
 		GPUMemory: uint64(m.gpuMemory) << 20, KVF32: m.cacheK == "f32", RawActivations: m.rawActivations, Logger: logger,
 		KVUnified: unified, ContextShift: m.ctxShift && !m.noCtxShift, CPUExact: m.cpuExact, CacheReuse: m.cacheReuse, CtxCheckpoints: ckpts,
-		PromptCacheMiB: m.cacheRAM, NoPromptCache: m.cacheRAM == 0, NoCacheIdleSlots: !m.cacheIdleSlots}
+		PromptCacheMiB: m.cacheRAM, NoPromptCache: m.cacheRAM == 0, NoCacheIdleSlots: !m.cacheIdleSlots, CheckedShaders: m.checkedShaders}
 	return cfg, m.split.apply(&cfg)
 }
 
@@ -224,6 +226,7 @@ func (m *modelFlags) loadModel(stderr io.Writer, minBatch int, onDevice func(*gp
 	}
 	dev.SetBudget(cfg.GPUMemory)
 	dev.SetCPUMath(cfg.CPUExact)
+	dev.Checked = dev.Checked || cfg.CheckedShaders
 	if onDevice != nil {
 		if err := onDevice(dev); err != nil {
 			dev.Close()
