@@ -21,6 +21,17 @@ build:
 desktop *ARGS:
     go run ./cmd/wgpu-llama-desktop -m "$WGPU_LLAMA_SHARED/models/stories260K.gguf" {{ARGS}}
 
+# Pack what .ci/device-bench needs on a lent GPU machine into .device/ (git-ignored): our binary
+# (stripped), llama.cpp's Vulkan llama-bench from the shared data, and the Debian packages of the
+# libraries they load, for a machine without them. Then run it there with carry [".device"].
+device-bundle:
+    rm -rf .device && mkdir -p .device/pack/llama.cpp .device/debs
+    go build -ldflags "-s -w" -o .device/pack/wgpu-llama ./cmd/wgpu-llama
+    cp -a "$WGPU_LLAMA_SHARED/llama.cpp/vulkan/." .device/pack/llama.cpp/
+    cd .device/debs && apt-get download libvulkan1 libgomp1 libssl3
+    tar -cJf .device/bundle.tar.xz -C .device/pack . && rm -rf .device/pack
+    du -sh .device
+
 # Check deploy/ in its own Go module: every manifest under deploy/kubernetes decoded strictly into
 # the real Kubernetes, Gateway API and inference extension types, the references between them, the
 # Endpoint Picker's config against the server's /metrics, and deploy/Containerfile. -count=1: the

@@ -20,7 +20,7 @@ type splitFlags struct {
 }
 
 func (s *splitFlags) register(fs *flag.FlagSet) {
-	stringVar(fs, &s.devices, "", "GPU adapters from `wgpu-llama devices`, comma-separated: one index, or several to split the model's layers across (-1 or empty: the best one)", "dev", "device")
+	stringVar(fs, &s.devices, "", "GPU adapters by their index in wgpu-llama devices, comma-separated: one, or several to split the model's layers across (-1 or empty: the best one)", "dev", "device")
 	stringVar(fs, &s.splitMode, "layer", "how a model uses several --device adapters: layer (consecutive layers on each, the activations handed on through host memory) or none (--main-gpu's alone); row is not supported", "sm", "split-mode")
 	stringVar(fs, &s.tensorSplit, "", "each --device adapter's share of the layers, comma-separated (e.g. 1,3; default: in proportion to their memory)", "ts", "tensor-split")
 	intVar(fs, &s.mainGPU, 0, "with --split-mode none, the --device entry (by position) that holds the whole model", "mg", "main-gpu")
