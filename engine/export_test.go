@@ -22,9 +22,12 @@ func (e *Engine) DeviceFreed() bool {
 }
 
 // LoseDevice destroys the engine's device between two passes, as a driver reset would.
-func (e *Engine) LoseDevice(ctx context.Context) error {
+func (e *Engine) LoseDevice(ctx context.Context) error { return e.LoseDeviceAt(ctx, 0) }
+
+// LoseDeviceAt destroys the i-th device of a split model (0: the main one) between two passes.
+func (e *Engine) LoseDeviceAt(ctx context.Context, i int) error {
 	return e.do(ctx, nil, func() error {
-		e.dev.Destroy()
+		e.devs[i].Destroy()
 		return nil
 	})
 }

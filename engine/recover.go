@@ -44,22 +44,29 @@ func (e *Engine) setFault(err error) {
 	e.fault.Store(&err)
 }
 
-// checkDevice recovers from a loss of the device, if it was lost. It runs on the engine
-// goroutine between rounds.
+// checkDevice recovers from a loss of a device (any of a split's), if one was lost. It runs
+// on the engine goroutine between rounds.
 func (e *Engine) checkDevice() {
-	if e.dev == nil {
-		return
-	}
-	if lost := e.dev.Lost(); lost != nil {
+	if lost := e.lostDevice(); lost != nil {
 		e.recoverDevice(lost)
 	}
+}
+
+// lostDevice is the first of the engine's devices' losses, nil while all are usable.
+func (e *Engine) lostDevice() error {
+	for _, d := range e.devs {
+		if lost := d.Lost(); lost != nil {
+			return lost
+		}
+	}
+	return nil
 }
 
 // clientError is the error the requests of a failed pass get: after a device loss, a short
 // one saying to retry instead of wgpu's account of the call that met it (the log has that).
 func (e *Engine) clientError(err error) error {
-	if e.dev != nil && errors.Is(err, ErrDeviceLost) {
-		if lost := e.dev.Lost(); lost != nil {
+	if errors.Is(err, ErrDeviceLost) {
+		if lost := e.lostDevice(); lost != nil {
 			return lostError(lost)
 		}
 	}

@@ -154,3 +154,22 @@ func TestSplitWithAdapter(t *testing.T) {
 		t.Errorf("split with adapter A: %q, want one device's %q", got, want)
 	}
 }
+
+// TestSplitDeviceLossRecovers: losing the second device of a split reopens every device and
+// loads the model again, as losing the main one does, and greedy output is the same after.
+func TestSplitDeviceLossRecovers(t *testing.T) {
+	idx := testAdapter(t)
+	e := enginetest.LoadConfig(t, engine.Config{ModelPath: shareddata.Path(t, "models", "stories260K.gguf"), CtxSize: 512, Slots: 1,
+		Devices: []int{idx, idx}, TensorSplit: []float64{1, 1}})
+	before, _ := generate(t, e, "Once upon a time", greedy(24))
+	if err := e.LoseDeviceAt(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := generate(t, e, "Once upon a time", greedy(24))
+	if after != before {
+		t.Errorf("after the recovery: %q, before: %q", after, before)
+	}
+	if e.Recoveries() != 1 || e.Health() != nil || len(e.Info().Split) != 2 {
+		t.Errorf("Recoveries %d, Health %v, split %+v; want 1, nil and two devices", e.Recoveries(), e.Health(), e.Info().Split)
+	}
+}
