@@ -77,6 +77,34 @@ func (a ActQuant) packedDefines() []string {
 // actQuantSpan is the values of a row that act_quant's cooperative (COOP) workgroup takes.
 const actQuantSpan = 256
 
+// IntDotFor reports whether a product of a weight of type t with nTokens rounded rows takes
+// integer dot products on this device (IntDot): QuantizeForIntDot's packed rows then feed it.
+func (d *Device) IntDotFor(t WeightType, nTokens int) bool {
+	switch t {
+	case Q8_0, Q4_0, Q5_0, Q4_1, Q5_1:
+		return d.IntDot && !d.BarrierFree && nTokens <= matvecMaxTokens
+	}
+	return false
+}
+
+// QuantizeForIntDot is QuantizeActivations for GPUs' integer dot products (IntDotFor): the
+// same Q8_0 or Q8_1 rounding, written packed (the block's scale, then four int8 a word).
+func (r *Recorder) QuantizeForIntDot(a ActQuant, x *Buffer, xRow0, nRows, k int, out, sums *Buffer) Acts {
+	acts := Acts{X: out, Packed: a}
+	if r.d.BarrierFree || a != ActQ8_0 && a != ActQ8_1 || k%a.Block() != 0 {
+		r.fail("gpu: integer-dot activations as %d, %d wide, on this adapter", a, k)
+		return acts
+	}
+	defs, bind, bufs := append(a.defines(), "COOP", "PACKED"), []Access{ReadOnly, ReadWrite}, []*Buffer{x, out}
+	if a == ActQ8_1 {
+		bind, bufs, acts.Sums = append(bind, ReadWrite), append(bufs, sums), sums
+	}
+	if p := r.kernel("act_quant", bind, actQuantSpan, defs...); p != nil {
+		r.Dispatch(p, Params(k, nRows, xRow0), r.grid((k+actQuantSpan-1)/actQuantSpan*nRows), bufs...)
+	}
+	return acts
+}
+
 // QuantizeActivations rounds rows xRow0 .. xRow0+nRows of x (rows of k floats) as a into out
 // (rows from 0; for ActQ8_1 each 32-block's sum goes to sums, else nil) and returns them as a
 // matrix product's input: packed for a batch (and with CPUMath Q8_0 and Q8_1 always) on CPU

@@ -93,6 +93,10 @@ type Device struct {
 	MaxBinding uint64
 	// Profile, when set, times every dispatch on its own (one submit each) by kernel family.
 	Profile *Profile
+	// IntDot lets GPUs' matrix-vector kernel multiply Q8_0, Q4_0, Q5_0, Q4_1 and Q5_1 weights
+	// by packed 8-bit activations with integer dot products (dot4I8Packed; IntDotFor). Set for
+	// adapters that are not CPU adapters, whose barrier-free kernels have their own.
+	IntDot bool
 	// Checked compiles kernels with wgpu's runtime checks (storage accesses clamped, loops
 	// bounded): set it before the first kernel (Open sets it from CheckedShadersEnv). Off,
 	// kernels compile as trusted modules without them (trusted.go).
@@ -182,6 +186,7 @@ func Open(index int) (*Device, error) {
 		Features:     f,
 		BarrierFree:  infos[chosen].Type == "cpu",
 		TokenLanes:   infos[chosen].Type == "cpu",
+		IntDot:       infos[chosen].Type != "cpu",
 		F16Math:      f.ShaderF16 && infos[chosen].Type != "cpu",
 		SubgroupMath: f.Subgroups && infos[chosen].Type != "cpu",
 		MaxBinding:   limits.MaxStorageBufferBindingSize,

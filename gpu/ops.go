@@ -231,7 +231,8 @@ func (r *Recorder) MatMul(w Weight, x *Buffer, xRow0, nTokens int, y *Buffer, ac
 // column yCol, so several projections (q, k and v of different types) can fill one fused row.
 // For Q4_1 and Q5_1 weights, x.Sums may hold the Q8_1 block sums (QuantizeActivations with
 // ActQ8_1): the matrix-vector kernels then apply each block minimum to the rounded sum as
-// llama.cpp does. Packed activations are read by CPU adapters' kernel only.
+// llama.cpp does. Packed activations are read by CPU adapters' kernels, and on GPUs by the
+// integer-dot products (QuantizeForIntDot, Device.IntDotFor).
 func (r *Recorder) MatMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, yCol int, accumulate bool) {
 	r.matMulAt(w, x, nTokens, y, yStride, yCol, accumulate, 1, nil)
 }
@@ -267,7 +268,8 @@ func (r *Recorder) matMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, y
 		r.fail("gpu: matmul needs a row length that is a multiple of 4, got %d", w.Cols)
 		return
 	}
-	if x.Packed != ActNone && (!r.d.BarrierFree || ActFor(w.Type) != x.Packed) {
+	intDot := x.Packed != ActNone && !r.d.BarrierFree
+	if x.Packed != ActNone && (ActFor(w.Type) != x.Packed || intDot && (!r.d.IntDotFor(w.Type, nTokens) || x.Packed == ActQ8_1 && x.Sums == nil)) {
 		r.fail("gpu: activations packed as %d do not fit a %s weight on this adapter", x.Packed, w.Type)
 		return
 	}
@@ -335,6 +337,9 @@ func (r *Recorder) matMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, y
 		}
 		if w.Type == Q4_K {
 			extra = append(extra, "CHUNK_DOT")
+		}
+		if intDot {
+			extra = append(append(extra, "IDOT"), x.Packed.packedDefines()...)
 		}
 		p := r.matvecKernel(w.Type, xSums != nil, lora != nil, extra)
 		for _, c := range w.Chunks {

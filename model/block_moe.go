@@ -298,7 +298,7 @@ func (m *Model) projectExperts(r *gpu.Recorder, ps []proj, x *gpu.Buffer, b gpu.
 	if perAssign {
 		rows *= b.K
 	}
-	m.eachRounded(r, ps, x, 0, rows, ps[0].w.Cols, func(p proj, in gpu.Acts) {
+	m.eachRounded(r, ps, x, 0, rows, ps[0].w.Cols, false, func(p proj, in gpu.Acts) {
 		r.MatMulID(p.w, in, b, perAssign, y, yStride, p.col, false)
 	})
 }

@@ -548,7 +548,7 @@ func (m *Model) project(r *gpu.Recorder, ps []proj, x *gpu.Buffer, xRow0, nToken
 // projectWith is project with an adapter's term added in the products' epilogue when epi is
 // not nil.
 func (m *Model) projectWith(r *gpu.Recorder, ps []proj, x *gpu.Buffer, xRow0, nTokens, k int, y *gpu.Buffer, yStride int, accumulate bool, epi *gpu.LoRAEpilogue) {
-	m.eachRounded(r, ps, x, xRow0, nTokens, k, func(p proj, in gpu.Acts) {
+	m.eachRounded(r, ps, x, xRow0, nTokens, k, true, func(p proj, in gpu.Acts) {
 		if epi != nil {
 			r.MatMulLoRA(p.w, in, nTokens, y, yStride, p.col, accumulate, *epi)
 		} else {
@@ -560,13 +560,21 @@ func (m *Model) projectWith(r *gpu.Recorder, ps []proj, x *gpu.Buffer, xRow0, nT
 // eachRounded calls do for each projection with its input, the rows xRow0 .. xRow0+rows of x
 // (k wide) rounded as llama.cpp's CPU backend rounds them for the projection's weight type
 // (see Options.RawActivations); projections of one type share one rounding.
-func (m *Model) eachRounded(r *gpu.Recorder, ps []proj, x *gpu.Buffer, xRow0, rows, k int, do func(p proj, in gpu.Acts)) {
+//
+// On a GPU, rows that every projection of their rounding multiplies with integer dot products
+// (gpu.Device.IntDotFor) are rounded packed for them (QuantizeForIntDot); the experts'
+// products (intDot false) take plain rows.
+func (m *Model) eachRounded(r *gpu.Recorder, ps []proj, x *gpu.Buffer, xRow0, rows, k int, intDot bool, do func(p proj, in gpu.Acts)) {
 	rounded, acts := gpu.ActNone, gpu.Acts{}
 	for _, p := range ps {
 		in := gpu.Acts{X: x, Row0: xRow0}
 		if a := gpu.ActFor(p.w.Type); m.actQuant && a != gpu.ActNone && k%a.Block() == 0 {
 			if a != rounded {
-				acts = r.QuantizeActivations(a, x, xRow0, rows, k, m.scratch.xq, m.scratch.xsums)
+				if intDot && m.allIntDot(ps, a, rows) {
+					acts = r.QuantizeForIntDot(a, x, xRow0, rows, k, m.scratch.xq, m.scratch.xsums)
+				} else {
+					acts = r.QuantizeActivations(a, x, xRow0, rows, k, m.scratch.xq, m.scratch.xsums)
+				}
 				rounded = a
 			}
 			in = acts
@@ -575,10 +583,21 @@ func (m *Model) eachRounded(r *gpu.Recorder, ps []proj, x *gpu.Buffer, xRow0, ro
 	}
 }
 
+// allIntDot reports whether every projection of ps whose activations round as a multiplies
+// with integer dot products on the device.
+func (m *Model) allIntDot(ps []proj, a gpu.ActQuant, rows int) bool {
+	for _, p := range ps {
+		if gpu.ActFor(p.w.Type) == a && !m.dev.IntDotFor(p.w.Type, rows) {
+			return false
+		}
+	}
+	return true
+}
+
 // projectScaled is project of one projection, from row 0 of x, adding scale times its products
 // into y (a LoRA group's B).
 func (m *Model) projectScaled(r *gpu.Recorder, p proj, x *gpu.Buffer, nTokens, k int, y *gpu.Buffer, yStride int, scale float32) {
-	m.eachRounded(r, []proj{p}, x, 0, nTokens, k, func(p proj, in gpu.Acts) {
+	m.eachRounded(r, []proj{p}, x, 0, nTokens, k, true, func(p proj, in gpu.Acts) {
 		r.MatMulScaledAdd(p.w, in, nTokens, y, yStride, p.col, scale)
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
+	"github.com/wgpu-llama/wgpu-llama/model"
 )
 
 // nearTieGap is the top-1/top-2 log-probability gap below which a greedy step is a near-tie:
@@ -87,38 +88,58 @@ func quantReference(t *testing.T) map[string]quantRef {
 // equal, or differ first at a step llama.cpp's own run records as a near-tie, where our top-2
 // is llama.cpp's pick and our own gap is a near-tie too: such a step is decided by the
 // driver's last-bit rounding, not by the model (the text after it follows another path).
+// The files whose blocks GPUs multiply with integer dot products run again that way
+// (gpu.Device.IntDot, on GPUs' kernels). Those kernels' other sums (norms, attention) are not
+// in llama.cpp's order, so there our own gap at llama.cpp's near-tie may be wider (Q4_1: 0.054
+// at step 24, where GPUs' f32 products already parted at step 30, at no near-tie).
 func TestQuantizedStoriesMatchLlamaCpp(t *testing.T) {
 	refs := quantReference(t)
+	intDot := regexp.MustCompile(`-(Q4_0|Q4_1|Q5_0|Q5_1|Q8_0)\.gguf$`)
 	for name, ref := range refs {
 		if name == "stories260K.gguf" {
 			continue
 		}
-		want := ref.tokens
 		t.Run(name, func(t *testing.T) {
 			m := load(t, "models", "quant", name)
-			prompt := []int32{1, 403, 407, 261, 378}
-			var steps [][]float32
-			got := greedy(t, m, prompt, len(want), func(_ int, logits []float32) {
-				steps = append(steps, append([]float32(nil), logits...))
-			})
-			i := firstDifference(got, want)
-			if i < 0 {
+			checkQuantRef(t, m, ref, nearTieGap)
+			if !intDot.MatchString(name) {
 				return
 			}
-			if i >= len(steps) {
-				t.Fatalf("generated %d tokens, llama.cpp %d", len(got), len(want))
-			}
-			step := i + 1
-			top, second, gap := topTwo(steps[i])
-			switch {
-			case !ref.nearTies[step]:
-				t.Errorf("first difference at step %d, which llama.cpp does not record as a near-tie\ntokens %v\nllama.cpp %v", step, got, want)
-			case top != got[i] || second != want[i] || gap >= nearTieGap:
-				t.Errorf("step %d: our top two %d, %d (gap %.4f); llama.cpp chose %d", step, top, second, gap, want[i])
-			default:
-				t.Logf("step %d is a near-tie: llama.cpp chose %d, we chose %d (our gap %.4f); the rest follows another path", step, want[i], got[i], gap)
-			}
+			dev := m.Device()
+			defer func(b, i bool) { dev.BarrierFree, dev.IntDot = b, i }(dev.BarrierFree, dev.IntDot)
+			dev.BarrierFree, dev.IntDot = false, true
+			t.Run("integer-dot", func(t *testing.T) { checkQuantRef(t, m, ref, 2*nearTieGap) })
 		})
+	}
+}
+
+// checkQuantRef runs m greedily from llama.cpp's prompt and checks its tokens against ref: a
+// first difference must be at one of ref's near-ties, where our own top-two gap is below
+// ourGap.
+func checkQuantRef(t *testing.T, m *model.Model, ref quantRef, ourGap float64) {
+	t.Helper()
+	want := ref.tokens
+	prompt := []int32{1, 403, 407, 261, 378}
+	var steps [][]float32
+	got := greedy(t, m, prompt, len(want), func(_ int, logits []float32) {
+		steps = append(steps, append([]float32(nil), logits...))
+	})
+	i := firstDifference(got, want)
+	if i < 0 {
+		return
+	}
+	if i >= len(steps) {
+		t.Fatalf("generated %d tokens, llama.cpp %d", len(got), len(want))
+	}
+	step := i + 1
+	top, second, gap := topTwo(steps[i])
+	switch {
+	case !ref.nearTies[step]:
+		t.Errorf("first difference at step %d, which llama.cpp does not record as a near-tie\ntokens %v\nllama.cpp %v", step, got, want)
+	case top != got[i] || second != want[i] || gap >= ourGap:
+		t.Errorf("step %d: our top two %d, %d (gap %.4f); llama.cpp chose %d", step, top, second, gap, want[i])
+	default:
+		t.Logf("step %d is a near-tie: llama.cpp chose %d, we chose %d (our gap %.4f); the rest follows another path", step, want[i], got[i], gap)
 	}
 }
 

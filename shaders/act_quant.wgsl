@@ -7,7 +7,8 @@
 //         (for the K-quants);
 //   F16, BF16: each value rounded to half or bfloat16 precision.
 // The output is the dequantized activation in f32: out = d * q. PACKED (for CPU adapters'
-// barrier-free matrix kernel, which then reads a quarter or half as many words) writes instead
+// barrier-free matrix kernel, which then reads a quarter or half as many words, and for GPUs'
+// integer dot products, COOP with Q8_0 and Q8_1 only) writes instead
 // per block of the Q8 roundings its scale d (f32 bits) and then its q, four int8 to a word,
 // lowest first; for F16 and BF16, the rounded values' own 16 bits, two to a word. Either way
 // the matrix kernel recomputes exactly the f32 values above.
@@ -124,9 +125,28 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 #ifdef BF16
     o = bf16_round(v);
 #endif
+#ifdef PACKED
+    // GPUs' integer dot products (Q8_0 and Q8_1 only): four neighbouring invocations' q make
+    // a word of the block, whose first invocation writes the scale, in the PACKED layout.
+    workgroupBarrier(); // the block reductions above are done with red
+    red[li] = q;
+    workgroupBarrier();
+    if (live && li % 4u == 0u) {
+        let dst = (row * p.k + j) / BLOCK * WORDS;
+        if (j % BLOCK == 0u) {
+            out[dst] = bitcast<u32>(f16_round(amax / 127.0));
+        }
+        var wd = 0u;
+        for (var e = 0u; e < 4u; e++) {
+            wd |= (bitcast<u32>(i32(red[li + e])) & 0xFFu) << (8u * e);
+        }
+        out[dst + 1u + j % BLOCK / 4u] = wd;
+    }
+#else
     if (live) {
         out[row * p.k + j] = o;
     }
+#endif
 }
 #else
 @compute @workgroup_size(64)

@@ -86,6 +86,17 @@ fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
     let q = vec4<i32>(bitcast<i32>(w[base + 1u + j / 4u])) << vec4<u32>(24u, 16u, 8u, 0u);
     return sp.x * vec4<f32>(q >> vec4<u32>(24u));
 }
+#ifdef IDOT
+// idot_block is the block's product with the Q8 activation block at word at of x (packed: its
+// scale, then four int8 a word): an exact integer sum, scaled once (ggml_vec_dot_q8_0_q8_0).
+fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
+    var s = 0;
+    for (var k = 0u; k < 8u; k++) {
+        s += dot4I8Packed(w[base + 1u + k], x[at + 1u + k]);
+    }
+    return f16lo(w[base]) * bitcast<f32>(x[at]) * f32(s);
+}
+#endif
 #endif
 
 // nibbles4 is elements j..j+3 of a 32-element block whose 16 quant bytes start at word qw:
@@ -93,6 +104,22 @@ fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
 fn nibbles4(qw: u32, j: u32) -> vec4<u32> {
     return (bytes4(w[qw + (j % 16u) / 4u]) >> vec4<u32>(select(0u, 4u, j >= 16u))) & vec4<u32>(0xFu);
 }
+
+#ifdef IDOT
+// idot_xsum is the sum of the 32 int8 activations of the packed block at word at of x.
+fn idot_xsum(at: u32) -> i32 {
+    var s = 0;
+    for (var k = 0u; k < 8u; k++) {
+        s += dot4I8Packed(0x01010101u, x[at + 1u + k]);
+    }
+    return s;
+}
+
+// spread5 moves bits 0..3 of b to bit 4 of bytes 0..3: four elements' fifth bits.
+fn spread5(b: u32) -> u32 {
+    return ((b & 1u) << 4u) | ((b & 2u) << 11u) | ((b & 4u) << 18u) | ((b & 8u) << 25u);
+}
+#endif
 
 // high4 is the fifth bits of elements j..j+3 from a 32-bit mask (bit e for element e).
 fn high4(qh: u32, j: u32) -> vec4<u32> {
@@ -110,6 +137,19 @@ fn sb_params(base: u32, j0: u32) -> vec2<f32> {
 fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
     return (vec4<f32>(nibbles4(base + 1u, j)) - 8.0) * sp.x;
 }
+#ifdef IDOT
+// idot_block (see T_Q8_0's): the low nibbles of quant word k are elements 4k..4k+3, against
+// activation word k, the high ones 16+4k.., against word 4+k; the offset 8 comes off as
+// 8 times the activations' sum.
+fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
+    var s = 0;
+    for (var k = 0u; k < 4u; k++) {
+        let q = w[base + 1u + k];
+        s += dot4I8Packed(q & 0x0F0F0F0Fu, x[at + 1u + k]) + dot4I8Packed((q >> 4u) & 0x0F0F0F0Fu, x[at + 5u + k]);
+    }
+    return f16lo(w[base]) * bitcast<f32>(x[at]) * f32(s - 8 * idot_xsum(at));
+}
+#endif
 #endif
 
 #ifdef T_Q4_1
@@ -123,6 +163,19 @@ fn sb_params(base: u32, j0: u32) -> vec2<f32> {
 fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
     return sp.x * vec4<f32>(nibbles4(base + 1u, j)) + sp.y;
 }
+#ifdef IDOT
+// idot_block (see T_Q4_0's): d·d_x·Σq·q_x plus the minimum times the activations' rounded
+// block sum (xsum, Q8_1's s), as ggml_vec_dot_q4_1_q8_1.
+fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
+    var s = 0;
+    for (var k = 0u; k < 4u; k++) {
+        let q = w[base + 1u + k];
+        s += dot4I8Packed(q & 0x0F0F0F0Fu, x[at + 1u + k]) + dot4I8Packed((q >> 4u) & 0x0F0F0F0Fu, x[at + 5u + k]);
+    }
+    let dm = unpack2x16float(w[base]);
+    return dm.x * bitcast<f32>(x[at]) * f32(s) + dm.y * xsum;
+}
+#endif
 #endif
 
 #ifdef T_Q5_0
@@ -137,6 +190,19 @@ fn sb_params(base: u32, j0: u32) -> vec2<f32> {
 fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
     return (vec4<f32>(nibbles4(base + 2u, j) | high4(w[base + 1u], j)) - 16.0) * sp.x;
 }
+#ifdef IDOT
+// idot_block (see T_Q4_0's): each nibble gets its fifth bit from qh (spread5), offset 16.
+fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
+    let qh = w[base + 1u];
+    var s = 0;
+    for (var k = 0u; k < 4u; k++) {
+        let q = w[base + 2u + k];
+        s += dot4I8Packed((q & 0x0F0F0F0Fu) | spread5(qh >> (4u * k)), x[at + 1u + k]) +
+             dot4I8Packed(((q >> 4u) & 0x0F0F0F0Fu) | spread5(qh >> (16u + 4u * k)), x[at + 5u + k]);
+    }
+    return f16lo(w[base]) * bitcast<f32>(x[at]) * f32(s - 16 * idot_xsum(at));
+}
+#endif
 #endif
 
 #ifdef T_Q5_1
@@ -150,6 +216,20 @@ fn sb_params(base: u32, j0: u32) -> vec2<f32> {
 fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
     return sp.x * vec4<f32>(nibbles4(base + 2u, j) | high4(w[base + 1u], j)) + sp.y;
 }
+#ifdef IDOT
+// idot_block (see T_Q5_0's and T_Q4_1's).
+fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
+    let qh = w[base + 1u];
+    var s = 0;
+    for (var k = 0u; k < 4u; k++) {
+        let q = w[base + 2u + k];
+        s += dot4I8Packed((q & 0x0F0F0F0Fu) | spread5(qh >> (4u * k)), x[at + 1u + k]) +
+             dot4I8Packed(((q >> 4u) & 0x0F0F0F0Fu) | spread5(qh >> (16u + 4u * k)), x[at + 5u + k]);
+    }
+    let dm = unpack2x16float(w[base]);
+    return dm.x * bitcast<f32>(x[at]) * f32(s) + dm.y * xsum;
+}
+#endif
 #endif
 
 #ifdef T_Q2_K

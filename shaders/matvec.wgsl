@@ -237,6 +237,28 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 #endif
     let nt = min(p.n_tok, NT_MAX);
     var acc: array<f32, NT_MAX>;
+#ifdef IDOT
+    // Integer dot products (GPUs; Q8_0, Q4_0, Q5_0, Q4_1, Q5_1 against Q8 activations packed
+    // by act_quant): each invocation takes whole blocks, neighbouring invocations neighbouring
+    // blocks, and a block's products are exact int8 sums (dequant.inc's idot_block) scaled
+    // once, as llama.cpp's vec_dot and its GPU mmvq kernels compute them.
+    let nb = p.k / BS;
+    for (var b = lid.x; live && b < nb; b += WG) {
+        for (var t = 0u; t < nt; t++) {
+#ifdef ID
+            let xr = lane_x[0] + t;
+#else
+            let xr = p.x_row0 + t;
+#endif
+#ifdef XSUM
+            let xsum = xs[xr * nb + b];
+#else
+            let xsum = 0.0;
+#endif
+            acc[t] += idot_block(base0 + b * BW, act_at(xr, b), xsum);
+        }
+    }
+#else
 #ifdef CHUNK_DOT
     // Q4_K: each invocation takes chunks of 32 weights (16 quant bytes, see chunk_dot),
     // neighbouring invocations neighbouring chunks.
@@ -304,6 +326,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 #endif
         }
     }
+#endif
 #endif
 #ifdef SUBGROUPS
     // Each subgroup sums its lanes for each of the workgroup's rows (masked, as a subgroup may

@@ -1,0 +1,124 @@
+package gpu_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/wgpu-llama/wgpu-llama/gguf"
+	"github.com/wgpu-llama/wgpu-llama/gpu"
+	"github.com/wgpu-llama/wgpu-llama/gpu/cpuref"
+	"github.com/wgpu-llama/wgpu-llama/gpu/gputest"
+)
+
+// TestIntDotMatVec checks GPUs' integer-dot products (Device.IntDot: act_quant's cooperative
+// packed rows, matvec's IDOT blocks) against the Go reference of llama.cpp's dot products:
+// the weight's values times the Q8-rounded activations, the Q4_1 and Q5_1 minimums times
+// Q8_1's rounded block sums. Row counts are not multiples of the workgroup's 4 rows, block
+// counts not of its 64 invocations; activation rows are read from an offset, with and without
+// subgroups, set and added, with a LoRA-style scale.
+func TestIntDotMatVec(t *testing.T) {
+	d := gputest.Device(t)
+	defer func(b, i, s bool) { d.BarrierFree, d.IntDot, d.SubgroupMath = b, i, s }(d.BarrierFree, d.IntDot, d.SubgroupMath)
+	d.BarrierFree, d.IntDot = false, true
+	rng := rand.New(rand.NewPCG(41, 42))
+	for _, sub := range []bool{false, true} {
+		if sub && !d.Features.Subgroups {
+			t.Log("adapter lacks subgroups: the subgroup variant is not tested here")
+			continue
+		}
+		d.SubgroupMath = sub
+		for _, typ := range []gpu.WeightType{gpu.Q8_0, gpu.Q4_0, gpu.Q5_0, gpu.Q4_1, gpu.Q5_1} {
+			for _, c := range []struct{ rows, blocks, tokens, row0 int }{{37, 7, 1, 0}, {29, 70, 3, 1}, {6, 130, 8, 2}} {
+				if !d.IntDotFor(typ, c.tokens) {
+					t.Fatalf("%s: no integer dot products for %d tokens", typ, c.tokens)
+				}
+				cols := 32 * c.blocks
+				gt, _ := gguf.ParseGGMLType(typ.String())
+				raw, err := gguf.Quantize(gt, randVec(rng, c.rows*cols))
+				if err != nil {
+					t.Fatal(err)
+				}
+				wv := make([]float32, c.rows*cols)
+				if err := gguf.Dequantize(gt, raw, wv); err != nil {
+					t.Fatal(err)
+				}
+				mins := make([]float32, c.rows*c.blocks) // the second f16 of Q4_1's and Q5_1's blocks
+				if typ == gpu.Q4_1 || typ == gpu.Q5_1 {
+					bb := len(raw) / len(mins)
+					for b := range mins {
+						mins[b] = gguf.F16ToF32(uint16(raw[b*bb+2]) | uint16(raw[b*bb+3])<<8)
+					}
+				}
+				w, err := d.UploadWeight("w", typ, c.rows, cols, raw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				x := randVec(rng, (c.row0+c.tokens)*cols)
+				src := x[c.row0*cols:]
+				xq, sums := cpuref.ActQ8_0(src), cpuref.ActQ8_1Sums(src)
+				y0 := randVec(rng, c.tokens*c.rows)
+				for _, add := range []bool{false, true} {
+					want := make([]float32, c.tokens*c.rows)
+					for tk := range c.tokens {
+						for r := range c.rows {
+							var acc float64
+							for b := range c.blocks {
+								mb := mins[r*c.blocks+b]
+								for i := range 32 {
+									acc += float64(wv[r*cols+32*b+i]-mb) * float64(xq[tk*cols+32*b+i])
+								}
+								acc += float64(mb) * float64(sums[tk*c.blocks+b])
+							}
+							if add {
+								acc += float64(y0[tk*c.rows+r])
+							}
+							want[tk*c.rows+r] = float32(acc)
+						}
+					}
+					out := upload(t, d, y0)
+					xq := empty(t, d, c.tokens*cols)
+					xs := empty(t, d, c.tokens*c.blocks)
+					got := run(t, d, out, c.tokens*c.rows, func(r *gpu.Recorder) {
+						acts := r.QuantizeForIntDot(gpu.ActFor(typ), upload(t, d, x), c.row0, c.tokens, cols, xq, xs)
+						r.MatMulAt(w, acts, c.tokens, out, c.rows, 0, add)
+					})
+					check(t, fmt.Sprintf("%s %dx%d t=%d row0=%d add=%v subgroups=%v", typ, c.rows, cols, c.tokens, c.row0, add, sub), got, want, 1e-5)
+				}
+				w.Release()
+			}
+		}
+	}
+}
+
+// TestIntDotRefusals: packed rows fit only the types and token counts that take integer dot
+// products, and CPU adapters do not pack for them.
+func TestIntDotRefusals(t *testing.T) {
+	d := gputest.Device(t)
+	defer func(b, i bool) { d.BarrierFree, d.IntDot = b, i }(d.BarrierFree, d.IntDot)
+	d.BarrierFree, d.IntDot = false, true
+	if d.IntDotFor(gpu.Q4_K, 1) || d.IntDotFor(gpu.Q8_0, 9) || d.IntDotFor(gpu.IQ4_NL, 1) {
+		t.Error("integer dot products claimed for Q4_K, 9 tokens, or IQ4_NL")
+	}
+	rng := rand.New(rand.NewPCG(43, 44))
+	w, _ := weight(t, d, rng, gpu.IQ4_NL, 8, 64)
+	out := empty(t, d, 8)
+	r, err := d.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts := r.QuantizeForIntDot(gpu.ActQ8_0, upload(t, d, randVec(rng, 64)), 0, 1, 64, empty(t, d, 64), empty(t, d, 2))
+	r.MatMulAt(w, acts, 1, out, 8, 0, false)
+	if err := r.Submit(); err == nil {
+		t.Error("packed rows for an IQ4_NL weight: no error")
+	}
+	d.BarrierFree = true
+	r, err = d.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.QuantizeForIntDot(gpu.ActQ8_0, upload(t, d, randVec(rng, 64)), 0, 1, 64, empty(t, d, 64), empty(t, d, 2))
+	if err := r.Submit(); err == nil {
+		t.Error("integer-dot rows on a barrier-free adapter: no error")
+	}
+}
