@@ -81,17 +81,17 @@ const actQuantSpan = 256
 // integer dot products on this device (IntDot): QuantizeForIntDot's packed rows then feed it.
 func (d *Device) IntDotFor(t WeightType, nTokens int) bool {
 	switch t {
-	case Q8_0, Q4_0, Q5_0, Q4_1, Q5_1:
+	case Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, Q4_K, Q6_K:
 		return d.IntDot && !d.BarrierFree && nTokens <= matvecMaxTokens
 	}
 	return false
 }
 
 // QuantizeForIntDot is QuantizeActivations for GPUs' integer dot products (IntDotFor): the
-// same Q8_0 or Q8_1 rounding, written packed (the block's scale, then four int8 a word).
+// same Q8_0, Q8_1 or Q8_K rounding, written packed (the block's scale, then four int8 a word).
 func (r *Recorder) QuantizeForIntDot(a ActQuant, x *Buffer, xRow0, nRows, k int, out, sums *Buffer) Acts {
 	acts := Acts{X: out, Packed: a}
-	if r.d.BarrierFree || a != ActQ8_0 && a != ActQ8_1 || k%a.Block() != 0 {
+	if r.d.BarrierFree || a != ActQ8_0 && a != ActQ8_1 && a != ActQ8_K || k%a.Block() != 0 {
 		r.fail("gpu: integer-dot activations as %d, %d wide, on this adapter", a, k)
 		return acts
 	}

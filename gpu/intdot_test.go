@@ -13,8 +13,8 @@ import (
 
 // TestIntDotMatVec checks GPUs' integer-dot products (Device.IntDot: act_quant's cooperative
 // packed rows, matvec's IDOT blocks) against the Go reference of llama.cpp's dot products:
-// the weight's values times the Q8-rounded activations, the Q4_1 and Q5_1 minimums times
-// Q8_1's rounded block sums. Row counts are not multiples of the workgroup's 4 rows, block
+// the weight's values times the Q8-rounded activations (Q8_K for Q4_K and Q6_K), the Q4_1 and
+// Q5_1 minimums times Q8_1's rounded block sums. Row counts are not multiples of the workgroup's 4 rows, block
 // counts not of its 64 invocations; activation rows are read from an offset, with and without
 // subgroups, set and added, with a LoRA-style scale.
 func TestIntDotMatVec(t *testing.T) {
@@ -28,12 +28,19 @@ func TestIntDotMatVec(t *testing.T) {
 			continue
 		}
 		d.SubgroupMath = sub
-		for _, typ := range []gpu.WeightType{gpu.Q8_0, gpu.Q4_0, gpu.Q5_0, gpu.Q4_1, gpu.Q5_1} {
+		for _, typ := range []gpu.WeightType{gpu.Q8_0, gpu.Q4_0, gpu.Q5_0, gpu.Q4_1, gpu.Q5_1, gpu.Q4_K, gpu.Q6_K} {
+			bs, round := 32, cpuref.ActQ8_0
+			if gpu.ActFor(typ) == gpu.ActQ8_K {
+				bs, round = 256, cpuref.ActQ8_K
+			}
 			for _, c := range []struct{ rows, blocks, tokens, row0 int }{{37, 7, 1, 0}, {29, 70, 3, 1}, {6, 130, 8, 2}} {
 				if !d.IntDotFor(typ, c.tokens) {
 					t.Fatalf("%s: no integer dot products for %d tokens", typ, c.tokens)
 				}
-				cols := 32 * c.blocks
+				if bs == 256 {
+					c.blocks = (c.blocks + 7) / 8 // a few superblocks: 1, 9 and 17
+				}
+				cols := bs * c.blocks
 				gt, _ := gguf.ParseGGMLType(typ.String())
 				raw, err := gguf.Quantize(gt, randVec(rng, c.rows*cols))
 				if err != nil {
@@ -56,7 +63,7 @@ func TestIntDotMatVec(t *testing.T) {
 				}
 				x := randVec(rng, (c.row0+c.tokens)*cols)
 				src := x[c.row0*cols:]
-				xq, sums := cpuref.ActQ8_0(src), cpuref.ActQ8_1Sums(src)
+				xq, sums := round(src), cpuref.ActQ8_1Sums(src)
 				y0 := randVec(rng, c.tokens*c.rows)
 				for _, add := range []bool{false, true} {
 					want := make([]float32, c.tokens*c.rows)
@@ -65,10 +72,12 @@ func TestIntDotMatVec(t *testing.T) {
 							var acc float64
 							for b := range c.blocks {
 								mb := mins[r*c.blocks+b]
-								for i := range 32 {
-									acc += float64(wv[r*cols+32*b+i]-mb) * float64(xq[tk*cols+32*b+i])
+								for i := range bs {
+									acc += float64(wv[r*cols+bs*b+i]-mb) * float64(xq[tk*cols+bs*b+i])
 								}
-								acc += float64(mb) * float64(sums[tk*c.blocks+b])
+								if mb != 0 {
+									acc += float64(mb) * float64(sums[tk*c.blocks+b])
+								}
 							}
 							if add {
 								acc += float64(y0[tk*c.rows+r])
@@ -78,7 +87,7 @@ func TestIntDotMatVec(t *testing.T) {
 					}
 					out := upload(t, d, y0)
 					xq := empty(t, d, c.tokens*cols)
-					xs := empty(t, d, c.tokens*c.blocks)
+					xs := empty(t, d, c.tokens*cols/32)
 					got := run(t, d, out, c.tokens*c.rows, func(r *gpu.Recorder) {
 						acts := r.QuantizeForIntDot(gpu.ActFor(typ), upload(t, d, x), c.row0, c.tokens, cols, xq, xs)
 						r.MatMulAt(w, acts, c.tokens, out, c.rows, 0, add)
@@ -97,8 +106,8 @@ func TestIntDotRefusals(t *testing.T) {
 	d := gputest.Device(t)
 	defer func(b, i bool) { d.BarrierFree, d.IntDot = b, i }(d.BarrierFree, d.IntDot)
 	d.BarrierFree, d.IntDot = false, true
-	if d.IntDotFor(gpu.Q4_K, 1) || d.IntDotFor(gpu.Q8_0, 9) || d.IntDotFor(gpu.IQ4_NL, 1) {
-		t.Error("integer dot products claimed for Q4_K, 9 tokens, or IQ4_NL")
+	if d.IntDotFor(gpu.Q5_K, 1) || d.IntDotFor(gpu.Q8_0, 9) || d.IntDotFor(gpu.IQ4_NL, 1) {
+		t.Error("integer dot products claimed for Q5_K, 9 tokens, or IQ4_NL")
 	}
 	rng := rand.New(rand.NewPCG(43, 44))
 	w, _ := weight(t, d, rng, gpu.IQ4_NL, 8, 64)

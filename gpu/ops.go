@@ -335,11 +335,10 @@ func (r *Recorder) matMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, y
 		if nTokens == 1 {
 			extra = append(extra, "ONE")
 		}
-		if w.Type == Q4_K {
-			extra = append(extra, "CHUNK_DOT")
-		}
 		if intDot {
 			extra = append(append(extra, "IDOT"), x.Packed.packedDefines()...)
+		} else if w.Type == Q4_K {
+			extra = append(extra, "CHUNK_DOT")
 		}
 		p := r.matvecKernel(w.Type, xSums != nil, lora != nil, extra)
 		for _, c := range w.Chunks {

@@ -94,7 +94,7 @@ func quantReference(t *testing.T) map[string]quantRef {
 // at step 24, where GPUs' f32 products already parted at step 30, at no near-tie).
 func TestQuantizedStoriesMatchLlamaCpp(t *testing.T) {
 	refs := quantReference(t)
-	intDot := regexp.MustCompile(`-(Q4_0|Q4_1|Q5_0|Q5_1|Q8_0)\.gguf$`)
+	intDot := regexp.MustCompile(`-(Q4_0|Q4_1|Q5_0|Q5_1|Q8_0|Q4_K_M|Q6_K)\.gguf$`)
 	for name, ref := range refs {
 		if name == "stories260K.gguf" {
 			continue

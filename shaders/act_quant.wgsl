@@ -8,7 +8,7 @@
 //   F16, BF16: each value rounded to half or bfloat16 precision.
 // The output is the dequantized activation in f32: out = d * q. PACKED (for CPU adapters'
 // barrier-free matrix kernel, which then reads a quarter or half as many words, and for GPUs'
-// integer dot products, COOP with Q8_0 and Q8_1 only) writes instead
+// integer dot products, COOP with the Q8 roundings only) writes instead
 // per block of the Q8 roundings its scale d (f32 bits) and then its q, four int8 to a word,
 // lowest first; for F16 and BF16, the rounded values' own 16 bits, two to a word. Either way
 // the matrix kernel recomputes exactly the f32 values above.
@@ -97,6 +97,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         v = x[(p.x_row0 + row) * p.k + j];
     }
     var o = 0.0;
+    var pq = 0.0; // PACKED: the Q8 value and its block's scale
+    var pd = 0.0;
 #ifdef Q8_0
     let amax = abs(block_max(li, v));
     var id = 0.0;
@@ -105,6 +107,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     }
     let q = round(v * id);
     o = f16_round(amax / 127.0) * q;
+    pq = q;
+    pd = f16_round(amax / 127.0);
 #ifdef SUMS
     let sum = block_sum(li, q);
     if (live && li % BLOCK == 0u) {
@@ -116,7 +120,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     let mx = block_max(li, v);
     if (mx != 0.0) {
         let iscale = -127.0 / mx;
-        o = (1.0 / iscale) * min(127.0, round(iscale * v));
+        pq = min(127.0, round(iscale * v));
+        pd = 1.0 / iscale;
+        o = pd * pq;
     }
 #endif
 #ifdef F16
@@ -126,15 +132,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     o = bf16_round(v);
 #endif
 #ifdef PACKED
-    // GPUs' integer dot products (Q8_0 and Q8_1 only): four neighbouring invocations' q make
-    // a word of the block, whose first invocation writes the scale, in the PACKED layout.
+    // GPUs' integer dot products (Q8_0, Q8_1, Q8_K): four neighbouring invocations' q make a
+    // word of the block, whose first invocation writes the scale, in the PACKED layout.
     workgroupBarrier(); // the block reductions above are done with red
-    red[li] = q;
+    red[li] = pq;
     workgroupBarrier();
     if (live && li % 4u == 0u) {
         let dst = (row * p.k + j) / BLOCK * WORDS;
         if (j % BLOCK == 0u) {
-            out[dst] = bitcast<u32>(f16_round(amax / 127.0));
+            out[dst] = bitcast<u32>(pd);
         }
         var wd = 0u;
         for (var e = 0u; e < 4u; e++) {

@@ -760,3 +760,70 @@ fn dq4(base: u32, j: u32) -> vec4<f32> {
 // CPU adapters: each activation loaded once for the R rows, each quant word once for all the
 // elements it holds, scales applied to partial sums. The including kernel provides the constant
 // R and xload(i) for the vec4 at index i.
+
+#ifdef IDOT
+#ifdef T_Q4_K
+// idot_block (see T_Q8_0's) of a Q4_K block against a packed Q8_K block: per 32-element
+// sub-block its 6-bit scale times the integer sum, and its minimum times the activations'
+// sum, as ggml_vec_dot_q4_K_q8_K: d·d_x·Σ sc·Σq·q_x − dmin·d_x·Σ m·Σq_x. Group c's 32 quant
+// bytes hold elements 64c.. in their low nibbles and 64c + 32.. in their high ones.
+fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
+    let h = hdr(base);
+    var sumi = 0;
+    var mins = 0;
+    for (var c = 0u; c < 4u; c++) {
+        var lo = 0;
+        var hi = 0;
+        var xl = 0;
+        var xh = 0;
+        for (var i = 0u; i < 8u; i++) {
+            let q = w[base + 4u + 8u * c + i];
+            let x0 = x[at + 1u + 16u * c + i];
+            let x1 = x[at + 9u + 16u * c + i];
+            lo += dot4I8Packed(q & 0x0F0F0F0Fu, x0);
+            hi += dot4I8Packed((q >> 4u) & 0x0F0F0F0Fu, x1);
+            xl += dot4I8Packed(0x01010101u, x0);
+            xh += dot4I8Packed(0x01010101u, x1);
+        }
+        let s0 = vec2<i32>(scale_min_of(h.yzw, 2u * c));
+        let s1 = vec2<i32>(scale_min_of(h.yzw, 2u * c + 1u));
+        sumi += s0.x * lo + s1.x * hi;
+        mins += s0.y * xl + s1.y * xh;
+    }
+    let dm = unpack2x16float(h.x);
+    let dx = bitcast<f32>(x[at]);
+    return dm.x * dx * f32(sumi) - dm.y * dx * f32(mins);
+}
+#endif
+
+#ifdef T_Q6_K
+// idot_block (see T_Q8_0's) of a Q6_K block against a packed Q8_K block: each 16-element
+// group's int8 scale times its integer sum, the offset 32 off as 32 times the activations' sum
+// (ggml_vec_dot_q6_K_q8_K). Of each half n, ql word i (bytes 4i..) and i + 8 hold the low
+// nibbles of elements 128n + 4i.. and + 32, their high nibbles + 64 and + 96; qh word i
+// their two high bits, in bit pairs 0, 2, 4, 6.
+fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
+    let h = hdr(base);
+    var sumi = 0;
+    for (var n = 0u; n < 2u; n++) {
+        for (var i = 0u; i < 8u; i++) {
+            let w1 = w[base + 16u * n + i];
+            let w2 = w[base + 16u * n + 8u + i];
+            let hb = w[base + 32u + 8u * n + i];
+            let u = array<u32, 4>(
+                (w1 & 0x0F0F0F0Fu) | ((hb & 0x03030303u) << 4u),
+                (w2 & 0x0F0F0F0Fu) | (((hb >> 2u) & 0x03030303u) << 4u),
+                ((w1 >> 4u) & 0x0F0F0F0Fu) | (((hb >> 4u) & 0x03030303u) << 4u),
+                ((w2 >> 4u) & 0x0F0F0F0Fu) | (((hb >> 6u) & 0x03030303u) << 4u));
+            for (var k = 0u; k < 4u; k++) {
+                let e = 128u * n + 32u * k + 4u * i; // the group's first element
+                let xw = x[at + 1u + e / 4u];
+                let sc = (bitcast<i32>(h.scales[e / 64u] >> (8u * (e / 16u % 4u))) << 24u) >> 24u;
+                sumi += sc * (dot4I8Packed(u[k], xw) - 32 * dot4I8Packed(0x01010101u, xw));
+            }
+        }
+    }
+    return h.d * bitcast<f32>(x[at]) * f32(sumi);
+}
+#endif
+#endif
