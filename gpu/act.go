@@ -81,7 +81,7 @@ const actQuantSpan = 256
 // integer dot products on this device (IntDot): QuantizeForIntDot's packed rows then feed it.
 func (d *Device) IntDotFor(t WeightType, nTokens int) bool {
 	switch t {
-	case Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, Q4_K, Q6_K:
+	case Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4:
 		return d.IntDot && !d.BarrierFree && nTokens <= matvecMaxTokens
 	}
 	return false

@@ -93,9 +93,9 @@ type Device struct {
 	MaxBinding uint64
 	// Profile, when set, times every dispatch on its own (one submit each) by kernel family.
 	Profile *Profile
-	// IntDot lets GPUs' matrix-vector kernel multiply Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, Q4_K and
-	// Q6_K weights by packed 8-bit activations with integer dot products (dot4I8Packed;
-	// IntDotFor). Set for
+	// IntDot lets GPUs' matrix-vector kernel multiply the integer-block weights (Q4_0, Q4_1,
+	// Q5_0, Q5_1, Q8_0 and the K-quants) by packed 8-bit activations with integer dot
+	// products (dot4I8Packed; IntDotFor). Set for
 	// adapters that are not CPU adapters, whose barrier-free kernels have their own.
 	IntDot bool
 	// Checked compiles kernels with wgpu's runtime checks (storage accesses clamped, loops

@@ -13,7 +13,7 @@ import (
 
 // TestIntDotMatVec checks GPUs' integer-dot products (Device.IntDot: act_quant's cooperative
 // packed rows, matvec's IDOT blocks) against the Go reference of llama.cpp's dot products:
-// the weight's values times the Q8-rounded activations (Q8_K for Q4_K and Q6_K), the Q4_1 and
+// the weight's values times the Q8-rounded activations (Q8_K for the K-quants), the Q4_1 and
 // Q5_1 minimums times Q8_1's rounded block sums. Row counts are not multiples of the workgroup's 4 rows, block
 // counts not of its 64 invocations; activation rows are read from an offset, with and without
 // subgroups, set and added, with a LoRA-style scale.
@@ -28,7 +28,7 @@ func TestIntDotMatVec(t *testing.T) {
 			continue
 		}
 		d.SubgroupMath = sub
-		for _, typ := range []gpu.WeightType{gpu.Q8_0, gpu.Q4_0, gpu.Q5_0, gpu.Q4_1, gpu.Q5_1, gpu.Q4_K, gpu.Q6_K} {
+		for _, typ := range []gpu.WeightType{gpu.Q8_0, gpu.Q4_0, gpu.Q5_0, gpu.Q4_1, gpu.Q5_1, gpu.Q2_K, gpu.Q3_K, gpu.Q4_K, gpu.Q5_K, gpu.Q6_K, gpu.IQ4_NL, gpu.IQ4_XS, gpu.MXFP4} {
 			bs, round := 32, cpuref.ActQ8_0
 			if gpu.ActFor(typ) == gpu.ActQ8_K {
 				bs, round = 256, cpuref.ActQ8_K
@@ -106,11 +106,11 @@ func TestIntDotRefusals(t *testing.T) {
 	d := gputest.Device(t)
 	defer func(b, i bool) { d.BarrierFree, d.IntDot = b, i }(d.BarrierFree, d.IntDot)
 	d.BarrierFree, d.IntDot = false, true
-	if d.IntDotFor(gpu.Q5_K, 1) || d.IntDotFor(gpu.Q8_0, 9) || d.IntDotFor(gpu.IQ4_NL, 1) {
-		t.Error("integer dot products claimed for Q5_K, 9 tokens, or IQ4_NL")
+	if d.IntDotFor(gpu.F16, 1) || d.IntDotFor(gpu.Q8_0, 9) || d.IntDotFor(gpu.IQ2_XXS, 1) {
+		t.Error("integer dot products claimed for F16, 9 tokens, or IQ2_XXS")
 	}
 	rng := rand.New(rand.NewPCG(43, 44))
-	w, _ := weight(t, d, rng, gpu.IQ4_NL, 8, 64)
+	w, _ := weight(t, d, rng, gpu.F16, 8, 64)
 	out := empty(t, d, 8)
 	r, err := d.Begin()
 	if err != nil {
@@ -119,7 +119,7 @@ func TestIntDotRefusals(t *testing.T) {
 	acts := r.QuantizeForIntDot(gpu.ActQ8_0, upload(t, d, randVec(rng, 64)), 0, 1, 64, empty(t, d, 64), empty(t, d, 2))
 	r.MatMulAt(w, acts, 1, out, 8, 0, false)
 	if err := r.Submit(); err == nil {
-		t.Error("packed rows for an IQ4_NL weight: no error")
+		t.Error("packed rows for an F16 weight: no error")
 	}
 	d.BarrierFree = true
 	r, err = d.Begin()

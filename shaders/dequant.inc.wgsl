@@ -528,6 +528,19 @@ fn lut16(t: vec4<u32>, q: vec4<u32>) -> vec4<f32> {
 const IQ4NL_LEVELS = vec4<u32>(0xBFAD9881u, 0xF6EADDCFu, 0x26190D01u, 0x71594535u);
 const MXFP4_LEVELS = vec4<u32>(0x03020100u, 0x0C080604u, 0xFDFEFF00u, 0xF4F8FAFCu);
 
+#ifdef IDOT
+// lut16_word packs, as four int8, the bytes of levels (lut16's table) at the four indices
+// (0..15) that q holds one a byte.
+fn lut16_word(levels: vec4<u32>, q: u32) -> u32 {
+    var out = 0u;
+    for (var e = 0u; e < 4u; e++) {
+        let i = (q >> (8u * e)) & 0xFu;
+        out |= ((levels[i / 4u] >> (8u * (i % 4u))) & 0xFFu) << (8u * e);
+    }
+    return out;
+}
+#endif
+
 // ksigns is ggml's ksigns_iq2xs[code]: the 7 sign bits of a code and their parity as the eighth.
 fn ksigns(code: u32) -> u32 {
     return code | ((countOneBits(code) & 1u) << 7u);
@@ -826,4 +839,140 @@ fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
     return h.d * bitcast<f32>(x[at]) * f32(sumi);
 }
 #endif
+#ifdef T_Q5_K
+// idot_block (see T_Q4_K's) of a Q5_K block: each nibble gets its fifth bit from qh, bit
+// 2c (low nibbles) or 2c + 1 (high ones) of byte l.
+fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
+    let h = hdr(base);
+    var sumi = 0;
+    var mins = 0;
+    for (var c = 0u; c < 4u; c++) {
+        var lo = 0;
+        var hi = 0;
+        var xl = 0;
+        var xh = 0;
+        for (var i = 0u; i < 8u; i++) {
+            let q = w[base + 12u + 8u * c + i];
+            let qh = w[base + 4u + i];
+            let x0 = x[at + 1u + 16u * c + i];
+            let x1 = x[at + 9u + 16u * c + i];
+            lo += dot4I8Packed((q & 0x0F0F0F0Fu) | (((qh >> (2u * c)) & 0x01010101u) << 4u), x0);
+            hi += dot4I8Packed(((q >> 4u) & 0x0F0F0F0Fu) | (((qh >> (2u * c + 1u)) & 0x01010101u) << 4u), x1);
+            xl += dot4I8Packed(0x01010101u, x0);
+            xh += dot4I8Packed(0x01010101u, x1);
+        }
+        let s0 = vec2<i32>(scale_min_of(h.yzw, 2u * c));
+        let s1 = vec2<i32>(scale_min_of(h.yzw, 2u * c + 1u));
+        sumi += s0.x * lo + s1.x * hi;
+        mins += s0.y * xl + s1.y * xh;
+    }
+    let dm = unpack2x16float(h.x);
+    let dx = bitcast<f32>(x[at]);
+    return dm.x * dx * f32(sumi) - dm.y * dx * f32(mins);
+}
+#endif
+
+#ifdef T_Q2_K
+// idot_block (see T_Q4_K's) of a Q2_K block: 2-bit quants, per 16 elements a 4-bit scale and
+// a 4-bit minimum (ggml_vec_dot_q2_K_q8_K). Element 128n + 32jj + 16half + l is bits 2jj of
+// quant byte 32n + 16half + l, sub-block 8n + 2jj + half.
+fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
+    var sumi = 0;
+    var mins = 0;
+    for (var n = 0u; n < 2u; n++) {
+        for (var jj = 0u; jj < 4u; jj++) {
+            for (var half = 0u; half < 2u; half++) {
+                let s = 8u * n + 2u * jj + half;
+                let sc = (w[base + s / 4u] >> (8u * (s % 4u))) & 0xFFu;
+                var qs = 0;
+                var xs = 0;
+                for (var i = 0u; i < 4u; i++) {
+                    let q = (w[base + 4u + 8u * n + 4u * half + i] >> (2u * jj)) & 0x03030303u;
+                    let xw = x[at + 1u + 32u * n + 8u * jj + 4u * half + i];
+                    qs += dot4I8Packed(q, xw);
+                    xs += dot4I8Packed(0x01010101u, xw);
+                }
+                sumi += i32(sc & 0xFu) * qs;
+                mins += i32(sc >> 4u) * xs;
+            }
+        }
+    }
+    let dm = unpack2x16float(w[base + 20u]);
+    let dx = bitcast<f32>(x[at]);
+    return dm.x * dx * f32(sumi) - dm.y * dx * f32(mins);
+}
+#endif
+
+#ifdef T_Q3_K
+// idot_block (see T_Q4_K's) of a Q3_K block: 2 low bits in qs and the third in hmask make
+// u = q + 4h, the value u - 4; per 16 elements a 6-bit signed scale (ggml_vec_dot_q3_K_q8_K).
+fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
+    var sumi = 0;
+    for (var n = 0u; n < 2u; n++) {
+        for (var jj = 0u; jj < 4u; jj++) {
+            for (var i = 0u; i < 8u; i++) {
+                let q = (w[base + 8u + 8u * n + i] >> (2u * jj)) & 0x03030303u;
+                let hb = (w[base + i] >> (4u * n + jj)) & 0x01010101u;
+                let xw = x[at + 1u + 32u * n + 8u * jj + i];
+                let s = 8u * n + 2u * jj + i / 4u;
+                let g = s / 4u;
+                let b = s % 4u;
+                let low = (w[base + 24u + g % 2u] >> (8u * b + 4u * (g / 2u))) & 0xFu;
+                let top = (w[base + 26u] >> (8u * b + 2u * g)) & 3u;
+                let sc = i32(low | (top << 4u)) - 32;
+                sumi += sc * (dot4I8Packed(q | (hb << 2u), xw) - 4 * dot4I8Packed(0x01010101u, xw));
+            }
+        }
+    }
+    return f16lo(w[base + 27u]) * bitcast<f32>(x[at]) * f32(sumi);
+}
+#endif
+
+#ifdef T_IQ4_NL
+// idot_block (see T_Q4_0's) of an IQ4_NL block: each nibble looked up in kvalues_iq4nl (int8).
+fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
+    var s = 0;
+    for (var k = 0u; k < 4u; k++) {
+        let q = w[base + 1u + k];
+        s += dot4I8Packed(lut16_word(IQ4NL_LEVELS, q & 0x0F0F0F0Fu), x[at + 1u + k]) +
+             dot4I8Packed(lut16_word(IQ4NL_LEVELS, (q >> 4u) & 0x0F0F0F0Fu), x[at + 5u + k]);
+    }
+    return f16lo(w[base]) * bitcast<f32>(x[at]) * f32(s);
+}
+#endif
+
+#ifdef T_MXFP4
+// idot_block (see T_IQ4_NL's) of an MXFP4 block: kvalues_mxfp4 (doubled, int8) times the
+// halved power of two, as ggml_vec_dot_mxfp4_q8_0.
+fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
+    var s = 0;
+    for (var k = 0u; k < 4u; k++) {
+        let q = w[base + 1u + k];
+        s += dot4I8Packed(lut16_word(MXFP4_LEVELS, q & 0x0F0F0F0Fu), x[at + 1u + k]) +
+             dot4I8Packed(lut16_word(MXFP4_LEVELS, (q >> 4u) & 0x0F0F0F0Fu), x[at + 5u + k]);
+    }
+    return sb_params(base, 0u).x * bitcast<f32>(x[at]) * f32(s);
+}
+#endif
+
+#ifdef T_IQ4_XS
+// idot_block (see T_IQ4_NL's and T_Q4_K's) of an IQ4_XS block against a packed Q8_K block:
+// per 32-element sub-block its 6-bit scale less 32 times the sub-block's integer sum.
+fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
+    let h = w[base];
+    var sumi = 0;
+    for (var ib = 0u; ib < 8u; ib++) {
+        let ls = ((w[base + 1u] >> (4u * ib)) & 0xFu) | (((h >> (16u + 2u * ib)) & 3u) << 4u);
+        var s = 0;
+        for (var k = 0u; k < 4u; k++) {
+            let q = w[base + 2u + 4u * ib + k];
+            s += dot4I8Packed(lut16_word(IQ4NL_LEVELS, q & 0x0F0F0F0Fu), x[at + 1u + 8u * ib + k]) +
+                 dot4I8Packed(lut16_word(IQ4NL_LEVELS, (q >> 4u) & 0x0F0F0F0Fu), x[at + 5u + 8u * ib + k]);
+        }
+        sumi += (i32(ls) - 32) * s;
+    }
+    return f16lo(h) * bitcast<f32>(x[at]) * f32(sumi);
+}
+#endif
+
 #endif

@@ -238,7 +238,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     let nt = min(p.n_tok, NT_MAX);
     var acc: array<f32, NT_MAX>;
 #ifdef IDOT
-    // Integer dot products (GPUs; Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, Q4_K, Q6_K against Q8
+    // Integer dot products (GPUs; the integer-block types, gpu.Device.IntDotFor, against Q8
     // activations packed by act_quant): each invocation takes whole blocks, neighbouring invocations neighbouring
     // blocks, and a block's products are exact int8 sums (dequant.inc's idot_block) scaled
     // once, as llama.cpp's vec_dot and its GPU mmvq kernels compute them.
