@@ -131,3 +131,49 @@ func TestIntDotRefusals(t *testing.T) {
 		t.Error("integer-dot rows on a barrier-free adapter: no error")
 	}
 }
+
+// TestIntDotMatMulID checks the experts' products (MatMulID, not grouped: one assignment at a
+// time) with integer dot products on packed rows against the Go reference, the gate/up product
+// (a token's row for each of its k experts) and the down product (a row per assignment).
+func TestIntDotMatMulID(t *testing.T) {
+	d := gputest.Device(t)
+	defer func(b, i bool) { d.BarrierFree, d.IntDot = b, i }(d.BarrierFree, d.IntDot)
+	d.BarrierFree, d.IntDot = false, true
+	rng := rand.New(rand.NewPCG(45, 46))
+	const experts, k, rows = 7, 2, 45
+	for _, typ := range []gpu.WeightType{gpu.Q8_0, gpu.Q4_1, gpu.Q4_K, gpu.MXFP4} {
+		cols := 96
+		if typ.BlockSize() == 256 {
+			cols = 512
+		}
+		w, wv, raw := expertWeight(t, d, rng, typ, experts, rows, cols)
+		for _, tokens := range []int{1, 3} {
+			if d.MoEGrouped(tokens, k, experts) {
+				t.Fatalf("%d tokens of %d experts are grouped", tokens, experts)
+			}
+			for _, down := range []bool{false, true} {
+				n := tokens * k
+				ids := randomRoutes(rng, tokens, k, experts)
+				xRows, xPer := tokens, k
+				if down {
+					xRows, xPer = n, 1
+				}
+				x := randVec(rng, xRows*cols)
+				xq, sums := actRef(typ, x), cpuref.ActQ8_1Sums(x)
+				var want []float32
+				if gpu.ActFor(typ) == gpu.ActQ8_1 {
+					want = matMulIDSums(wv, blockMins(typ, raw), rows, cols, xq, sums, xPer, ids)
+				} else {
+					want = cpuref.MatMulID(wv, rows, cols, xq, xPer, ids)
+				}
+				out := empty(t, d, n*rows)
+				b := gpu.MoEBatch{IDs: uploadU32(t, d, ids), Tokens: tokens, K: k, Experts: experts}
+				got := run(t, d, out, n*rows, func(r *gpu.Recorder) {
+					acts := r.QuantizeForIntDot(gpu.ActFor(typ), upload(t, d, x), 0, xRows, cols, empty(t, d, xRows*cols), empty(t, d, xRows*cols/32))
+					r.MatMulID(w, acts, b, down, out, rows, 0, false)
+				})
+				check(t, fmt.Sprintf("%s tokens=%d down=%v", typ, tokens, down), got, want, 1e-5)
+			}
+		}
+	}
+}

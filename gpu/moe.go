@@ -196,7 +196,8 @@ func (r *Recorder) MoEGroup(b MoEBatch) {
 // up products: a token's row feeds its K experts), assignment a's own (x.Row0 + a) when true
 // (the down product). y has rows of yStride floats, one per assignment; accumulate adds.
 // Activations are rounded as for MatMulAt (QuantizeActivations, packed on CPU adapters; Q8_1
-// block sums for Q4_1 and Q5_1), and every type MatMulAt takes works.
+// block sums for Q4_1 and Q5_1), and every type MatMulAt takes works. On GPUs, rows packed by
+// QuantizeForIntDot take integer dot products where the batch is not grouped.
 //
 // Few tokens (Device.MoEGrouped false) take a matrix-vector kernel per assignment (grid z),
 // reading only the chosen experts' rows: matvec's row-per-thread kernel on CPU adapters, its
@@ -220,7 +221,11 @@ func (r *Recorder) MatMulID(w Weight, x Acts, b MoEBatch, perAssign bool, y *Buf
 	case yCol+w.Rows/w.Experts > yStride:
 		r.fail("gpu: mul_mat_id: columns %d..%d of rows of %d", yCol, yCol+w.Rows/w.Experts, yStride)
 		return
-	case x.Packed != ActNone && (!r.d.BarrierFree || ActFor(w.Type) != x.Packed):
+	}
+	grouped := b.grouped(r.d)
+	// Packed rows: CPU adapters' kernels, or GPUs' integer dot products one assignment at a time.
+	intDot := x.Packed != ActNone && !r.d.BarrierFree
+	if x.Packed != ActNone && (ActFor(w.Type) != x.Packed || intDot && (grouped || !r.d.IntDotFor(w.Type, 1) || x.Packed == ActQ8_1 && x.Sums == nil)) {
 		r.fail("gpu: activations packed as %d do not fit a %s weight on this adapter", x.Packed, w.Type)
 		return
 	}
@@ -229,7 +234,6 @@ func (r *Recorder) MatMulID(w Weight, x Acts, b MoEBatch, perAssign bool, y *Buf
 	if perAssign {
 		xPer = 1
 	}
-	grouped := b.grouped(r.d)
 	if grouped && (n > MoEMaxAssignments || b.Plan == nil || b.Plan.Size() < uint64(MoEPlanSize(n, b.Experts))*4) {
 		r.fail("gpu: mul_mat_id: %d assignments need MoEGroup's plan of %d words", n, MoEPlanSize(n, b.Experts))
 		return
@@ -283,7 +287,9 @@ func (r *Recorder) MatMulID(w Weight, x Acts, b MoEBatch, perAssign bool, y *Buf
 		if r.d.SubgroupMath {
 			defs = append(defs, "SUBGROUPS")
 		}
-		if w.Type == Q4_K {
+		if intDot {
+			defs = append(append(defs, "IDOT"), x.Packed.packedDefines()...)
+		} else if w.Type == Q4_K {
 			defs = append(defs, "CHUNK_DOT")
 		}
 		p := r.kernel("matvec", bind, 64, weightDefines(w.Type, defs...)...)
