@@ -67,6 +67,17 @@ func loadSplit(t *testing.T, layers []int, opts model.Options, parts ...string) 
 	return m
 }
 
+// cacheOf is a 64-row cache of m, released when the test ends.
+func cacheOf(t *testing.T, m *model.Model) *model.KVCache {
+	t.Helper()
+	kv, err := m.NewKVCache(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kv.Release)
+	return kv
+}
+
 // TestSplitMatchesOneDevice: stories260K over two devices gives the one-device model's logits
 // bit for bit (a prompt, then greedy steps), the same candidates and the same cache rows, and
 // puts its layers where asked.
@@ -81,16 +92,7 @@ func TestSplitMatchesOneDevice(t *testing.T) {
 	if two.WeightBytes() < one.WeightBytes() { // more where both ends need the token embeddings
 		t.Errorf("split weights %d bytes, fewer than one device's %d", two.WeightBytes(), one.WeightBytes())
 	}
-	kv1, err := one.NewKVCache(64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kv1.Release()
-	kv2, err := two.NewKVCache(64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kv2.Release()
+	kv1, kv2 := cacheOf(t, one), cacheOf(t, two)
 	if kv2.Bytes() != kv1.Bytes() {
 		t.Errorf("split cache %d bytes, one device's %d", kv2.Bytes(), kv1.Bytes())
 	}
@@ -168,16 +170,7 @@ func TestSplitRecurrent(t *testing.T) {
 	one := load(t, parts...)
 	n := one.Config.NLayer
 	two := loadSplit(t, []int{n / 2, n - n/2}, model.Options{MaxBatch: 16}, parts...)
-	kv1, err := one.NewKVCache(64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kv1.Release()
-	kv2, err := two.NewKVCache(64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kv2.Release()
+	kv1, kv2 := cacheOf(t, one), cacheOf(t, two)
 	prompt := []int32{1, 2, 3, 4, 5, 6, 7}
 	a, err := one.Forward(kv1, prompt, 0)
 	if err != nil {

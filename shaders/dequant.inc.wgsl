@@ -106,6 +106,32 @@ fn nibbles4(qw: u32, j: u32) -> vec4<u32> {
 }
 
 #ifdef IDOT
+// nib_idot is the integer dot product of a 32-element block of nibbles (16 quant bytes from
+// word qs: element l < 16 the low nibble of byte l, 16 + l its high one), each with its fifth
+// bit from qh (bit e for element e; 0 for the 4-bit types), with the packed activation block
+// at word at of x.
+fn nib_idot(qs: u32, qh: u32, at: u32) -> i32 {
+    var s = 0;
+    for (var k = 0u; k < 4u; k++) {
+        let q = w[qs + k];
+        s += dot4I8Packed((q & 0x0F0F0F0Fu) | spread5(qh >> (4u * k)), x[at + 1u + k]) +
+             dot4I8Packed(((q >> 4u) & 0x0F0F0F0Fu) | spread5(qh >> (16u + 4u * k)), x[at + 5u + k]);
+    }
+    return s;
+}
+
+// lut_idot is nib_idot's 4-bit case with each nibble looked up in levels (lut16_word: the
+// int8 tables of IQ4_NL and MXFP4), against the activation words from xw.
+fn lut_idot(levels: vec4<u32>, qs: u32, xw: u32) -> i32 {
+    var s = 0;
+    for (var k = 0u; k < 4u; k++) {
+        let q = w[qs + k];
+        s += dot4I8Packed(lut16_word(levels, q & 0x0F0F0F0Fu), x[xw + k]) +
+             dot4I8Packed(lut16_word(levels, (q >> 4u) & 0x0F0F0F0Fu), x[xw + 4u + k]);
+    }
+    return s;
+}
+
 // idot_xsum is the sum of the 32 int8 activations of the packed block at word at of x.
 fn idot_xsum(at: u32) -> i32 {
     var s = 0;
@@ -138,16 +164,10 @@ fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
     return (vec4<f32>(nibbles4(base + 1u, j)) - 8.0) * sp.x;
 }
 #ifdef IDOT
-// idot_block (see T_Q8_0's): the low nibbles of quant word k are elements 4k..4k+3, against
-// activation word k, the high ones 16+4k.., against word 4+k; the offset 8 comes off as
-// 8 times the activations' sum.
+// idot_block (see T_Q8_0's): the nibbles' sum (nib_idot), the offset 8 off as 8 times the
+// activations' sum.
 fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
-    var s = 0;
-    for (var k = 0u; k < 4u; k++) {
-        let q = w[base + 1u + k];
-        s += dot4I8Packed(q & 0x0F0F0F0Fu, x[at + 1u + k]) + dot4I8Packed((q >> 4u) & 0x0F0F0F0Fu, x[at + 5u + k]);
-    }
-    return f16lo(w[base]) * bitcast<f32>(x[at]) * f32(s - 8 * idot_xsum(at));
+    return f16lo(w[base]) * bitcast<f32>(x[at]) * f32(nib_idot(base + 1u, 0u, at) - 8 * idot_xsum(at));
 }
 #endif
 #endif
@@ -167,13 +187,8 @@ fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
 // idot_block (see T_Q4_0's): d·d_x·Σq·q_x plus the minimum times the activations' rounded
 // block sum (xsum, Q8_1's s), as ggml_vec_dot_q4_1_q8_1.
 fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
-    var s = 0;
-    for (var k = 0u; k < 4u; k++) {
-        let q = w[base + 1u + k];
-        s += dot4I8Packed(q & 0x0F0F0F0Fu, x[at + 1u + k]) + dot4I8Packed((q >> 4u) & 0x0F0F0F0Fu, x[at + 5u + k]);
-    }
     let dm = unpack2x16float(w[base]);
-    return dm.x * bitcast<f32>(x[at]) * f32(s) + dm.y * xsum;
+    return dm.x * bitcast<f32>(x[at]) * f32(nib_idot(base + 1u, 0u, at)) + dm.y * xsum;
 }
 #endif
 #endif
@@ -193,14 +208,7 @@ fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
 #ifdef IDOT
 // idot_block (see T_Q4_0's): each nibble gets its fifth bit from qh (spread5), offset 16.
 fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
-    let qh = w[base + 1u];
-    var s = 0;
-    for (var k = 0u; k < 4u; k++) {
-        let q = w[base + 2u + k];
-        s += dot4I8Packed((q & 0x0F0F0F0Fu) | spread5(qh >> (4u * k)), x[at + 1u + k]) +
-             dot4I8Packed(((q >> 4u) & 0x0F0F0F0Fu) | spread5(qh >> (16u + 4u * k)), x[at + 5u + k]);
-    }
-    return f16lo(w[base]) * bitcast<f32>(x[at]) * f32(s - 16 * idot_xsum(at));
+    return f16lo(w[base]) * bitcast<f32>(x[at]) * f32(nib_idot(base + 2u, w[base + 1u], at) - 16 * idot_xsum(at));
 }
 #endif
 #endif
@@ -219,15 +227,8 @@ fn sb_q4(base: u32, j: u32, sp: vec2<f32>) -> vec4<f32> {
 #ifdef IDOT
 // idot_block (see T_Q5_0's and T_Q4_1's).
 fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
-    let qh = w[base + 1u];
-    var s = 0;
-    for (var k = 0u; k < 4u; k++) {
-        let q = w[base + 2u + k];
-        s += dot4I8Packed((q & 0x0F0F0F0Fu) | spread5(qh >> (4u * k)), x[at + 1u + k]) +
-             dot4I8Packed(((q >> 4u) & 0x0F0F0F0Fu) | spread5(qh >> (16u + 4u * k)), x[at + 5u + k]);
-    }
     let dm = unpack2x16float(w[base]);
-    return dm.x * bitcast<f32>(x[at]) * f32(s) + dm.y * xsum;
+    return dm.x * bitcast<f32>(x[at]) * f32(nib_idot(base + 2u, w[base + 1u], at)) + dm.y * xsum;
 }
 #endif
 #endif
@@ -775,12 +776,14 @@ fn dq4(base: u32, j: u32) -> vec4<f32> {
 // R and xload(i) for the vec4 at index i.
 
 #ifdef IDOT
-#ifdef T_Q4_K
-// idot_block (see T_Q8_0's) of a Q4_K block against a packed Q8_K block: per 32-element
-// sub-block its 6-bit scale times the integer sum, and its minimum times the activations'
-// sum, as ggml_vec_dot_q4_K_q8_K: d·d_x·Σ sc·Σq·q_x − dmin·d_x·Σ m·Σq_x. Group c's 32 quant
-// bytes hold elements 64c.. in their low nibbles and 64c + 32.. in their high ones.
-fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
+#ifdef K_SCALES
+// k_idot is idot_block (see T_Q8_0's) of a Q4_K or Q5_K block against a packed Q8_K block: per
+// 32-element sub-block its 6-bit scale times the integer sum, and its minimum times the
+// activations' sum, as ggml_vec_dot_q4_K_q8_K: d·d_x·Σ sc·Σq·q_x − dmin·d_x·Σ m·Σq_x. The
+// quant bytes start at word qs: group c's 32 hold elements 64c.. in their low nibbles and
+// 64c + 32.. in their high ones. Q5_K's fifth bits start at word qh (0: none), bit 2c (low
+// nibbles) or 2c + 1 (high ones) of byte l.
+fn k_idot(base: u32, at: u32, qs: u32, qh: u32) -> f32 {
     let h = hdr(base);
     var sumi = 0;
     var mins = 0;
@@ -790,11 +793,16 @@ fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
         var xl = 0;
         var xh = 0;
         for (var i = 0u; i < 8u; i++) {
-            let q = w[base + 4u + 8u * c + i];
+            let q = w[qs + 8u * c + i];
+            var b5 = vec2<u32>(0u);
+            if (qh != 0u) {
+                let hb = w[qh + i];
+                b5 = vec2<u32>((hb >> (2u * c)) & 0x01010101u, (hb >> (2u * c + 1u)) & 0x01010101u) << vec2<u32>(4u);
+            }
             let x0 = x[at + 1u + 16u * c + i];
             let x1 = x[at + 9u + 16u * c + i];
-            lo += dot4I8Packed(q & 0x0F0F0F0Fu, x0);
-            hi += dot4I8Packed((q >> 4u) & 0x0F0F0F0Fu, x1);
+            lo += dot4I8Packed((q & 0x0F0F0F0Fu) | b5.x, x0);
+            hi += dot4I8Packed(((q >> 4u) & 0x0F0F0F0Fu) | b5.y, x1);
             xl += dot4I8Packed(0x01010101u, x0);
             xh += dot4I8Packed(0x01010101u, x1);
         }
@@ -806,6 +814,12 @@ fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
     let dm = unpack2x16float(h.x);
     let dx = bitcast<f32>(x[at]);
     return dm.x * dx * f32(sumi) - dm.y * dx * f32(mins);
+}
+#endif
+
+#ifdef T_Q4_K
+fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
+    return k_idot(base, at, base + 4u, 0u);
 }
 #endif
 
@@ -840,35 +854,8 @@ fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
 }
 #endif
 #ifdef T_Q5_K
-// idot_block (see T_Q4_K's) of a Q5_K block: each nibble gets its fifth bit from qh, bit
-// 2c (low nibbles) or 2c + 1 (high ones) of byte l.
 fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
-    let h = hdr(base);
-    var sumi = 0;
-    var mins = 0;
-    for (var c = 0u; c < 4u; c++) {
-        var lo = 0;
-        var hi = 0;
-        var xl = 0;
-        var xh = 0;
-        for (var i = 0u; i < 8u; i++) {
-            let q = w[base + 12u + 8u * c + i];
-            let qh = w[base + 4u + i];
-            let x0 = x[at + 1u + 16u * c + i];
-            let x1 = x[at + 9u + 16u * c + i];
-            lo += dot4I8Packed((q & 0x0F0F0F0Fu) | (((qh >> (2u * c)) & 0x01010101u) << 4u), x0);
-            hi += dot4I8Packed(((q >> 4u) & 0x0F0F0F0Fu) | (((qh >> (2u * c + 1u)) & 0x01010101u) << 4u), x1);
-            xl += dot4I8Packed(0x01010101u, x0);
-            xh += dot4I8Packed(0x01010101u, x1);
-        }
-        let s0 = vec2<i32>(scale_min_of(h.yzw, 2u * c));
-        let s1 = vec2<i32>(scale_min_of(h.yzw, 2u * c + 1u));
-        sumi += s0.x * lo + s1.x * hi;
-        mins += s0.y * xl + s1.y * xh;
-    }
-    let dm = unpack2x16float(h.x);
-    let dx = bitcast<f32>(x[at]);
-    return dm.x * dx * f32(sumi) - dm.y * dx * f32(mins);
+    return k_idot(base, at, base + 12u, base + 4u);
 }
 #endif
 
@@ -931,13 +918,7 @@ fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
 #ifdef T_IQ4_NL
 // idot_block (see T_Q4_0's) of an IQ4_NL block: each nibble looked up in kvalues_iq4nl (int8).
 fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
-    var s = 0;
-    for (var k = 0u; k < 4u; k++) {
-        let q = w[base + 1u + k];
-        s += dot4I8Packed(lut16_word(IQ4NL_LEVELS, q & 0x0F0F0F0Fu), x[at + 1u + k]) +
-             dot4I8Packed(lut16_word(IQ4NL_LEVELS, (q >> 4u) & 0x0F0F0F0Fu), x[at + 5u + k]);
-    }
-    return f16lo(w[base]) * bitcast<f32>(x[at]) * f32(s);
+    return f16lo(w[base]) * bitcast<f32>(x[at]) * f32(lut_idot(IQ4NL_LEVELS, base + 1u, at + 1u));
 }
 #endif
 
@@ -945,13 +926,7 @@ fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
 // idot_block (see T_IQ4_NL's) of an MXFP4 block: kvalues_mxfp4 (doubled, int8) times the
 // halved power of two, as ggml_vec_dot_mxfp4_q8_0.
 fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
-    var s = 0;
-    for (var k = 0u; k < 4u; k++) {
-        let q = w[base + 1u + k];
-        s += dot4I8Packed(lut16_word(MXFP4_LEVELS, q & 0x0F0F0F0Fu), x[at + 1u + k]) +
-             dot4I8Packed(lut16_word(MXFP4_LEVELS, (q >> 4u) & 0x0F0F0F0Fu), x[at + 5u + k]);
-    }
-    return sb_params(base, 0u).x * bitcast<f32>(x[at]) * f32(s);
+    return sb_params(base, 0u).x * bitcast<f32>(x[at]) * f32(lut_idot(MXFP4_LEVELS, base + 1u, at + 1u));
 }
 #endif
 
@@ -963,13 +938,7 @@ fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
     var sumi = 0;
     for (var ib = 0u; ib < 8u; ib++) {
         let ls = ((w[base + 1u] >> (4u * ib)) & 0xFu) | (((h >> (16u + 2u * ib)) & 3u) << 4u);
-        var s = 0;
-        for (var k = 0u; k < 4u; k++) {
-            let q = w[base + 2u + 4u * ib + k];
-            s += dot4I8Packed(lut16_word(IQ4NL_LEVELS, q & 0x0F0F0F0Fu), x[at + 1u + 8u * ib + k]) +
-                 dot4I8Packed(lut16_word(IQ4NL_LEVELS, (q >> 4u) & 0x0F0F0F0Fu), x[at + 5u + 8u * ib + k]);
-        }
-        sumi += (i32(ls) - 32) * s;
+        sumi += (i32(ls) - 32) * lut_idot(IQ4NL_LEVELS, base + 2u + 4u * ib, at + 1u + 8u * ib);
     }
     return f16lo(h) * bitcast<f32>(x[at]) * f32(sumi);
 }
