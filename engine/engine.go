@@ -265,7 +265,7 @@ func load(ctx context.Context, cfg Config, devs []*gpu.Device, indexes []int, lo
 		return nil, err
 	}
 	if layers != nil {
-		err = checkFitsSplit(devs, layers, f, c, opts, kp, cfg)
+		err = checkFitsSplit(devs, indexes, layers, f, c, opts, kp, cfg)
 	} else {
 		err = checkFits(dev, f, c, opts, kp, cfg)
 	}

@@ -74,15 +74,20 @@ func refusedAtLoad(err error, dev *gpu.Device, f *gguf.File, c model.Config, opt
 	return tooBig(need, opts, kp, cfg, dev.Info.Name+" refused it", err)
 }
 
-// footprint is model.EstimateFootprint for this load, the vocabulary read from the token
-// embedding where the metadata leaves it out.
+// footprint is model.EstimateFootprint for this load.
 func footprint(dev *gpu.Device, f *gguf.File, c model.Config, opts model.Options, kp kvPlan) model.Footprint {
+	return model.EstimateFootprint(withVocab(f, c), opts, kp.nPages<<pageBits, kp.nSlots, dev.BarrierFree)
+}
+
+// withVocab is c with the vocabulary read from the token embedding where the metadata leaves
+// it out, as the estimates need it.
+func withVocab(f *gguf.File, c model.Config) model.Config {
 	if c.NVocab == 0 {
 		if emb, ok := f.Tensor("token_embd.weight"); ok && len(emb.Shape) == 2 {
 			c.NVocab = int(emb.Shape[1])
 		}
 	}
-	return model.EstimateFootprint(c, opts, kp.nPages<<pageBits, kp.nSlots, dev.BarrierFree)
+	return c
 }
 
 // tooBig is ErrTooBig with the parts' sizes, what the device has (has), the flags that shrink

@@ -47,10 +47,7 @@ func (e *Engine) idleTimer() (<-chan time.Time, func()) {
 // idle.
 func (e *Engine) sleep() {
 	e.dropCaches()
-	var gpuMemory uint64
-	for _, d := range e.devs {
-		gpuMemory += d.StorageBytes()
-	}
+	gpuMemory := storageBytes(e.devs)
 	e.stats.update(func(st *Stats) { st.GPUMemory = gpuMemory }) // what Stats reports asleep, as the counters
 	e.freeDevice()
 	e.sleeping.Store(true)

@@ -106,26 +106,37 @@ func describeSplit(devs []*gpu.Device, indexes, layers []int, nLayer int) (out [
 
 // checkFitsSplit is checkFits for each device of a split: its layers' weights, cache and
 // state, and a pass's activations, against what it has.
-func checkFitsSplit(devs []*gpu.Device, layers []int, f *gguf.File, c model.Config, opts model.Options, kp kvPlan, cfg Config) error {
-	if c.NVocab == 0 {
-		if emb, ok := f.Tensor("token_embd.weight"); ok && len(emb.Shape) == 2 {
-			c.NVocab = int(emb.Shape[1])
+func checkFitsSplit(devs []*gpu.Device, indexes, layers []int, f *gguf.File, c model.Config, opts model.Options, kp kvPlan, cfg Config) error {
+	for _, st := range planStages(devs, indexes, layers, f, c, opts, kp) {
+		if st.Have > 0 && st.need.Total() > st.Have {
+			_, source := st.dev.Memory()
+			return tooBig(st.need, opts, kp, cfg, fmt.Sprintf("device %d (%s), which holds layers %d-%d, has %s (%s)", st.pos, st.Name, st.Lo, st.Hi-1, mib(st.Have), source), nil)
 		}
-	}
-	lo := 0
-	for i, dev := range devs {
-		n := layers[i]
-		if n == 0 {
-			continue
-		}
-		have, source := dev.Memory()
-		need := model.EstimateStageFootprint(c, f, opts, kp.nPages<<pageBits, kp.nSlots, dev.BarrierFree, lo, lo+n)
-		if have > 0 && need.Total() > have {
-			return tooBig(need, opts, kp, cfg, fmt.Sprintf("device %d (%s), which holds layers %d-%d, has %s (%s)", i, dev.Info.Name, lo, lo+n-1, mib(have), source), nil)
-		}
-		lo += n
 	}
 	return nil
+}
+
+// stagePlan is one device's share of a split as planStages estimates it.
+type stagePlan struct {
+	SplitPlan
+	pos  int // the device's place in the --device list
+	dev  *gpu.Device
+	need model.Footprint
+}
+
+// planStages estimates what each device with layers would hold (model.EstimateStageFootprint)
+// and reports what it has.
+func planStages(devs []*gpu.Device, indexes, layers []int, f *gguf.File, c model.Config, opts model.Options, kp kvPlan) []stagePlan {
+	c = withVocab(f, c)
+	split, pos := describeSplit(devs, indexes, layers, c.NLayer)
+	out := make([]stagePlan, len(split))
+	for i, d := range split {
+		dev := devs[pos[i]]
+		have, _ := dev.Memory()
+		need := model.EstimateStageFootprint(c, f, opts, kp.nPages<<pageBits, kp.nSlots, dev.BarrierFree, d.Lo, d.Hi)
+		out[i] = stagePlan{SplitPlan: SplitPlan{DeviceLayers: d, Need: need.Total(), Have: have}, pos: pos[i], dev: dev, need: need}
+	}
+	return out
 }
 
 // SplitPlan is how Load would put a model on cfg's devices: each device's layers and the
@@ -152,11 +163,6 @@ func PlanSplit(cfg Config) ([]SplitPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.NVocab == 0 {
-		if emb, ok := f.Tensor("token_embd.weight"); ok && len(emb.Shape) == 2 {
-			c.NVocab = int(emb.Shape[1])
-		}
-	}
 	nSlots := max(cfg.Slots, 1)
 	kp, err := planKV(cfg, c.NCtxTrain, nSlots)
 	if err != nil {
@@ -167,13 +173,9 @@ func PlanSplit(cfg Config) ([]SplitPlan, error) {
 		return nil, err
 	}
 	opts := model.Options{MaxBatch: cfg.BatchSize, MaxOutputs: nSlots, KVF32: cfg.KVF32}
-	split, pos := describeSplit(devs, indexes, layers, c.NLayer)
-	out := make([]SplitPlan, 0, len(split))
-	for i, d := range split {
-		dev := devs[pos[i]]
-		have, _ := dev.Memory()
-		need := model.EstimateStageFootprint(c, f, opts, kp.nPages<<pageBits, kp.nSlots, dev.BarrierFree, d.Lo, d.Hi)
-		out = append(out, SplitPlan{DeviceLayers: d, Need: need.Total(), Have: have})
+	var out []SplitPlan
+	for _, st := range planStages(devs, indexes, layers, f, c, opts, kp) {
+		out = append(out, st.SplitPlan)
 	}
 	return out, nil
 }

@@ -10,37 +10,9 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/engine/enginetest"
 	"github.com/wgpu-llama/wgpu-llama/gguf/quantize"
 	"github.com/wgpu-llama/wgpu-llama/gguf/synth"
-	"github.com/wgpu-llama/wgpu-llama/gpu"
 	"github.com/wgpu-llama/wgpu-llama/gpu/gputest"
 	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
 )
-
-// testAdapter is the index of the adapter the tests run on, which a split opens twice (two
-// devices on one adapter stand in for two GPUs).
-func testAdapter(t *testing.T) int {
-	t.Helper()
-	list, err := gpu.Adapters()
-	gputest.Check(t, err)
-	best, err := gpu.Open(-1)
-	gputest.Check(t, err)
-	defer best.Close()
-	for _, a := range list {
-		if a.Name == best.Info.Name {
-			return a.Index
-		}
-	}
-	t.Fatalf("the best adapter %q is not in the list", best.Info.Name)
-	return 0
-}
-
-// testAdapterName is the name of the adapter the tests run on.
-func testAdapterName(t *testing.T) string {
-	t.Helper()
-	best, err := gpu.Open(-1)
-	gputest.Check(t, err)
-	defer best.Close()
-	return best.Info.Name
-}
 
 // model134M writes gen-model's 134m preset in Q4_K_M (12 layers of 768) to a temporary file.
 func model134M(t *testing.T) string {
@@ -62,7 +34,7 @@ func model134M(t *testing.T) string {
 // decoding, on stories260K and the 134M shape; --tensor-split 1,3 puts layers as llama.cpp
 // does (the output counted as a layer: 4 of 12 on the first device).
 func TestSplitEngineMatchesOneDevice(t *testing.T) {
-	idx := testAdapter(t)
+	idx := gputest.AdapterIndex(t)
 	spec := engine.DefaultSpecConfig()
 	spec.Type, spec.NgramN, spec.NMax = engine.SpecNgram, 3, 8
 	prompts := []string{"Once upon a time", "Tom had a red ball. Tom had a red ball. Tom had", "The cat", "Ben had a toy car"}
@@ -116,7 +88,7 @@ func TestSplitEngineMatchesOneDevice(t *testing.T) {
 // TestSplitConfigErrors: a split the model cannot take is refused before anything loads, with
 // what to change.
 func TestSplitConfigErrors(t *testing.T) {
-	idx := testAdapter(t)
+	idx := gputest.AdapterIndex(t)
 	path := shareddata.Path(t, "models", "stories260K.gguf")
 	for _, tc := range []struct {
 		cfg  engine.Config
@@ -126,7 +98,7 @@ func TestSplitConfigErrors(t *testing.T) {
 		{engine.Config{ModelPath: path, Devices: []int{idx, idx}, TensorSplit: []float64{0, 0}}, "gives every device nothing"},
 		{engine.Config{ModelPath: path, Devices: []int{idx, 99}}, "device 99"},
 		{engine.Config{ModelPath: path, Devices: []int{idx, idx}, TensorSplit: []float64{1, 1}, CtxSize: 65536, GPUMemory: 4 << 20},
-			"device 0 (" + testAdapterName(t) + "), which holds layers 0-2, has 4.0 MiB (--gpu-memory)"},
+			"device 0 (" + gputest.Device(t).Info.Name + "), which holds layers 0-2, has 4.0 MiB (--gpu-memory)"},
 	} {
 		_, err := engine.Load(t.Context(), tc.cfg)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -138,7 +110,7 @@ func TestSplitConfigErrors(t *testing.T) {
 // TestSplitWithAdapter: a LoRA adapter on a split model (each device loads its layers' terms,
 // the last the output's) gives the one-device run's greedy tokens.
 func TestSplitWithAdapter(t *testing.T) {
-	idx := testAdapter(t)
+	idx := gputest.AdapterIndex(t)
 	dir := shareddata.Path(t, "models", "lora")
 	base := engine.Config{ModelPath: shareddata.Path(t, "models", "stories260K.gguf"), CtxSize: 512, Slots: 1,
 		Lora: []engine.LoraSpec{{Path: filepath.Join(dir, "stories260K-lora-A-F32.gguf"), Scale: 1}}}
@@ -158,7 +130,7 @@ func TestSplitWithAdapter(t *testing.T) {
 // TestSplitDeviceLossRecovers: losing the second device of a split reopens every device and
 // loads the model again, as losing the main one does, and greedy output is the same after.
 func TestSplitDeviceLossRecovers(t *testing.T) {
-	idx := testAdapter(t)
+	idx := gputest.AdapterIndex(t)
 	e := enginetest.LoadConfig(t, engine.Config{ModelPath: shareddata.Path(t, "models", "stories260K.gguf"), CtxSize: 512, Slots: 1,
 		Devices: []int{idx, idx}, TensorSplit: []float64{1, 1}})
 	before, _ := generate(t, e, "Once upon a time", greedy(24))

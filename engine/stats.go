@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wgpu-llama/wgpu-llama/gpu"
 	"github.com/wgpu-llama/wgpu-llama/model"
 )
 
@@ -92,10 +93,7 @@ func (e *Engine) Stats() Stats {
 	s.MaxQueue = e.cfg.MaxQueue
 	s.Spec = e.SpecStats()
 	if devs := e.liveDevs.Load(); devs != nil { // asleep, the figure from before sleeping (sleep.go)
-		s.GPUMemory = 0
-		for _, d := range *devs {
-			s.GPUMemory += d.StorageBytes()
-		}
+		s.GPUMemory = storageBytes(*devs)
 	}
 	s.Recoveries = e.Recoveries()
 	return s
@@ -194,4 +192,13 @@ func (e *Engine) slotUsage(ending *slot) (busy, held int) {
 		return busy, e.cellsHeld()
 	}
 	return busy, e.pool.used() << pageBits
+}
+
+// storageBytes is the device memory the engine's buffers take over devs (a split's devices).
+func storageBytes(devs []*gpu.Device) uint64 {
+	var n uint64
+	for _, d := range devs {
+		n += d.StorageBytes()
+	}
+	return n
 }

@@ -90,19 +90,39 @@ func (d *Device) IntDotFor(t WeightType, nTokens int) bool {
 // QuantizeForIntDot is QuantizeActivations for GPUs' integer dot products (IntDotFor): the
 // same Q8_0, Q8_1 or Q8_K rounding, written packed (the block's scale, then four int8 a word).
 func (r *Recorder) QuantizeForIntDot(a ActQuant, x *Buffer, xRow0, nRows, k int, out, sums *Buffer) Acts {
-	acts := Acts{X: out, Packed: a}
-	if r.d.BarrierFree || a != ActQ8_0 && a != ActQ8_1 && a != ActQ8_K || k%a.Block() != 0 {
-		r.fail("gpu: integer-dot activations as %d, %d wide, on this adapter", a, k)
-		return acts
+	if r.d.BarrierFree || a != ActQ8_0 && a != ActQ8_1 && a != ActQ8_K {
+		r.fail("gpu: integer-dot activations as %d on this adapter", a)
+		return Acts{X: out, Packed: a}
 	}
-	defs, bind, bufs := append(a.defines(), "COOP", "PACKED"), []Access{ReadOnly, ReadWrite}, []*Buffer{x, out}
-	if a == ActQ8_1 {
-		bind, bufs, acts.Sums = append(bind, ReadWrite), append(bufs, sums), sums
+	return r.quantize(a, x, xRow0, nRows, k, out, sums, true)
+}
+
+// packedFit reports whether activations x fit a product of a weight of type t over nTokens
+// rows, and whether they take GPUs' integer dot products: CPU adapters read packed rows of
+// their weight's rounding; GPUs read them only with integer dot products (IntDotFor; Q8_1's
+// with their block sums).
+func (r *Recorder) packedFit(t WeightType, x Acts, nTokens int) (intDot, ok bool) {
+	switch {
+	case x.Packed == ActNone:
+		return false, true
+	case ActFor(t) != x.Packed:
+		return false, false
+	case r.d.BarrierFree:
+		return false, true
 	}
-	if p := r.kernel("act_quant", bind, actQuantSpan, defs...); p != nil {
-		r.Dispatch(p, Params(k, nRows, xRow0), r.grid((k+actQuantSpan-1)/actQuantSpan*nRows), bufs...)
+	return true, r.d.IntDotFor(t, nTokens) && (x.Packed != ActQ8_1 || x.Sums != nil)
+}
+
+// cooperativeDefines are GPUs' matrix-vector kernel's defines for a weight of type t and
+// activations x: integer dot products on packed rows (intDot), or Q4_K's chunked loop.
+func cooperativeDefines(t WeightType, x Acts, intDot bool) []string {
+	switch {
+	case intDot:
+		return append([]string{"IDOT"}, x.Packed.packedDefines()...)
+	case t == Q4_K:
+		return []string{"CHUNK_DOT"}
 	}
-	return acts
+	return nil
 }
 
 // QuantizeActivations rounds rows xRow0 .. xRow0+nRows of x (rows of k floats) as a into out
@@ -112,26 +132,33 @@ func (r *Recorder) QuantizeForIntDot(a ActQuant, x *Buffer, xRow0, nRows, k int,
 // loops are faster on f32.)
 // out needs nRows * k floats either way. k must be a multiple of a.Block().
 func (r *Recorder) QuantizeActivations(a ActQuant, x *Buffer, xRow0, nRows, k int, out, sums *Buffer) Acts {
-	acts := Acts{X: out}
 	if a == ActNone {
 		r.fail("gpu: QuantizeActivations with ActNone")
-		return acts
+		return Acts{X: out}
 	}
+	// With CPUMath Q8 rows are packed for one token too: their weights take matvec_lanes.wgsl,
+	// which multiplies the int8 values.
+	packed := r.d.BarrierFree && (nRows > 1 || (a == ActQ8_0 || a == ActQ8_1) && r.d.CPUMath)
+	return r.quantize(a, x, xRow0, nRows, k, out, sums, packed)
+}
+
+// quantize records act_quant's rounding of the rows into out (packed or f32, with Q8_1's block
+// sums into sums): on GPUs the cooperative kernel, a workgroup per actQuantSpan values of a row,
+// each value an invocation; on CPU adapters an invocation per block.
+func (r *Recorder) quantize(a ActQuant, x *Buffer, xRow0, nRows, k int, out, sums *Buffer, packed bool) Acts {
+	acts := Acts{X: out}
 	if k%a.Block() != 0 {
 		r.fail("gpu: activations of %d values do not split into blocks of %d", k, a.Block())
 		return acts
 	}
 	defs, bind, bufs := a.defines(), []Access{ReadOnly, ReadWrite}, []*Buffer{x, out}
-	// With CPUMath Q8 rows are packed for one token too: their weights take matvec_lanes.wgsl,
-	// which multiplies the int8 values.
-	if r.d.BarrierFree && (nRows > 1 || (a == ActQ8_0 || a == ActQ8_1) && r.d.CPUMath) {
+	if packed {
 		defs, acts.Packed = append(defs, "PACKED"), a
 	}
 	if a == ActQ8_1 {
 		bind, bufs, acts.Sums = append(bind, ReadWrite), append(bufs, sums), sums
 	}
 	if !r.d.BarrierFree {
-		// GPUs: a workgroup per actQuantSpan values of a row, each value an invocation.
 		if p := r.kernel("act_quant", bind, actQuantSpan, append(defs, "COOP")...); p != nil {
 			r.Dispatch(p, Params(k, nRows, xRow0), r.grid((k+actQuantSpan-1)/actQuantSpan*nRows), bufs...)
 		}

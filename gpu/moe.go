@@ -223,9 +223,9 @@ func (r *Recorder) MatMulID(w Weight, x Acts, b MoEBatch, perAssign bool, y *Buf
 		return
 	}
 	grouped := b.grouped(r.d)
-	// Packed rows: CPU adapters' kernels, or GPUs' integer dot products one assignment at a time.
-	intDot := x.Packed != ActNone && !r.d.BarrierFree
-	if x.Packed != ActNone && (ActFor(w.Type) != x.Packed || intDot && (grouped || !r.d.IntDotFor(w.Type, 1) || x.Packed == ActQ8_1 && x.Sums == nil)) {
+	// GPUs' integer dot products take one assignment at a time: not the grouped kernels.
+	intDot, fits := r.packedFit(w.Type, x, 1)
+	if !fits || intDot && grouped {
 		r.fail("gpu: activations packed as %d do not fit a %s weight on this adapter", x.Packed, w.Type)
 		return
 	}
@@ -287,11 +287,7 @@ func (r *Recorder) MatMulID(w Weight, x Acts, b MoEBatch, perAssign bool, y *Buf
 		if r.d.SubgroupMath {
 			defs = append(defs, "SUBGROUPS")
 		}
-		if intDot {
-			defs = append(append(defs, "IDOT"), x.Packed.packedDefines()...)
-		} else if w.Type == Q4_K {
-			defs = append(defs, "CHUNK_DOT")
-		}
+		defs = append(defs, cooperativeDefines(w.Type, x, intDot)...)
 		p := r.kernel("matvec", bind, 64, weightDefines(w.Type, defs...)...)
 		if p == nil {
 			return

@@ -268,8 +268,8 @@ func (r *Recorder) matMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, y
 		r.fail("gpu: matmul needs a row length that is a multiple of 4, got %d", w.Cols)
 		return
 	}
-	intDot := x.Packed != ActNone && !r.d.BarrierFree
-	if x.Packed != ActNone && (ActFor(w.Type) != x.Packed || intDot && (!r.d.IntDotFor(w.Type, nTokens) || x.Packed == ActQ8_1 && x.Sums == nil)) {
+	intDot, fits := r.packedFit(w.Type, x, nTokens)
+	if !fits {
 		r.fail("gpu: activations packed as %d do not fit a %s weight on this adapter", x.Packed, w.Type)
 		return
 	}
@@ -335,11 +335,7 @@ func (r *Recorder) matMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, y
 		if nTokens == 1 {
 			extra = append(extra, "ONE")
 		}
-		if intDot {
-			extra = append(append(extra, "IDOT"), x.Packed.packedDefines()...)
-		} else if w.Type == Q4_K {
-			extra = append(extra, "CHUNK_DOT")
-		}
+		extra = append(extra, cooperativeDefines(w.Type, x, intDot)...)
 		p := r.matvecKernel(w.Type, xSums != nil, lora != nil, extra)
 		for _, c := range w.Chunks {
 			if p != nil {

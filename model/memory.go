@@ -196,17 +196,10 @@ func EstimateStageFootprint(c Config, f *gguf.File, opts Options, kvRows, states
 			weights += max(deviceSize(t), t.Size)
 		}
 	}
-	recurrent := 0
-	for il := lo; il < hi; il++ {
-		if c.Recurrent != nil && c.Recurrent[il] {
-			recurrent++
-		}
-	}
-	conv, ssm := c.stateSizes()
 	return Footprint{
 		Weights: weights,
 		KV:      uint64(kvRows) * kvTokenBytes(c, opts, lo, hi),
-		State:   uint64(max(states, 1)) * uint64(recurrent*(conv+ssm)*4),
+		State:   uint64(max(states, 1)) * uint64(stateBytesOf(c, lo, hi)),
 		Scratch: full.Scratch,
 	}
 }

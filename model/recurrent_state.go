@@ -31,10 +31,16 @@ func (m *Model) StateBytes() int {
 
 // StateBytes is a sequence's recurrent state over all of c's layers, in bytes (0 without
 // recurrent layers), for memory estimates before a model is loaded.
-func StateBytes(c Config) int {
+func StateBytes(c Config) int { return stateBytesOf(c, 0, c.NLayer) }
+
+// stateBytesOf is a sequence's recurrent state over layers [lo, hi), in bytes.
+func stateBytesOf(c Config, lo, hi int) int {
+	if c.Recurrent == nil {
+		return 0
+	}
 	conv, ssm := c.stateSizes()
 	n := 0
-	for _, r := range c.Recurrent {
+	for _, r := range c.Recurrent[lo:hi] {
 		if r {
 			n += 4 * (conv + ssm)
 		}

@@ -78,6 +78,19 @@ func cacheOf(t *testing.T, m *model.Model) *model.KVCache {
 	return kv
 }
 
+// forwardBoth runs tokens at pos0 through both models and returns their logits.
+func forwardBoth(t *testing.T, one, two *model.Model, kv1, kv2 *model.KVCache, tokens []int32, pos0 int) (a, b []float32) {
+	t.Helper()
+	var err error
+	if a, err = one.Forward(kv1, tokens, pos0); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = two.Forward(kv2, tokens, pos0); err != nil {
+		t.Fatal(err)
+	}
+	return a, b
+}
+
 // TestSplitMatchesOneDevice: stories260K over two devices gives the one-device model's logits
 // bit for bit (a prompt, then greedy steps), the same candidates and the same cache rows, and
 // puts its layers where asked.
@@ -98,14 +111,7 @@ func TestSplitMatchesOneDevice(t *testing.T) {
 	}
 
 	prompt := one.Tokenizer.Encode("Once upon a time", true, false)
-	a, err := one.Forward(kv1, prompt, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := two.Forward(kv2, prompt, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, b := forwardBoth(t, one, two, kv1, kv2, prompt, 0)
 	var text strings.Builder
 	for pos := len(prompt); pos < len(prompt)+20; pos++ {
 		if !slices.Equal(a, b) {
@@ -113,12 +119,7 @@ func TestSplitMatchesOneDevice(t *testing.T) {
 		}
 		id := argmax(a)
 		text.WriteString(string(one.Tokenizer.Piece(id, false)))
-		if a, err = one.Forward(kv1, []int32{id}, pos); err != nil {
-			t.Fatal(err)
-		}
-		if b, err = two.Forward(kv2, []int32{id}, pos); err != nil {
-			t.Fatal(err)
-		}
+		a, b = forwardBoth(t, one, two, kv1, kv2, []int32{id}, pos)
 	}
 	if !strings.HasPrefix(text.String(), ", there was a little girl named Lily") {
 		t.Errorf("greedy text %q, want llama.cpp's", text.String())
@@ -172,15 +173,7 @@ func TestSplitRecurrent(t *testing.T) {
 	two := loadSplit(t, []int{n / 2, n - n/2}, model.Options{MaxBatch: 16}, parts...)
 	kv1, kv2 := cacheOf(t, one), cacheOf(t, two)
 	prompt := []int32{1, 2, 3, 4, 5, 6, 7}
-	a, err := one.Forward(kv1, prompt, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := two.Forward(kv2, prompt, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(a, b) {
+	if a, b := forwardBoth(t, one, two, kv1, kv2, prompt, 0); !slices.Equal(a, b) {
 		t.Error("the split hybrid's logits differ from one device's")
 	}
 	s1, err := one.ReadState(kv1, 0)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
 	"github.com/wgpu-llama/wgpu-llama/engine/enginetest"
-	"github.com/wgpu-llama/wgpu-llama/gpu"
 	"github.com/wgpu-llama/wgpu-llama/gpu/gputest"
 	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
 )
@@ -15,18 +14,7 @@ import (
 // TestPropsShowSplit: /props lists the devices of a split model with their layers (our
 // extension; a one-device server's /props has no devices, as llama-server's).
 func TestPropsShowSplit(t *testing.T) {
-	best, err := gpu.Open(-1)
-	gputest.Check(t, err)
-	name := best.Info.Name
-	best.Close()
-	idx := -1
-	list, err := gpu.Adapters()
-	gputest.Check(t, err)
-	for _, a := range list {
-		if a.Name == name {
-			idx = a.Index
-		}
-	}
+	idx, name := gputest.AdapterIndex(t), gputest.Device(t).Info.Name
 	e := enginetest.LoadConfig(t, engine.Config{ModelPath: shareddata.Path(t, "models", "stories260K.gguf"), CtxSize: 256,
 		Devices: []int{idx, idx}, TensorSplit: []float64{1, 3}})
 	srv := New(Config{}, testLogger())

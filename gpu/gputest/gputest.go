@@ -29,6 +29,22 @@ func Device(tb testing.TB) *gpu.Device {
 	return shared
 }
 
+// AdapterIndex is the index (gpu.Adapters') of the adapter Device opens, for tests that open
+// it again by index (two devices on one adapter stand in for two GPUs).
+func AdapterIndex(tb testing.TB) int {
+	tb.Helper()
+	name := Device(tb).Info.Name
+	list, err := gpu.Adapters()
+	Check(tb, err)
+	for _, a := range list {
+		if a.Name == name {
+			return a.Index
+		}
+	}
+	tb.Fatalf("the test adapter %q is not in the adapters' list", name)
+	return 0
+}
+
 // Check handles an error from opening a GPU resource: no adapter skips (or fails under
 // RequireEnv), anything else fails.
 func Check(tb testing.TB, err error) {

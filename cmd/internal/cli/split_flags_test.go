@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/wgpu-llama/wgpu-llama/engine"
-	"github.com/wgpu-llama/wgpu-llama/gpu"
+	"github.com/wgpu-llama/wgpu-llama/gpu/gputest"
 	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
 )
 
@@ -31,14 +31,8 @@ func TestSplitFlags(t *testing.T) {
 		{[]string{"-dev", "2,1", "-sm", "none", "-mg", "1"}, 1, nil, nil},
 		{[]string{"-sm", "none", "--main-gpu", "2"}, 2, nil, nil},
 	} {
-		fs := newFlagSet("test", "test", nil)
-		var sf splitFlags
-		sf.register(fs)
-		if err := fs.Parse(tc.args); err != nil {
-			t.Fatal(err)
-		}
-		var cfg engine.Config
-		if err := sf.apply(&cfg); err != nil {
+		cfg, err := applySplit(t, tc.args)
+		if err != nil {
 			t.Errorf("%v: %v", tc.args, err)
 			continue
 		}
@@ -58,28 +52,31 @@ func TestSplitFlags(t *testing.T) {
 		{[]string{"-dev", "0,1", "-sm", "none", "-mg", "2"}, "--main-gpu 2: --device lists 2 adapters"},
 		{[]string{"-dev", "0,-1"}, "name each adapter of a split"},
 	} {
-		fs := newFlagSet("test", "test", nil)
-		var sf splitFlags
-		sf.register(fs)
-		if err := fs.Parse(tc.args); err != nil {
-			t.Fatal(err)
-		}
-		var cfg engine.Config
-		if err := sf.apply(&cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := applySplit(t, tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want an error saying %q", tc.args, err, tc.want)
 		}
 	}
+}
+
+// applySplit parses args as the split flags and applies them to an engine configuration.
+func applySplit(t *testing.T, args []string) (engine.Config, error) {
+	t.Helper()
+	fs := newFlagSet("test", "test", nil)
+	var sf splitFlags
+	sf.register(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	var cfg engine.Config
+	err := sf.apply(&cfg)
+	return cfg, err
 }
 
 // TestDevicesPlan: `devices -m FILE --device A,A --tensor-split 1,1` lists where the model's
 // layers would go, as the server would put them.
 func TestDevicesPlan(t *testing.T) {
 	requireGPU(t)
-	list, err := gpu.Adapters()
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx := strconv.Itoa(list[0].Index)
+	idx := strconv.Itoa(gputest.AdapterIndex(t))
 	var stdout, stderr bytes.Buffer
 	path := shareddata.Path(t, "models", "stories260K.gguf")
 	if err := run(context.Background(), []string{"devices", "-m", path, "--device", idx + "," + idx, "-ts", "1,1", "-c", "256"}, &stdout, &stderr); err != nil {
