@@ -548,7 +548,7 @@ func (m *Model) project(r *gpu.Recorder, ps []proj, x *gpu.Buffer, xRow0, nToken
 // projectWith is project with an adapter's term added in the products' epilogue when epi is
 // not nil.
 func (m *Model) projectWith(r *gpu.Recorder, ps []proj, x *gpu.Buffer, xRow0, nTokens, k int, y *gpu.Buffer, yStride int, accumulate bool, epi *gpu.LoRAEpilogue) {
-	m.eachRounded(r, ps, x, xRow0, nTokens, k, m.intDotFor(nTokens), func(p proj, in gpu.Acts) {
+	m.eachRounded(r, ps, x, xRow0, nTokens, k, nTokens, func(p proj, in gpu.Acts) {
 		if epi != nil {
 			r.MatMulLoRA(p.w, in, nTokens, y, yStride, p.col, accumulate, *epi)
 		} else {
@@ -562,15 +562,15 @@ func (m *Model) projectWith(r *gpu.Recorder, ps []proj, x *gpu.Buffer, xRow0, nT
 // (see Options.RawActivations); projections of one type share one rounding.
 //
 // On a GPU, rows that every projection of their rounding multiplies with integer dot products
-// (intDot, gpu.Device.IntDotFor's answer for the product; nil: none) are rounded packed for
+// (gpu.Device.IntDotFor, for products of intDotRows rows each; 0: none) are rounded packed for
 // them (QuantizeForIntDot).
-func (m *Model) eachRounded(r *gpu.Recorder, ps []proj, x *gpu.Buffer, xRow0, rows, k int, intDot func(gpu.WeightType) bool, do func(p proj, in gpu.Acts)) {
+func (m *Model) eachRounded(r *gpu.Recorder, ps []proj, x *gpu.Buffer, xRow0, rows, k, intDotRows int, do func(p proj, in gpu.Acts)) {
 	rounded, acts := gpu.ActNone, gpu.Acts{}
 	for _, p := range ps {
 		in := gpu.Acts{X: x, Row0: xRow0}
 		if a := gpu.ActFor(p.w.Type); m.actQuant && a != gpu.ActNone && k%a.Block() == 0 {
 			if a != rounded {
-				if intDot != nil && allIntDot(ps, a, intDot) {
+				if intDotRows > 0 && m.allIntDot(ps, a, intDotRows) {
 					acts = r.QuantizeForIntDot(a, x, xRow0, rows, k, m.scratch.xq, m.scratch.xsums)
 				} else {
 					acts = r.QuantizeActivations(a, x, xRow0, rows, k, m.scratch.xq, m.scratch.xsums)
@@ -584,25 +584,20 @@ func (m *Model) eachRounded(r *gpu.Recorder, ps []proj, x *gpu.Buffer, xRow0, ro
 }
 
 // allIntDot reports whether every projection of ps whose activations round as a multiplies
-// with integer dot products (intDot).
-func allIntDot(ps []proj, a gpu.ActQuant, intDot func(gpu.WeightType) bool) bool {
+// with integer dot products, in products of rows rows.
+func (m *Model) allIntDot(ps []proj, a gpu.ActQuant, rows int) bool {
 	for _, p := range ps {
-		if gpu.ActFor(p.w.Type) == a && !intDot(p.w.Type) {
+		if gpu.ActFor(p.w.Type) == a && !m.dev.IntDotFor(p.w.Type, rows) {
 			return false
 		}
 	}
 	return true
 }
 
-// intDotFor is eachRounded's intDot for a product of nTokens rows on m's device.
-func (m *Model) intDotFor(nTokens int) func(gpu.WeightType) bool {
-	return func(t gpu.WeightType) bool { return m.dev.IntDotFor(t, nTokens) }
-}
-
 // projectScaled is project of one projection, from row 0 of x, adding scale times its products
 // into y (a LoRA group's B).
 func (m *Model) projectScaled(r *gpu.Recorder, p proj, x *gpu.Buffer, nTokens, k int, y *gpu.Buffer, yStride int, scale float32) {
-	m.eachRounded(r, []proj{p}, x, 0, nTokens, k, m.intDotFor(nTokens), func(p proj, in gpu.Acts) {
+	m.eachRounded(r, []proj{p}, x, 0, nTokens, k, nTokens, func(p proj, in gpu.Acts) {
 		r.MatMulScaledAdd(p.w, in, nTokens, y, yStride, p.col, scale)
 	})
 }
