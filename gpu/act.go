@@ -138,7 +138,7 @@ func (r *Recorder) QuantizeActivations(a ActQuant, x *Buffer, xRow0, nRows, k in
 	}
 	// With CPUMath Q8 rows are packed for one token too: their weights take matvec_lanes.wgsl,
 	// which multiplies the int8 values.
-	packed := r.d.BarrierFree && (nRows > 1 || (a == ActQ8_0 || a == ActQ8_1) && r.d.CPUMath)
+	packed := r.d.BarrierFree && (nRows > 1 || (a == ActQ8_0 || a == ActQ8_1 || a == ActQ8_K) && r.d.CPUMath)
 	return r.quantize(a, x, xRow0, nRows, k, out, sums, packed)
 }
 

@@ -6,10 +6,11 @@ import (
 )
 
 // inLaneOrder reports whether a product of w with x takes matvec_lanes.wgsl, llama.cpp's own
-// CPU order (integer lane sums for Q8_0, Q5_0, Q4_1 and Q5_1, ggml_vec_dot_f32's or tinyBLAS's
-// lanes for F32, fused multiply-adds, their horizontal sums): on CPU adapters reproducing
-// llama.cpp's arithmetic (CPUMath), those weights with packed Q8_0 (Q8_1 with its block sums)
-// activations (QuantizeActivations packs them there for any token count), F32 with f32 ones.
+// CPU order (integer lane sums for Q8_0, Q5_0, Q4_1 and Q5_1 and the superblock types x86
+// does not repack, ggml_vec_dot_f32's or tinyBLAS's lanes for F32, fused multiply-adds, their
+// horizontal sums): on CPU adapters reproducing llama.cpp's arithmetic (CPUMath), those
+// weights with packed Q8_0 (Q8_1 with its block sums, Q8_K) activations (QuantizeActivations
+// packs them there for any token count), F32 with f32 ones.
 func (r *Recorder) inLaneOrder(w Weight, x Acts) bool {
 	if !r.d.BarrierFree || !r.d.CPUMath {
 		return false
@@ -22,7 +23,21 @@ func (r *Recorder) inLaneOrder(w Weight, x Acts) bool {
 	case F32:
 		return x.Packed == ActNone && x.Sums == nil
 	}
-	return false
+	return superLanes(w.Type) != nil && x.Packed == ActQ8_K
+}
+
+// superLanes are matvec_lanes.wgsl's defines for the superblock types it sums as llama.cpp's
+// x86 AVX2 vec_dots do (SUPER; SUP_COEF for those with terms on Q8_K's block sums: minimums,
+// Q6_K's offset, IQ1_S's deltas); nil for other types. Q3_K and Q4_K are not among them (x86
+// repacks Q4_K; neither is in lane order yet).
+func superLanes(t WeightType) []string {
+	switch t {
+	case Q2_K, Q5_K, Q6_K, IQ1_S:
+		return []string{"SUPER", "SUP_COEF"}
+	case IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_XS:
+		return []string{"SUPER"}
+	}
+	return nil
 }
 
 // vecDotOrder is matvec_lanes.wgsl's VDOT define when an F32 product of nTokens tokens with
@@ -55,6 +70,7 @@ func (r *Recorder) matMulLanes(w Weight, x Acts, nTokens int, extra []string, lo
 		orderTokens = r.orderTokens
 	}
 	defs := append(append(append(slices.Clip(extra), laneDefine(lanes)), x.Packed.packedDefines()...), vecDotOrder(w, orderTokens)...)
+	defs = append(defs, superLanes(w.Type)...)
 	p := r.kernel("matvec_lanes", bind, rowsWorkgroup, weightDefines(w.Type, defs...)...)
 	if p == nil {
 		return
@@ -73,7 +89,7 @@ func (r *Recorder) matMulIDLanes(w Weight, x Acts, grouped bool, zSlices uint32,
 	if grouped {
 		lanes, defs = 8, append(defs, "ID_TILE")
 	}
-	defs = append(append(defs, laneDefine(lanes)), x.Packed.packedDefines()...)
+	defs = append(append(append(defs, laneDefine(lanes)), x.Packed.packedDefines()...), superLanes(w.Type)...)
 	if w.Type == F32 {
 		defs = append(defs, "VDOT") // ggml's mul_mat_id takes vec_dot for every token
 	}

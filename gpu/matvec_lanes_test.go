@@ -57,6 +57,49 @@ func TestMatMulLaneOrder(t *testing.T) {
 	}
 }
 
+// TestMatMulSuperLaneOrder checks CPU adapters' products of the superblock types llama.cpp's
+// x86 build does not repack (Q2_K, Q5_K, Q6_K, the IQ types but IQ4_NL) bit for bit against
+// cpuref.MatMulSuperLanes, the Go model of its AVX2 vec_dots (itself checked against
+// llama.cpp's own library by cpuref's TestSuperLanesAreGGMLs): random blocks, 45 rows (not a
+// multiple of the 32-row workgroup), batches of 1 to 9 tokens from an offset row.
+func TestMatMulSuperLaneOrder(t *testing.T) {
+	d := laneOrderDevice(t)
+	rng := rand.New(rand.NewPCG(45, 46))
+	const rows, cols, row0 = 45, 256 * 3, 1
+	types := map[gguf.GGMLType]gpu.WeightType{gguf.TypeQ2_K: gpu.Q2_K, gguf.TypeQ5_K: gpu.Q5_K,
+		gguf.TypeQ6_K: gpu.Q6_K, gguf.TypeIQ2_XXS: gpu.IQ2_XXS, gguf.TypeIQ2_XS: gpu.IQ2_XS,
+		gguf.TypeIQ2_S: gpu.IQ2_S, gguf.TypeIQ3_XXS: gpu.IQ3_XXS, gguf.TypeIQ3_S: gpu.IQ3_S,
+		gguf.TypeIQ4_XS: gpu.IQ4_XS, gguf.TypeIQ1_S: gpu.IQ1_S, gguf.TypeIQ1_M: gpu.IQ1_M}
+	for _, gt := range cpuref.SuperLaneTypes {
+		typ := types[gt]
+		raw := cpuref.RandomSuperBlocks(rng, gt, rows*cols/256)
+		w := uploadWeight(t, d, typ, rows, cols, raw)
+		for _, nTok := range []int{1, 2, 3, 6, 9} {
+			add := nTok%2 == 0
+			name := fmt.Sprintf("%s t=%d add=%v", typ, nTok, add)
+			x := randVec(rng, (row0+nTok)*cols)
+			y0 := randVec(rng, nTok*rows)
+			out := upload(t, d, y0)
+			xq := empty(t, d, nTok*cols)
+			got := run(t, d, out, len(y0), func(r *gpu.Recorder) {
+				acts := r.QuantizeActivations(gpu.ActQ8_K, upload(t, d, x), row0, nTok, cols, xq, nil)
+				if acts.Packed != gpu.ActQ8_K {
+					t.Fatalf("%s: activations packed as %d, want Q8_K", name, acts.Packed)
+				}
+				r.MatMulAt(w, acts, nTok, out, rows, 0, add)
+			})
+			want, err := cpuref.MatMulSuperLanes(gt, raw, rows, cols, x[row0*cols:], nTok)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if add {
+				want = cpuref.Add(y0, want)
+			}
+			checkBits(t, name, got, want)
+		}
+	}
+}
+
 // checkBits fails on the first value that differs from want in any bit.
 func checkBits(t *testing.T, name string, got, want []float32) {
 	t.Helper()

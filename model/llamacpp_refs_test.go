@@ -181,15 +181,15 @@ var (
 	}
 	iqLimits = map[string]refLimits{
 		"dense256-F32.gguf":     {step0: 1e-6, all: 1e-5},
-		"dense256-IQ1_M.gguf":   {step0: 1e-2, all: 0.2, diverges: 24},
-		"dense256-IQ1_S.gguf":   {step0: 1e-5, all: 0.15},
-		"dense256-IQ2_S.gguf":   {step0: 1e-5, all: 1e-4},
-		"dense256-IQ2_XS.gguf":  {step0: 1e-5, all: 1e-2},
-		"dense256-IQ2_XXS.gguf": {step0: 1e-5, all: 0.15},
-		"dense256-IQ3_S.gguf":   {step0: 1e-5, all: 0.15},
-		"dense256-IQ3_XXS.gguf": {step0: 1e-5, all: 0.15},
+		"dense256-IQ1_M.gguf":   {step0: 1e-6, all: 1e-5},
+		"dense256-IQ1_S.gguf":   {step0: 1e-6, all: 1e-5},
+		"dense256-IQ2_S.gguf":   {step0: 1e-6, all: 1e-5},
+		"dense256-IQ2_XS.gguf":  {step0: 1e-6, all: 1e-5},
+		"dense256-IQ2_XXS.gguf": {step0: 1e-6, all: 1e-5},
+		"dense256-IQ3_S.gguf":   {step0: 1e-6, all: 1e-5},
+		"dense256-IQ3_XXS.gguf": {step0: 1e-6, all: 1e-5},
 		"dense256-IQ4_NL.gguf":  {step0: 1e-5, all: 0.2, diverges: 9},
-		"dense256-IQ4_XS.gguf":  {step0: 1e-5, all: 1e-3},
+		"dense256-IQ4_XS.gguf":  {step0: 1e-6, all: 1e-5},
 	}
 )
 

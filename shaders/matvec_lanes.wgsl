@@ -25,6 +25,9 @@
 //#include matmul_io.inc
 //#include dequant.inc
 //#include ggml_math.inc
+#ifdef SUPER
+//#include super_lanes.inc
+#endif
 
 const RWG: u32 = 32u;
 
@@ -46,6 +49,120 @@ fn fold32(l: array<vec4<f32>, 8>) -> f32 {
 }
 #endif
 
+#ifdef SUPER
+// i8x4 is the four int8 of a packed activation word, lowest byte first.
+fn i8x4(v: u32) -> vec4<i32> {
+    return bitcast<vec4<i32>>(vec4<u32>(v) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u);
+}
+
+// half_sums is the activations' sums over the two 16-element halves of the 32-block whose
+// words start at xw (Q8_K's bsums).
+fn half_sums(xw: u32) -> vec2<i32> {
+    var s = vec2<i32>(0);
+    for (var k = 0u; k < 4u; k++) {
+        s += vec2<i32>(dot4I8Packed(x[xw + k], 0x01010101u), dot4I8Packed(x[xw + 4u + k], 0x01010101u));
+    }
+    return s;
+}
+
+// fold8 is hsum_float_8 of lanes 0-3 in lo and 4-7 in hi.
+fn fold8(lo: vec4<f32>, hi: vec4<f32>) -> f32 {
+    let v = lo + hi;
+    return ns_keep(ns_keep(v.x + v.z) + ns_keep(v.y + v.w));
+}
+
+// lanes_f is integer lanes l0 .. l0 + 3 as floats.
+fn lanes_f(il: array<i32, 8>, l0: u32) -> vec4<f32> {
+    return vec4<f32>(vec4<i32>(il[l0], il[l0 + 1u], il[l0 + 2u], il[l0 + 3u]));
+}
+
+// super_rows is the SUPER product of row (its blocks from base0) with the invocation's tokens:
+// per superblock each token's 8 integer lanes (lane l: the places 4l .. 4l + 3 of every
+// 32-block, sup_int times the int8 activations), fused into its float lanes with d_w·d_x after
+// the type's block terms (SUP_COEF: Q2_K's minimums' lanes before, Q5_K's into a scalar sum,
+// Q6_K's offset off the lanes, IQ1_S's deltas into a scalar sum; IQ1_M's delta lanes beside).
+fn super_rows(row: u32, base0: u32, nb: u32) {
+    var lo = array<vec4<f32>, LANES>();
+    var hi = array<vec4<f32>, LANES>();
+    var summs = array<f32, LANES>();
+#ifdef T_IQ1_M
+    var lo2 = array<vec4<f32>, LANES>();
+    var hi2 = array<vec4<f32>, LANES>();
+#endif
+    for (var b = 0u; b < nb; b++) {
+        let base = base0 + b * BW;
+        var il = array<array<i32, 8>, LANES>();
+#ifdef T_IQ1_M
+        var dl = array<array<i32, 8>, LANES>();
+#endif
+        for (var j = 0u; j < BS; j += 4u) {
+            let l = (j % 32u) / 4u;
+            let wv = sup_int(base, j);
+#ifdef T_IQ1_M
+            let dv = sup_delta(base, j);
+#endif
+            for (var t = 0u; t < LANES; t++) {
+                let xv = i8x4(x[act_at(xrow(t), b) + 1u + j / 4u]);
+                il[t][l] += dot(wv, xv);
+#ifdef T_IQ1_M
+                dl[t][l] += dv * (xv.x + xv.y + xv.z + xv.w);
+#endif
+            }
+        }
+        let dw = sup_d(base);
+        for (var t = 0u; t < LANES; t++) {
+            let at = act_at(xrow(t), b);
+            let xd = act_scale(at);
+            let d = vec4<f32>(dw * xd);
+#ifdef SUP_COEF
+            var bl: array<i32, 8>;
+            var bsum = 0;
+            for (var l = 0u; l < 8u; l++) {
+                bl[l] = dot(vec2<i32>(sup_coef(base, 2u * l), sup_coef(base, 2u * l + 1u)), half_sums(at + 1u + 8u * l));
+                bsum += bl[l];
+            }
+#ifdef T_Q2_K
+            let dmin = vec4<f32>(-(xd * sup_dmin(base)));
+            lo[t] = fma4(dmin, lanes_f(bl, 0u), lo[t]);
+            hi[t] = fma4(dmin, lanes_f(bl, 4u), hi[t]);
+#endif
+#ifdef T_Q5_K
+            summs[t] = fma1(-(xd * sup_dmin(base)), f32(bsum), summs[t]);
+#endif
+#ifdef T_Q6_K
+            for (var l = 0u; l < 8u; l++) {
+                il[t][l] -= 32 * bl[l];
+            }
+#endif
+#ifdef T_IQ1_S
+            summs[t] = fma1(d.x, f32(bsum), summs[t]);
+#endif
+#endif
+            lo[t] = fma4(d, lanes_f(il[t], 0u), lo[t]);
+            hi[t] = fma4(d, lanes_f(il[t], 4u), hi[t]);
+#ifdef T_IQ1_M
+            lo2[t] = fma4(d, lanes_f(dl[t], 0u), lo2[t]);
+            hi2[t] = fma4(d, lanes_f(dl[t], 4u), hi2[t]);
+#endif
+        }
+    }
+    for (var t = 0u; t < LANES; t++) {
+        if (row < p.n && t < nt) {
+            var sum = SUP_TAIL * fold8(lo[t], hi[t]);
+#ifdef T_Q5_K
+            sum = ns_keep(sum + summs[t]);
+#endif
+#ifdef T_IQ1_S
+            sum = ns_keep(sum + 0.125 * summs[t]);
+#endif
+#ifdef T_IQ1_M
+            sum = ns_keep(sum + 0.125 * fold8(lo2[t], hi2[t]));
+#endif
+            store(t, row, sum);
+        }
+    }
+}
+#else
 #ifdef XPACK_Q8
 // nibble_word is lane l's four 4-bit values (elements 4l .. 4l + 3) of the 16 quant bytes at
 // word qs, one to a byte: low nibbles for l < 4, high ones after.
@@ -88,6 +205,7 @@ fn lanes4(wv: vec4<u32>, xo: u32) -> vec4<f32> {
                                dot4I8Packed(wv.z, x[xo + 2u]), dot4I8Packed(wv.w, x[xo + 3u])));
 }
 #endif
+#endif
 
 @compute @workgroup_size(RWG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
@@ -112,6 +230,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     nt = min(LANES, p.n_tok - tok0);
     let base0 = min(row, p.n - 1u) * nb * BW;
 #endif
+#ifdef SUPER
+    super_rows(row, base0, nb);
+#else
 #ifdef XPACK_Q8
     // Lanes 0-3 and 4-7 of each token's sums.
     var lo = array<vec4<f32>, LANES>();
@@ -182,6 +303,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             store(t, row, ns_keep(ns_keep(v.x + v.z) + ns_keep(v.y + v.w)));
         }
     }
+#endif
 #endif
 #endif
 }

@@ -1,0 +1,80 @@
+package cpuref_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/wgpu-llama/wgpu-llama/gguf"
+	"github.com/wgpu-llama/wgpu-llama/gpu/cpuref"
+	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
+)
+
+// TestSuperLanesAreGGMLs runs llama.cpp's own vec_dot (the shared CPU build's libggml-cpu,
+// x86 with AVX2 and FMA, through testdata/ggmldot.c) on random rows of every type
+// MatMulSuperLanes covers and checks that the Go model gives the same float bit for bit.
+func TestSuperLanesAreGGMLs(t *testing.T) {
+	lib := shareddata.Path(t, "llama.cpp", "cpu")
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler to build testdata/ggmldot.c")
+	}
+	bin := filepath.Join(t.TempDir(), "ggmldot")
+	if out, err := exec.Command(cc, "-O2", "-o", bin, "testdata/ggmldot.c", "-ldl").CombinedOutput(); err != nil {
+		t.Fatalf("building ggmldot: %v\n%s", err, out)
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, typ := range cpuref.SuperLaneTypes {
+		for _, nb := range []int{1, 3, 11} {
+			rows, cols := 24, 256*nb
+			w := cpuref.RandomSuperBlocks(rng, typ, rows*nb)
+			x := make([]float32, cols)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			want := ggmlDot(t, bin, lib, typ, w, rows, x)
+			got, err := cpuref.MatMulSuperLanes(typ, w, rows, cols, x, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bad := 0
+			for r := range rows {
+				if math.Float32bits(got[r]) != math.Float32bits(want[r]) {
+					if bad < 3 {
+						t.Errorf("%s %d blocks, row %d: %g, llama.cpp %g", typ, nb, r, got[r], want[r])
+					}
+					bad++
+				}
+			}
+			if bad > 0 {
+				t.Errorf("%s %d blocks: %d of %d rows differ", typ, nb, bad, rows)
+			}
+		}
+	}
+}
+
+// ggmlDot runs ggmldot: llama.cpp's vec_dot of each row of w with x.
+func ggmlDot(t *testing.T, bin, lib string, typ gguf.GGMLType, w []byte, rows int, x []float32) []float32 {
+	t.Helper()
+	var in bytes.Buffer
+	binary.Write(&in, binary.LittleEndian, []int32{int32(typ), int32(len(x)), int32(rows)})
+	in.Write(w)
+	binary.Write(&in, binary.LittleEndian, x)
+	cmd := exec.Command(bin, lib)
+	cmd.Stdin = &in
+	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("ggmldot %s: %v", typ, err)
+	}
+	got := make([]float32, rows)
+	if err := binary.Read(bytes.NewReader(out), binary.LittleEndian, got); err != nil {
+		t.Fatalf("ggmldot %s: %v", typ, err)
+	}
+	return got
+}
