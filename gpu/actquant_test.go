@@ -15,8 +15,8 @@ import (
 // TestQuantizeActivations checks each activation rounding against its Go reference, on rows
 // read from an offset, in both kernels: the cooperative one of GPUs (rows of a length that
 // leaves its last workgroup part full) and the per-block one of CPU adapters (one row, which
-// they do not pack but for Q8_0 and Q8_1 with CPUMath: their packed blocks are read back as
-// values).
+// they do not pack but for the Q8 roundings with CPUMath: their packed blocks are read back
+// as values).
 func TestQuantizeActivations(t *testing.T) {
 	d := gputest.Device(t)
 	defer func(v, m bool) { d.BarrierFree, d.CPUMath = v, m }(d.BarrierFree, d.CPUMath)
@@ -47,8 +47,8 @@ func TestQuantizeActivations(t *testing.T) {
 			sums := empty(t, d, v.nRows*k/32)
 			var acts gpu.Acts
 			got := run(t, d, out, v.nRows*k, func(r *gpu.Recorder) { acts = r.QuantizeActivations(c.a, upload(t, d, x), row0, v.nRows, k, out, sums) })
-			if acts.Packed == gpu.ActQ8_0 || acts.Packed == gpu.ActQ8_1 {
-				got = unpackQ8(got, v.nRows*k)
+			if acts.Packed != gpu.ActNone {
+				got = unpackQ8(got, v.nRows*k, acts.Packed.Block())
 			}
 			name := fmt.Sprintf("act %d barrier-free=%v", c.a, v.barrierFree)
 			check(t, name, got, c.ref(src), 1e-6)
@@ -193,13 +193,13 @@ func TestPackedActivations(t *testing.T) {
 	}
 }
 
-// unpackQ8 is the values of act_quant's PACKED Q8_0 blocks in words: per block of 32 its scale
-// (f32 bits) and then its int8 four to a word, lowest first.
-func unpackQ8(words []float32, n int) []float32 {
+// unpackQ8 is the values of act_quant's PACKED Q8 blocks of bs values in words: per block its
+// scale (f32 bits) and then its int8 four to a word, lowest first.
+func unpackQ8(words []float32, n, bs int) []float32 {
 	out := make([]float32, n)
 	for i := range out {
-		blk := words[i/32*9:]
-		q := int8(math.Float32bits(blk[1+i%32/4]) >> (8 * (i % 4)))
+		blk := words[i/bs*(1+bs/4):]
+		q := int8(math.Float32bits(blk[1+i%bs/4]) >> (8 * (i % 4)))
 		out[i] = blk[0] * float32(q)
 	}
 	return out

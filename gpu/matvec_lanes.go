@@ -23,18 +23,48 @@ func (r *Recorder) inLaneOrder(w Weight, x Acts) bool {
 	case F32:
 		return x.Packed == ActNone && x.Sums == nil
 	}
-	return superLanes(w.Type) != nil && x.Packed == ActQ8_K
+	switch {
+	case repacked8(w):
+		return x.Packed == ActFor(w.Type) && x.Sums == nil
+	case superLanes(w.Type) != nil:
+		return x.Packed == ActQ8_K
+	}
+	return false
+}
+
+// repacked8 reports whether llama.cpp's x86 build repacks w eight rows to a block (Q4_0,
+// IQ4_NL, MXFP4 and Q4_K weights whose row count, per expert, is a multiple of 8), so that
+// its products take the repacked gemv and gemm (matvec_lanes.wgsl's REPACK8).
+func repacked8(w Weight) bool {
+	switch w.Type {
+	case Q4_0, IQ4_NL, MXFP4, Q4_K:
+		return (w.Rows/max(w.Experts, 1))%8 == 0
+	}
+	return false
+}
+
+// laneVariant is matvec_lanes.wgsl's defines for w's type: SUPER or REPACK8 (with the integer
+// dot helpers, IDOT, and GEMV_ONLY where llama.cpp's gemv takes every token: mul_mat_id, and
+// the last block's few output rows).
+func laneVariant(w Weight, gemvOnly bool) []string {
+	if !repacked8(w) {
+		return superLanes(w.Type)
+	}
+	if gemvOnly {
+		return []string{"REPACK8", "IDOT", "GEMV_ONLY"}
+	}
+	return []string{"REPACK8", "IDOT"}
 }
 
 // superLanes are matvec_lanes.wgsl's defines for the superblock types it sums as llama.cpp's
 // x86 AVX2 vec_dots do (SUPER; SUP_COEF for those with terms on Q8_K's block sums: minimums,
-// Q6_K's offset, IQ1_S's deltas); nil for other types. Q3_K and Q4_K are not among them (x86
-// repacks Q4_K; neither is in lane order yet).
+// Q6_K's offset, IQ1_S's deltas); nil for other types. (x86 repacks Q4_K of a row count that
+// is a multiple of 8: repacked8 comes first.)
 func superLanes(t WeightType) []string {
 	switch t {
-	case Q2_K, Q5_K, Q6_K, IQ1_S:
+	case Q2_K, Q4_K, Q5_K, Q6_K, IQ1_S:
 		return []string{"SUPER", "SUP_COEF"}
-	case IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_XS:
+	case Q3_K, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_XS:
 		return []string{"SUPER"}
 	}
 	return nil
@@ -70,7 +100,7 @@ func (r *Recorder) matMulLanes(w Weight, x Acts, nTokens int, extra []string, lo
 		orderTokens = r.orderTokens
 	}
 	defs := append(append(append(slices.Clip(extra), laneDefine(lanes)), x.Packed.packedDefines()...), vecDotOrder(w, orderTokens)...)
-	defs = append(defs, superLanes(w.Type)...)
+	defs = append(defs, laneVariant(w, orderTokens < 4)...)
 	p := r.kernel("matvec_lanes", bind, rowsWorkgroup, weightDefines(w.Type, defs...)...)
 	if p == nil {
 		return
@@ -89,7 +119,7 @@ func (r *Recorder) matMulIDLanes(w Weight, x Acts, grouped bool, zSlices uint32,
 	if grouped {
 		lanes, defs = 8, append(defs, "ID_TILE")
 	}
-	defs = append(append(append(defs, laneDefine(lanes)), x.Packed.packedDefines()...), superLanes(w.Type)...)
+	defs = append(append(append(defs, laneDefine(lanes)), x.Packed.packedDefines()...), laneVariant(w, true)...)
 	if w.Type == F32 {
 		defs = append(defs, "VDOT") // ggml's mul_mat_id takes vec_dot for every token
 	}

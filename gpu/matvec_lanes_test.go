@@ -58,7 +58,8 @@ func TestMatMulLaneOrder(t *testing.T) {
 }
 
 // TestMatMulSuperLaneOrder checks CPU adapters' products of the superblock types llama.cpp's
-// x86 build does not repack (Q2_K, Q5_K, Q6_K, the IQ types but IQ4_NL) bit for bit against
+// x86 build does not repack (the K-quants, Q4_K here as 45 rows are not a multiple of 8, and
+// the IQ types but IQ4_NL) bit for bit against
 // cpuref.MatMulSuperLanes, the Go model of its AVX2 vec_dots (itself checked against
 // llama.cpp's own library by cpuref's TestSuperLanesAreGGMLs): random blocks, 45 rows (not a
 // multiple of the 32-row workgroup), batches of 1 to 9 tokens from an offset row.
@@ -66,7 +67,8 @@ func TestMatMulSuperLaneOrder(t *testing.T) {
 	d := laneOrderDevice(t)
 	rng := rand.New(rand.NewPCG(45, 46))
 	const rows, cols, row0 = 45, 256 * 3, 1
-	types := map[gguf.GGMLType]gpu.WeightType{gguf.TypeQ2_K: gpu.Q2_K, gguf.TypeQ5_K: gpu.Q5_K,
+	types := map[gguf.GGMLType]gpu.WeightType{gguf.TypeQ2_K: gpu.Q2_K, gguf.TypeQ3_K: gpu.Q3_K,
+		gguf.TypeQ4_K: gpu.Q4_K, gguf.TypeQ5_K: gpu.Q5_K,
 		gguf.TypeQ6_K: gpu.Q6_K, gguf.TypeIQ2_XXS: gpu.IQ2_XXS, gguf.TypeIQ2_XS: gpu.IQ2_XS,
 		gguf.TypeIQ2_S: gpu.IQ2_S, gguf.TypeIQ3_XXS: gpu.IQ3_XXS, gguf.TypeIQ3_S: gpu.IQ3_S,
 		gguf.TypeIQ4_XS: gpu.IQ4_XS, gguf.TypeIQ1_S: gpu.IQ1_S, gguf.TypeIQ1_M: gpu.IQ1_M}
@@ -89,6 +91,47 @@ func TestMatMulSuperLaneOrder(t *testing.T) {
 				r.MatMulAt(w, acts, nTok, out, rows, 0, add)
 			})
 			want, err := cpuref.MatMulSuperLanes(gt, raw, rows, cols, x[row0*cols:], nTok)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if add {
+				want = cpuref.Add(y0, want)
+			}
+			checkBits(t, name, got, want)
+		}
+	}
+}
+
+// TestMatMulRepackedOrder checks CPU adapters' products of the types llama.cpp's x86 build
+// repacks eight rows to a block (Q4_0, IQ4_NL, MXFP4, Q4_K; 40 rows, a multiple of 8 but not
+// of the 32-row workgroup) bit for bit against cpuref.MatMulRepacked8: batches of 1 to 9
+// tokens (9: Q4_K's gemm order for the first 8, its gemv order for the last).
+func TestMatMulRepackedOrder(t *testing.T) {
+	d := laneOrderDevice(t)
+	rng := rand.New(rand.NewPCG(47, 48))
+	const rows, cols, row0 = 40, 256 * 3, 1
+	for _, c := range []struct {
+		typ gpu.WeightType
+		gt  gguf.GGMLType
+	}{{gpu.Q4_0, gguf.TypeQ4_0}, {gpu.IQ4_NL, gguf.TypeIQ4_NL}, {gpu.MXFP4, gguf.TypeMXFP4}, {gpu.Q4_K, gguf.TypeQ4_K}} {
+		raw, err := gguf.Quantize(c.gt, randVec(rng, rows*cols))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := uploadWeight(t, d, c.typ, rows, cols, raw)
+		for _, nTok := range []int{1, 2, 3, 6, 9} {
+			add := nTok%2 == 1
+			name := fmt.Sprintf("%s t=%d add=%v", c.typ, nTok, add)
+			x := randVec(rng, (row0+nTok)*cols)
+			y0 := randVec(rng, nTok*rows)
+			out := upload(t, d, y0)
+			xq := empty(t, d, nTok*cols)
+			a := gpu.ActFor(c.typ)
+			got := run(t, d, out, len(y0), func(r *gpu.Recorder) {
+				acts := r.QuantizeActivations(a, upload(t, d, x), row0, nTok, cols, xq, nil)
+				r.MatMulAt(w, acts, nTok, out, rows, 0, add)
+			})
+			want, err := cpuref.MatMulRepacked8(c.gt, raw, rows, cols, x[row0*cols:], nTok, nTok-nTok%4)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -168,7 +168,7 @@ var (
 		"qwen3moe-MXFP4_MOE.gguf": {step0: 1e-5, all: 1e-4},
 		"qwen3moe-Q4_K_M.gguf":    {step0: 1e-5, all: 1e-4},
 		"qwen3moe-Q8_0.gguf":      {step0: 1e-5, all: 1e-4},
-		"qwen3moe256-Q4_K_M.gguf": {step0: 1e-5, all: 5e-2},
+		"qwen3moe256-Q4_K_M.gguf": {step0: 1e-6, all: 1e-5},
 	}
 	hybridLimits = map[string]refLimits{
 		"qwen35-F32.gguf":    {step0: 3e-5, all: 1e-3},
@@ -188,7 +188,7 @@ var (
 		"dense256-IQ2_XXS.gguf": {step0: 1e-6, all: 1e-5},
 		"dense256-IQ3_S.gguf":   {step0: 1e-6, all: 1e-5},
 		"dense256-IQ3_XXS.gguf": {step0: 1e-6, all: 1e-5},
-		"dense256-IQ4_NL.gguf":  {step0: 1e-5, all: 0.2, diverges: 9},
+		"dense256-IQ4_NL.gguf":  {step0: 1e-6, all: 1e-5},
 		"dense256-IQ4_XS.gguf":  {step0: 1e-6, all: 1e-5},
 	}
 )

@@ -784,36 +784,40 @@ fn dq4(base: u32, j: u32) -> vec4<f32> {
 // 64c + 32.. in their high ones. Q5_K's fifth bits start at word qh (0: none), bit 2c (low
 // nibbles) or 2c + 1 (high ones) of byte l.
 fn k_idot(base: u32, at: u32, qs: u32, qh: u32) -> f32 {
-    let h = hdr(base);
-    var sumi = 0;
-    var mins = 0;
+    var sums = vec2<i32>(0);
     for (var c = 0u; c < 4u; c++) {
-        var lo = 0;
-        var hi = 0;
-        var xl = 0;
-        var xh = 0;
-        for (var i = 0u; i < 8u; i++) {
-            let q = w[qs + 8u * c + i];
-            var b5 = vec2<u32>(0u);
-            if (qh != 0u) {
-                let hb = w[qh + i];
-                b5 = vec2<u32>((hb >> (2u * c)) & 0x01010101u, (hb >> (2u * c + 1u)) & 0x01010101u) << vec2<u32>(4u);
-            }
-            let x0 = x[at + 1u + 16u * c + i];
-            let x1 = x[at + 9u + 16u * c + i];
-            lo += dot4I8Packed((q & 0x0F0F0F0Fu) | b5.x, x0);
-            hi += dot4I8Packed(((q >> 4u) & 0x0F0F0F0Fu) | b5.y, x1);
-            xl += dot4I8Packed(0x01010101u, x0);
-            xh += dot4I8Packed(0x01010101u, x1);
-        }
-        let s0 = vec2<i32>(scale_min_of(h.yzw, 2u * c));
-        let s1 = vec2<i32>(scale_min_of(h.yzw, 2u * c + 1u));
-        sumi += s0.x * lo + s1.x * hi;
-        mins += s0.y * xl + s1.y * xh;
+        sums += k_isums(base, at, qs, qh, c);
     }
-    let dm = unpack2x16float(h.x);
+    let dm = unpack2x16float(w[base]);
     let dx = bitcast<f32>(x[at]);
-    return dm.x * dx * f32(sumi) - dm.y * dx * f32(mins);
+    return dm.x * dx * f32(sums.x) - dm.y * dx * f32(sums.y);
+}
+
+// k_isums is group c's (elements 64c .. 64c + 63) part of k_idot's two integer sums: the
+// scales times the quants' sums, and the minimums times the activations' sums.
+fn k_isums(base: u32, at: u32, qs: u32, qh: u32, c: u32) -> vec2<i32> {
+    var lo = 0;
+    var hi = 0;
+    var xl = 0;
+    var xh = 0;
+    for (var i = 0u; i < 8u; i++) {
+        let q = w[qs + 8u * c + i];
+        var b5 = vec2<u32>(0u);
+        if (qh != 0u) {
+            let hb = w[qh + i];
+            b5 = vec2<u32>((hb >> (2u * c)) & 0x01010101u, (hb >> (2u * c + 1u)) & 0x01010101u) << vec2<u32>(4u);
+        }
+        let x0 = x[at + 1u + 16u * c + i];
+        let x1 = x[at + 9u + 16u * c + i];
+        lo += dot4I8Packed((q & 0x0F0F0F0Fu) | b5.x, x0);
+        hi += dot4I8Packed(((q >> 4u) & 0x0F0F0F0Fu) | b5.y, x1);
+        xl += dot4I8Packed(0x01010101u, x0);
+        xh += dot4I8Packed(0x01010101u, x1);
+    }
+    let sw = vec3<u32>(w[base + 1u], w[base + 2u], w[base + 3u]);
+    let s0 = vec2<i32>(scale_min_of(sw, 2u * c));
+    let s1 = vec2<i32>(scale_min_of(sw, 2u * c + 1u));
+    return vec2<i32>(s0.x * lo + s1.x * hi, s0.y * xl + s1.y * xh);
 }
 #endif
 

@@ -79,12 +79,16 @@ fn lanes_f(il: array<i32, 8>, l0: u32) -> vec4<f32> {
 // super_rows is the SUPER product of row (its blocks from base0) with the invocation's tokens:
 // per superblock each token's 8 integer lanes (lane l: the places 4l .. 4l + 3 of every
 // 32-block, sup_int times the int8 activations), fused into its float lanes with d_w·d_x after
-// the type's block terms (SUP_COEF: Q2_K's minimums' lanes before, Q5_K's into a scalar sum,
+// the type's block terms (SUP_COEF: Q2_K's minimums' lanes before, Q4_K's into 4 lanes of
+// their own (two 32-blocks each, folded and added at the end), Q5_K's into a scalar sum,
 // Q6_K's offset off the lanes, IQ1_S's deltas into a scalar sum; IQ1_M's delta lanes beside).
 fn super_rows(row: u32, base0: u32, nb: u32) {
     var lo = array<vec4<f32>, LANES>();
     var hi = array<vec4<f32>, LANES>();
     var summs = array<f32, LANES>();
+#ifdef T_Q4_K
+    var acc_min = array<vec4<f32>, LANES>(); // a lane per 64 elements
+#endif
 #ifdef T_IQ1_M
     var lo2 = array<vec4<f32>, LANES>();
     var hi2 = array<vec4<f32>, LANES>();
@@ -126,6 +130,10 @@ fn super_rows(row: u32, base0: u32, nb: u32) {
             lo[t] = fma4(dmin, lanes_f(bl, 0u), lo[t]);
             hi[t] = fma4(dmin, lanes_f(bl, 4u), hi[t]);
 #endif
+#ifdef T_Q4_K
+            let pairs = vec4<i32>(bl[0] + bl[1], bl[2] + bl[3], bl[4] + bl[5], bl[6] + bl[7]);
+            acc_min[t] = fma4(vec4<f32>(-(xd * sup_dmin(base))), vec4<f32>(pairs), acc_min[t]);
+#endif
 #ifdef T_Q5_K
             summs[t] = fma1(-(xd * sup_dmin(base)), f32(bsum), summs[t]);
 #endif
@@ -149,6 +157,10 @@ fn super_rows(row: u32, base0: u32, nb: u32) {
     for (var t = 0u; t < LANES; t++) {
         if (row < p.n && t < nt) {
             var sum = SUP_TAIL * fold8(lo[t], hi[t]);
+#ifdef T_Q4_K
+            let m = acc_min[t];
+            sum = ns_keep(sum + ns_keep(ns_keep(m.x + m.z) + ns_keep(m.y + m.w)));
+#endif
 #ifdef T_Q5_K
             sum = ns_keep(sum + summs[t]);
 #endif
@@ -159,6 +171,69 @@ fn super_rows(row: u32, base0: u32, nb: u32) {
             sum = ns_keep(sum + 0.125 * fold8(lo2[t], hi2[t]));
 #endif
             store(t, row, sum);
+        }
+    }
+}
+#else
+#ifdef REPACK8
+#ifndef T_Q4_K
+// repack_isum is the exact integer sum of the 32-block at base with the packed activation
+// block at word at: Q4_0's q - 8, IQ4_NL's and MXFP4's int8 levels.
+fn repack_isum(base: u32, at: u32) -> i32 {
+#ifdef T_Q4_0
+    return nib_idot(base + 1u, 0u, at) - 8 * idot_xsum(at);
+#endif
+#ifdef T_IQ4_NL
+    return lut_idot(IQ4NL_LEVELS, base + 1u, at + 1u);
+#endif
+#ifdef T_MXFP4
+    return lut_idot(MXFP4_LEVELS, base + 1u, at + 1u);
+#endif
+}
+#endif
+
+// repack_rows is the REPACK8 product of row (its blocks from base0) with the invocation's
+// tokens, in the order of the gemv and gemm llama.cpp's x86 build runs on weights it repacks
+// eight rows to a block: one float chain an output, each block's exact integer sum fused in
+// as fma(sum, d_w·d_x, acc). Q4_K sums its minimums in a second chain, subtracted at the end,
+// and fuses every 64 elements for the tokens its gemm takes (the first n_tok - n_tok % 4;
+// none with GEMV_ONLY), every superblock for the others.
+fn repack_rows(row: u32, base0: u32, nb: u32) {
+    var acc = array<f32, LANES>();
+    var acc_min = array<f32, LANES>();
+    for (var b = 0u; b < nb; b++) {
+        let base = base0 + b * BW;
+        for (var t = 0u; t < LANES; t++) {
+            let at = act_at(xrow(t), b);
+            let dx = act_scale(at);
+#ifdef T_Q4_K
+            let dm = unpack2x16float(w[base]);
+            var gemm = false;
+#ifndef GEMV_ONLY
+            gemm = tok0 + t < p.n_tok - p.n_tok % 4u;
+#endif
+            var s = vec2<i32>(0);
+            for (var c = 0u; c < 4u; c++) {
+                s += k_isums(base, at, base + 4u, 0u, c);
+                if (gemm || c == 3u) {
+                    acc[t] = fma1(f32(s.x), dm.x * dx, acc[t]);
+                    acc_min[t] = fma1(f32(s.y), dm.y * dx, acc_min[t]);
+                    s = vec2<i32>(0);
+                }
+            }
+#else
+#ifdef T_MXFP4
+            let dw = sb_params(base, 0u).x;
+#else
+            let dw = f16lo(w[base]);
+#endif
+            acc[t] = fma1(f32(repack_isum(base, at)), dw * dx, acc[t]);
+#endif
+        }
+    }
+    for (var t = 0u; t < LANES; t++) {
+        if (row < p.n && t < nt) {
+            store(t, row, ns_keep(acc[t] - acc_min[t]));
         }
     }
 }
@@ -206,6 +281,7 @@ fn lanes4(wv: vec4<u32>, xo: u32) -> vec4<f32> {
 }
 #endif
 #endif
+#endif
 
 @compute @workgroup_size(RWG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
@@ -232,6 +308,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 #endif
 #ifdef SUPER
     super_rows(row, base0, nb);
+#else
+#ifdef REPACK8
+    repack_rows(row, base0, nb);
 #else
 #ifdef XPACK_Q8
     // Lanes 0-3 and 4-7 of each token's sums.
@@ -303,6 +382,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             store(t, row, ns_keep(ns_keep(v.x + v.z) + ns_keep(v.y + v.w)));
         }
     }
+#endif
 #endif
 #endif
 #endif

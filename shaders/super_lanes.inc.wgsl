@@ -1,13 +1,13 @@
 // The integer terms of 256-element superblocks as llama.cpp's x86 AVX2 vec_dots multiply them
-// (matvec_lanes.wgsl's SUPER: Q2_K, Q5_K, Q6_K and the IQ types it does not repack), built on
+// (matvec_lanes.wgsl's SUPER: the K-quants and IQ types it does not repack), built on
 // dequant.inc's decoders: each sub-block's scale is passed to sb_q4 as an integer, so the
 // decoded values are exact integer products of scale and quant.
 //   sup_d(base): the weight's scale d;
 //   sup_int(base, j): elements j .. j + 3 (j a multiple of 4) as the kernel multiplies them
 //                     with the activations (Q6_K's quants unsigned: its offset is SUP_COEF's);
 //   sup_coef(base, k) (SUP_COEF): the coefficient of the activations' 16-element sum k (Q8_K's
-//                     bsums): Q2_K's and Q5_K's minimums, Q6_K's scales, IQ1_S's delta signs
-//                     times scales;
+//                     bsums): Q2_K's, Q4_K's and Q5_K's minimums, Q6_K's scales, IQ1_S's
+//                     delta signs times scales;
 //   sup_delta(base, j) (IQ1_M): IQ1_M's delta sign times scale for elements j .. j + 3;
 //   SUP_TAIL: what the lanes' fold is multiplied by (the IQ2 types' 1/8, IQ3_XXS's 1/4).
 
@@ -24,6 +24,37 @@ fn sup_scale(base: u32, j: u32) -> i32 {
 }
 fn sup_coef(base: u32, k: u32) -> i32 {
     return i32(byte_at(base, k) >> 4u);
+}
+#endif
+
+#ifdef T_Q3_K
+const SUP_TAIL: f32 = 1.0;
+fn sup_d(base: u32) -> f32 {
+    return f16lo(w[base + 27u]);
+}
+fn sup_scale(base: u32, j: u32) -> i32 {
+    let s = j / 16u;
+    let g = s / 4u;
+    let b = s % 4u;
+    let low = (w[base + 24u + g % 2u] >> (8u * b + 4u * (g / 2u))) & 0xFu;
+    let top = (w[base + 26u] >> (8u * b + 2u * g)) & 3u;
+    return i32(low | (top << 4u)) - 32;
+}
+#endif
+
+#ifdef T_Q4_K
+const SUP_TAIL: f32 = 1.0;
+fn sup_d(base: u32) -> f32 {
+    return f16lo(w[base]);
+}
+fn sup_dmin(base: u32) -> f32 {
+    return f16hi(w[base]);
+}
+fn sup_scale(base: u32, j: u32) -> i32 {
+    return i32(scale_min_of(hdr(base).yzw, j / 32u).x);
+}
+fn sup_coef(base: u32, k: u32) -> i32 {
+    return i32(scale_min_of(hdr(base).yzw, k / 2u).y);
 }
 #endif
 
@@ -134,12 +165,16 @@ fn sup_delta(base: u32, j: u32) -> i32 {
 }
 #else
 #ifndef T_Q2_K
+#ifndef T_Q3_K
+#ifndef T_Q4_K
 #ifndef T_Q5_K
 #ifndef T_Q6_K
 // The IQ types' d: the block's first f16.
 fn sup_d(base: u32) -> f32 {
     return f16lo(w[base]);
 }
+#endif
+#endif
 #endif
 #endif
 #endif

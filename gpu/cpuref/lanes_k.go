@@ -31,6 +31,7 @@ func MatMulSuperLanes(t gguf.GGMLType, w []byte, rows, cols int, x []float32, nT
 		xd, xq := q8KBlocks(x[tk*cols : (tk+1)*cols])
 		for r := range rows {
 			var acc, acc2 [8]float32
+			var accMin [4]float32 // Q4_K's minimums: a lane per 64 elements
 			var summs float32
 			for b := range nb {
 				blk := w[(r*nb+b)*st.size : (r*nb+b+1)*st.size]
@@ -42,6 +43,12 @@ func MatMulSuperLanes(t gguf.GGMLType, w []byte, rows, cols int, x []float32, nT
 					dmin := -(xd[b] * f16At(blk[82:]))
 					for l := range 8 {
 						acc[l] = fmaOnce(dmin, float32(blockSum(&terms.min, q, l)), acc[l])
+					}
+				case terms.minLanes4: // Q4_K: in 4 lanes, a lane two 32-blocks
+					dmin := -(xd[b] * f16At(blk[2:]))
+					for k := range 4 {
+						s := blockSum(&terms.min, q, 2*k) + blockSum(&terms.min, q, 2*k+1)
+						accMin[k] = fmaOnce(dmin, float32(s), accMin[k])
 					}
 				case terms.minSum: // Q5_K: a scalar sum of the minimums
 					dmin := -(xd[b] * f16At(blk[2:]))
@@ -77,6 +84,8 @@ func MatMulSuperLanes(t gguf.GGMLType, w []byte, rows, cols int, x []float32, nT
 				v += 0.125 * summs
 			case terms.minSum:
 				v += summs
+			case terms.minLanes4:
+				v += (accMin[0] + accMin[2]) + (accMin[1] + accMin[3])
 			}
 			out[tk*rows+r] = v
 		}
@@ -85,7 +94,7 @@ func MatMulSuperLanes(t gguf.GGMLType, w []byte, rows, cols int, x []float32, nT
 }
 
 // SuperLaneTypes are the types MatMulSuperLanes reproduces.
-var SuperLaneTypes = []gguf.GGMLType{gguf.TypeQ2_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeIQ2_XXS,
+var SuperLaneTypes = []gguf.GGMLType{gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeIQ2_XXS,
 	gguf.TypeIQ2_XS, gguf.TypeIQ2_S, gguf.TypeIQ3_XXS, gguf.TypeIQ3_S, gguf.TypeIQ4_XS, gguf.TypeIQ1_S, gguf.TypeIQ1_M}
 
 // RandomSuperBlocks is test input: n random blocks of type t, random bytes (every pattern is a valid
@@ -104,9 +113,11 @@ func RandomSuperBlocks(rng *rand.Rand, t gguf.GGMLType, n int) []byte {
 		case gguf.TypeQ2_K:
 			binary.LittleEndian.PutUint16(x[80:], d)
 			binary.LittleEndian.PutUint16(x[82:], m)
-		case gguf.TypeQ5_K:
+		case gguf.TypeQ4_K, gguf.TypeQ5_K:
 			binary.LittleEndian.PutUint16(x[0:], d)
 			binary.LittleEndian.PutUint16(x[2:], m)
+		case gguf.TypeQ3_K:
+			binary.LittleEndian.PutUint16(x[108:], d)
 		case gguf.TypeQ6_K:
 			binary.LittleEndian.PutUint16(x[208:], d)
 		case gguf.TypeIQ1_M: // d's nibbles at the top of the four scale words
@@ -124,10 +135,10 @@ func RandomSuperBlocks(rng *rand.Rand, t gguf.GGMLType, n int) []byte {
 // products of each element's quant and sub-block scale; min, scale and delta, where the type
 // has them, the same for its minimums, scales and IQ1's delta signs times scales.
 type superTerms struct {
-	p, min, scale, delta [256]int32
-	offset               int32 // Q6_K's 32
-	minLanes, minSum     bool
-	deltaLanes, deltaSum bool
+	p, min, scale, delta        [256]int32
+	offset                      int32 // Q6_K's 32
+	minLanes, minLanes4, minSum bool
+	deltaLanes, deltaSum        bool
 }
 
 // superType is a superblock type's layout for MatMulSuperLanes.
@@ -143,6 +154,12 @@ var superTypes = map[gguf.GGMLType]superType{
 		*t = superTerms{minLanes: true}
 		unitScaled(gguf.TypeQ2_K, b, 80, 82, t.p[:], 1)    // sc·q
 		unitScaled(gguf.TypeQ2_K, b, 82, 80, t.min[:], -1) // m
+	}, 1},
+	gguf.TypeQ3_K: iqSuperAt(gguf.TypeQ3_K, 110, 108),
+	gguf.TypeQ4_K: {144, func(b []byte) float32 { return f16At(b[0:]) }, func(b []byte, t *superTerms) {
+		*t = superTerms{minLanes4: true}
+		unitScaled(gguf.TypeQ4_K, b, 0, 2, t.p[:], 1)
+		unitScaled(gguf.TypeQ4_K, b, 2, 0, t.min[:], -1)
 	}, 1},
 	gguf.TypeQ5_K: {176, func(b []byte) float32 { return f16At(b[0:]) }, func(b []byte, t *superTerms) {
 		*t = superTerms{minSum: true}
@@ -174,6 +191,15 @@ func iqSuper(t gguf.GGMLType, size int, unit, tail float32) superType {
 		*st = superTerms{}
 		unitScaled(t, b, 0, -1, st.p[:], unit)
 	}, tail}
+}
+
+// iqSuperAt is iqSuper for a type with d at byte at and integer products (Q3_K's signed
+// quants times scales).
+func iqSuperAt(t gguf.GGMLType, size, at int) superType {
+	return superType{size, func(b []byte) float32 { return f16At(b[at:]) }, func(b []byte, st *superTerms) {
+		*st = superTerms{}
+		unitScaled(t, b, at, -1, st.p[:], 1)
+	}, 1}
 }
 
 // unitScaled decodes blk with its f16 at byte one set to 1 (and the one at byte zero, unless
