@@ -84,6 +84,16 @@ func (d *Device) IntDotFor(t WeightType, nTokens int) bool {
 	case Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4:
 		return d.IntDot && !d.BarrierFree && nTokens <= matvecMaxTokens
 	}
+	return gridType(t) && d.IntDot && !d.BarrierFree && nTokens <= matvecMaxTokens
+}
+
+// gridType reports whether t looks its quants up in a grid of points (the IQ1, IQ2 and IQ3
+// types): their integer dot products are super_lanes.inc's (IDOT_GRID).
+func gridType(t WeightType) bool {
+	switch t {
+	case IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S:
+		return true
+	}
 	return false
 }
 
@@ -117,6 +127,8 @@ func (r *Recorder) packedFit(t WeightType, x Acts, nTokens int) (intDot, ok bool
 // activations x: integer dot products on packed rows (intDot), or Q4_K's chunked loop.
 func cooperativeDefines(t WeightType, x Acts, intDot bool) []string {
 	switch {
+	case intDot && gridType(t):
+		return append([]string{"IDOT", "IDOT_GRID"}, x.Packed.packedDefines()...)
 	case intDot:
 		return append([]string{"IDOT"}, x.Packed.packedDefines()...)
 	case t == Q4_K:

@@ -13,7 +13,8 @@ import (
 
 // TestIntDotMatVec checks GPUs' integer-dot products (Device.IntDot: act_quant's cooperative
 // packed rows, matvec's IDOT blocks) against the Go reference of llama.cpp's dot products:
-// the weight's values times the Q8-rounded activations (Q8_K for the K-quants), the Q4_1 and
+// the weight's values times the Q8-rounded activations (Q8_K for the K-quants and the
+// IQ types but IQ4_NL; the grid types' weights random blocks), the Q4_1 and
 // Q5_1 minimums times Q8_1's rounded block sums. Row counts are not multiples of the workgroup's 4 rows, block
 // counts not of its 64 invocations; activation rows are read from an offset, with and without
 // subgroups, set and added, with a LoRA-style scale.
@@ -28,7 +29,8 @@ func TestIntDotMatVec(t *testing.T) {
 			continue
 		}
 		d.SubgroupMath = sub
-		for _, typ := range []gpu.WeightType{gpu.Q8_0, gpu.Q4_0, gpu.Q5_0, gpu.Q4_1, gpu.Q5_1, gpu.Q2_K, gpu.Q3_K, gpu.Q4_K, gpu.Q5_K, gpu.Q6_K, gpu.IQ4_NL, gpu.IQ4_XS, gpu.MXFP4} {
+		for _, typ := range []gpu.WeightType{gpu.Q8_0, gpu.Q4_0, gpu.Q5_0, gpu.Q4_1, gpu.Q5_1, gpu.Q2_K, gpu.Q3_K, gpu.Q4_K, gpu.Q5_K, gpu.Q6_K, gpu.IQ4_NL, gpu.IQ4_XS, gpu.MXFP4,
+			gpu.IQ1_S, gpu.IQ1_M, gpu.IQ2_XXS, gpu.IQ2_XS, gpu.IQ2_S, gpu.IQ3_XXS, gpu.IQ3_S} {
 			bs, round := 32, cpuref.ActQ8_0
 			if gpu.ActFor(typ) == gpu.ActQ8_K {
 				bs, round = 256, cpuref.ActQ8_K
@@ -42,9 +44,14 @@ func TestIntDotMatVec(t *testing.T) {
 				}
 				cols := bs * c.blocks
 				gt, _ := gguf.ParseGGMLType(typ.String())
-				raw, err := gguf.Quantize(gt, randVec(rng, c.rows*cols))
-				if err != nil {
-					t.Fatal(err)
+				var raw []byte
+				if gt.CanQuantize() {
+					var err error
+					if raw, err = gguf.Quantize(gt, randVec(rng, c.rows*cols)); err != nil {
+						t.Fatal(err)
+					}
+				} else { // the grid types: random blocks
+					raw = cpuref.RandomSuperBlocks(rng, gt, c.rows*c.blocks)
 				}
 				wv := make([]float32, c.rows*cols)
 				if err := gguf.Dequantize(gt, raw, wv); err != nil {
@@ -106,8 +113,8 @@ func TestIntDotRefusals(t *testing.T) {
 	d := gputest.Device(t)
 	defer func(b, i bool) { d.BarrierFree, d.IntDot = b, i }(d.BarrierFree, d.IntDot)
 	d.BarrierFree, d.IntDot = false, true
-	if d.IntDotFor(gpu.F16, 1) || d.IntDotFor(gpu.Q8_0, 9) || d.IntDotFor(gpu.IQ2_XXS, 1) {
-		t.Error("integer dot products claimed for F16, 9 tokens, or IQ2_XXS")
+	if d.IntDotFor(gpu.F16, 1) || d.IntDotFor(gpu.Q8_0, 9) || d.IntDotFor(gpu.IQ2_XXS, 9) || d.IntDotFor(gpu.BF16, 1) {
+		t.Error("integer dot products claimed for F16, BF16, or 9 tokens")
 	}
 	rng := rand.New(rand.NewPCG(43, 44))
 	w, _ := weight(t, d, rng, gpu.F16, 8, 64)

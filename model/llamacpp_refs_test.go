@@ -66,12 +66,12 @@ func (r probsRef) probGap(i int) float64 {
 // refLimits are how close a reference file's run comes to llama.cpp's, as measured on
 // lavapipe with llama.cpp's arithmetic (CPUMath; tolerances are the measurement with
 // headroom). The target is 1e-3 for every probability where the tokens agree. It holds
-// by far (1e-6) where every op of the model is llama.cpp's bit for bit: Q8_0, Q5_0 and F32
-// products, exp, RoPE (and Q4_K_M files that are mostly Q5_0). Left: the K-quant, IQ and MXFP4
-// products, which llama.cpp sums in its own repacked kernels' orders (a last-bit difference
-// there moves an 8-bit rounding of the next product's input or a float16 rounding of the cache
-// sooner or later, and these random models amplify it), and some F32 files' small remainder
-// (gemma4, gpt-oss, llamamoe: within 3e-3). The fix is that op reproduced, not a looser test.
+// by far (1e-6) where every op of the model is llama.cpp's bit for bit: every quantized
+// product (in the order of llama.cpp's x86 vec_dot, or of its repacked gemv and gemm), F32
+// products, exp, RoPE. Left: some F32 files' small remainder (gemma4, gpt-oss, llamamoe:
+// within 3e-3), whose op is not found yet; a last-bit difference moves a float16 rounding of
+// the cache or an 8-bit rounding of a product's input sooner or later, and these random
+// models amplify it. The fix is that op reproduced, not a looser test.
 type refLimits struct {
 	step0, all float64 // the largest top-10 probability difference at step 0 and at any agreeing step
 	// diverges, when not 0, is the step at which the tokens part for want of that exactness

@@ -20,6 +20,9 @@
 
 //#include matmul_io.inc
 //#include dequant.inc
+#ifdef IDOT_GRID
+//#include super_lanes.inc
+#endif
 
 const WG: u32 = 64u;
 const MAXT: u32 = 8u;

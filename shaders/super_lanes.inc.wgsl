@@ -3,8 +3,9 @@
 // dequant.inc's decoders: each sub-block's scale is passed to sb_q4 as an integer, so the
 // decoded values are exact integer products of scale and quant.
 //   sup_d(base): the weight's scale d;
-//   sup_int(base, j): elements j .. j + 3 (j a multiple of 4) as the kernel multiplies them
-//                     with the activations (Q6_K's quants unsigned: its offset is SUP_COEF's);
+//   sup_q(base, j): elements j .. j + 3 (j a multiple of 4) as int8 quants, as the kernel
+//                   multiplies them with the activations (Q6_K's unsigned: its offset is
+//                   SUP_COEF's), and sup_int(base, j) the same times their sub-block scales;
 //   sup_coef(base, k) (SUP_COEF): the coefficient of the activations' 16-element sum k (Q8_K's
 //                     bsums): Q2_K's, Q4_K's and Q5_K's minimums, Q6_K's scales, IQ1_S's
 //                     delta signs times scales;
@@ -153,10 +154,10 @@ fn sup_scale(base: u32, j: u32) -> i32 {
     let sc = select(w[base + 12u], w[base + 13u], ib >= 4u) >> (16u * ((ib / 2u) % 2u)); // scales[ib / 2]
     return i32(2u * ((sc >> (6u * (ib % 2u) + 3u * ((j / 16u) % 2u))) & 7u) + 1u);
 }
-fn sup_int(base: u32, j: u32) -> vec4<i32> {
+fn sup_q(base: u32, j: u32) -> vec4<i32> {
     let g = j / 8u;
     let idx = byte_at(base, g) | (((byte_at(base + 8u, g / 2u) >> (4u * (g % 2u))) & 7u) << 8u);
-    return sup_scale(base, j) * vec4<i32>(iq1_grid4(idx, (j / 4u) % 2u));
+    return vec4<i32>(iq1_grid4(idx, (j / 4u) % 2u));
 }
 fn sup_delta(base: u32, j: u32) -> i32 {
     let g = j / 8u;
@@ -179,13 +180,44 @@ fn sup_d(base: u32) -> f32 {
 #endif
 #endif
 
-fn sup_int(base: u32, j: u32) -> vec4<i32> {
-    let sc = sup_scale(base, j);
-    let v = vec4<i32>(sb_q4(base, j, vec2<f32>(f32(sc), 0.0)));
+fn sup_q(base: u32, j: u32) -> vec4<i32> {
+    let v = vec4<i32>(sb_q4(base, j, vec2<f32>(1.0, 0.0)));
 #ifdef T_Q6_K
-    return v + 32 * sc; // the kernel's unsigned quants: q - 32 + 32
+    return v + 32; // the kernel's unsigned quants: q - 32 + 32
 #else
     return v;
 #endif
+}
+#endif
+
+fn sup_int(base: u32, j: u32) -> vec4<i32> {
+    return sup_scale(base, j) * sup_q(base, j);
+}
+
+#ifdef IDOT_GRID
+// pack_i8 packs four values of -128 .. 127 as int8, the first lowest.
+fn pack_i8(v: vec4<i32>) -> u32 {
+    let u = bitcast<vec4<u32>>(v) & vec4<u32>(0xFFu);
+    return u.x | (u.y << 8u) | (u.z << 16u) | (u.w << 24u);
+}
+
+// idot_block (dequant.inc's, for GPUs' integer dot products) of the grid IQ types against the
+// packed Q8_K block at word at: each word's int8 quants (sup_q) times the activations', an
+// exact integer sum with the words' scales, scaled once; IQ1's deltas as the activations'
+// sums times their signed scales.
+fn idot_block(base: u32, at: u32, xsum: f32) -> f32 {
+    var s = 0;
+    var ds = 0;
+    for (var j = 0u; j < 256u; j += 4u) {
+        let xw = x[at + 1u + j / 4u];
+        s += sup_scale(base, j) * dot4I8Packed(pack_i8(sup_q(base, j)), xw);
+#ifdef T_IQ1_M
+        ds += sup_delta(base, j) * dot4I8Packed(0x01010101u, xw);
+#endif
+#ifdef T_IQ1_S
+        ds += sup_coef(base, j / 16u) * dot4I8Packed(0x01010101u, xw);
+#endif
+    }
+    return sup_d(base) * bitcast<f32>(x[at]) * (SUP_TAIL * f32(s) + 0.125 * f32(ds));
 }
 #endif
