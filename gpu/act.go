@@ -78,14 +78,23 @@ func (a ActQuant) packedDefines() []string {
 const actQuantSpan = 256
 
 // IntDotFor reports whether a product of a weight of type t with nTokens rounded rows takes
-// integer dot products on this device (IntDot): QuantizeForIntDot's packed rows then feed it.
+// integer dot products on this device (IntDot): QuantizeForIntDot's packed rows then feed it,
+// the matrix-vector kernel's for a few tokens, matmul_q8.wgsl's tiles for more.
 func (d *Device) IntDotFor(t WeightType, nTokens int) bool {
 	switch t {
 	case Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4:
-		return d.IntDot && !d.BarrierFree && nTokens <= matvecMaxTokens
+	default:
+		if !gridType(t) {
+			return false
+		}
 	}
-	return gridType(t) && d.IntDot && !d.BarrierFree && nTokens <= matvecMaxTokens
+	return d.IntDot && !d.BarrierFree && (nTokens <= matvecMaxTokens || d.IntDotTiles)
 }
+
+// FloatPrefillEnv, when set to a non-empty value, has GPUs multiply prompts' integer-block
+// weights in dequantized float tiles (matmul.wgsl) rather than integer-dot ones
+// (Device.IntDotTiles): the two side by side on one device.
+const FloatPrefillEnv = "WGPU_LLAMA_FLOAT_PREFILL"
 
 // gridType reports whether t looks its quants up in a grid of points (the IQ1, IQ2 and IQ3
 // types): their integer dot products are super_lanes.inc's (IDOT_GRID).
@@ -180,4 +189,22 @@ func (r *Recorder) quantize(a ActQuant, x *Buffer, xRow0, nRows, k int, out, sum
 		r.Dispatch(p, Params(k, nRows, xRow0), r.elementwise(k/a.Block()*nRows), bufs...)
 	}
 	return acts
+}
+
+// matMulQ8 is MatMulAt on GPUs with integer dot products for more tokens than the
+// matrix-vector kernel takes: matmul_q8.wgsl's 64 x 64 tiles, from x's packed rows (and
+// Q8_1's block sums for Q4_1 and Q5_1).
+func (r *Recorder) matMulQ8(w Weight, x Acts, nTokens int, extra []string, params func(WeightChunk) []uint32, y *Buffer) {
+	bind, extra := sumsVariant(w.Type, x.Sums != nil, extra)
+	defs := append(append(extra, "IDOT"), x.Packed.packedDefines()...)
+	if sup := superLanes(w.Type); sup != nil {
+		defs = append(append(defs, "SUPER_TYPE"), sup[1:]...) // SUP_COEF where the type has it
+	}
+	p := r.kernel("matmul_q8", bind, 256, weightDefines(w.Type, defs...)...)
+	if p == nil {
+		return
+	}
+	for _, c := range w.Chunks {
+		r.Dispatch(p, params(c), [3]uint32{uint32((c.Rows + matmulTile - 1) / matmulTile), uint32((nTokens + matmulTile - 1) / matmulTile), 1}, withSums(x.Sums, c.Buf, x.X, y)...)
+	}
 }

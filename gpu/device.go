@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -93,11 +94,14 @@ type Device struct {
 	MaxBinding uint64
 	// Profile, when set, times every dispatch on its own (one submit each) by kernel family.
 	Profile *Profile
-	// IntDot lets GPUs' matrix-vector kernel multiply the integer-block weights (Q4_0, Q4_1,
-	// Q5_0, Q5_1, Q8_0 and the K-quants) by packed 8-bit activations with integer dot
-	// products (dot4I8Packed; IntDotFor). Set for
-	// adapters that are not CPU adapters, whose barrier-free kernels have their own.
+	// IntDot lets GPUs' matrix-vector kernel multiply the integer-block weights (the legacy
+	// types, the K-quants, the IQ types, MXFP4) by packed 8-bit activations with integer dot
+	// products (dot4I8Packed; IntDotFor). Set for adapters that are not CPU adapters, whose
+	// barrier-free kernels have their own.
 	IntDot bool
+	// IntDotTiles extends IntDot to prompts: matmul_q8.wgsl's integer-dot tiles instead of
+	// matmul.wgsl's dequantized float tiles. Set with IntDot unless FloatPrefillEnv is.
+	IntDotTiles bool
 	// Checked compiles kernels with wgpu's runtime checks (storage accesses clamped, loops
 	// bounded): set it before the first kernel (Open sets it from CheckedShadersEnv). Off,
 	// kernels compile as trusted modules without them (trusted.go).
@@ -188,6 +192,7 @@ func Open(index int) (*Device, error) {
 		BarrierFree:  infos[chosen].Type == "cpu",
 		TokenLanes:   infos[chosen].Type == "cpu",
 		IntDot:       infos[chosen].Type != "cpu",
+		IntDotTiles:  infos[chosen].Type != "cpu" && os.Getenv(FloatPrefillEnv) == "",
 		F16Math:      f.ShaderF16 && infos[chosen].Type != "cpu",
 		SubgroupMath: f.Subgroups && infos[chosen].Type != "cpu",
 		MaxBinding:   limits.MaxStorageBufferBindingSize,

@@ -344,6 +344,8 @@ func (r *Recorder) matMulAt(w Weight, x Acts, nTokens int, y *Buffer, yStride, y
 		}
 	case lora != nil:
 		r.fail("gpu: matmul: a LoRA epilogue takes at most %d tokens on this adapter, not %d", matvecMaxTokens, nTokens)
+	case intDot:
+		r.matMulQ8(w, x, nTokens, extra, params, y)
 	default:
 		if r.d.F16Math {
 			extra = append(extra, "F16_MATH")

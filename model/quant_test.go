@@ -106,8 +106,8 @@ func TestQuantizedStoriesMatchLlamaCpp(t *testing.T) {
 				return
 			}
 			dev := m.Device()
-			defer func(b, i bool) { dev.BarrierFree, dev.IntDot = b, i }(dev.BarrierFree, dev.IntDot)
-			dev.BarrierFree, dev.IntDot = false, true
+			defer func(b, i, it bool) { dev.BarrierFree, dev.IntDot, dev.IntDotTiles = b, i, it }(dev.BarrierFree, dev.IntDot, dev.IntDotTiles)
+			dev.BarrierFree, dev.IntDot, dev.IntDotTiles = false, true, true
 			t.Run("integer-dot", func(t *testing.T) { checkQuantRef(t, m, ref, 2*nearTieGap) })
 		})
 	}

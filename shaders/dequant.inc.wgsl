@@ -530,6 +530,12 @@ const IQ4NL_LEVELS = vec4<u32>(0xBFAD9881u, 0xF6EADDCFu, 0x26190D01u, 0x71594535
 const MXFP4_LEVELS = vec4<u32>(0x03020100u, 0x0C080604u, 0xFDFEFF00u, 0xF4F8FAFCu);
 
 #ifdef IDOT
+// pack_i8 packs four values of -128 .. 127 as int8, the first lowest.
+fn pack_i8(v: vec4<i32>) -> u32 {
+    let u = bitcast<vec4<u32>>(v) & vec4<u32>(0xFFu);
+    return u.x | (u.y << 8u) | (u.z << 16u) | (u.w << 24u);
+}
+
 // lut16_word packs, as four int8, the bytes of levels (lut16's table) at the four indices
 // (0..15) that q holds one a byte.
 fn lut16_word(levels: vec4<u32>, q: u32) -> u32 {

@@ -195,12 +195,6 @@ fn sup_int(base: u32, j: u32) -> vec4<i32> {
 }
 
 #ifdef IDOT_GRID
-// pack_i8 packs four values of -128 .. 127 as int8, the first lowest.
-fn pack_i8(v: vec4<i32>) -> u32 {
-    let u = bitcast<vec4<u32>>(v) & vec4<u32>(0xFFu);
-    return u.x | (u.y << 8u) | (u.z << 16u) | (u.w << 24u);
-}
-
 // idot_block (dequant.inc's, for GPUs' integer dot products) of the grid IQ types against the
 // packed Q8_K block at word at: each word's int8 quants (sup_q) times the activations', an
 // exact integer sum with the words' scales, scaled once; IQ1's deltas as the activations'
