@@ -191,6 +191,10 @@ func (r *Recorder) quantize(a ActQuant, x *Buffer, xRow0, nRows, k int, out, sum
 	return acts
 }
 
+// GroupedIntDotRows is the row count to ask IntDotFor about for the grouped experts' products
+// (MatMulID over MoEGroup's plan), which take matmul_q8's tiles as a prompt's products do.
+const GroupedIntDotRows = matvecMaxTokens + 1
+
 // matMulQ8 is MatMulAt on GPUs with integer dot products for more tokens than the
 // matrix-vector kernel takes: matmul_q8.wgsl's 64 x 64 tiles, from x's packed rows (and
 // Q8_1's block sums for Q4_1 and Q5_1).

@@ -150,24 +150,25 @@ func TestIntDotRefusals(t *testing.T) {
 	}
 }
 
-// TestIntDotMatMulID checks the experts' products (MatMulID, not grouped: one assignment at a
-// time) with integer dot products on packed rows against the Go reference, the gate/up product
-// (a token's row for each of its k experts) and the down product (a row per assignment).
+// TestIntDotMatMulID checks the experts' products (MatMulID: one assignment at a time for 1
+// and 3 tokens, the plan's tiles of matmul_q8 for 40) with integer dot products on packed rows
+// against the Go reference, the gate/up product (a token's row for each of its k experts) and
+// the down product (a row per assignment).
 func TestIntDotMatMulID(t *testing.T) {
 	d := gputest.Device(t)
-	defer func(b, i bool) { d.BarrierFree, d.IntDot = b, i }(d.BarrierFree, d.IntDot)
-	d.BarrierFree, d.IntDot = false, true
+	defer func(b, i, it bool) { d.BarrierFree, d.IntDot, d.IntDotTiles = b, i, it }(d.BarrierFree, d.IntDot, d.IntDotTiles)
+	d.BarrierFree, d.IntDot, d.IntDotTiles = false, true, true
 	rng := rand.New(rand.NewPCG(45, 46))
 	const experts, k, rows = 7, 2, 45
-	for _, typ := range []gpu.WeightType{gpu.Q8_0, gpu.Q4_1, gpu.Q4_K, gpu.MXFP4} {
+	for _, typ := range []gpu.WeightType{gpu.Q8_0, gpu.Q4_1, gpu.Q4_K, gpu.MXFP4, gpu.IQ2_XS} {
 		cols := 96
 		if typ.BlockSize() == 256 {
 			cols = 512
 		}
 		w, wv, raw := expertWeight(t, d, rng, typ, experts, rows, cols)
-		for _, tokens := range []int{1, 3} {
-			if d.MoEGrouped(tokens, k, experts) {
-				t.Fatalf("%d tokens of %d experts are grouped", tokens, experts)
+		for _, tokens := range []int{1, 3, 40} {
+			if grouped := d.MoEGrouped(tokens, k, experts); grouped != (tokens == 40) {
+				t.Fatalf("%d tokens of %d experts: grouped %v", tokens, experts, grouped)
 			}
 			for _, down := range []bool{false, true} {
 				n := tokens * k
@@ -185,8 +186,9 @@ func TestIntDotMatMulID(t *testing.T) {
 					want = cpuref.MatMulID(wv, rows, cols, xq, xPer, ids)
 				}
 				out := empty(t, d, n*rows)
-				b := gpu.MoEBatch{IDs: uploadU32(t, d, ids), Tokens: tokens, K: k, Experts: experts}
+				b := gpu.MoEBatch{IDs: uploadU32(t, d, ids), Plan: empty(t, d, gpu.MoEPlanSize(n, experts)), Tokens: tokens, K: k, Experts: experts}
 				got := run(t, d, out, n*rows, func(r *gpu.Recorder) {
+					r.MoEGroup(b) // the plan's tiles, for the grouped batch
 					acts := r.QuantizeForIntDot(gpu.ActFor(typ), upload(t, d, x), 0, xRows, cols, empty(t, d, xRows*cols), empty(t, d, xRows*cols/32))
 					r.MatMulID(w, acts, b, down, out, rows, 0, false)
 				})

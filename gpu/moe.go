@@ -197,7 +197,7 @@ func (r *Recorder) MoEGroup(b MoEBatch) {
 // (the down product). y has rows of yStride floats, one per assignment; accumulate adds.
 // Activations are rounded as for MatMulAt (QuantizeActivations, packed on CPU adapters; Q8_1
 // block sums for Q4_1 and Q5_1), and every type MatMulAt takes works. On GPUs, rows packed by
-// QuantizeForIntDot take integer dot products where the batch is not grouped.
+// QuantizeForIntDot take integer dot products (grouped: with Device.IntDotTiles).
 //
 // Few tokens (Device.MoEGrouped false) take a matrix-vector kernel per assignment (grid z),
 // reading only the chosen experts' rows: matvec's row-per-thread kernel on CPU adapters, its
@@ -223,9 +223,14 @@ func (r *Recorder) MatMulID(w Weight, x Acts, b MoEBatch, perAssign bool, y *Buf
 		return
 	}
 	grouped := b.grouped(r.d)
-	// GPUs' integer dot products take one assignment at a time: not the grouped kernels.
-	intDot, fits := r.packedFit(w.Type, x, 1)
-	if !fits || intDot && grouped {
+	// GPUs' integer dot products take one assignment at a time (the matrix-vector kernel) or
+	// the plan's tiles (matmul_q8, as for a prompt: GroupedIntDotRows).
+	intDotRows := 1
+	if grouped {
+		intDotRows = GroupedIntDotRows
+	}
+	intDot, fits := r.packedFit(w.Type, x, intDotRows)
+	if !fits {
 		r.fail("gpu: activations packed as %d do not fit a %s weight on this adapter", x.Packed, w.Type)
 		return
 	}
@@ -306,6 +311,18 @@ func (r *Recorder) MatMulID(w Weight, x Acts, b MoEBatch, perAssign bool, y *Buf
 			groups := r.grid((rowsPer + 4*rowsWorkgroup - 1) / (4 * rowsWorkgroup))
 			groups[2] = uint32(moeMaxTiles(n, b.Experts, r.d.moeTile()))
 			r.Dispatch(p, params(c), groups, bufs(c)...)
+		}
+	case intDot:
+		defs = append(append(defs, "IDOT"), x.Packed.packedDefines()...)
+		if sup := superLanes(w.Type); sup != nil {
+			defs = append(append(defs, "SUPER_TYPE"), sup[1:]...)
+		}
+		p := r.kernel("matmul_q8", bind, 256, weightDefines(w.Type, defs...)...)
+		if p == nil {
+			return
+		}
+		for _, c := range w.Chunks {
+			r.Dispatch(p, params(c), [3]uint32{uint32((rowsPer + matmulTile - 1) / matmulTile), uint32(moeMaxTiles(n, b.Experts, matmulTile)), 1}, bufs(c)...)
 		}
 	default:
 		// The tiled kernel reads f32 activations and no block sums (as MatMulAt's).

@@ -298,9 +298,9 @@ func (m *Model) projectExperts(r *gpu.Recorder, ps []proj, x *gpu.Buffer, b gpu.
 	if perAssign {
 		rows *= b.K
 	}
-	intDotRows := 0 // not grouped: one assignment at a time, the expert's rows packed
-	if !m.dev.MoEGrouped(b.Tokens, b.K, b.Experts) {
-		intDotRows = 1
+	intDotRows := 1 // not grouped: one assignment at a time, the expert's rows packed
+	if m.dev.MoEGrouped(b.Tokens, b.K, b.Experts) {
+		intDotRows = gpu.GroupedIntDotRows // the plan's tiles
 	}
 	m.eachRounded(r, ps, x, 0, rows, ps[0].w.Cols, intDotRows, func(p proj, in gpu.Acts) {
 		r.MatMulID(p.w, in, b, perAssign, y, yStride, p.col, false)

@@ -8,7 +8,9 @@
 // scale and quarter sums into workgroup memory; each invocation then takes its 16 products as
 // dot4I8Packed sums over both halves, exact integers, scaled into f32 once per block. XSUM
 // (Q4_1, Q5_1): the minimum multiplies Q8_1's rounded block sums xs, as llama.cpp's does.
-// ADD and SCALED are matmul_io.inc's epilogues (no LORA_B).
+// ADD and SCALED are matmul_io.inc's epilogues (no LORA_B). ID (gpu.MatMulID for batches):
+// grid y slice s takes the tile of slot s of gpu.MoEGroup's plan (moe), up to 64 assignments
+// of one expert, as matmul.wgsl's ID does.
 
 //#include matmul_io.inc
 //#include dequant.inc
@@ -32,10 +34,29 @@ var<workgroup> xsum: array<vec4<f32>, 64>; // each token's quarters' sums (times
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let r0 = wg.x * TM;
-    tok0 = wg.y * TN;
-    nt = min(TN, p.n_tok - tok0);
     let flat = lid.y * 16u + lid.x;
     let nb = p.k / BS;
+#ifdef ID
+    // The tile's expert (empty slots, or tiles of another chunk's experts, return at once:
+    // the plan is read-only, so every invocation takes the same branch), its first
+    // assignment in the plan's list and how many it has.
+    let slot = moe[p.plan_slots + wg.y];
+    if (slot == 0xFFFFFFFFu) {
+        return;
+    }
+    let tile = p.plan_tiles + 3u * slot;
+    let ex = moe[tile];
+    if (ex < p.e0 || ex >= p.e0 + p.n_exp) {
+        return;
+    }
+    let w0 = (ex - p.e0) * p.n * nb * BW;
+    let first = p.plan_list + moe[tile + 1u];
+    nt = moe[tile + 2u];
+#else
+    let w0 = 0u;
+    tok0 = wg.y * TN;
+    nt = min(TN, p.n_tok - tok0);
+#endif
     var a0 = vec4<f32>(0.0);
     var a1 = vec4<f32>(0.0);
     var a2 = vec4<f32>(0.0);
@@ -45,7 +66,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             let r = r0 + flat;
             var blk = Q8Block(); // rows past the weight: zeros
             if (r < p.n) {
-                blk = q8_block((r * nb + k0 / BS) * BW, k0 % BS);
+                blk = q8_block(w0 + (r * nb + k0 / BS) * BW, k0 % BS);
             }
             for (var k = 0u; k < 8u; k++) {
                 wq[k * TS + flat] = blk.q[k];
@@ -58,7 +79,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             var d = 0.0;
             var sums = vec4<f32>(0.0);
             if (tl < nt) {
-                let at = act_at(p.x_row0 + tok0 + tl, k0 / XB);
+#ifdef ID
+                let xr = p.x_row0 + moe[first + tl] / p.x_per;
+#else
+                let xr = p.x_row0 + tok0 + tl;
+#endif
+                let at = act_at(xr, k0 / XB);
                 d = act_scale(at);
                 for (var k = 0u; k < 8u; k++) {
                     let v = x[at + 1u + (k0 % XB) / 4u + k];
@@ -68,7 +94,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 #ifdef XSUM
                 // Q4_1 and Q5_1: Q8_1's rounded block sum, which the minimum multiplies
                 // (q8_block's m is the same in every quarter).
-                sums = vec4<f32>(xs[(p.x_row0 + tok0 + tl) * (p.k / 32u) + k0 / 32u], 0.0, 0.0, 0.0);
+                sums = vec4<f32>(xs[xr * (p.k / 32u) + k0 / 32u], 0.0, 0.0, 0.0);
 #else
                 sums = d * vec4<f32>(s);
 #endif
@@ -119,7 +145,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         for (var j = 0u; j < 4u; j++) {
             let t = lid.y + 16u * j;
             if (r < p.n && t < nt) {
+#ifdef ID
+                let o = (p.y_row0 + moe[first + t]) * p.y_stride + p.y_col0 + r;
+#ifdef ADD
+                y[o] += acc[i][j];
+#else
+                y[o] = acc[i][j];
+#endif
+#else
                 store(t, r, acc[i][j]);
+#endif
             }
         }
     }
