@@ -181,12 +181,50 @@ func (r *Recorder) quantize(a ActQuant, x *Buffer, xRow0, nRows, k int, out, sum
 	}
 	if !r.d.BarrierFree {
 		if p := r.kernel("act_quant", bind, actQuantSpan, append(defs, "COOP")...); p != nil {
-			r.Dispatch(p, Params(k, nRows, xRow0), r.grid((k+actQuantSpan-1)/actQuantSpan*nRows), bufs...)
+			r.Dispatch(p, Params(k, nRows, xRow0, float32(0)), r.grid((k+actQuantSpan-1)/actQuantSpan*nRows), bufs...)
 		}
 		return acts
 	}
 	if p := r.kernel("act_quant", bind, 64, defs...); p != nil {
-		r.Dispatch(p, Params(k, nRows, xRow0), r.elementwise(k/a.Block()*nRows), bufs...)
+		r.Dispatch(p, Params(k, nRows, xRow0, float32(0)), r.elementwise(k/a.Block()*nRows), bufs...)
+	}
+	return acts
+}
+
+// RMSNormForIntDot is RMSNorm (without LoRA) of rows rows of n values of x, times w, rounded
+// at once as QuantizeForIntDot rounds them, in one dispatch: the same floats as RMSNorm, then
+// QuantizeForIntDot, give (GPUs; the normalised f32 rows are not written).
+func (r *Recorder) RMSNormForIntDot(x, w *Buffer, n, rows int, eps float32, a ActQuant, out, sums *Buffer) Acts {
+	return r.quantizeFused(a, x, rows, n, out, sums, eps, []string{"NORM"}, w)
+}
+
+// GLUForIntDot is GLU of nTokens rows of gu (the fused gate|up rows, 2n wide) rounded at once
+// as QuantizeForIntDot rounds them, in one dispatch (GPUs; the f32 rows are not written).
+func (r *Recorder) GLUForIntDot(gu *Buffer, n, nTokens int, gelu bool, a ActQuant, out, sums *Buffer) Acts {
+	defs := []string{"GLU"}
+	if gelu {
+		defs = append(defs, "GLU_GELU")
+	}
+	return r.quantizeFused(a, gu, nTokens, n, out, sums, 0, defs)
+}
+
+// quantizeFused is QuantizeForIntDot of rows of k values that act_quant computes from x as
+// inputs says (NORM: with the norm's weight in extra), from row 0.
+func (r *Recorder) quantizeFused(a ActQuant, x *Buffer, nRows, k int, out, sums *Buffer, eps float32, inputs []string, extra ...*Buffer) Acts {
+	acts := Acts{X: out, Packed: a}
+	if r.d.BarrierFree || a != ActQ8_0 && a != ActQ8_1 && a != ActQ8_K || k%a.Block() != 0 {
+		r.fail("gpu: fused integer-dot activations as %d of rows of %d on this adapter", a, k)
+		return acts
+	}
+	defs, bind, bufs := append(a.defines(), "PACKED", "COOP"), []Access{ReadOnly, ReadWrite}, []*Buffer{x, out}
+	if a == ActQ8_1 {
+		bind, bufs, acts.Sums = append(bind, ReadWrite), append(bufs, sums), sums
+	}
+	for _, b := range extra {
+		bind, bufs = append(bind, ReadOnly), append(bufs, b)
+	}
+	if p := r.kernel("act_quant", bind, actQuantSpan, append(defs, inputs...)...); p != nil {
+		r.Dispatch(p, Params(k, nRows, 0, eps), r.grid((k+actQuantSpan-1)/actQuantSpan*nRows), bufs...)
 	}
 	return acts
 }

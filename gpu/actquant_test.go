@@ -204,3 +204,65 @@ func unpackQ8(words []float32, n, bs int) []float32 {
 	}
 	return out
 }
+
+// TestFusedIntDotActs checks GPUs' fused roundings for integer dot products against the two
+// dispatches they replace, word for word (packed values, scales and Q8_1's sums): the RMS norm
+// (RMSNorm, then QuantizeForIntDot) and the gated unit (GLU with SiLU and with GELU, then
+// QuantizeForIntDot), for every Q8 rounding, three rows, rows of a length that leaves the last
+// of act_quant's 256-wide workgroups part full where the block allows.
+func TestFusedIntDotActs(t *testing.T) {
+	d := gputest.Device(t)
+	defer func(b, i bool) { d.BarrierFree, d.IntDot = b, i }(d.BarrierFree, d.IntDot)
+	d.BarrierFree, d.IntDot = false, true
+	rng := rand.New(rand.NewPCG(21, 22))
+	const rows = 3
+	for _, a := range []gpu.ActQuant{gpu.ActQ8_0, gpu.ActQ8_1, gpu.ActQ8_K} {
+		k := 800
+		if a == gpu.ActQ8_K {
+			k = 768
+		}
+		words := rows * k / a.Block() * (1 + a.Block()/4)
+		both := func(name string, unfused, fused func(r *gpu.Recorder, out, sums *gpu.Buffer)) {
+			t.Helper()
+			var got [2][]float32
+			var sums [2][]float32
+			for i, record := range []func(r *gpu.Recorder, out, sums *gpu.Buffer){unfused, fused} {
+				out, s := empty(t, d, words), empty(t, d, rows*k/32)
+				got[i] = run(t, d, out, words, func(r *gpu.Recorder) { record(r, out, s) })
+				b, err := d.Read(s, 0, uint64(rows*k/32*4))
+				if err != nil {
+					t.Fatal(err)
+				}
+				sums[i] = gpu.Float32s(b)
+			}
+			for i := range got[0] {
+				if math.Float32bits(got[0][i]) != math.Float32bits(got[1][i]) {
+					t.Fatalf("%s as %d: word %d is %08x, unfused %08x", name, a, i, math.Float32bits(got[1][i]), math.Float32bits(got[0][i]))
+				}
+			}
+			if a == gpu.ActQ8_1 {
+				checkBits(t, name+" sums", sums[1], sums[0])
+			}
+		}
+		x, w := upload(t, d, randVec(rng, rows*k)), upload(t, d, randVec(rng, k))
+		both("rms norm", func(r *gpu.Recorder, out, sums *gpu.Buffer) {
+			xn := empty(t, d, rows*k)
+			r.RMSNorm(x, w, xn, k, rows, 1e-5)
+			r.QuantizeForIntDot(a, xn, 0, rows, k, out, sums)
+		}, func(r *gpu.Recorder, out, sums *gpu.Buffer) {
+			if acts := r.RMSNormForIntDot(x, w, k, rows, 1e-5, a, out, sums); acts.Packed != a || acts.X != out {
+				t.Fatalf("fused norm: activations %+v", acts)
+			}
+		})
+		gu := upload(t, d, randVec(rng, rows*2*k))
+		for _, gelu := range []bool{false, true} {
+			both(fmt.Sprintf("glu gelu=%v", gelu), func(r *gpu.Recorder, out, sums *gpu.Buffer) {
+				f := empty(t, d, rows*k)
+				r.GLU(gu, f, k, rows, gelu)
+				r.QuantizeForIntDot(a, f, 0, rows, k, out, sums)
+			}, func(r *gpu.Recorder, out, sums *gpu.Buffer) {
+				r.GLUForIntDot(gu, k, rows, gelu, a, out, sums)
+			})
+		}
+	}
+}

@@ -136,7 +136,9 @@ func (m *Model) attentionBlock(p *pass, il int) {
 	ly := &m.layers[il]
 	sh := c.attnShape(il)
 	qkvW, qDim, hd := sh.qkvWidth(), sh.qDim(), sh.headDim
-	m.normProject(r, ly.attnNorm, ly.qkv, m.layerLora[il].qkv, n, s.qkv, qkvW)
+	if ly.attnGate != nil || !m.normProjectFused(r, ly.attnNorm, ly.qkv, m.layerLora[il].qkv, n, s.qkv, qkvW) {
+		m.normProject(r, ly.attnNorm, ly.qkv, m.layerLora[il].qkv, n, s.qkv, qkvW) // the gate reads s.xn
+	}
 	if ly.attnGate != nil {
 		m.project(r, ly.attnGate, s.xn, 0, n, c.NEmbd, s.gate, qDim, false)
 	}

@@ -54,7 +54,12 @@ func (m *Model) ffnBlock(p *pass, il int) {
 		return
 	}
 	c, s, r, n := m.Config, &m.scratch, p.r, p.n
-	m.normProject(r, ly.ffnNorm, ly.gateUp, m.layerLora[il].gateUp, n, s.gu, 2*c.NFF)
+	if !m.normProjectFused(r, ly.ffnNorm, ly.gateUp, m.layerLora[il].gateUp, n, s.gu, 2*c.NFF) {
+		m.normProject(r, ly.ffnNorm, ly.gateUp, m.layerLora[il].gateUp, n, s.gu, 2*c.NFF)
+	}
+	if ly.postFFN == nil && m.gluDownFused(r, ly.ffnDown, m.layerLora[il].down, n) {
+		return
+	}
 	r.GLU(s.gu, s.ffn, c.NFF, n, c.GELU)
 	m.residual(r, ly.ffnDown, m.layerLora[il].down, s.ffn, c.NFF, nil, ly.postFFN, n)
 }

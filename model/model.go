@@ -43,6 +43,7 @@ type Model struct {
 	scratch    scratch
 	draft      draftScratch       // DraftGreedy's buffers, made on first use
 	cand       candScratch        // ForwardTopK's buffers, made on first use
+	unfused    bool               // record fused.go's roundings as separate dispatches (tests compare)
 	probe      probeState         // Batch.Probe on its way to its layer, and its weights (probe.go)
 	rec        gpu.RecurrentBatch // the pass's recurrent sequences (recurrent_state.go)
 	zeroState  []byte             // zeros to clear a state slot's layer with

@@ -13,10 +13,15 @@
 // lowest first; for F16 and BF16, the rounded values' own 16 bits, two to a word. Either way
 // the matrix kernel recomputes exactly the f32 values above.
 
+// Fused inputs (COOP, GPUs, so a decode step has fewer dispatches): NORM rounds the RMS norm of
+// x times nw as rms_norm.wgsl computes it (its WG of 256: the same sums in the same order, so
+// the same floats); GLU (GLU_GELU) rounds the gated unit of x's fused gate|up rows (2k wide)
+// as glu.wgsl computes it.
 struct Params {
     k: u32,      // row length
     n_rows: u32, // rows (tokens)
     x_row0: u32, // first row of x to read; out rows start at 0
+    eps: f32,    // NORM
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -28,9 +33,46 @@ struct Params {
 #endif
 #ifdef SUMS
 @group(0) @binding(3) var<storage, read_write> sums: array<f32>; // (n_rows, k / 32)
+#ifdef NORM
+@group(0) @binding(4) var<storage, read> nw: array<f32>;          // (k): the norm's weight
+#endif
+#else
+#ifdef NORM
+@group(0) @binding(3) var<storage, read> nw: array<f32>;
+#endif
 #endif
 
 //#include f16_round.inc
+#ifdef NORM
+//#include norm_sum.inc
+var<workgroup> partial: array<vec2<f32>, 256>;
+
+// norm_scale is the RMS norm's scale of x's row (every invocation of the workgroup calls it).
+fn norm_scale(li: u32, row: u32) -> f32 {
+    var s = vec2<f32>(0.0, 0.0);
+    for (var i = li; i < p.k; i += 256u) {
+        let v = x[row * p.k + i];
+        s = ns_add(s, v * v);
+    }
+    partial[li] = s;
+    workgroupBarrier();
+    for (var stride = 128u; stride > 0u; stride /= 2u) {
+        if (li < stride) {
+            partial[li] = ns_merge(partial[li], partial[li + stride]);
+        }
+        workgroupBarrier();
+    }
+    let scale = 1.0 / sqrt(ns_div(partial[0], f32(p.k)) + p.eps);
+    workgroupBarrier(); // partial[0] read by all before the next row's sums
+    return scale;
+}
+#endif
+#ifdef GLU
+//#include ggml_math.inc
+#ifdef GLU_GELU
+//#include gelu.inc
+#endif
+#endif
 
 // BLOCK values share a scale; PACKED stores a block in WORDS words.
 #ifdef Q8_K
@@ -93,9 +135,30 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     // Every invocation reaches the barriers; a block lies wholly inside or past the row.
     let live = row < p.n_rows && j < p.k;
     var v = 0.0;
+#ifdef NORM
+    ns_zero = u32(p.k == 0u); // 0 wherever any invocation works (norm_sum.inc)
+    let scale = norm_scale(li, p.x_row0 + min(row, p.n_rows - 1u));
+    if (live) {
+        v = (x[(p.x_row0 + row) * p.k + j] * scale) * nw[j];
+    }
+#else
+#ifdef GLU
+    ns_zero = u32(p.k == 0u); // ggml_math.inc's
+    if (live) {
+        let g = x[(p.x_row0 + row) * 2u * p.k + j];
+#ifdef GLU_GELU
+        let a = gelu(g);
+#else
+        let a = silu_row(g, j, p.k);
+#endif
+        v = a * x[(p.x_row0 + row) * 2u * p.k + p.k + j];
+    }
+#else
     if (live) {
         v = x[(p.x_row0 + row) * p.k + j];
     }
+#endif
+#endif
     var o = 0.0;
     var pq = 0.0; // PACKED: the Q8 value and its block's scale
     var pd = 0.0;

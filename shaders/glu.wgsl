@@ -20,28 +20,11 @@ struct Params {
 @group(0) @binding(1) var<storage, read> gu: array<f32>;         // (n_tokens, 2 n)
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;  // (n_tokens, n)
 #ifdef GELU
-//#include f16_round.inc
 #ifdef GELU_TABLE
 // GELU_TABLE (CPUMath): llama.cpp's table itself (gpu.GELUTable), two halves a word.
 @group(0) @binding(3) var<storage, read> gelu_t: array<u32>;
 #endif
-
-// gelu is ggml's GELU of a gate as its f16 table gives it.
-fn gelu(x: f32) -> f32 {
-    if (x <= -10.0) {
-        return 0.0;
-    }
-    if (x >= 10.0) {
-        return x;
-    }
-#ifdef GELU_TABLE
-    let hb = f16_bits(x);
-    return unpack2x16float(gelu_t[hb / 2u] >> (16u * (hb % 2u))).x;
-#else
-    let h = f16_round(x);
-    return f16_round(0.5 * h * (1.0 + tanh(0.7978845608028654 * h * (1.0 + 0.044715 * h * h))));
-#endif
-}
+//#include gelu.inc
 #endif
 
 @compute @workgroup_size(64)
