@@ -13,7 +13,8 @@
 //          ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7));
 //   T_F32 (x: f32 rows) with VDOT (one token, mul_mat_id, shapes tinyBLAS refuses):
 //          ggml_vec_dot_f32: 32 lanes (four registers of 8), element i fused into lane
-//          i % 32, folded by GGML_F32_VEC_REDUCE, then the last k % 32 fused in one by one;
+//          i % 32, folded by GGML_F32_VEC_REDUCE, then the last k % 32 added in order (as
+//          rounded products in fours, the last k % 4 fused: GCC's code for its loop);
 //   T_F32 without VDOT (batches: llamafile's tinyBLAS): 8 lanes over the whole row, folded as
 //          hsum_float_8.
 // Each invocation takes one row of W and LANES tokens: a group of tokens per grid z slice, or
@@ -358,8 +359,17 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     for (var t = 0u; t < LANES; t++) {
         if (row < p.n && t < nt) {
             var s = fold32(lane[t]);
+            // The leftovers as GCC compiles ggml's loop: in fours, each product rounded then
+            // added in order; the last k % 4 fused.
+            let fours = whole + ((p.k - whole) & ~3u);
             for (var i = whole; i < p.k; i++) {
-                s = fma1(bitcast<f32>(w[base0 + i]), x[(xrow(t) * p.k + i) / 4u][i % 4u], s);
+                let wv = bitcast<f32>(w[base0 + i]);
+                let xv = x[(xrow(t) * p.k + i) / 4u][i % 4u];
+                if (i < fours) {
+                    s = ns_keep(s + ns_keep(wv * xv));
+                } else {
+                    s = fma1(wv, xv, s);
+                }
             }
             store(t, row, s);
         }

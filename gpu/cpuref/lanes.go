@@ -128,8 +128,10 @@ func fmaOnce(a, b, c float32) float32 {
 
 // DotF32VecDot is ggml_vec_dot_f32 on x86 with AVX2 and FMA (one token's product with F32
 // weights): element i of each run of 32 fused into lane i % 32, the lanes folded by
-// GGML_F32_VEC_REDUCE, then the last len % 32 elements fused in one by one (GCC contracts the
-// C loop's sum += x * y).
+// GGML_F32_VEC_REDUCE, then the last len % 32 elements added one by one as GCC compiles the
+// C++ loop sum += x * y: it vectorizes the leftovers four at a time as an in-order reduction
+// (the four products rounded, then added in order) and contracts the last len % 4 into fused
+// multiply-adds (checked against llama.cpp's library: cpuref's TestVecDotF32IsGGMLs).
 func DotF32VecDot(x, y []float32) float32 {
 	var lane [32]float32
 	whole := len(x) &^ 31
@@ -137,8 +139,13 @@ func DotF32VecDot(x, y []float32) float32 {
 		lane[i%32] = fmaOnce(x[i], y[i], lane[i%32])
 	}
 	sum := fold32(&lane)
+	fours := whole + (len(x)-whole)&^3
 	for i := whole; i < len(x); i++ {
-		sum = fmaOnce(x[i], y[i], sum)
+		if i < fours {
+			sum += float32(x[i] * y[i]) // the conversion rounds the product: no fused multiply-add
+		} else {
+			sum = fmaOnce(x[i], y[i], sum)
+		}
 	}
 	return sum
 }

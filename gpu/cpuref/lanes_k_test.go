@@ -19,15 +19,7 @@ import (
 // x86 with AVX2 and FMA, through testdata/ggmldot.c) on random rows of every type
 // MatMulSuperLanes covers and checks that the Go model gives the same float bit for bit.
 func TestSuperLanesAreGGMLs(t *testing.T) {
-	lib := shareddata.Path(t, "llama.cpp", "cpu")
-	cc, err := exec.LookPath("cc")
-	if err != nil {
-		t.Skip("no C compiler to build testdata/ggmldot.c")
-	}
-	bin := filepath.Join(t.TempDir(), "ggmldot")
-	if out, err := exec.Command(cc, "-O2", "-o", bin, "testdata/ggmldot.c", "-ldl").CombinedOutput(); err != nil {
-		t.Fatalf("building ggmldot: %v\n%s", err, out)
-	}
+	bin, lib := ggmlDotTool(t)
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, typ := range cpuref.SuperLaneTypes {
 		for _, nb := range []int{1, 3, 11} {
@@ -58,6 +50,22 @@ func TestSuperLanesAreGGMLs(t *testing.T) {
 	}
 }
 
+// ggmlDotTool builds testdata/ggmldot.c and returns it with the shared llama.cpp CPU
+// libraries' folder it loads.
+func ggmlDotTool(t *testing.T) (bin, lib string) {
+	t.Helper()
+	lib = shareddata.Path(t, "llama.cpp", "cpu")
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler to build testdata/ggmldot.c")
+	}
+	bin = filepath.Join(t.TempDir(), "ggmldot")
+	if out, err := exec.Command(cc, "-O2", "-o", bin, "testdata/ggmldot.c", "-ldl").CombinedOutput(); err != nil {
+		t.Fatalf("building ggmldot: %v\n%s", err, out)
+	}
+	return bin, lib
+}
+
 // ggmlDot runs ggmldot: llama.cpp's vec_dot of each row of w with x.
 func ggmlDot(t *testing.T, bin, lib string, typ gguf.GGMLType, w []byte, rows int, x []float32) []float32 {
 	t.Helper()
@@ -77,4 +85,34 @@ func ggmlDot(t *testing.T, bin, lib string, typ gguf.GGMLType, w []byte, rows in
 		t.Fatalf("ggmldot %s: %v", typ, err)
 	}
 	return got
+}
+
+// TestVecDotF32IsGGMLs checks DotF32VecDot bit for bit against llama.cpp's own
+// ggml_vec_dot_f32 (the shared CPU build, through testdata/ggmldot.c) for row lengths with
+// every kind of leftover past the runs of 32: none, fewer than 4, fours, fours and more.
+func TestVecDotF32IsGGMLs(t *testing.T) {
+	bin, lib := ggmlDotTool(t)
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, n := range []int{3, 8, 32, 33, 36, 39, 64, 100, 172, 255, 257} {
+		const rows = 64
+		w := make([]float32, rows*n)
+		x := make([]float32, n)
+		for i := range w {
+			w[i] = float32(rng.NormFloat64())
+		}
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		raw := make([]byte, 4*len(w))
+		for i, v := range w {
+			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
+		}
+		want := ggmlDot(t, bin, lib, gguf.TypeF32, raw, rows, x)
+		for r := range rows {
+			if got := cpuref.DotF32VecDot(w[r*n:(r+1)*n], x); math.Float32bits(got) != math.Float32bits(want[r]) {
+				t.Errorf("n=%d row %d: %g, llama.cpp %g", n, r, got, want[r])
+				break
+			}
+		}
+	}
 }
