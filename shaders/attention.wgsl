@@ -89,7 +89,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         }
         let vo = off + dim0; // even: a pair's offset
         acc = acc16(fma4(vec4<f32>(v_pair(vo), v_pair(vo + zw)), vec4<f32>(vs), acc));
-        l = l * ms + vs;
+        l = fma1(l, ms, vs); // S = S*ms + vs, which GCC fuses
     }
 #ifdef CHUNKED
     if (p.last == 0u) {

@@ -91,7 +91,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                     let zw = v_pair(off + select(dim0 + 2u, dim0, dim0 + 2u >= HEAD_DIM));
                     acc[a] = acc16(fma4(vec4<f32>(xy, zw), vec4<f32>(vs), acc[a]));
                 }
-                l = l * ms + vs;
+                l = fma1(l, ms, vs); // S = S*ms + vs, which GCC fuses
             }
         }
         // The next pass: the block's next token of a sequence not yet taken.
