@@ -30,7 +30,9 @@ fn key_end(t: u32) -> u32 {
 fn sink_step(m: f32, l: f32, s: f32) -> vec3<f32> {
     if (s > m) {
         let ms = exp_c(m - s);
-        return vec3<f32>(s, fma1(l, ms, 1.0), ms); // S = S*ms + vs, fused as GCC compiles it
+        // S = S*ms + vs, which GCC leaves unfused here (unlike in the loop over the keys:
+        // checked against llama.cpp's library, gpu.TestAttentionIsGGMLs).
+        return vec3<f32>(s, ns_keep(ns_keep(l * ms) + 1.0), ms);
     }
     return vec3<f32>(m, l + exp_c(s - m), 1.0);
 }

@@ -137,10 +137,21 @@ fn two_sum(a: f32, b: f32) -> vec2<f32> {
     return vec2<f32>(s, ns_keep(a - ns_keep(s - bb)) + ns_keep(b - bb));
 }
 
-// exp_c is the C library's expf: x = (32 m + i) ln2/32 + r with |r| <= ln2/64 (ln2/32 in three
-// parts, the first two short enough that their products with 32 m + i are exact), e^x =
-// 2^m 2^(i/32) e^r with e^r - 1 = r + r^2/2 + ... + r^6/720 (the next term is below 2^-58),
-// each step carried in a pair of floats where its rounding would show, rounded once at the end.
+// exp_c is the C library's expf as glibc 2.36 computes it on x86-64 (e_expf.c): in double
+// precision, z = x·32/ln2, k = z rounded to even, r = z - k and e^x = 2^(k/32)·2^(r/32) with
+// 2^(r/32) taken from its own cubic, 1 + C2·r + C1·r^2 + C0·r^3, rounded to float once. The
+// cubic's error stays in glibc's result (about 0.06% of floats are not the correctly rounded
+// e^x), so this evaluates that cubic, not e^x: its doubles are pairs of floats here (z from
+// x times 32/ln2 in three exact parts), which give glibc's float but where its double lies
+// within about 2^-46 of a rounding boundary. Constants: glibc's own (__exp2f_data's
+// invln2_scaled and poly_scaled, read from this machine's libm; EXP_T holds 2^(i/32)).
+const EXPF_I0: f32 = 46.16624f; // 32/ln2 = I0 + I1 + I2 exactly (the floats 0x4238aa3b,
+const EXPF_I1: f32 = 6.1630817e-07f; // 0x35257060 and 0xa8800000)
+const EXPF_I2: f32 = -1.4210855e-14f;
+const EXPF_C0: f32 = 1.6938359e-06f;
+const EXPF_C1 = vec2<f32>(0.0002345981f, -6.830502e-12f);
+const EXPF_C2 = vec2<f32>(0.02166085f, -5.5405604e-11f);
+
 fn exp_c(x: f32) -> f32 {
     if (x > 88.72283172607422) {
         return bitcast<f32>(0x7f800000u); // overflows to infinity, as expf
@@ -148,28 +159,35 @@ fn exp_c(x: f32) -> f32 {
     if (x < -103.97207641601562) {
         return 0.0;
     }
-    let kf = round(ns_keep(x * 46.16624069213867)); // 32 / ln2
+    // z = x·32/ln2 = p0 + e0 + p1 + e1 + p2, the first four exact, k its nearest integer (ties
+    // to even, the pair's tail deciding where p0 alone sits on a half).
+    let z0 = two_prod(x, EXPF_I0);
+    let z1 = two_prod(x, EXPF_I1);
+    let p2 = ns_keep(x * EXPF_I2);
+    var kf = round(z0.x);
+    let tail = ns_keep(ns_keep(z0.y + z1.x) + ns_keep(z1.y + p2));
+    if (abs(ns_keep(z0.x - kf)) == 0.5 && tail != 0.0) {
+        kf = ns_keep(z0.x + select(-0.5, 0.5, tail > 0.0));
+    }
     let k = i32(kf);
-    let r1 = ns_keep(x - ns_keep(kf * 0.02166748046875)); // ln2/32: 11 bits,
-    let k2 = ns_keep(kf * -6.631016731262207e-06);      // 11 more,
-    let k3 = ns_keep(kf * -5.952044412893542e-11);      // and the rest
-    let rs = two_sum(r1, -k2);
-    let rn = two_sum(rs.x, ns_keep(rs.y - k3)); // rl below rh's last bit, so r^3 needs rh alone
-    let rh = rn.x;
-    let rl = rn.y;
-    // e^r - 1 = rh + rh^2/2 + (rl + rh rl + rh^3/6 + ... + rh^6/720), the tail small enough
-    // for f32.
-    let r2 = two_prod(rh, rh);
-    let poly = ns_keep(0.16666667163372039794921875 + ns_keep(rh * ns_keep(0.041666667908430099487304688 + ns_keep(rh * ns_keep(0.0083333337679505348205566 + ns_keep(rh * 0.0013888889225199818611145))))));
-    let tail = ns_keep(ns_keep(rl + ns_keep(r2.y * 0.5)) + ns_keep(rh * rl)) + ns_keep(rh * rh * rh * poly);
-    let h = two_sum(rh, ns_keep(r2.x * 0.5));
-    let em_hi = h.x;
-    let em_lo = ns_keep(h.y + tail);
-    // 2^(i/32) (1 + em) = T + T em.
+    // r = z - k in a pair: (p0 - k) exact, then the rest from the largest.
+    let ra = two_sum(ns_keep(z0.x - kf), z0.y);
+    let rb = two_sum(ra.x, z1.x);
+    let r = two_sum(rb.x, ns_keep(ns_keep(ra.y + rb.y) + ns_keep(z1.y + p2)));
+    // 2^(r/32) - 1 = r·(C2 + r·(C1 + r·C0)), each factor a pair where its rounding would show.
+    let ci = two_sum(EXPF_C1.x, ns_keep(r.x * EXPF_C0));
+    let ci_lo = ns_keep(ci.y + EXPF_C1.y);
+    let rm = two_prod(r.x, ci.x);
+    let cm = two_sum(EXPF_C2.x, rm.x);
+    let cm_lo = ns_keep(ns_keep(cm.y + EXPF_C2.y) + ns_keep(ns_keep(rm.y + ns_keep(r.x * ci_lo)) + ns_keep(r.y * ci.x)));
+    let q = two_prod(r.x, cm.x);
+    let q_lo = ns_keep(ns_keep(q.y + ns_keep(r.x * cm_lo)) + ns_keep(r.y * cm.x));
+    let pw = two_sum(1.0, q.x);
+    let pw_lo = ns_keep(pw.y + q_lo);
+    // 2^(i/32) (1 + (2^(r/32) - 1)), then 2^(k >> 5) and the one rounding.
     let t = EXP_T[u32(k & 31)];
-    let p = two_prod(t.x, em_hi);
-    let s = two_sum(t.x, p.x);
-    let small = ns_keep(ns_keep(ns_keep(s.y + p.y) + ns_keep(t.x * em_lo)) + ns_keep(t.y + ns_keep(t.y * em_hi)));
+    let s = two_prod(t.x, pw.x);
+    let small = ns_keep(ns_keep(s.y + ns_keep(t.x * pw_lo)) + ns_keep(t.y * pw.x));
     return scale2(s.x, small, k >> 5u);
 }
 

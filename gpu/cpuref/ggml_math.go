@@ -1,6 +1,9 @@
 package cpuref
 
-import "math"
+import (
+	"math"
+	"math/big"
+)
 
 // ExpV is ggml_v_expf, llama.cpp's vector exp on x86 with AVX2 and FMA (ggml-cpu/vec.h), of
 // one lane: what its silu, swiglu and soft_max take for runs of 8 values.
@@ -28,8 +31,66 @@ func ExpV(x float32) float32 {
 	return fmaOnce(s2, j, s2) * s1
 }
 
-// Expf is the C library's expf, correctly rounded (as glibc's is in all but the rarest cases).
-func Expf(x float32) float32 { return float32(math.Exp(float64(x))) }
+// Expf is the C library's expf as glibc 2.36 computes it on x86-64 (what llama.cpp's scalar
+// exp calls): in double precision, z = x·32/ln2 rounded to an integer k (ties to even), r = z
+// - k, and e^x = 2^(k/32)·(1 + C2·r + C1·r^2 + C0·r^3), rounded to float once. Its cubic leaves
+// about 0.06% of results a float away from the correctly rounded e^x; llama.cpp has those.
+// The constants are glibc's (its __exp2f_data, read from this machine's libm), the table
+// 2^(i/32) rounded to doubles; TestExpfIsGlibcs checks this against the C library.
+func Expf(x float32) float32 {
+	switch {
+	case x != x:
+		return x
+	case x > 0x1.62e42ep6:
+		return float32(math.Inf(1))
+	case x < -0x1.9fe368p6:
+		return 0
+	}
+	const (
+		invln2N = 0x1.71547652b82fep+5
+		shift   = 0x1.8p+52
+		c0      = 0x1.c6af84b912394p-20
+		c1      = 0x1.ebfce50fac4f3p-13
+		c2      = 0x1.62e42ff0c52d6p-6
+	)
+	z := invln2N * float64(x)
+	kd := z + shift // rounds z to an integer, ties to even
+	ki := math.Float64bits(kd)
+	kd -= shift
+	r := z - kd
+	s := math.Float64frombits(exp2Tab[ki%32] + ki<<47) // 2^(k/32): 2^(i/32), exponent + k >> 5
+	y := math.FMA(math.FMA(c0, r, c1), r*r, math.FMA(c2, r, 1))
+	return float32(y * s)
+}
+
+// exp2Tab[i] is glibc's table for expf: the bits of 2^(i/32) rounded to a double, less i << 47
+// (so that adding k << 47 for k = 32 m + i also adds m to the exponent).
+var exp2Tab = func() (t [32]uint64) {
+	for i := range t {
+		t[i] = math.Float64bits(exp2Frac(i)) - uint64(i)<<47
+	}
+	return t
+}()
+
+// exp2Frac is 2^(i/32) rounded to the nearest double: Newton's iteration for x^32 = 2^i in
+// 200-bit floats, from the float64 estimate.
+func exp2Frac(i int) float64 {
+	const prec = 200
+	x := new(big.Float).SetPrec(prec).SetFloat64(math.Exp2(float64(i) / 32))
+	target := new(big.Float).SetPrec(prec).SetMantExp(big.NewFloat(1), i)
+	for range 4 {
+		p := new(big.Float).SetPrec(prec).SetFloat64(1)
+		for range 31 {
+			p.Mul(p, x)
+		}
+		num := new(big.Float).SetPrec(prec).Mul(p, x)
+		num.Sub(num, target)
+		den := new(big.Float).SetPrec(prec).Mul(p, big.NewFloat(32))
+		x.Sub(x, num.Quo(num, den))
+	}
+	f, _ := x.Float64()
+	return f
+}
 
 // SiLUV is ggml_v_silu of one lane: x / (1 + ggml_v_expf(0 - x)).
 func SiLUV(x float32) float32 { return x / (1 + ExpV(0-x)) }

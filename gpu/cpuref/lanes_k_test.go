@@ -116,3 +116,47 @@ func TestVecDotF32IsGGMLs(t *testing.T) {
 		}
 	}
 }
+
+// TestExpfIsGlibcs checks Expf bit for bit against this machine's C library (glibc, whose
+// expf llama.cpp's CPU backend calls) on a million floats over exp's whole range and beyond:
+// random ones in [-104, 89], a model's activations' range, and random bit patterns.
+func TestExpfIsGlibcs(t *testing.T) {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler to build testdata/expf.c")
+	}
+	bin := filepath.Join(t.TempDir(), "expf")
+	if out, err := exec.Command(cc, "-O2", "-o", bin, "testdata/expf.c", "-lm").CombinedOutput(); err != nil {
+		t.Fatalf("building expf: %v\n%s", err, out)
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	xs := make([]float32, 1<<20)
+	for i := range xs {
+		switch i % 3 {
+		case 0:
+			xs[i] = float32(rng.Float64()*193 - 104)
+		case 1:
+			xs[i] = float32(rng.NormFloat64() * 3)
+		default:
+			xs[i] = math.Float32frombits(rng.Uint32())
+		}
+	}
+	var in bytes.Buffer
+	binary.Write(&in, binary.LittleEndian, xs)
+	cmd := exec.Command(bin)
+	cmd.Stdin = &in
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float32, len(xs))
+	if err := binary.Read(bytes.NewReader(out), binary.LittleEndian, want); err != nil {
+		t.Fatal(err)
+	}
+	for i, x := range xs {
+		got := cpuref.Expf(x)
+		if math.Float32bits(got) != math.Float32bits(want[i]) && !(got != got && want[i] != want[i]) {
+			t.Fatalf("Expf(%v) = %v, glibc's %v", x, got, want[i])
+		}
+	}
+}
