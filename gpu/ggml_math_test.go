@@ -13,7 +13,8 @@ import (
 
 // TestGGMLMath checks ggml_math.inc's functions on CPU adapters against their Go references
 // on random inputs over the range a model's activations take and beyond: ggml_v_expf and its
-// silu bit for bit, the C library's expf, the sigmoid of it, logf, sinf and cosf bit for bit on all
+// silu bit for bit, the C library's tanhf and logf bit for bit (against libm itself), its expf,
+// the sigmoid of it, sinf and cosf bit for bit on all
 // but a few in a million (where a pair of floats' 45 bits still leave the rounding in doubt).
 func TestGGMLMath(t *testing.T) {
 	d := cpuAdapter(t)
@@ -40,8 +41,9 @@ func TestGGMLMath(t *testing.T) {
 		{"exp_v", cpuref.ExpV, 0},
 		{"silu_v", cpuref.SiLUV, 0},
 		{"exp_c", cpuref.Expf, 2},
+		{"tanh_c", LibmTanhf, 0},
 		{"sigmoid_c", cpuref.SigmoidC, 2},
-		{"log_c(abs(x[i]) + 1e-30)", func(x float32) float32 { return float32(math.Log(float64(float32(math.Abs(float64(x))) + 1e-30))) }, 2},
+		{"log_c(abs(x[i]) + 1e-30)", func(x float32) float32 { return LibmLogf(float32(math.Abs(float64(x))) + 1e-30) }, 2},
 		{"sincos_c(x[i]).x", func(x float32) float32 { return float32(math.Sin(float64(x))) }, 2},
 		{"sincos_c(x[i]).y", func(x float32) float32 { return float32(math.Cos(float64(x))) }, 2},
 	} {

@@ -23,6 +23,9 @@ func powf(x, y float32) float32 { return float32(C.libm_powf(C.float(x), C.float
 // LibmTanhf is the C library's tanhf (GELUTable's reference, which llama.cpp's table takes).
 func LibmTanhf(x float32) float32 { return float32(C.libm_tanhf(C.float(x))) }
 
+// LibmLogf is the C library's logf (ggml_math.inc's log_c reproduces it).
+func LibmLogf(x float32) float32 { return float32(C.libm_logf(C.float(x))) }
+
 // LibmSinCos is the C library's sinf and cosf of x (RoPETable's).
 func LibmSinCos(x float32) (float32, float32) {
 	return float32(C.libm_sinf(C.float(x))), float32(C.libm_cosf(C.float(x)))

@@ -191,6 +191,111 @@ fn exp_c(x: f32) -> f32 {
     return scale2(s.x, small, k >> 5u);
 }
 
+// tanh_c is the C library's tanhf as glibc 2.36 computes it (fdlibm's, in floats): for |x| of
+// 1 and more 1 - 2/(expm1(2|x|) + 2), below it -t/(t + 2) with t = expm1(-2|x|), the sign
+// restored; 1 from 22 on. (ggml_tanh calls it: Gemma's final soft-cap.) Each step rounded on its
+// own, as glibc's C compiles without contraction (gpu.TestGGMLMath checks it against libm).
+fn tanh_c(x: f32) -> f32 {
+    let ix = bitcast<u32>(x) & 0x7fffffffu;
+    var z: f32;
+    if (ix >= 0x7f800000u) {
+        return select(select(-1.0, 1.0, x > 0.0), x, x != x); // +-1, NaN as NaN
+    }
+    if (ix < 0x24000000u) {
+        return ns_keep(x * ns_keep(1.0 + x));
+    }
+    if (ix >= 0x41b00000u) {
+        z = 1.0;
+    } else if (ix >= 0x3f800000u) {
+        let t = expm1_c(ns_keep(2.0 * abs(x)));
+        z = ns_keep(1.0 - ns_keep(2.0 / ns_keep(t + 2.0)));
+    } else {
+        let t = expm1_c(ns_keep(-2.0 * abs(x)));
+        z = ns_keep(-t / ns_keep(t + 2.0));
+    }
+    return select(z, -z, bitcast<u32>(x) >= 0x80000000u);
+}
+
+// expm1_c is fdlibm's single-precision e^x - 1 as glibc 2.36 computes it, for tanh_c's
+// arguments (|x| < 44): x reduced by k ln2 (ln2 in two parts), e^r - 1 from a rational
+// approximation in r^2/2 with a correction term, 2^k applied to the exponent.
+fn expm1_c(x_in: f32) -> f32 {
+    var x = x_in;
+    let hx = bitcast<u32>(x) & 0x7fffffffu;
+    let neg = bitcast<u32>(x) >= 0x80000000u;
+    if (hx >= 0x4195b844u) { // |x| >= 27 ln2
+        if (!neg) {
+            return bitcast<f32>(0x7f800000u);
+        }
+        return -1.0;
+    }
+    var k = 0;
+    var c = 0.0;
+    if (hx > 0x3eb17218u) { // |x| > ln2 / 2
+        var hi: f32;
+        var lo: f32;
+        if (hx < 0x3f851592u) { // and < 1.5 ln2
+            if (!neg) {
+                hi = ns_keep(x - 6.9313812256e-01);
+                lo = 9.0580006145e-06;
+                k = 1;
+            } else {
+                hi = ns_keep(x + 6.9313812256e-01);
+                lo = -9.0580006145e-06;
+                k = -1;
+            }
+        } else {
+            k = i32(ns_keep(ns_keep(1.4426950216e+00 * x) + select(0.5, -0.5, neg)));
+            let t = f32(k);
+            hi = ns_keep(x - ns_keep(t * 6.9313812256e-01));
+            lo = ns_keep(t * 9.0580006145e-06);
+        }
+        x = ns_keep(hi - lo);
+        c = ns_keep(ns_keep(hi - x) - lo);
+    } else if (hx < 0x33000000u) { // |x| < 2^-25
+        return x;
+    }
+    let hfx = ns_keep(0.5 * x);
+    let hxs = ns_keep(x * hfx);
+    var p = ns_keep(hxs * -2.0109921195e-07);
+    p = ns_keep(hxs * ns_keep(4.0082177293e-06 + p));
+    p = ns_keep(hxs * ns_keep(-7.9365076090e-05 + p));
+    p = ns_keep(hxs * ns_keep(1.5873016091e-03 + p));
+    p = ns_keep(hxs * ns_keep(-3.3333335072e-02 + p));
+    let r1 = ns_keep(1.0 + p);
+    let t = ns_keep(3.0 - ns_keep(r1 * hfx));
+    var e = ns_keep(hxs * ns_keep(ns_keep(r1 - t) / ns_keep(6.0 - ns_keep(x * t))));
+    if (k == 0) {
+        return ns_keep(x - ns_keep(ns_keep(x * e) - hxs));
+    }
+    e = ns_keep(ns_keep(x * ns_keep(e - c)) - c);
+    e = ns_keep(e - hxs);
+    if (k == -1) {
+        return ns_keep(ns_keep(0.5 * ns_keep(x - e)) - 0.5);
+    }
+    if (k == 1) {
+        if (x < -0.25) {
+            return ns_keep(-2.0 * ns_keep(e - ns_keep(x + 0.5)));
+        }
+        return ns_keep(1.0 + ns_keep(2.0 * ns_keep(x - e)));
+    }
+    if (k <= -2 || k > 56) {
+        var y = ns_keep(1.0 - ns_keep(e - x));
+        y = bitcast<f32>(bitcast<u32>(y) + (u32(k) << 23u));
+        return ns_keep(y - 1.0);
+    }
+    var y: f32;
+    if (k < 23) {
+        let tk = bitcast<f32>(0x3f800000u - (0x1000000u >> u32(k))); // 1 - 2^-k
+        y = ns_keep(tk - ns_keep(e - x));
+    } else {
+        let tk = bitcast<f32>(u32(0x7f - k) << 23u); // 2^-k
+        y = ns_keep(x - ns_keep(e + tk));
+        y = ns_keep(y + 1.0);
+    }
+    return bitcast<f32>(bitcast<u32>(y) + (u32(k) << 23u));
+}
+
 // scale2 is (hi + lo) 2^m rounded once (hi in [0.5, 2.5), lo below its last bit), for m from
 // -160 to 128: in the subnormal range (and just above it, where the spacing is the same) as
 // a whole multiple of 2^-149, (hi + lo) 2^(m + 149) rounded half to even, else hi + lo
@@ -324,102 +429,76 @@ fn mul_add2(a: vec2<f32>, b: vec2<f32>, c: vec2<f32>, d: vec2<f32>) -> f32 {
     return s.x + small;
 }
 
-// LOG_T[j] is ln(1 + j/128) as a pair of floats (hi + lo).
-const LOG_T = array<vec2<f32>, 128>(
-    vec2<f32>(0.0, 0.0), vec2<f32>(0.007782140281051397, 1.6100355770820585e-10),
-    vec2<f32>(0.015504186972975731, -4.3701048335620385e-10), vec2<f32>(0.02316705882549286, 4.5604151011069405e-10),
-    vec2<f32>(0.030771657824516296, 8.422373909411363e-10), vec2<f32>(0.03831886500120163, -6.990650280869204e-10),
-    vec2<f32>(0.045809537172317505, -1.1410232758635175e-09), vec2<f32>(0.053244516253471375, -1.7346590830413788e-09),
-    vec2<f32>(0.0606246218085289, 7.905942393804377e-12), vec2<f32>(0.06795065850019455, 3.4083131872364447e-09),
-    vec2<f32>(0.0752234235405922, -2.303004675852094e-09), vec2<f32>(0.08244366943836212, -2.2728753601430896e-10),
-    vec2<f32>(0.08961215615272522, 2.536961973831353e-09), vec2<f32>(0.09672962874174118, -2.283190081442399e-09),
-    vec2<f32>(0.10379679501056671, -1.328923193710807e-09), vec2<f32>(0.11081436276435852, 3.575931550869882e-09),
-    vec2<f32>(0.11778303235769272, 3.2986906539633765e-09), vec2<f32>(0.12470348179340363, -3.2924463155836747e-09),
-    vec2<f32>(0.13157635927200317, -1.4832839401179854e-09), vec2<f32>(0.1384023278951645, -5.036045358508545e-09),
-    vec2<f32>(0.14518201351165771, -3.6671599090709606e-09), vec2<f32>(0.151916041970253, 5.5588984804177954e-11),
-    vec2<f32>(0.15860502421855927, 5.9580793632108e-09), vec2<f32>(0.16524957120418549, 1.6911216871307033e-09),
-    vec2<f32>(0.1718502640724182, -7.145759095550375e-09), vec2<f32>(0.17840765416622162, 3.306596774166337e-09),
-    vec2<f32>(0.18492233753204346, 9.619685048534166e-10), vec2<f32>(0.1913948506116867, 2.3879427324402513e-09),
-    vec2<f32>(0.19782574474811554, -1.4181956720094036e-09), vec2<f32>(0.20421554148197174, -5.3280848483217014e-11),
-    vec2<f32>(0.2105647623538971, 6.753452463925669e-09), vec2<f32>(0.21687394380569458, -5.505080391543515e-09),
-    vec2<f32>(0.2231435477733612, 3.540848503291727e-09), vec2<f32>(0.22937409579753876, 5.2673070349840145e-09),
-    vec2<f32>(0.23556606471538544, 6.597381307926753e-09), vec2<f32>(0.24171993136405945, 5.523085544467676e-09),
-    vec2<f32>(0.2478361576795578, 6.225023607697722e-09), vec2<f32>(0.2539152204990387, -1.0518075299614793e-08),
-    vec2<f32>(0.25995752215385437, 2.283071731667974e-09), vec2<f32>(0.2659635543823242, -5.885186116216801e-09),
-    vec2<f32>(0.2719337046146393, 1.086900258684409e-08), vec2<f32>(0.27786844968795776, 1.315498487919342e-09),
-    vec2<f32>(0.2837681770324707, -3.9018259734291405e-09), vec2<f32>(0.28963330388069153, -1.1297649038510826e-08),
-    vec2<f32>(0.2954642176628113, -4.768975436775236e-09), vec2<f32>(0.3012613356113434, -5.033181427194222e-09),
-    vec2<f32>(0.3070250451564789, -9.86156667437399e-09), vec2<f32>(0.3127557039260864, 6.077810255078475e-09),
-    vec2<f32>(0.31845372915267944, 1.9658552563583953e-09), vec2<f32>(0.3241194784641266, -9.809914658376329e-09),
-    vec2<f32>(0.3297532796859741, 6.686494025132106e-09), vec2<f32>(0.3353555500507355, -8.129597439676672e-09),
-    vec2<f32>(0.3409265875816345, -6.110413286464222e-10), vec2<f32>(0.3464667797088623, -1.236265401161063e-08),
-    vec2<f32>(0.3519764244556427, -1.2984645580971232e-09), vec2<f32>(0.35745587944984436, 9.471959216966752e-09),
-    vec2<f32>(0.36290550231933594, -8.629967851447873e-09), vec2<f32>(0.3683255612850189, -1.2631126700135553e-10),
-    vec2<f32>(0.37371641397476196, -4.181178070439273e-09), vec2<f32>(0.37907835841178894, -5.476819442407077e-09),
-    vec2<f32>(0.38441169261932373, 6.291008158854083e-09), vec2<f32>(0.3897167444229126, 6.717112643883638e-09),
-    vec2<f32>(0.3949938118457794, -3.604910370214043e-09), vec2<f32>(0.4002431631088257, 1.018186979173663e-09),
-    vec2<f32>(0.40546509623527527, 1.1872889338349069e-08), vec2<f32>(0.41065993905067444, -1.4065405729013492e-08),
-    vec2<f32>(0.4158279001712799, -5.027569027760137e-09), vec2<f32>(0.42096930742263794, -1.2778508029498425e-08),
-    vec2<f32>(0.42608439922332764, -3.912427715135891e-09), vec2<f32>(0.4311734735965729, -8.778201276982145e-09),
-    vec2<f32>(0.43623676896095276, -2.1860346866020564e-09), vec2<f32>(0.4412745535373688, 7.267506596519979e-09),
-    vec2<f32>(0.4462870955467224, 7.081697006583454e-09), vec2<f32>(0.4512746334075928, 1.0731866062485551e-08),
-    vec2<f32>(0.45623743534088135, -1.859293718986521e-09), vec2<f32>(0.46117570996284485, 5.159325411341342e-09),
-    vec2<f32>(0.46608972549438477, 4.430214417538991e-09), vec2<f32>(0.4709797203540802, -5.135289082858208e-09),
-    vec2<f32>(0.47584590315818787, 1.7117760542362248e-09), vec2<f32>(0.48068854212760925, -1.2781857350319115e-08),
-    vec2<f32>(0.4855078160762787, -2.9457788985887134e-10), vec2<f32>(0.49030399322509766, -5.1799036171473745e-09),
-    vec2<f32>(0.4950772523880005, 1.4409851090135817e-08), vec2<f32>(0.49982786178588867, 7.770561083475513e-09),
-    vec2<f32>(0.5045560002326965, 1.0519698889766005e-08), vec2<f32>(0.5092619061470032, -4.357195049209395e-09),
-    vec2<f32>(0.5139457583427429, -7.2405086370963545e-09), vec2<f32>(0.5186077356338501, 2.8574195454211804e-08),
-    vec2<f32>(0.5232481360435486, 7.720998951299407e-09), vec2<f32>(0.5278670787811279, 1.0839714015276058e-08),
-    vec2<f32>(0.5324648022651672, -3.39569550256158e-09), vec2<f32>(0.5370414853096008, -1.9412716767419624e-08),
-    vec2<f32>(0.541597306728363, -2.4295617961911375e-08), vec2<f32>(0.5461324453353882, -7.73725261637992e-09),
-    vec2<f32>(0.5506471395492554, -2.1596592958417204e-08), vec2<f32>(0.5551415085792542, -1.0387525284372146e-09),
-    vec2<f32>(0.5596157908439636, -2.9085409636309123e-09), vec2<f32>(0.5640701651573181, -2.68725148799831e-08),
-    vec2<f32>(0.5685047507286072, -1.5375938744455198e-08), vec2<f32>(0.5729197263717651, 2.71900209014575e-08),
-    vec2<f32>(0.5773153901100159, -2.507519170080741e-08), vec2<f32>(0.5816917419433594, -2.3087369793728385e-09),
-    vec2<f32>(0.5860490202903748, 2.4713203927717586e-08), vec2<f32>(0.5903874635696411, -1.6967463878359013e-08),
-    vec2<f32>(0.5947071313858032, -2.363911022484899e-08), vec2<f32>(0.5990082025527954, -1.290671214349004e-08),
-    vec2<f32>(0.603290855884552, -4.446467638530294e-09), vec2<f32>(0.6075552701950073, -1.9970466169638712e-08),
-    vec2<f32>(0.6118015646934509, -2.358745732067291e-08), vec2<f32>(0.6160298585891724, 1.8626341358185527e-08),
-    vec2<f32>(0.6202403903007507, 1.9451107391432743e-08), vec2<f32>(0.6244332790374756, 8.974417653462297e-09),
-    vec2<f32>(0.6286086440086365, 1.5413737841640796e-08), vec2<f32>(0.6327666640281677, 5.5428701628557064e-09),
-    vec2<f32>(0.6369074583053589, 3.931710512716791e-09), vec2<f32>(0.6410312056541443, -2.6233212935267147e-08),
-    vec2<f32>(0.6451379656791687, -4.30558388941904e-09), vec2<f32>(0.6492279171943665, 2.9430744064029568e-08),
-    vec2<f32>(0.6533012986183167, -2.660557107958539e-08), vec2<f32>(0.6573580503463745, 2.2361986040664306e-08),
-    vec2<f32>(0.6613984704017639, 1.1843600766781037e-08), vec2<f32>(0.6654226183891296, 1.4155960847972437e-08),
-    vec2<f32>(0.669430673122406, -1.9179775989641712e-08), vec2<f32>(0.6734226942062378, -1.899407031658029e-08),
-    vec2<f32>(0.6773988008499146, 2.274189192519316e-08), vec2<f32>(0.6813592314720154, -6.6641123730448726e-09),
-    vec2<f32>(0.6853039860725403, 1.702637852929456e-08), vec2<f32>(0.6892333030700684, -2.1831258578686175e-08));
+// log_c is the C library's logf of y > 0 as glibc 2.36 computes it on x86-64 (e_logf.c): y =
+// 2^k z with z in [0x3f330000, 2·0x3f330000) in 16 bands, c a point of z's band (its 1/c and
+// ln c tabulated), r = z/c - 1 = z·(1/c) - 1 and ln y = ln c + k ln2 + r + r^2 (A2 + A1 r +
+// A0 r^2), in double precision, rounded to float once: its own cubic, whose error glibc's result
+// keeps (0.07% of floats are not the correctly rounded ln y). Here in pairs of floats, so
+// glibc's float but where its double lies within about 2^-46 of a rounding boundary. (The
+// softplus of qwen35's gates.) Constants: glibc's own (__logf_data, read from this machine's
+// libm), each double as a pair of floats.
+const LOGF_T = array<vec4<f32>, 16>( // 1/c (hi, lo), ln c (hi, lo)
+    vec4<f32>(1.3989072f, -2.2454302e-08f, -0.33569133f, -5.117452e-10f),
+    vec4<f32>(1.3403141f, 3.9807233e-08f, -0.29290405f, -7.219311e-09f),
+    vec4<f32>(1.2864323f, -5.6111237e-08f, -0.25187266f, 6.3581634e-10f),
+    vec4<f32>(1.2367151f, -5.6926893e-08f, -0.21245869f, -3.0306986e-09f),
+    vec4<f32>(1.1906977f, 4.6688264e-08f, -0.17453945f, -5.006707e-09f),
+    vec4<f32>(1.1479821f, -1.8458273e-08f, -0.1380057f, -3.544308e-09f),
+    vec4<f32>(1.1082251f, 3.7634223e-08f, -0.10275976f, -3.3870093e-09f),
+    vec4<f32>(1.0711298f, -5.758342e-08f, -0.068713926f, 1.3086605e-09f),
+    vec4<f32>(1.0364373f, 5.9517706e-09f, -0.03578914f, 8.289829e-10f),
+    vec4<f32>(1.0f, 0.0f, 0.0f, 0.0f),
+    vec4<f32>(0.949286f, -4.465401e-09f, 0.052045178f, -2.390381e-10f),
+    vec4<f32>(0.89510494f, -1.8450628e-09f, 0.11081431f, 2.377585e-09f),
+    vec4<f32>(0.8476822f, -1.5985368e-08f, 0.16524953f, -4.131188e-09f),
+    vec4<f32>(0.8050315f, 6.764201e-09f, 0.21687388f, 6.11595e-09f),
+    vec4<f32>(0.7664671f, 6.462924e-09f, 0.2659635f, 8.03446e-09f),
+    vec4<f32>(0.7314286f, -1.9883135e-08f, 0.31275567f, -7.716408e-09f));
+const LOGF_A0 = vec2<f32>(-0.2508934f, -8.121833e-09f);
+const LOGF_A1 = vec2<f32>(0.33345675f, 1.1059618e-08f);
+const LOGF_A2 = vec2<f32>(-0.49999976f, 1.3001211e-08f);
+const LOGF_LN2 = vec3<f32>(0.69314575f, 1.4286068e-06f, 5.495604e-14f); // exactly ln2's double; k·x of the first exact
 
-// log_c is the C library's logf of y > 0 (glibc's is correctly rounded but on 0.07% of
-// inputs): y = 2^e m, m = c (1 + r) with c = 1 + j/128 its first 7 fraction bits, so ln y =
-// e ln2 + ln c + ln(1 + r), 0 <= r < 1/128, the series r - r^2/2 + r^3/3 - ... with r and r^2 in
-// pairs of floats, the sum rounded once.
 fn log_c(y: f32) -> f32 {
-    var bits = bitcast<u32>(y);
-    var e = i32(bits >> 23u) - 127;
-    if ((bits >> 23u) == 0u) { // subnormal: scale by 2^24 first
-        bits = bitcast<u32>(y * 16777216.0);
-        e = i32(bits >> 23u) - 151;
+    var ix = bitcast<u32>(y);
+    if (ix == 0x3f800000u) {
+        return 0.0;
     }
-    let m = bitcast<f32>((bits & 0x007FFFFFu) | 0x3F800000u);
-    let j = (bits >> 16u) & 127u;
-    let c = 1.0 + f32(j) * 0.0078125;
-    let num = ns_keep(m - c); // exact
-    let rh = ns_keep(num / c);
-    let pc = two_prod(rh, c);
-    let rl = ns_keep(ns_keep(ns_keep(num - pc.x) - pc.y) / c);
-    let q = two_prod(rh, rh); // r^2 = q + 2 rh rl
-    // ln(1 + r) = rh + (rl - r^2/2 + r^3/3 - r^4/4 + r^5/5)
-    let poly = ns_keep(ns_keep(rh * q.x) * ns_keep(0.3333333432674408 + ns_keep(rh * ns_keep(-0.25 + ns_keep(rh * 0.20000000298023224)))));
-    let h = two_sum(rh, -0.5 * q.x);
-    let lo1 = ns_keep(ns_keep(ns_keep(rl - ns_keep(0.5 * q.y)) - ns_keep(rh * rl)) + poly);
-    let t = LOG_T[j];
-    let ef = f32(e);
-    let a = two_sum(ns_keep(ef * 0.693145751953125), t.x); // e ln2's high part is exact
-    let b = two_sum(a.x, h.x);
-    let small = ns_keep(ns_keep(ns_keep(a.y + b.y) + ns_keep(h.y + lo1)) + ns_keep(t.y + ns_keep(ef * 1.428606765330187e-06)));
-    return b.x + small;
+    if (ix < 0x00800000u) { // subnormal: normalised, as glibc does
+        if (ix == 0u) {
+            return bitcast<f32>(0xff800000u);
+        }
+        ix = bitcast<u32>(y * 8388608.0) - (23u << 23u);
+    }
+    let tmp = ix - 0x3f330000u;
+    let t = LOGF_T[(tmp >> 19u) % 16u];
+    let kf = f32(bitcast<i32>(tmp) >> 23u);
+    let z = bitcast<f32>(ix - (tmp & (0x1ffu << 23u)));
+    // r = z·(1/c) - 1, exact but for z times 1/c's low part
+    let zc = two_prod(z, t.x);
+    let r = two_sum(ns_keep(zc.x - 1.0), ns_keep(zc.y + ns_keep(z * t.y)));
+    // y0 = ln c + k ln2
+    let k1 = two_prod(kf, LOGF_LN2.y);
+    let a = two_sum(ns_keep(kf * LOGF_LN2.x), t.z);
+    let y0 = two_sum(a.x, k1.x);
+    let y0_lo = ns_keep(ns_keep(y0.y + ns_keep(a.y + t.w)) + ns_keep(k1.y + ns_keep(kf * LOGF_LN2.z)));
+    // q = r^2 (A2 + A1 r + A0 r^2)
+    let r2 = two_prod(r.x, r.x);
+    let r2_lo = ns_keep(r2.y + ns_keep(2.0 * ns_keep(r.x * r.y)));
+    let t1 = two_prod(LOGF_A1.x, r.x);
+    let t1_lo = ns_keep(t1.y + ns_keep(ns_keep(LOGF_A1.x * r.y) + ns_keep(LOGF_A1.y * r.x)));
+    let t2 = two_prod(LOGF_A0.x, r2.x);
+    let t2_lo = ns_keep(t2.y + ns_keep(ns_keep(LOGF_A0.x * r2_lo) + ns_keep(LOGF_A0.y * r2.x)));
+    let s1 = two_sum(LOGF_A2.x, t1.x);
+    let s2 = two_sum(s1.x, t2.x);
+    let pl = ns_keep(ns_keep(s2.y + s1.y) + ns_keep(LOGF_A2.y + ns_keep(t1_lo + t2_lo)));
+    let q = two_prod(s2.x, r2.x);
+    let q_lo = ns_keep(q.y + ns_keep(ns_keep(s2.x * r2_lo) + ns_keep(pl * r2.x)));
+    // y0 + r + q, rounded once
+    let u1 = two_sum(y0.x, r.x);
+    let u2 = two_sum(u1.x, q.x);
+    let lo = ns_keep(ns_keep(ns_keep(u1.y + u2.y) + ns_keep(y0_lo + r.y)) + q_lo);
+    return ns_keep(u2.x + lo);
 }
 #else
 fn log_c(y: f32) -> f32 {
@@ -444,6 +523,10 @@ fn exp_v(x: f32) -> f32 {
 
 fn exp_c(x: f32) -> f32 {
     return exp(x);
+}
+
+fn tanh_c(x: f32) -> f32 {
+    return tanh(x);
 }
 #endif
 

@@ -1,6 +1,8 @@
 // Soft-capping, in place: x = tanh(x * inv) * cap (the final logits of Gemma 2 and 4), in
 // llama.cpp's three steps (ggml_scale by inv = 1/cap rounded to f32, ggml_tanh, ggml_scale by
-// cap).
+// cap); with CPU_MATH the tanh is the C library's (ggml_math.inc's tanh_c).
+
+//#include ggml_math.inc
 
 struct Params {
     n: u32,
@@ -17,5 +19,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (i >= p.n) {
         return;
     }
-    x[i] = tanh(x[i] * p.inv) * p.cap;
+    ns_zero = u32(p.n == 0u); // 0 wherever an invocation works (ggml_math.inc)
+    x[i] = ns_keep(tanh_c(ns_keep(x[i] * p.inv)) * p.cap);
 }

@@ -63,6 +63,49 @@ func Expf(x float32) float32 {
 	return float32(y * s)
 }
 
+// Logf is the C library's logf as glibc 2.36 computes it on x86-64 (what llama.cpp's softplus
+// calls): x = 2^k z with z in [0x3f330000, 2·0x3f330000) in 16 bands, r = z·(1/c) - 1 for a
+// tabulated point c of z's band, and ln x = ln c + k ln2 + r + r^2 (A2 + A1 r + A0 r^2) in
+// double precision, rounded to float once; about 0.07% of results are a float away from the
+// correctly rounded ln x. The table and coefficients are glibc's (__logf_data, read from this
+// machine's libm); TestLogfIsGlibcs checks this against the C library.
+func Logf(x float32) float32 {
+	ix := math.Float32bits(x)
+	switch {
+	case ix == 0x3f800000:
+		return 0
+	case ix == 0 || ix == 0x80000000:
+		return float32(math.Inf(-1))
+	case ix == 0x7f800000:
+		return x
+	case ix&0x80000000 != 0 || ix >= 0x7f800000:
+		return float32(math.NaN())
+	case ix < 0x00800000: // subnormal: normalised
+		ix = math.Float32bits(x*0x1p23) - 23<<23
+	}
+	tmp := ix - 0x3f330000
+	t := logfTab[(tmp>>19)%16]
+	k := int32(tmp) >> 23
+	z := float64(math.Float32frombits(ix - tmp&(0x1ff<<23)))
+	r := math.FMA(z, t[0], -1)
+	y0 := t[1] + float64(k)*0x1.62e42fefa39efp-1
+	r2 := r * r
+	y := math.FMA(-0x1.00ea348b88334p-2, r2, math.FMA(0x1.5575b0be00b6ap-2, r, -0x1.ffffef20a4123p-2))
+	return float32(math.FMA(y, r2, y0+r))
+}
+
+// logfTab is glibc's __logf_data.tab: for each band, 1/c and ln c.
+var logfTab = [16][2]float64{
+	{0x1.661ec79f8f3bep+0, -0x1.57bf7808caadep-2}, {0x1.571ed4aaf883dp+0, -0x1.2bef0a7c06ddbp-2},
+	{0x1.49539f0f010b0p+0, -0x1.01eae7f513a67p-2}, {0x1.3c995b0b80385p+0, -0x1.b31d8a68224e9p-3},
+	{0x1.30d190c8864a5p+0, -0x1.6574f0ac07758p-3}, {0x1.25e227b0b8ea0p+0, -0x1.1aa2bc79c8100p-3},
+	{0x1.1bb4a4a1a343fp+0, -0x1.a4e76ce8c0e5ep-4}, {0x1.12358f08ae5bap+0, -0x1.1973c5a611cccp-4},
+	{0x1.0953f419900a7p+0, -0x1.252f438e10c1ep-5}, {1, 0},
+	{0x1.e608cfd9a47acp-1, 0x1.aa5aa5df25984p-5}, {0x1.ca4b31f026aa0p-1, 0x1.c5e53aa362eb4p-4},
+	{0x1.b2036576afce6p-1, 0x1.526e57720db08p-3}, {0x1.9c2d163a1aa2dp-1, 0x1.bc2860d224770p-3},
+	{0x1.886e6037841edp-1, 0x1.1058bc8a07ee1p-2}, {0x1.767dcf5534862p-1, 0x1.4043057b6ee09p-2},
+}
+
 // exp2Tab[i] is glibc's table for expf: the bits of 2^(i/32) rounded to a double, less i << 47
 // (so that adding k << 47 for k = 32 m + i also adds m to the exponent).
 var exp2Tab = func() (t [32]uint64) {

@@ -117,33 +117,51 @@ func TestVecDotF32IsGGMLs(t *testing.T) {
 	}
 }
 
-// TestExpfIsGlibcs checks Expf bit for bit against this machine's C library (glibc, whose
-// expf llama.cpp's CPU backend calls) on a million floats over exp's whole range and beyond:
-// random ones in [-104, 89], a model's activations' range, and random bit patterns.
+// TestExpfIsGlibcs and TestLogfIsGlibcs check Expf and Logf bit for bit against this
+// machine's C library (glibc, whose expf and logf llama.cpp's CPU backend calls) on a million
+// floats over each one's range and beyond: random ones over a model's range and random bit
+// patterns.
 func TestExpfIsGlibcs(t *testing.T) {
-	cc, err := exec.LookPath("cc")
-	if err != nil {
-		t.Skip("no C compiler to build testdata/expf.c")
-	}
-	bin := filepath.Join(t.TempDir(), "expf")
-	if out, err := exec.Command(cc, "-O2", "-o", bin, "testdata/expf.c", "-lm").CombinedOutput(); err != nil {
-		t.Fatalf("building expf: %v\n%s", err, out)
-	}
 	rng := rand.New(rand.NewPCG(11, 12))
-	xs := make([]float32, 1<<20)
-	for i := range xs {
+	checkLibmf(t, "expf", cpuref.Expf, func(i int) float32 {
 		switch i % 3 {
 		case 0:
-			xs[i] = float32(rng.Float64()*193 - 104)
+			return float32(rng.Float64()*193 - 104)
 		case 1:
-			xs[i] = float32(rng.NormFloat64() * 3)
-		default:
-			xs[i] = math.Float32frombits(rng.Uint32())
+			return float32(rng.NormFloat64() * 3)
 		}
+		return math.Float32frombits(rng.Uint32())
+	})
+}
+
+func TestLogfIsGlibcs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	checkLibmf(t, "logf", cpuref.Logf, func(i int) float32 {
+		if i%2 == 0 {
+			return float32(math.Exp(rng.Float64()*200 - 100))
+		}
+		return math.Float32frombits(rng.Uint32())
+	})
+}
+
+// checkLibmf compares f with the C library's function fn (testdata/libmf.c) on 2^20 inputs
+// from input.
+func checkLibmf(t *testing.T, fn string, f func(float32) float32, input func(int) float32) {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler to build testdata/libmf.c")
+	}
+	bin := filepath.Join(t.TempDir(), "libmf")
+	if out, err := exec.Command(cc, "-O2", "-o", bin, "testdata/libmf.c", "-lm").CombinedOutput(); err != nil {
+		t.Fatalf("building libmf: %v\n%s", err, out)
+	}
+	xs := make([]float32, 1<<20)
+	for i := range xs {
+		xs[i] = input(i)
 	}
 	var in bytes.Buffer
 	binary.Write(&in, binary.LittleEndian, xs)
-	cmd := exec.Command(bin)
+	cmd := exec.Command(bin, fn)
 	cmd.Stdin = &in
 	out, err := cmd.Output()
 	if err != nil {
@@ -154,9 +172,9 @@ func TestExpfIsGlibcs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, x := range xs {
-		got := cpuref.Expf(x)
+		got := f(x)
 		if math.Float32bits(got) != math.Float32bits(want[i]) && !(got != got && want[i] != want[i]) {
-			t.Fatalf("Expf(%v) = %v, glibc's %v", x, got, want[i])
+			t.Fatalf("%s(%v) = %v, glibc's %v", fn, x, got, want[i])
 		}
 	}
 }

@@ -43,10 +43,9 @@ func GatedRMSNorm(o []float32, ol HeadLayout, z []float32, zl HeadLayout, w []fl
 	}
 }
 
-// Sigmoid32 is ggml's sigmoid in f32: 1 / (1 + exp(-x)).
+// Sigmoid32 is ggml's sigmoid in f32: 1 / (1 + expf(-x)).
 func Sigmoid32(x float32) float32 {
-	e := float32(math.Exp(-float64(x)))
-	return 1 / (1 + e)
+	return 1 / (1 + Expf(-x))
 }
 
 // Softplus32 is ggml's softplus in f32 (op_softplus): x above 20, else logf(1 + expf(x)).
@@ -54,8 +53,7 @@ func Softplus32(x float32) float32 {
 	if x > 20 {
 		return x
 	}
-	e := float32(math.Exp(float64(x)))
-	return float32(math.Log(float64(1 + e)))
+	return Logf(1 + Expf(x))
 }
 
 // DeltaGates is the Gated DeltaNet's gates for rows tokens of heads value heads: g[t, h] =
