@@ -66,7 +66,7 @@ func TestMatMulLaneOrder(t *testing.T) {
 func TestMatMulSuperLaneOrder(t *testing.T) {
 	d := laneOrderDevice(t)
 	rng := rand.New(rand.NewPCG(45, 46))
-	const rows, cols, row0 = 45, 256 * 3, 1
+	const rows, cols = 45, 256 * 3
 	types := map[gguf.GGMLType]gpu.WeightType{gguf.TypeQ2_K: gpu.Q2_K, gguf.TypeQ3_K: gpu.Q3_K,
 		gguf.TypeQ4_K: gpu.Q4_K, gguf.TypeQ5_K: gpu.Q5_K,
 		gguf.TypeQ6_K: gpu.Q6_K, gguf.TypeIQ2_XXS: gpu.IQ2_XXS, gguf.TypeIQ2_XS: gpu.IQ2_XS,
@@ -76,29 +76,13 @@ func TestMatMulSuperLaneOrder(t *testing.T) {
 		typ := types[gt]
 		raw := cpuref.RandomSuperBlocks(rng, gt, rows*cols/256)
 		w := uploadWeight(t, d, typ, rows, cols, raw)
-		for _, nTok := range []int{1, 2, 3, 6, 9} {
-			add := nTok%2 == 0
-			name := fmt.Sprintf("%s t=%d add=%v", typ, nTok, add)
-			x := randVec(rng, (row0+nTok)*cols)
-			y0 := randVec(rng, nTok*rows)
-			out := upload(t, d, y0)
-			xq := empty(t, d, nTok*cols)
-			got := run(t, d, out, len(y0), func(r *gpu.Recorder) {
-				acts := r.QuantizeActivations(gpu.ActQ8_K, upload(t, d, x), row0, nTok, cols, xq, nil)
-				if acts.Packed != gpu.ActQ8_K {
-					t.Fatalf("%s: activations packed as %d, want Q8_K", name, acts.Packed)
-				}
-				r.MatMulAt(w, acts, nTok, out, rows, 0, add)
-			})
-			want, err := cpuref.MatMulSuperLanes(gt, raw, rows, cols, x[row0*cols:], nTok)
+		checkLaneProducts(t, d, rng, typ, w, rows, cols, 0, func(x []float32, nTok int) []float32 {
+			want, err := cpuref.MatMulSuperLanes(gt, raw, rows, cols, x, nTok)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if add {
-				want = cpuref.Add(y0, want)
-			}
-			checkBits(t, name, got, want)
-		}
+			return want
+		})
 	}
 }
 
@@ -109,7 +93,7 @@ func TestMatMulSuperLaneOrder(t *testing.T) {
 func TestMatMulRepackedOrder(t *testing.T) {
 	d := laneOrderDevice(t)
 	rng := rand.New(rand.NewPCG(47, 48))
-	const rows, cols, row0 = 40, 256 * 3, 1
+	const rows, cols = 40, 256 * 3
 	for _, c := range []struct {
 		typ gpu.WeightType
 		gt  gguf.GGMLType
@@ -119,27 +103,43 @@ func TestMatMulRepackedOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 		w := uploadWeight(t, d, c.typ, rows, cols, raw)
-		for _, nTok := range []int{1, 2, 3, 6, 9} {
-			add := nTok%2 == 1
-			name := fmt.Sprintf("%s t=%d add=%v", c.typ, nTok, add)
-			x := randVec(rng, (row0+nTok)*cols)
-			y0 := randVec(rng, nTok*rows)
-			out := upload(t, d, y0)
-			xq := empty(t, d, nTok*cols)
-			a := gpu.ActFor(c.typ)
-			got := run(t, d, out, len(y0), func(r *gpu.Recorder) {
-				acts := r.QuantizeActivations(a, upload(t, d, x), row0, nTok, cols, xq, nil)
-				r.MatMulAt(w, acts, nTok, out, rows, 0, add)
-			})
-			want, err := cpuref.MatMulRepacked8(c.gt, raw, rows, cols, x[row0*cols:], nTok, nTok-nTok%4)
+		checkLaneProducts(t, d, rng, c.typ, w, rows, cols, 1, func(x []float32, nTok int) []float32 {
+			want, err := cpuref.MatMulRepacked8(c.gt, raw, rows, cols, x, nTok, nTok-nTok%4)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if add {
-				want = cpuref.Add(y0, want)
+			return want
+		})
+	}
+}
+
+// checkLaneProducts runs w's product (typ, rows x cols) with batches of 1 to 9 tokens from
+// row 1 of random activations, rounded as llama.cpp rounds them for typ and packed, set or
+// added (every other batch, from addParity) into random outputs, and checks them bit for bit
+// against ref of the batch's activations.
+func checkLaneProducts(t *testing.T, d *gpu.Device, rng *rand.Rand, typ gpu.WeightType, w gpu.Weight, rows, cols, addParity int, ref func(x []float32, nTok int) []float32) {
+	t.Helper()
+	const row0 = 1
+	a := gpu.ActFor(typ)
+	for _, nTok := range []int{1, 2, 3, 6, 9} {
+		add := nTok%2 == addParity
+		name := fmt.Sprintf("%s t=%d add=%v", typ, nTok, add)
+		x := randVec(rng, (row0+nTok)*cols)
+		y0 := randVec(rng, nTok*rows)
+		out := upload(t, d, y0)
+		xq := empty(t, d, nTok*cols)
+		got := run(t, d, out, len(y0), func(r *gpu.Recorder) {
+			acts := r.QuantizeActivations(a, upload(t, d, x), row0, nTok, cols, xq, nil)
+			if acts.Packed != a {
+				t.Fatalf("%s: activations packed as %d, want %d", name, acts.Packed, a)
 			}
-			checkBits(t, name, got, want)
+			r.MatMulAt(w, acts, nTok, out, rows, 0, add)
+		})
+		want := ref(x[row0*cols:], nTok)
+		if add {
+			want = cpuref.Add(y0, want)
 		}
+		checkBits(t, name, got, want)
 	}
 }
 
