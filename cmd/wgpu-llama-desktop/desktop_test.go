@@ -342,11 +342,21 @@ func TestKeysAndClose(t *testing.T) {
 	app := startXvfbApp(t, ctx, dir, `echo "$DISPLAY $XAUTHORITY" > "$0"`)
 	done, stderr := app.done, app.stderr
 	disp, auth, _ := strings.Cut(app.told, " ")
+	// press sends key to the app's window, searching for it again when the one found went
+	// away before the event reached it (X's BadWindow: a loaded machine has shown it between
+	// the search and the send).
 	press := func(key string) {
-		x := exec.CommandContext(ctx, xdotool, "search", "--sync", "--name", "^wgpu-llama$", "key", "--window", "%1", key)
-		x.Env = append(os.Environ(), "DISPLAY="+disp, "XAUTHORITY="+auth)
-		if out, err := x.CombinedOutput(); err != nil {
-			t.Fatalf("xdotool key %s: %v\n%s", key, err, out)
+		for try := 1; ; try++ {
+			x := exec.CommandContext(ctx, xdotool, "search", "--sync", "--name", "^wgpu-llama$", "key", "--window", "%1", key)
+			x.Env = append(os.Environ(), "DISPLAY="+disp, "XAUTHORITY="+auth)
+			out, err := x.CombinedOutput()
+			if err == nil {
+				return
+			}
+			if try == 5 || !strings.Contains(string(out), "BadWindow") {
+				t.Fatalf("xdotool key %s: %v\n%s", key, err, out)
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
 	}
 	press("F12")
