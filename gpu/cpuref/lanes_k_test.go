@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/wgpu-llama/wgpu-llama/gguf"
@@ -112,6 +113,58 @@ func TestVecDotF32IsGGMLs(t *testing.T) {
 			if got := cpuref.DotF32VecDot(w[r*n:(r+1)*n], x); math.Float32bits(got) != math.Float32bits(want[r]) {
 				t.Errorf("n=%d row %d: %g, llama.cpp %g", n, r, got, want[r])
 				break
+			}
+		}
+	}
+}
+
+// TestF32ProductsAreGGMLs runs llama.cpp's own mul_mat on F32 weights (testdata/ggmlmm.c)
+// and checks DotF32TinyBLAS (batches, the shapes llamafile's tinyBLAS takes: rows a multiple
+// of 4, row length of 8) and DotF32VecDot (one token) bit for bit against it, for the
+// projection shapes of the shared reference models.
+func TestF32ProductsAreGGMLs(t *testing.T) {
+	lib := shareddata.Path(t, "llama.cpp", "cpu")
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler to build testdata/ggmlmm.c")
+	}
+	bin := filepath.Join(t.TempDir(), "ggmlmm")
+	if out, err := exec.Command(cc, "-O2", "-o", bin, "testdata/ggmlmm.c", "-ldl").CombinedOutput(); err != nil {
+		t.Fatalf("building ggmlmm: %v\n%s", err, out)
+	}
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, c := range [][3]int{{256, 128, 5}, {64, 128, 5}, {4, 128, 5}, {8, 128, 13}, {128, 256, 13}, {512, 128, 1}, {172, 64, 1}} {
+		rows, k, n := c[0], c[1], c[2]
+		w, x := make([]float32, rows*k), make([]float32, n*k)
+		for i := range w {
+			w[i] = float32(rng.NormFloat64())
+		}
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		var in bytes.Buffer
+		binary.Write(&in, binary.LittleEndian, w)
+		binary.Write(&in, binary.LittleEndian, x)
+		cmd := exec.Command(bin, lib, strconv.Itoa(rows), strconv.Itoa(k), strconv.Itoa(n))
+		cmd.Stdin = &in
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("ggmlmm: %v", err)
+		}
+		want := make([]float32, rows*n)
+		if err := binary.Read(bytes.NewReader(out), binary.LittleEndian, want); err != nil {
+			t.Fatal(err)
+		}
+		dot := cpuref.DotF32TinyBLAS
+		if n == 1 {
+			dot = cpuref.DotF32VecDot
+		}
+		for tk := range n {
+			for r := range rows {
+				got := dot(w[r*k:(r+1)*k], x[tk*k:(tk+1)*k])
+				if math.Float32bits(got) != math.Float32bits(want[tk*rows+r]) {
+					t.Fatalf("%d x %d, %d tokens: token %d row %d: %v, llama.cpp %v", rows, k, n, tk, r, got, want[tk*rows+r])
+				}
 			}
 		}
 	}
