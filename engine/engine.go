@@ -63,6 +63,11 @@ type Config struct {
 	// (llama-server's --ctx-checkpoints, recurrent.go): 0 is DefaultCtxCheckpoints, negative
 	// none.
 	CtxCheckpoints int
+	// SWAFull is llama-server's --swa-full. Without it llama-server keeps only a window of a
+	// sliding-window model's cache and ends a prompt's batches where it checkpoints that
+	// (promptCuts); this cache always holds the whole context, so the flag only takes the cuts
+	// away, as it does there.
+	SWAFull bool
 	// Device selects an adapter by index; -1 picks the best.
 	Device int
 	// Devices, when set, are the adapters to use instead of Device: the model's layers are
@@ -164,8 +169,11 @@ type Engine struct {
 	ctxShift   bool
 	cacheReuse int
 	// recurrent marks a model with recurrent layers, whose state slots the engine's slots use
-	// (recurrent.go); ctxCheckpoints is Config.CtxCheckpoints resolved.
+	// (recurrent.go); ctxCheckpoints is Config.CtxCheckpoints resolved. promptCuts marks a
+	// model whose prompts llama-server evaluates in pieces ending where it checkpoints
+	// (recurrent, or sliding-window without SWAFull): the same pieces keep its arithmetic.
 	recurrent      bool
+	promptCuts     bool
 	ctxCheckpoints int
 
 	spec *speculator // nil without speculative decoding
@@ -354,6 +362,7 @@ func load(ctx context.Context, cfg Config, devs []*gpu.Device, indexes []int, lo
 		ctxShift:   cfg.ContextShift && !c.MRoped(), // as llama.cpp: M-RoPE positions do not shift
 		cacheReuse: cfg.CacheReuse,
 		recurrent:  m.Recurrent(),
+		promptCuts: m.Recurrent() || c.SlidingWindow > 0 && !cfg.SWAFull,
 		spec:       sp,
 		candidates: cfg.Readback.candidates(dev),
 		vision:     venc,
@@ -362,8 +371,10 @@ func load(ctx context.Context, cfg Config, devs []*gpu.Device, indexes []int, lo
 		obs:        observer{poke: make(chan struct{}, 1)},
 	}
 	e.liveDevs.Store(&devs)
-	if e.recurrent { // as llama-server when the memory cannot shift or cut a sequence back
+	if e.promptCuts {
 		e.ctxCheckpoints = cmp.Or(cfg.CtxCheckpoints, DefaultCtxCheckpoints)
+	}
+	if e.recurrent { // as llama-server when the memory cannot shift or cut a sequence back
 		if e.ctxShift {
 			e.ctxShift = false
 			logger.Warn("ctx_shift is not supported by this context, it will be disabled")

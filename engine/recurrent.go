@@ -73,9 +73,12 @@ func (e *Engine) startRecurrent(s *slot, prompt []int32, key string, skip bool) 
 	return bestN, nil
 }
 
-// checkpointCut shortens a prompt chunk of slot s so that it ends where a checkpoint is due.
+// checkpointCut shortens a prompt chunk of slot s so that it ends where llama-server would
+// checkpoint (a recurrent model's state is then saved, afterChunk). A sliding-window model
+// takes the same cuts with no checkpoint: its cache here keeps every key, but llama-server's
+// pieces are what make its arithmetic (a batch of one token multiplies in another order).
 func (e *Engine) checkpointCut(s *slot, prompt, chunk []int32) []int32 {
-	if !e.recurrent || e.ctxCheckpoints <= 0 {
+	if !e.promptCuts || e.ctxCheckpoints <= 0 {
 		return chunk
 	}
 	for _, at := range e.checkpointsAt(len(prompt)) {

@@ -80,14 +80,25 @@ func logSoftmax(v []float32) []float64 {
 // greedy generates n tokens after prompt, one forward pass per token.
 func greedy(t *testing.T, m *model.Model, prompt []int32, n int, step func(i int, logits []float32)) []int32 {
 	t.Helper()
+	return greedyPieces(t, m, prompt, nil, n, step)
+}
+
+// greedyPieces is greedy with the prompt evaluated in passes that end at the given positions
+// (increasing, inside the prompt) and at its end.
+func greedyPieces(t *testing.T, m *model.Model, prompt []int32, ends []int, n int, step func(i int, logits []float32)) []int32 {
+	t.Helper()
 	kv, err := m.NewKVCache(256)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer kv.Release()
-	logits, err := m.Forward(kv, prompt, 0)
-	if err != nil {
-		t.Fatal(err)
+	var logits []float32
+	from := 0
+	for _, end := range append(ends, len(prompt)) {
+		if logits, err = m.Forward(kv, prompt[from:end], from); err != nil {
+			t.Fatal(err)
+		}
+		from = end
 	}
 	var out []int32
 	pos := len(prompt)

@@ -8,7 +8,8 @@
 //
 //   out[first + t, c] = sum_{i < D_CONV} ext[t + i] * w[c * D_CONV + i]   (f32, ascending i)
 //
-// as ggml_compute_forward_ssm_conv_f32 sums it; SILU applies the ggml_silu llama.cpp's graphs
+// as ggml_compute_forward_ssm_conv_f32 sums it, each product rounded before it is added (the
+// shared CPU build's output, checked on qwen35's first layer); SILU applies the ggml_silu llama.cpp's graphs
 // put after it (a row of ggml_vec_silu_f32 per token: ggml_math.inc's silu_row). The state then holds ext[n .. n + D_CONV - 2].
 //
 // One invocation per channel, BLOCK tokens of one sequence (grid: x channels / 64, y token
@@ -69,7 +70,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wg
         win[KS] = x[(first + t) * p.x_stride + p.x_col + c];
         var sum = 0.0;
         for (var i = 0u; i < D_CONV; i++) {
-            sum = fma1(win[i], wc[i], sum);
+            sum += ns_keep(win[i] * wc[i]); // the product rounded first: ggml's loop is not contracted
         }
 #ifdef SILU
         sum = silu_row(sum, c, p.channels);

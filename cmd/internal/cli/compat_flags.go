@@ -16,8 +16,7 @@ import (
 // nothing here. (--no-mmproj and --media-path are here too, though they now act: see
 // visionFlags and server.Config.MediaPath.)
 type compatFlags struct {
-	flashAttn          string // -fa on|off|auto: attention is one fused shader either way
-	swaFull            bool   // the KV cache always holds every layer's whole context
+	flashAttn          string // -fa on|off|auto: attention is one fused shader either way   // the KV cache always holds every layer's whole context
 	grpAttnN, grpAttnW int    // self-extend; only 1 (off) is supported
 	contBatching       bool   // the engine always batches the slots' steps together
 	mmprojURL          string
@@ -28,7 +27,6 @@ type compatFlags struct {
 
 func (c *compatFlags) register(fs *flag.FlagSet) {
 	stringVar(fs, &c.flashAttn, "auto", "flash attention: on, off or auto; accepted for llama-server compatibility (attention is one fused kernel either way)", "fa", "flash-attn")
-	fs.BoolVar(&c.swaFull, "swa-full", false, "full-size sliding-window-attention cache; accepted for llama-server compatibility (the KV cache always holds the whole context)")
 	intVar(fs, &c.grpAttnN, 1, "group-attention (self-extend) factor; only 1 (off) is supported", "gan", "grp-attn-n")
 	intVar(fs, &c.grpAttnW, 512, "group-attention (self-extend) width", "gaw", "grp-attn-w")
 	c.contBatching = true
@@ -73,7 +71,7 @@ func (c *compatFlags) check() error {
 
 // log notes at debug level the settings that change nothing here.
 func (c *compatFlags) log(logger *log.Logger) {
-	logger.Debug("accepted for llama-server compatibility", "flash_attn", c.flashAttn, "swa_full", c.swaFull,
+	logger.Debug("accepted for llama-server compatibility", "flash_attn", c.flashAttn,
 		"cont_batching", c.contBatching,
 		"no_mmproj", c.noMmproj, "backend_sampling", c.backendSampling, "media_path", c.mediaPath)
 }

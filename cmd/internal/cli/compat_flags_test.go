@@ -15,7 +15,7 @@ import (
 // names and from their environment variables, with llama-server's defaults.
 func TestCompatFlags(t *testing.T) {
 	d := parseServe(t, nil)
-	if d.compat.flashAttn != "auto" || d.compat.swaFull || d.compat.grpAttnN != 1 || d.compat.grpAttnW != 512 ||
+	if d.compat.flashAttn != "auto" || d.model.swaFull || d.compat.grpAttnN != 1 || d.compat.grpAttnW != 512 ||
 		d.model.cacheRAM != 8192 || !d.model.cacheIdleSlots || !d.compat.contBatching || d.compat.noMmproj ||
 		d.compat.backendSampling || d.compat.mediaPath != "" || d.model.verbose || d.threads != -1 || d.gpuLayers != "auto" {
 		t.Errorf("defaults: %+v verbose %v", d.compat, d.model.verbose)
@@ -32,7 +32,7 @@ func TestCompatFlags(t *testing.T) {
 	} {
 		f := parseServe(t, nil, args...)
 		c := f.compat
-		if c.flashAttn != "on" || !c.swaFull || c.grpAttnW != 256 || f.model.cacheRAM != 100 || f.model.cacheIdleSlots ||
+		if c.flashAttn != "on" || !f.model.swaFull || c.grpAttnW != 256 || f.model.cacheRAM != 100 || f.model.cacheIdleSlots ||
 			c.contBatching || !c.noMmproj || !c.backendSampling || c.mediaPath != media || !f.model.verbose || f.threads != 4 || f.gpuLayers != "99" {
 			t.Errorf("%q: %+v verbose %v threads %d ngl %q", args, c, f.model.verbose, f.threads, f.gpuLayers)
 		}
@@ -44,7 +44,7 @@ func TestCompatFlags(t *testing.T) {
 	}
 	f := parseServe(t, env)
 	c := f.compat
-	if c.flashAttn != "off" || !c.swaFull || c.grpAttnW != 1024 || f.model.cacheRAM != 0 || f.model.cacheIdleSlots || c.contBatching ||
+	if c.flashAttn != "off" || !f.model.swaFull || c.grpAttnW != 1024 || f.model.cacheRAM != 0 || f.model.cacheIdleSlots || c.contBatching ||
 		!c.noMmproj || !c.backendSampling || f.threads != 3 || f.gpuLayers != "all" {
 		t.Errorf("from the environment: %+v threads %d ngl %q", c, f.threads, f.gpuLayers)
 	}

@@ -134,6 +134,7 @@ type modelFlags struct {
 	noCtxShift     bool
 	cacheReuse     int
 	ctxCheckpoints int
+	swaFull        bool
 	cacheRAM       int
 	cacheIdleSlots bool
 	gpuMemory      int
@@ -158,6 +159,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&m.noCtxShift, "no-context-shift", false, "stop generating when the context fills (the default)")
 	intVar(fs, &m.cacheReuse, 0, "shortest cached chunk reused by moving it in the KV cache (n_cache_reuse; 0: off)", "cache-reuse")
 	intVar(fs, &m.ctxCheckpoints, engine.DefaultCtxCheckpoints, "most context checkpoints per slot: copies of a recurrent model's state (qwen35) taken near a prompt's end, so a later prompt sharing that prefix reuses it (0: none)", "ctxcp", "ctx-checkpoints", "swa-checkpoints")
+	fs.BoolVar(&m.swaFull, "swa-full", false, "as llama-server's full-size sliding-window cache: a sliding-window model's prompt is then evaluated without the batch ends llama-server makes for its checkpoints (the KV cache here always holds the whole context)")
 	intVar(fs, &m.cacheRAM, engine.DefaultPromptCacheMiB, "prompt cache size in MiB: prompts slots held, kept for later requests (-1: no limit, 0: off)", "cram", "cache-ram")
 	m.cacheIdleSlots = true
 	fs.Var(&pairFlag{&m.cacheIdleSlots, true}, "cache-idle-slots", "when a request starts, save idle slots' prompts to the prompt cache, clearing them with --kv-unified (the default)")
@@ -203,7 +205,7 @@ func (m *modelFlags) engineConfig(alias string, logger *log.Logger) (engine.Conf
 	}
 	cfg := engine.Config{ModelPath: path, Alias: alias, CtxSize: m.ctxSize, BatchSize: m.batch, Slots: slots,
 		GPUMemory: uint64(m.gpuMemory) << 20, KVF32: m.cacheK == "f32", RawActivations: m.rawActivations, Logger: logger,
-		KVUnified: unified, ContextShift: m.ctxShift && !m.noCtxShift, CPUExact: m.cpuExact, CacheReuse: m.cacheReuse, CtxCheckpoints: ckpts,
+		KVUnified: unified, ContextShift: m.ctxShift && !m.noCtxShift, CPUExact: m.cpuExact, CacheReuse: m.cacheReuse, CtxCheckpoints: ckpts, SWAFull: m.swaFull,
 		PromptCacheMiB: m.cacheRAM, NoPromptCache: m.cacheRAM == 0, NoCacheIdleSlots: !m.cacheIdleSlots, CheckedShaders: m.checkedShaders}
 	return cfg, m.split.apply(&cfg)
 }
