@@ -25,6 +25,10 @@ func loadDraft(dev *gpu.Device, cfg SpecConfig, target *model.Model, opts model.
 	if err != nil {
 		return nil, fmt.Errorf("load draft model %s: %w", cfg.DraftModel, err)
 	}
+	if m.Recurrent() {
+		m.Close()
+		return nil, fmt.Errorf("draft model %s: a model with recurrent layers (%s) cannot draft: its drafting passes keep no state per slot to return to", cfg.DraftModel, m.Config.Arch)
+	}
 	if m.Config.MRoped() {
 		m.Close()
 		return nil, fmt.Errorf("draft model %s: an M-RoPE model (%s) cannot draft: its drafting loop advances plain positions", cfg.DraftModel, m.Config.Arch)

@@ -258,12 +258,12 @@ func load(ctx context.Context, cfg Config, devs []*gpu.Device, indexes []int, lo
 	if err != nil {
 		return nil, err
 	}
-	if c.Recurrent != nil && spec.Type != SpecNone {
-		return nil, fmt.Errorf("speculative decoding is not supported for %s: the state of its recurrent layers cannot be cut back to the accepted draft tokens", c.Arch)
-	}
 	kp, err := planKV(cfg, c.NCtxTrain, nSlots)
 	if err != nil {
 		return nil, err
+	}
+	if c.Recurrent != nil && spec.Type != SpecNone {
+		kp.states = 2 * nSlots // each slot's state before its drafts (speculative.go)
 	}
 	if kp.nCtx > c.NCtxTrain {
 		logger.Warn("context size exceeds the model's training context", "n_ctx", kp.nCtx, "n_ctx_train", c.NCtxTrain)
@@ -301,7 +301,7 @@ func load(ctx context.Context, cfg Config, devs []*gpu.Device, indexes []int, lo
 	}
 	c = m.Config
 	nCtx, slotCtx, cellLimit, nPages := kp.nCtx, kp.slotCtx, kp.cellLimit, kp.nPages
-	kv, err := m.NewKVCacheFor(nPages<<pageBits, nSlots)
+	kv, err := m.NewKVCacheFor(nPages<<pageBits, kp.states)
 	if err != nil {
 		m.Close()
 		return nil, refusedAtLoad(err, dev, f, c, opts, kp, cfg)

@@ -15,12 +15,15 @@ type kvPlan struct {
 	slotCtx   int // most tokens one slot holds
 	cellLimit int // with a unified cache, the most token rows all slots hold; else 0
 	nPages    int // pages of the KV cache
-	nSlots    int // sequences run at once, each with a recurrent state slot in a hybrid's cache
+	nSlots    int // sequences run at once
+	// states are a hybrid's recurrent state slots: one a slot, and with speculative decoding
+	// one more a slot, for its state before its drafted tokens (speculative.go).
+	states int
 }
 
 // planKV splits cfg's context (nCtxTrain when unset) over nSlots slots.
 func planKV(cfg Config, nCtxTrain, nSlots int) (kvPlan, error) {
-	p := kvPlan{nCtx: cfg.CtxSize, nSlots: nSlots}
+	p := kvPlan{nCtx: cfg.CtxSize, nSlots: nSlots, states: nSlots}
 	if p.nCtx <= 0 {
 		p.nCtx = nCtxTrain
 	}
@@ -76,7 +79,7 @@ func refusedAtLoad(err error, dev *gpu.Device, f *gguf.File, c model.Config, opt
 
 // footprint is model.EstimateFootprint for this load.
 func footprint(dev *gpu.Device, f *gguf.File, c model.Config, opts model.Options, kp kvPlan) model.Footprint {
-	return model.EstimateFootprint(withVocab(f, c), opts, kp.nPages<<pageBits, kp.nSlots, dev.BarrierFree)
+	return model.EstimateFootprint(withVocab(f, c), opts, kp.nPages<<pageBits, kp.states, dev.BarrierFree)
 }
 
 // withVocab is c with the vocabulary read from the token embedding where the metadata leaves
@@ -111,7 +114,7 @@ func tooBig(need model.Footprint, opts model.Options, kp kvPlan, cfg Config, has
 	}
 	state := ""
 	if need.State > 0 {
-		state = fmt.Sprintf(", recurrent state %s for %d sequences", mib(need.State), kp.nSlots)
+		state = fmt.Sprintf(", recurrent state %s in %d slots", mib(need.State), kp.states)
 	}
 	err := fmt.Errorf("%w: it needs about %s (weights %s, KV cache %s for %d tokens in %s%s, scratch %s for batches of %d), %s; %s",
 		ErrTooBig, mib(need.Total()), mib(need.Weights), mib(need.KV), kp.nPages<<pageBits, cacheType, state,

@@ -168,15 +168,63 @@ func TestSlotSaveRestoreNewArchs(t *testing.T) {
 	}
 }
 
-// TestRecurrentRefusals checks what a hybrid model refuses: speculative decoding at load,
-// with the reason.
-func TestRecurrentRefusals(t *testing.T) {
+// TestRecurrentSpeculative drafts by prompt lookup on the hybrid model, whose state cannot be
+// cut back: each verification pass keeps the slot's state as it was before its rows, and a
+// partly rejected draft returns to it and evaluates the accepted tokens again. Greedy output
+// equals plain decoding, one request and two at once, with drafts both accepted and
+// rejected. A hybrid draft model is refused with the reason.
+func TestRecurrentSpeculative(t *testing.T) {
+	path := shareddata.Path(t, "models", "hybrid", "qwen35-F32.gguf")
+	tok := enginetest.LoadConfig(t, engine.Config{ModelPath: path, CtxSize: 512, Slots: 1}).Tokenizer()
+	prompts := [][]int32{tok.Encode(strings.Repeat("Tom had a red ball. ", 4)+"Tom had", true, true),
+		tok.Encode(strings.Repeat("The cat sat on the mat. ", 3)+"The cat", true, true)}
+	plain := enginetest.LoadConfig(t, engine.Config{ModelPath: path, CtxSize: 512, Slots: 1})
+	want := make([][]int32, len(prompts))
+	for i, p := range prompts {
+		// The prompt again after its own continuation: the history then holds n-grams that
+		// the model's next tokens may or may not repeat.
+		first, _ := tokensOf(t, plain, p, 24, true)
+		prompts[i] = slices.Concat(p, first, p[1:])
+		want[i], _ = tokensOf(t, plain, prompts[i], 40, true)
+	}
 	spec := engine.DefaultSpecConfig()
-	spec.Type = engine.SpecNgram
-	_, err := engine.Load(context.Background(), engine.Config{ModelPath: shareddata.Path(t, "models", "hybrid", "qwen35-F32.gguf"), CtxSize: 256,
+	spec.Type, spec.NgramN, spec.NMax = engine.SpecNgram, 1, 6
+	e := enginetest.LoadConfig(t, engine.Config{ModelPath: path, CtxSize: 1024, Slots: 2, Speculative: spec})
+	for i, p := range prompts {
+		got, final := tokensOf(t, e, p, 40, true)
+		if !slices.Equal(got, want[i]) {
+			t.Errorf("prompt %d drafted: %v, plain %v", i, got, want[i])
+		}
+		tm := final.Timings
+		t.Logf("prompt %d: %d of %d drafted tokens accepted", i, tm.DraftNAccepted, tm.DraftN)
+	}
+	before := e.SpecStats()
+	got := make([][]int32, len(prompts))
+	var wg sync.WaitGroup
+	for i, p := range prompts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], _ = tokensOf(t, e, p, 40, true)
+		}()
+	}
+	wg.Wait()
+	for i := range prompts {
+		if !slices.Equal(got[i], want[i]) {
+			t.Errorf("prompt %d drafted beside the other: %v, plain %v", i, got[i], want[i])
+		}
+	}
+	st := e.SpecStats()
+	if acc, n := st.Accepted-before.Accepted, st.DraftTokens-before.DraftTokens; acc == 0 || acc == n {
+		t.Errorf("%d of %d drafted tokens accepted: want some accepted and some rejected", acc, n)
+	}
+
+	spec = engine.DefaultSpecConfig()
+	spec.DraftModel = path
+	_, err := engine.Load(context.Background(), engine.Config{ModelPath: shareddata.Path(t, "models", "stories260K.gguf"), CtxSize: 256,
 		Slots: 1, Device: -1, Speculative: spec})
-	if err == nil || !strings.Contains(err.Error(), "speculative decoding is not supported for qwen35") {
-		t.Errorf("speculative decoding: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "a model with recurrent layers (qwen35) cannot draft") {
+		t.Errorf("a hybrid draft model: %v", err)
 	}
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/charmbracelet/log"
@@ -26,6 +27,10 @@ type slot struct {
 	// ckpts are a recurrent model's context checkpoints of the cached tokens, oldest first
 	// (recurrent.go).
 	ckpts []checkpoint
+	// replay, for a recurrent model, are generated tokens to evaluate again before gen.next:
+	// a draft was partly rejected, so the state went back to before the verified rows and
+	// the rows kept left the cache (speculative.go's rollBack).
+	replay []int32
 }
 
 // loop is the engine goroutine: it admits requests into idle slots and runs every active slot
@@ -237,7 +242,14 @@ func (e *Engine) turn() {
 			continue
 		}
 		toks := []int32{g.next}
-		if drafts != nil {
+		replay := len(s.replay)
+		switch {
+		case replay > 0:
+			if replay+1 > budget {
+				continue // with the next turn's room
+			}
+			toks = append(slices.Clone(s.replay), g.next)
+		case drafts != nil:
 			toks = append(toks, drafts[s.id]...)
 		}
 		got := e.reserve(s, len(s.cached)+len(toks), &b.Copies)
@@ -251,17 +263,27 @@ func (e *Engine) turn() {
 			e.cacheFull(s)
 			continue
 		}
+		if got < replay+1 {
+			e.cacheFull(s)
+			continue
+		}
 		toks = toks[:got] // drafted tokens past the free pages are dropped
 		base := bp.base(s)
 		for i, tok := range toks {
 			b.Tokens = append(b.Tokens, tok)
 			b.Pos = append(b.Pos, int32(len(s.cached)+i))
 			b.Base = append(b.Base, base)
-			b.Logits = append(b.Logits, len(b.Tokens)-1)
+			if i >= replay {
+				b.Logits = append(b.Logits, len(b.Tokens)-1)
+			}
 		}
 		b.MPos = e.appendMRoPE(b.MPos, s.cached, toks)
 		e.appendStates(&b, s, len(toks))
-		rows = append(rows, row{s: s, tokens: toks, logits: len(toks)})
+		if e.recurrent && len(toks) > replay+1 { // drafted rows: keep the state they start from
+			b.StateCopies = append(b.StateCopies, model.StateCopy{Src: s.id, Dst: e.draftState(s)})
+		}
+		s.replay = nil
+		rows = append(rows, row{s: s, tokens: toks, logits: len(toks) - replay})
 		budget -= len(toks)
 	}
 	blocked := 0
@@ -360,7 +382,14 @@ func (e *Engine) turn() {
 	li := 0
 	for _, r := range rows {
 		if r.logits > 1 { // a drafted continuation: the slot keeps what the model agrees with
+			from := len(r.s.cached)
 			final, done := e.verify(r.s, r.tokens, logits[li:li+r.logits])
+			if e.recurrent && len(r.s.cached)-from < len(r.tokens) {
+				if err := e.rollBack(r.s, from, done); err != nil && !done {
+					r.s.gen.res.Err = e.clientError(err)
+					final, done = e.finish(r.s, StopNone), true
+				}
+			}
 			e.truncate(r.s, len(r.s.cached)) // free pages reserved for rejected drafts
 			if done {
 				e.end(r.s, final)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"github.com/wgpu-llama/wgpu-llama/model"
@@ -154,13 +155,13 @@ func (e *Engine) propose() [][]int32 {
 	budget := e.batch
 	for _, s := range e.slots {
 		if s.gen != nil && s.gen.promptDone {
-			budget--
+			budget -= 1 + len(s.replay)
 		}
 	}
 	var wants []draftWant
 	for _, s := range e.slots {
 		g := s.gen
-		if g == nil || !g.promptDone || budget <= 0 {
+		if g == nil || !g.promptDone || budget <= 0 || len(s.replay) > 0 {
 			continue
 		}
 		if sp.draft != nil && g.images {
@@ -228,4 +229,28 @@ func (e *Engine) verify(s *slot, toks []int32, logits []logitsRow) (Result, bool
 		g.res.Timings.DraftNAccepted++
 	}
 	return Result{}, false
+}
+
+// draftState is the state slot that keeps a recurrent model's slot s as it was before the
+// rows of its draft being verified (Batch.StateCopies): the cache has two a slot.
+func (e *Engine) draftState(s *slot) int { return len(e.slots) + s.id }
+
+// rollBack returns a recurrent model's slot s to its state before a verification pass whose
+// draft was partly rejected, as llama-server restores its speculative checkpoint: the state
+// the pass kept (draftState) goes back into the slot's, and the cache keeps its first from
+// tokens. The rows verified and kept (the slot's next token and the accepted drafts, already
+// sampled and sent) are evaluated again with the next turn's token (slot.replay), as
+// llama-server replays the accepted tokens; a slot that is done keeps none of them. On
+// failure the slot's cache is dropped, its state no longer being known.
+func (e *Engine) rollBack(s *slot, from int, done bool) error {
+	if !done {
+		s.replay = slices.Clone(s.cached[from:])
+	}
+	if err := e.model.CopyStates(e.kv, []model.StateCopy{{Src: e.draftState(s), Dst: s.id}}); err != nil {
+		s.replay = nil
+		e.truncate(s, 0)
+		return err
+	}
+	e.truncate(s, from)
+	return nil
 }

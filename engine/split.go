@@ -133,7 +133,7 @@ func planStages(devs []*gpu.Device, indexes, layers []int, f *gguf.File, c model
 	for i, d := range split {
 		dev := devs[pos[i]]
 		have, _ := dev.Memory()
-		need := model.EstimateStageFootprint(c, f, opts, kp.nPages<<pageBits, kp.nSlots, dev.BarrierFree, d.Lo, d.Hi)
+		need := model.EstimateStageFootprint(c, f, opts, kp.nPages<<pageBits, kp.states, dev.BarrierFree, d.Lo, d.Hi)
 		out[i] = stagePlan{SplitPlan: SplitPlan{DeviceLayers: d, Need: need.Total(), Have: have}, pos: pos[i], dev: dev, need: need}
 	}
 	return out

@@ -125,6 +125,9 @@ type Batch struct {
 	PageBits int       // log2 of the page size in rows; 0: contiguous regions, no paging
 	Pages    []int32   // the page tables, concatenated; unused with PageBits 0
 	Copies   []RowCopy // copy-on-write row copies, run before the pass
+	// StateCopies copy recurrent state slots before the pass, after Copies: a caller keeps a
+	// slot's state as it was before rows it may have to take back (speculative decoding).
+	StateCopies []StateCopy
 
 	// States, for a model with recurrent layers (Model.Recurrent), is each row's state slot
 	// (KVCache.States): a sequence's rows consecutive, at consecutive positions, continuing
@@ -162,6 +165,9 @@ type RowCopy struct {
 	Src, Dst, N int // cache row indices and a row count, not sequence positions
 }
 
+// StateCopy copies state slot Src's recurrent state, every layer's, to state slot Dst.
+type StateCopy struct{ Src, Dst int }
+
 // maxPageBits bounds the page size (2^maxPageBits rows).
 const maxPageBits = 16
 
@@ -180,6 +186,11 @@ func (m *Model) checkBatch(kv *KVCache, b Batch) error {
 	for _, p := range b.Pages {
 		if p < 0 || int(p)<<b.PageBits >= kv.NCtx {
 			return fmt.Errorf("model: page %d is outside the cache of %d rows", p, kv.NCtx)
+		}
+	}
+	for _, c := range b.StateCopies {
+		if err := m.checkStateCopy(kv, c); err != nil {
+			return err
 		}
 	}
 	if len(b.Lora) > m.adapters {
@@ -316,8 +327,9 @@ func (b Batch) sequences() int {
 	return len(seen)
 }
 
-// recordCopies records the batch's row copies in every layer.
+// recordCopies records the batch's row copies in every layer, then its state copies.
 func (b Batch) recordCopies(r *gpu.Recorder, kv *KVCache) {
+	recordStateCopies(r, kv, b.StateCopies)
 	for _, c := range b.Copies {
 		for i := range kv.k {
 			if kv.k[i] == nil {

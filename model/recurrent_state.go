@@ -240,3 +240,53 @@ func (m *Model) StateShape() StateShape {
 	}
 	return StateShape{Layers: n, ConvBytes: 4 * conv, SSMBytes: 4 * ssm, Blocks: c.NLayer + c.NextNLayers}
 }
+
+// checkStateCopy checks that c copies between two state slots of kv.
+func (m *Model) checkStateCopy(kv *KVCache, c StateCopy) error {
+	if err := m.checkSlot(kv, c.Src); err != nil {
+		return err
+	}
+	if err := m.checkSlot(kv, c.Dst); err != nil {
+		return err
+	}
+	if c.Src == c.Dst {
+		return fmt.Errorf("model: state copy of slot %d onto itself", c.Src)
+	}
+	return nil
+}
+
+// recordStateCopies records copies of state slots in this stage's recurrent layers.
+func recordStateCopies(r *gpu.Recorder, kv *KVCache, copies []StateCopy) {
+	for _, c := range copies {
+		for il := range kv.conv {
+			for _, b := range []*gpu.Buffer{kv.conv[il], kv.ssm[il]} {
+				if b == nil {
+					continue
+				}
+				n := int(b.Size()/4) / kv.States // words of one slot
+				r.CopyWithin(b, c.Src*n, c.Dst*n, n)
+			}
+		}
+	}
+}
+
+// CopyStates copies state slots now, in one submit a stage: a caller returning a slot to the
+// state it kept with Batch.StateCopies.
+func (m *Model) CopyStates(kv *KVCache, copies []StateCopy) error {
+	for _, c := range copies {
+		if err := m.checkStateCopy(kv, c); err != nil {
+			return err
+		}
+	}
+	for st, skv := m, kv; st != nil; st, skv = st.next, skv.next {
+		r, err := st.dev.Begin()
+		if err != nil {
+			return err
+		}
+		recordStateCopies(r, skv, copies)
+		if err := r.Submit(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
