@@ -1,6 +1,7 @@
 package model_test
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 	"testing"
@@ -168,6 +169,58 @@ func TestQwen35StateCheckpoint(t *testing.T) {
 	}
 	if _, err := m.ReadState(kv, 2); err == nil || !strings.Contains(err.Error(), "state slot 2 outside the cache's 2") {
 		t.Errorf("slot 2 of 2: %v", err)
+	}
+}
+
+// TestQwen35StateCopies checks the copies speculative decoding keeps: a batch's StateCopies
+// copy a slot's state before the pass (the copy is the state before the batch's rows, the slot
+// goes on), CopyStates puts it back, and copies outside the cache or onto themselves fail.
+func TestQwen35StateCopies(t *testing.T) {
+	m := loadBatch(t, 64, "models", "hybrid", "qwen35-F32.gguf")
+	prompt := hybridPrompt(40, 6)
+	kv := newStates(t, m, 64, 2)
+	if _, err := m.Forward(kv, prompt[:30], 0); err != nil {
+		t.Fatal(err)
+	}
+	before, err := m.ReadState(kv, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := model.Batch{Logits: []int{9}, StateCopies: []model.StateCopy{{Src: 0, Dst: 1}}}
+	for i, tok := range prompt[30:] {
+		b.Tokens, b.Pos, b.Base, b.States = append(b.Tokens, tok), append(b.Pos, int32(30+i)), append(b.Base, 0), append(b.States, 0)
+	}
+	if _, err := m.ForwardBatch(kv, b); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := m.ReadState(kv, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := m.ReadState(kv, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(kept, before) || bytes.Equal(after, before) {
+		t.Fatalf("the copy equals the state before the pass: %v; the slot moved on: %v", bytes.Equal(kept, before), !bytes.Equal(after, before))
+	}
+	if err := m.CopyStates(kv, []model.StateCopy{{Src: 1, Dst: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	if back, err := m.ReadState(kv, 0); err != nil || !bytes.Equal(back, before) {
+		t.Fatalf("slot 0 after CopyStates: equal %v (%v)", bytes.Equal(back, before), err)
+	}
+	for _, c := range []struct {
+		copy model.StateCopy
+		want string
+	}{{model.StateCopy{Src: 0, Dst: 2}, "state slot 2 outside the cache's 2"}, {model.StateCopy{Src: 1, Dst: 1}, "state copy of slot 1 onto itself"}} {
+		if err := m.CopyStates(kv, []model.StateCopy{c.copy}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("CopyStates %+v: %v, want %q", c.copy, err, c.want)
+		}
+		b.StateCopies = []model.StateCopy{c.copy}
+		if _, err := m.ForwardBatch(kv, b); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("a batch copying %+v: %v, want %q", c.copy, err, c.want)
+		}
 	}
 }
 
