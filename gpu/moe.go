@@ -207,6 +207,16 @@ func (r *Recorder) MoEGroup(b MoEBatch) {
 // Their grids cover the most tiles a batch can have, the plan's tiles spread over them and
 // the empty slices returning at once, so nothing is read back.
 func (r *Recorder) MatMulID(w Weight, x Acts, b MoEBatch, perAssign bool, y *Buffer, yStride, yCol int, accumulate bool) {
+	r.matMulID(w, x, b, perAssign, y, yStride, yCol, accumulate, 1)
+}
+
+// MatMulIDScaledAdd is MatMulID adding scale times the products into y: an adapter's term on
+// the experts, scale·B·(A·x) added as llama.cpp's build_lora_mm_id adds it.
+func (r *Recorder) MatMulIDScaledAdd(w Weight, x Acts, b MoEBatch, perAssign bool, y *Buffer, yStride, yCol int, scale float32) {
+	r.matMulID(w, x, b, perAssign, y, yStride, yCol, true, scale)
+}
+
+func (r *Recorder) matMulID(w Weight, x Acts, b MoEBatch, perAssign bool, y *Buffer, yStride, yCol int, accumulate bool, scale float32) {
 	n := b.assignments()
 	switch {
 	case w.Experts < 1 || w.Rows%w.Experts != 0 || w.Experts != b.Experts:
@@ -246,12 +256,15 @@ func (r *Recorder) MatMulID(w Weight, x Acts, b MoEBatch, perAssign bool, y *Buf
 	tiles, slots, list := moePlanLayout(n, b.Experts)
 	// params is the kernels' parameters for a chunk of whole experts (matmul_io.inc's ID).
 	params := func(c WeightChunk) []uint32 {
-		return Params(w.Cols, rowsPer, 1, x.Row0, 0, yStride, yCol, float32(1), 0, 0, 0, float32(0),
+		return Params(w.Cols, rowsPer, 1, x.Row0, 0, yStride, yCol, scale, 0, 0, 0, float32(0),
 			c.Row0/rowsPer, c.Rows/rowsPer, xPer, n, tiles, list, slots)
 	}
 	defs := []string{"ID"}
 	if accumulate {
 		defs = append(defs, "ADD")
+	}
+	if scale != 1 {
+		defs = append(defs, "SCALED")
 	}
 	route := b.IDs
 	if grouped {

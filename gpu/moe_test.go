@@ -199,11 +199,19 @@ func checkMatMulID(t *testing.T, d *gpu.Device, rng *rand.Rand, v moeVariant, ty
 	out := upload(t, d, y0)
 	b := gpu.MoEBatch{IDs: uploadU32(t, d, ids), Plan: empty(t, d, gpu.MoEPlanSize(n, experts)), Tokens: tokens, K: k, Experts: experts}
 	a := gpu.ActFor(typ)
+	scale := float32(1)
+	if down && tokens == 5 { // an adapter's term: scale times the products, added
+		scale = 0.3
+	}
 	got := run(t, d, out, len(y0), func(r *gpu.Recorder) {
 		r.MoEGroup(b)
 		acts := gpu.Acts{X: upload(t, d, x)}
 		if a != gpu.ActNone {
 			acts = r.QuantizeActivations(a, acts.X, 0, xRows, cols, empty(t, d, xRows*cols), empty(t, d, xRows*cols/32))
+		}
+		if scale != 1 {
+			r.MatMulIDScaledAdd(w, acts, b, down, out, stride, col, scale)
+			return
 		}
 		r.MatMulID(w, acts, b, down, out, stride, col, down)
 	})
@@ -219,7 +227,7 @@ func checkMatMulID(t *testing.T, d *gpu.Device, rng *rand.Rand, v moeVariant, ty
 		for r := 0; r < rows; r++ {
 			o := i*stride + col + r
 			if down {
-				want[o] += ref[i*rows+r]
+				want[o] += float32(scale * ref[i*rows+r])
 			} else {
 				want[o] = ref[i*rows+r]
 			}
@@ -250,7 +258,7 @@ func checkMatMulID(t *testing.T, d *gpu.Device, rng *rand.Rand, v moeVariant, ty
 			}
 			for r := 0; r < rows; r++ {
 				if o := i*stride + col + r; down {
-					exact[o] += yr[r]
+					exact[o] += float32(scale * yr[r])
 				} else {
 					exact[o] = yr[r]
 				}

@@ -38,9 +38,12 @@ type loraTerm struct {
 	act    gpu.ActQuant
 }
 
-// loraTerms are a layer's terms, by the projection group they add to.
+// loraTerms are a layer's terms, by the projection group they add to; the experts' terms
+// (expGateUp, expDown) one a pair (adapter_experts.go), then the shared expert's.
 type loraTerms struct {
 	qkv, wo, gateUp, down []loraTerm
+	expGateUp, expDown    []loraTerm
+	shGateUp, shDown      []loraTerm
 }
 
 // TensorShape returns a base tensor's ggml shape, for checking an adapter against the model.
@@ -104,6 +107,9 @@ func (m *Model) LoadAdapter(ad *lora.Adapter, f *gguf.File) (int, error) {
 	for _, k := range slices.Sorted(maps.Keys(groups)) {
 		g := groups[k]
 		t, err := l.loraTerm(k, g.members, ad)
+		if g.members[0].pair.Experts > 0 {
+			t, err = l.loraExpertTerm(g.members[0], ad)
+		}
 		if err != nil {
 			l.release()
 			return 0, err
@@ -115,6 +121,16 @@ func (m *Model) LoadAdapter(ad *lora.Adapter, f *gguf.File) (int, error) {
 	if err := ensureWords(m.dev, &m.scratch.loraT, "lora_t", m.maxBatch*max(rank, m.loraRank)); err != nil {
 		l.release()
 		return 0, err
+	}
+	for _, t := range terms {
+		if t.term.a.Experts == 0 {
+			continue
+		}
+		if err := ensureWords(m.dev, &m.scratch.loraExp, "lora_exp", m.maxBatch*m.Config.NExpertUsed*max(rank, m.loraRank)); err != nil {
+			l.release()
+			return 0, err
+		}
+		break
 	}
 	m.loraRank = max(m.loraRank, rank)
 	for _, t := range terms {
@@ -174,6 +190,18 @@ func (m *Model) loraGroups(ad *lora.Adapter) (map[string]*loraGroup, error) {
 			add(key+"gate_up", &t.gateUp, p, col)
 		case "ffn_down.weight":
 			add(key+"down", &t.down, p, 0)
+		case "ffn_gate_exps.weight", "ffn_gate_up_exps.weight": // a group each: never stacked
+			add(key+tensor, &t.expGateUp, p, 0)
+		case "ffn_up_exps.weight":
+			add(key+tensor, &t.expGateUp, p, c.NFFExpert)
+		case "ffn_down_exps.weight":
+			add(key+tensor, &t.expDown, p, 0)
+		case "ffn_gate_shexp.weight":
+			add(key+"sh_gate_up", &t.shGateUp, p, 0)
+		case "ffn_up_shexp.weight":
+			add(key+"sh_gate_up", &t.shGateUp, p, c.NFFShared)
+		case "ffn_down_shexp.weight":
+			add(key+"sh_down", &t.shDown, p, 0)
 		default:
 			return nil, fmt.Errorf("model: lora tensor %q: adapters on %s are not supported", name, tensor)
 		}
@@ -282,6 +310,9 @@ func (m *Model) loraScale(t *loraTerm) float32 {
 // fusable is the one active term of a group, when one alone is active and has the fused
 // kernels' f32 copies; nil otherwise.
 func (m *Model) fusable(terms []loraTerm) *loraTerm {
+	if m.dev.CPUMath {
+		return nil // the products in llama.cpp's orders (addLora's)
+	}
 	var one *loraTerm
 	for i := range terms {
 		if m.loraScale(&terms[i]) == 0 {
@@ -370,7 +401,7 @@ func (m *Model) addLora(r *gpu.Recorder, terms []loraTerm, x *gpu.Buffer, xRow0,
 		if m.loraScale(&t) == 0 {
 			continue
 		}
-		if t.fa != nil && nTokens <= gpu.LoRAMaxTokens {
+		if t.fa != nil && nTokens <= gpu.LoRAMaxTokens && !m.dev.CPUMath {
 			r.LoRA(x, xRow0, nTokens, k, t.fa, t.fb, t.rank, t.b.Rows, y, yStride, t.col, m.loraScale(&t), m.actOf(&t))
 			continue
 		}

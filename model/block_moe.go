@@ -248,6 +248,7 @@ func (m *Model) moeBlock(p *pass, il int) {
 	b := gpu.MoEBatch{IDs: s.moeIDs, Plan: s.moePlan, Tokens: n, K: k, Experts: c.NExpert}
 	r.MoEGroup(b) // for a batch: the assignments grouped by expert, for the three products
 	m.projectExperts(r, e.gateUp, s.xn, b, false, s.moeGU, 2*ff)
+	m.addExpertLora(r, m.layerLora[il].expGateUp, s.xn, b, false, s.moeGU, 2*ff)
 	if e.gateUpBias != nil {
 		r.AddID(s.moeGU, e.gateUpBias, s.moeIDs, na, 2*ff, 2*ff, 0)
 	}
@@ -257,6 +258,7 @@ func (m *Model) moeBlock(p *pass, il int) {
 		r.GLU(s.moeGU, s.moeAct, ff, na, c.GELU)
 	}
 	m.projectExperts(r, []proj{{w: e.down}}, s.moeAct, b, true, s.moeOut, c.NEmbd)
+	m.addExpertLora(r, m.layerLora[il].expDown, s.moeAct, b, true, s.moeOut, c.NEmbd)
 	if e.downBias != nil {
 		r.AddID(s.moeOut, e.downBias, s.moeIDs, na, c.NEmbd, c.NEmbd, 0)
 	}
@@ -266,7 +268,7 @@ func (m *Model) moeBlock(p *pass, il int) {
 	}
 	r.MoECombine(s.moeOut, s.moeWeights, n, k, c.NEmbd, s.tmp, false)
 	if e.shared != nil {
-		m.sharedBlock(r, e.shared, n)
+		m.sharedBlock(r, e.shared, &m.layerLora[il], n)
 	}
 	if ly.postFFN != nil {
 		r.RMSNorm(s.tmp, ly.postFFN, s.xn, c.NEmbd, n, c.RMSEps)
@@ -279,11 +281,13 @@ func (m *Model) moeBlock(p *pass, il int) {
 // sharedBlock adds the shared expert's output, scaled by its sigmoid gate, to the experts' sum
 // in s.tmp, in llama.cpp's order ((sum + g·shared), the residual after). The FFN norm's output
 // is still in s.xn; the routed experts' buffers are free again and hold the gate and output.
-func (m *Model) sharedBlock(r *gpu.Recorder, sh *sharedExpert, n int) {
+func (m *Model) sharedBlock(r *gpu.Recorder, sh *sharedExpert, lt *loraTerms, n int) {
 	c, s := m.Config, &m.scratch
 	m.project(r, sh.gateUp, s.xn, 0, n, c.NEmbd, s.gu, 2*c.NFFShared, false)
+	m.addLora(r, lt.shGateUp, s.xn, 0, n, c.NEmbd, s.gu, 2*c.NFFShared)
 	r.GLU(s.gu, s.ffn, c.NFFShared, n, false)
 	m.project(r, sh.down, s.ffn, 0, n, c.NFFShared, s.moeOut, c.NEmbd, false)
+	m.addLora(r, lt.shDown, s.ffn, 0, n, c.NFFShared, s.moeOut, c.NEmbd)
 	m.project(r, sh.gate, s.xn, 0, n, c.NEmbd, s.moeLogits, 1, false)
 	// The gate's sigmoid, as a route to the one "expert" with sigmoid gating, unnormalised.
 	r.MoERoute(s.moeLogits, n, 1, 1, gpu.MoERouting{Gating: gpu.GateSigmoid}, s.moeIDs, s.moeWeights)
@@ -294,6 +298,12 @@ func (m *Model) sharedBlock(r *gpu.Recorder, sh *sharedExpert, n int) {
 // (yStride wide): x holds a row per token (the gate and up products) or, with perAssign, a
 // row per assignment (down); the activations are rounded as project rounds them.
 func (m *Model) projectExperts(r *gpu.Recorder, ps []proj, x *gpu.Buffer, b gpu.MoEBatch, perAssign bool, y *gpu.Buffer, yStride int) {
+	m.expertProducts(r, ps, x, b, perAssign, y, yStride, 0)
+}
+
+// expertProducts is projectExperts writing the products, or with a nonzero scale adding
+// scale times them (an adapter's term, addExpertLora).
+func (m *Model) expertProducts(r *gpu.Recorder, ps []proj, x *gpu.Buffer, b gpu.MoEBatch, perAssign bool, y *gpu.Buffer, yStride int, scale float32) {
 	rows := b.Tokens
 	if perAssign {
 		rows *= b.K
@@ -303,6 +313,10 @@ func (m *Model) projectExperts(r *gpu.Recorder, ps []proj, x *gpu.Buffer, b gpu.
 		intDotRows = gpu.GroupedIntDotRows // the plan's tiles
 	}
 	m.eachRounded(r, ps, x, 0, rows, ps[0].w.Cols, intDotRows, func(p proj, in gpu.Acts) {
+		if scale != 0 {
+			r.MatMulIDScaledAdd(p.w, in, b, perAssign, y, yStride, p.col, scale)
+			return
+		}
 		r.MatMulID(p.w, in, b, perAssign, y, yStride, p.col, false)
 	})
 }

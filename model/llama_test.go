@@ -80,38 +80,49 @@ func logSoftmax(v []float32) []float64 {
 // greedy generates n tokens after prompt, one forward pass per token.
 func greedy(t *testing.T, m *model.Model, prompt []int32, n int, step func(i int, logits []float32)) []int32 {
 	t.Helper()
-	return greedyPieces(t, m, prompt, nil, n, step)
+	return greedyPieces(t, m, prompt, nil, nil, n, step)
 }
 
 // greedyPieces is greedy with the prompt evaluated in passes that end at the given positions
-// (increasing, inside the prompt) and at its end.
-func greedyPieces(t *testing.T, m *model.Model, prompt []int32, ends []int, n int, step func(i int, logits []float32)) []int32 {
+// (increasing, inside the prompt) and at its end, and the adapters at scales (nil: none).
+func greedyPieces(t *testing.T, m *model.Model, prompt []int32, ends []int, scales []float32, n int, step func(i int, logits []float32)) []int32 {
 	t.Helper()
 	kv, err := m.NewKVCache(256)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer kv.Release()
+	forward := func(toks []int32, pos int) []float32 {
+		if scales == nil { // Forward: batches of any length
+			logits, err := m.Forward(kv, toks, pos)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return logits
+		}
+		b := model.Batch{Tokens: toks, Pos: make([]int32, len(toks)), Base: make([]int32, len(toks)), Logits: []int{len(toks) - 1}, Lora: scales}
+		for i := range b.Pos {
+			b.Pos[i] = int32(pos + i)
+		}
+		logits, err := m.ForwardBatch(kv, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return logits[0]
+	}
 	var logits []float32
 	from := 0
 	for _, end := range append(ends, len(prompt)) {
-		if logits, err = m.Forward(kv, prompt[from:end], from); err != nil {
-			t.Fatal(err)
-		}
-		from = end
+		logits, from = forward(prompt[from:end], from), end
 	}
 	var out []int32
-	pos := len(prompt)
 	for i := 0; i < n; i++ {
 		if step != nil {
 			step(i, logits)
 		}
 		id := argmax(logits)
 		out = append(out, id)
-		if logits, err = m.Forward(kv, []int32{id}, pos); err != nil {
-			t.Fatal(err)
-		}
-		pos++
+		logits = forward([]int32{id}, len(prompt)+i)
 	}
 	return out
 }

@@ -87,9 +87,15 @@ type refLimits struct {
 // within lim's tolerances of ours.
 func checkAgainstProbs(t *testing.T, m *model.Model, ref probsRef, lim refLimits) {
 	t.Helper()
+	checkScaledAgainstProbs(t, m, nil, ref, lim)
+}
+
+// checkScaledAgainstProbs is checkAgainstProbs with the model's adapters at scales.
+func checkScaledAgainstProbs(t *testing.T, m *model.Model, scales []float32, ref probsRef, lim refLimits) {
+	t.Helper()
 	prompt := m.Tokenizer.Encode("Once upon a time", true, true)
 	var steps [][]float32
-	got := greedyPieces(t, m, prompt, serverPieces(m, len(prompt)), len(ref.Tokens), func(_ int, logits []float32) {
+	got := greedyPieces(t, m, prompt, serverPieces(m, len(prompt)), scales, len(ref.Tokens), func(_ int, logits []float32) {
 		steps = append(steps, append([]float32(nil), logits...))
 	})
 	diff := firstDifference(got, ref.Tokens)

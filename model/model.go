@@ -58,8 +58,9 @@ type scratch struct {
 	attnPos *gpu.Buffer
 	// mpos are an M-RoPE model's rotary positions (Batch.MPos); nil for other models.
 	mpos *gpu.Buffer
-	// loraT holds a LoRA group's rank-wide products (A·x); nil without adapters.
-	loraT *gpu.Buffer
+	// loraT holds a LoRA group's rank-wide products (A·x); nil without adapters. loraExp
+	// holds them for each expert assignment (adapter_experts.go); nil without such terms.
+	loraT, loraExp *gpu.Buffer
 	// attnScores holds decoding's attention scores at long contexts on CPU adapters
 	// (gpu.AttnParams.Scores); nil until one comes.
 	attnScores *gpu.Buffer

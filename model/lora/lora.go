@@ -15,12 +15,15 @@ import (
 
 // Pair is the low-rank update of one base matrix of Out rows of In: A is Rank rows of In
 // (ggml ne [In, Rank]), B is Out rows of Rank (ne [Rank, Out]); their data is the adapter
-// file's.
+// file's. For a base holding Experts matrices (ne [In, Out, Experts]: a Mixture-of-Experts
+// block's ffn_*_exps) each expert has its own pair: A ne [In, Rank, Experts], B ne [Rank,
+// Out, Experts], as llama.cpp's build_lora_mm_id multiplies them.
 type Pair struct {
 	// Base names the base model's tensor (blk.0.attn_q.weight).
 	Base          string
 	A, B          *gguf.TensorInfo
 	Rank, In, Out int
+	Experts       int // 0: one matrix
 }
 
 // Adapter is a LoRA adapter file, checked against its base model.
@@ -87,7 +90,13 @@ func Read(f *gguf.File, arch string, baseShape func(name string) ([]uint64, bool
 			return nil, fmt.Errorf("lora: tensor %q does not exist in the base model", name)
 		}
 		a, b := h[0], h[1]
-		if len(w) != 2 || len(a.Shape) != 2 || len(b.Shape) != 2 || w[0] != a.Shape[0] || w[1] != b.Shape[1] || a.Shape[1] != b.Shape[0] {
+		experts := 0
+		if len(w) == 3 { // a matrix per expert: so must the pair be
+			experts = int(w[2])
+		}
+		dims := 2 + min(experts, 1)
+		if len(w) != dims || len(a.Shape) != dims || len(b.Shape) != dims || w[0] != a.Shape[0] || w[1] != b.Shape[1] || a.Shape[1] != b.Shape[0] ||
+			experts > 0 && (a.Shape[2] != w[2] || b.Shape[2] != w[2]) {
 			return nil, fmt.Errorf("lora: tensor %q: shapes lora_a %v and lora_b %v do not fit the base's %v", name, a.Shape, b.Shape, w)
 		}
 		for _, t := range []*gguf.TensorInfo{a, b} {
@@ -100,7 +109,7 @@ func Read(f *gguf.File, arch string, baseShape func(name string) ([]uint64, bool
 		if b.Shape[0] == 0 || b.Shape[0] > 1<<14 {
 			return nil, fmt.Errorf("lora: tensor %q has rank %d", name, b.Shape[0])
 		}
-		ad.Pairs[name] = &Pair{Base: name, A: a, B: b, Rank: int(b.Shape[0]), In: int(a.Shape[0]), Out: int(b.Shape[1])}
+		ad.Pairs[name] = &Pair{Base: name, A: a, B: b, Rank: int(b.Shape[0]), In: int(a.Shape[0]), Out: int(b.Shape[1]), Experts: experts}
 	}
 	if len(ad.Pairs) == 0 {
 		return nil, fmt.Errorf("lora: the adapter holds no tensor pairs")

@@ -12,7 +12,7 @@ import (
 
 // base is stories260K's shapes where the tests need them.
 func base(name string) ([]uint64, bool) {
-	s, ok := map[string][]uint64{"blk.0.attn_q.weight": {64, 64}, "blk.0.ffn_down.weight": {172, 64}}[name]
+	s, ok := map[string][]uint64{"blk.0.attn_q.weight": {64, 64}, "blk.0.ffn_down.weight": {172, 64}, "blk.0.ffn_up_exps.weight": {64, 48, 6}}[name]
 	return s, ok
 }
 
@@ -64,6 +64,10 @@ func TestRead(t *testing.T) {
 	if len(ad.Pairs) != 2 || p.Rank != 8 || p.In != 172 || p.Out != 64 || ad.Scale(p, 0.5) != 1 {
 		t.Errorf("pairs %d, %+v, scale %v", len(ad.Pairs), p, ad.Scale(p, 0.5))
 	}
+	experts, err := read(t, adapter(t, "llama", true, map[string][]uint64{"blk.0.ffn_up_exps.weight.lora_a": {64, 4, 6}, "blk.0.ffn_up_exps.weight.lora_b": {4, 48, 6}}))
+	if p := experts.Pairs["blk.0.ffn_up_exps.weight"]; err != nil || p.Rank != 4 || p.In != 64 || p.Out != 48 || p.Experts != 6 || ad.Pairs["blk.0.attn_q.weight"].Experts != 0 {
+		t.Errorf("a pair per expert: %+v (%v)", p, err)
+	}
 	noAlpha, err := read(t, adapter(t, "llama", false, good))
 	if err != nil || noAlpha.Scale(noAlpha.Pairs["blk.0.attn_q.weight"], 0.5) != 0.5 {
 		t.Errorf("without alpha: %v", err)
@@ -85,14 +89,18 @@ func TestRead(t *testing.T) {
 		tensors map[string][]uint64
 		want    string
 	}{
-		"wrong arch":      {"qwen2", good, `the adapter is for architecture "qwen2", the model is "llama"`},
-		"a lone lora_a":   {"llama", with("blk.9.attn_q.weight.lora_a", []uint64{64, 8}), `tensor "blk.9.attn_q.weight" is missing one component`},
-		"a lone lora_b":   {"llama", with("blk.9.attn_q.weight.lora_b", []uint64{8, 64}), `blk.9.attn_q.weight`},
-		"wrong shape":     {"llama", with("blk.0.attn_q.weight.lora_b", []uint64{8, 32}), `tensor "blk.0.attn_q.weight": shapes lora_a [64 8] and lora_b [8 32] do not fit the base's [64 64]`},
-		"rank mismatch":   {"llama", with("blk.0.attn_q.weight.lora_b", []uint64{4, 64}), `tensor "blk.0.attn_q.weight": shapes`},
-		"missing half":    {"llama", with("blk.0.attn_q.weight.lora_b", nil), `tensor "blk.0.attn_q.weight" is missing one component`},
-		"odd suffix":      {"llama", with("blk.0.attn_q.weight.lora_c", []uint64{8}), `tensor "blk.0.attn_q.weight.lora_c" has unexpected suffix`},
-		"no pairs":        {"llama", map[string][]uint64{}, "holds no tensor pairs"},
+		"wrong arch":    {"qwen2", good, `the adapter is for architecture "qwen2", the model is "llama"`},
+		"a lone lora_a": {"llama", with("blk.9.attn_q.weight.lora_a", []uint64{64, 8}), `tensor "blk.9.attn_q.weight" is missing one component`},
+		"a lone lora_b": {"llama", with("blk.9.attn_q.weight.lora_b", []uint64{8, 64}), `blk.9.attn_q.weight`},
+		"wrong shape":   {"llama", with("blk.0.attn_q.weight.lora_b", []uint64{8, 32}), `tensor "blk.0.attn_q.weight": shapes lora_a [64 8] and lora_b [8 32] do not fit the base's [64 64]`},
+		"rank mismatch": {"llama", with("blk.0.attn_q.weight.lora_b", []uint64{4, 64}), `tensor "blk.0.attn_q.weight": shapes`},
+		"missing half":  {"llama", with("blk.0.attn_q.weight.lora_b", nil), `tensor "blk.0.attn_q.weight" is missing one component`},
+		"odd suffix":    {"llama", with("blk.0.attn_q.weight.lora_c", []uint64{8}), `tensor "blk.0.attn_q.weight.lora_c" has unexpected suffix`},
+		"no pairs":      {"llama", map[string][]uint64{}, "holds no tensor pairs"},
+		"one pair for all experts": {"llama", map[string][]uint64{"blk.0.ffn_up_exps.weight.lora_a": {64, 4}, "blk.0.ffn_up_exps.weight.lora_b": {4, 48}},
+			`tensor "blk.0.ffn_up_exps.weight": shapes lora_a [64 4] and lora_b [4 48] do not fit the base's [64 48 6]`},
+		"other expert count": {"llama", map[string][]uint64{"blk.0.ffn_up_exps.weight.lora_a": {64, 4, 6}, "blk.0.ffn_up_exps.weight.lora_b": {4, 48, 5}},
+			`shapes lora_a [64 4 6] and lora_b [4 48 5] do not fit the base's [64 48 6]`},
 		"norm is skipped": {"llama", with("blk.0.attn_norm.weight.lora_a", []uint64{64, 8}), ""},
 	} {
 		_, err := read(t, adapter(t, c.arch, true, c.tensors))
