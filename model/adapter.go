@@ -106,10 +106,11 @@ func (m *Model) LoadAdapter(ad *lora.Adapter, f *gguf.File) (int, error) {
 	rank := 0
 	for _, k := range slices.Sorted(maps.Keys(groups)) {
 		g := groups[k]
-		t, err := l.loraTerm(k, g.members, ad)
-		if g.members[0].pair.Experts > 0 {
-			t, err = l.loraExpertTerm(g.members[0], ad)
+		load := l.loraTerm
+		if g.members[0].pair.Experts > 0 { // an expert pair's group has it alone
+			load = func(_ string, ms []loraMember, ad *lora.Adapter) (loraTerm, error) { return l.loraExpertTerm(ms[0], ad) }
 		}
+		t, err := load(k, g.members, ad)
 		if err != nil {
 			l.release()
 			return 0, err

@@ -125,8 +125,8 @@ type Batch struct {
 	PageBits int       // log2 of the page size in rows; 0: contiguous regions, no paging
 	Pages    []int32   // the page tables, concatenated; unused with PageBits 0
 	Copies   []RowCopy // copy-on-write row copies, run before the pass
-	// StateCopies copy recurrent state slots before the pass, after Copies: a caller keeps a
-	// slot's state as it was before rows it may have to take back (speculative decoding).
+	// StateCopies copy recurrent state slots before the pass, as Copies do rows: a caller keeps
+	// a slot's state as it was before rows it may have to take back (speculative decoding).
 	StateCopies []StateCopy
 
 	// States, for a model with recurrent layers (Model.Recurrent), is each row's state slot
@@ -327,7 +327,7 @@ func (b Batch) sequences() int {
 	return len(seen)
 }
 
-// recordCopies records the batch's row copies in every layer, then its state copies.
+// recordCopies records the batch's state copies and its row copies in every layer.
 func (b Batch) recordCopies(r *gpu.Recorder, kv *KVCache) {
 	recordStateCopies(r, kv, b.StateCopies)
 	for _, c := range b.Copies {

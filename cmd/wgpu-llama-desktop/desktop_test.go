@@ -354,7 +354,7 @@ func TestKeysAndClose(t *testing.T) {
 				return
 			}
 			if try == 5 || !strings.Contains(string(out), "BadWindow") {
-				t.Fatalf("xdotool key %s: %v\n%s", key, err, out)
+				t.Fatalf("xdotool key %s: %v\n%s\nthe app's log:\n%s", key, err, out, stderr.String())
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
