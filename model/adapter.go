@@ -108,7 +108,9 @@ func (m *Model) LoadAdapter(ad *lora.Adapter, f *gguf.File) (int, error) {
 		g := groups[k]
 		load := l.loraTerm
 		if g.members[0].pair.Experts > 0 { // an expert pair's group has it alone
-			load = func(_ string, ms []loraMember, ad *lora.Adapter) (loraTerm, error) { return l.loraExpertTerm(ms[0], ad) }
+			load = func(_ string, ms []loraMember, ad *lora.Adapter) (loraTerm, error) {
+				return l.loraExpertTerm(ms[0], ad)
+			}
 		}
 		t, err := load(k, g.members, ad)
 		if err != nil {

@@ -13,7 +13,6 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/gpu"
 	"github.com/wgpu-llama/wgpu-llama/gpu/gputest"
 	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
-	"github.com/wgpu-llama/wgpu-llama/model"
 )
 
 // expertAdapter writes a LoRA adapter (F32, rank 8, alpha 16) for the MoE file at path with
@@ -102,16 +101,7 @@ func TestExpertLoraMatchesLlamaCpp(t *testing.T) {
 			if slices.Equal(ref.Tokens, base.Tokens) {
 				t.Fatalf("the adapter leaves llama.cpp's tokens as they were: %v", ref.Tokens)
 			}
-			f, err := gguf.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			m, err := model.Load(dev, f, model.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
+			m := loadPath(t, dev, path)
 			if id, err := m.LoadAdapterFile(adapter); err != nil || id != 0 {
 				t.Fatalf("adapter %d: %v", id, err)
 			}

@@ -126,6 +126,12 @@ func checkGenModel(t *testing.T, dev *gpu.Device, cfg synth.Config, lim refLimit
 		t.Fatal(err)
 	}
 	ref := llamaServerProbs(t, path, 16)
+	checkAgainstProbs(t, loadPath(t, dev, path), ref, lim)
+}
+
+// loadPath loads the model file at path on dev; it is closed when the test ends.
+func loadPath(t *testing.T, dev *gpu.Device, path string) *model.Model {
+	t.Helper()
 	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -135,6 +141,6 @@ func checkGenModel(t *testing.T, dev *gpu.Device, cfg synth.Config, lim refLimit
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
-	checkAgainstProbs(t, m, ref, lim)
+	t.Cleanup(m.Close)
+	return m
 }
