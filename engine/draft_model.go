@@ -25,20 +25,16 @@ func loadDraft(dev *gpu.Device, cfg SpecConfig, target *model.Model, opts model.
 	if err != nil {
 		return nil, fmt.Errorf("load draft model %s: %w", cfg.DraftModel, err)
 	}
-	if m.Recurrent() {
-		m.Close()
-		return nil, fmt.Errorf("draft model %s: a model with recurrent layers (%s) cannot draft: its drafting passes keep no state per slot to return to", cfg.DraftModel, m.Config.Arch)
-	}
-	if m.Config.MRoped() {
-		m.Close()
-		return nil, fmt.Errorf("draft model %s: an M-RoPE model (%s) cannot draft: its drafting loop advances plain positions", cfg.DraftModel, m.Config.Arch)
-	}
 	if err := vocabsCompatible(target.Tokenizer, m.Tokenizer, target.Config.NVocab, m.Config.NVocab); err != nil {
 		m.Close()
 		return nil, fmt.Errorf("draft model %s: %w", cfg.DraftModel, err)
 	}
 	region := slotCtx + cfg.NMax
-	kv, err := m.NewKVCache(region * nSlots)
+	states := 1
+	if m.Recurrent() { // a state slot per slot, and one for its state before its drafts
+		states = 2 * nSlots
+	}
+	kv, err := m.NewKVCacheFor(region*nSlots, states)
 	if err != nil {
 		m.Close()
 		return nil, fmt.Errorf("draft model: %w", err)
@@ -46,7 +42,11 @@ func loadDraft(dev *gpu.Device, cfg SpecConfig, target *model.Model, opts model.
 	c := m.Config
 	logger.Info("draft model loaded", "path", cfg.DraftModel, "arch", c.Arch, "layers", c.NLayer, "n_embd", c.NEmbd, "type", c.FileType,
 		"draft_max", cfg.NMax, "draft_min", cfg.NMin, "draft_p_min", cfg.PMin)
-	return &speculator{cfg: cfg, draft: m, kv: kv, region: region, cached: make([][]int32, nSlots)}, nil
+	sp := &speculator{cfg: cfg, draft: m, kv: kv, region: region, cached: make([][]int32, nSlots)}
+	if m.Recurrent() {
+		sp.saved = make([]int, nSlots)
+	}
+	return sp, nil
 }
 
 // vocabsCompatible is llama.cpp's common_speculative_are_compatible, made strict: drafted ids
@@ -98,6 +98,9 @@ func (e *Engine) draftWithModel(wants []draftWant, drafts [][]int32) {
 		seqs[i] = append(append(make([]int32, 0, len(w.s.cached)+1+w.k), w.s.cached...), w.s.gen.next)
 		// Keep the shared prefix but always evaluate the last token: its logits start the draft.
 		n := min(commonPrefix(sp.cached[w.s.id], seqs[i]), len(seqs[i])-1)
+		if sp.saved != nil && n < len(sp.cached[w.s.id]) {
+			n = e.draftRestore(w.s.id, n)
+		}
 		sp.cached[w.s.id] = sp.cached[w.s.id][:n]
 	}
 	if err := e.draftCatchUp(wants, seqs); err != nil {
@@ -110,16 +113,23 @@ func (e *Engine) draftWithModel(wants []draftWant, drafts [][]int32) {
 		active[i] = i
 	}
 	chunk := firstDraftChunk
-	for len(active) > 0 {
+	for call := 0; len(active) > 0; call++ {
 		var first model.Batch
 		steps, cuts := 0, false
 		for _, i := range active {
 			w := wants[i]
 			base := int32(w.s.id * sp.region)
+			if sp.saved != nil && call == 0 { // the state the draft starts from, to return to
+				first.StateCopies = append(first.StateCopies, model.StateCopy{Src: w.s.id, Dst: len(sp.cached) + w.s.id})
+				sp.saved[w.s.id] = len(sp.cached[w.s.id])
+			}
 			for p := len(sp.cached[w.s.id]); p < len(seqs[i]); p++ {
 				first.Tokens = append(first.Tokens, seqs[i][p])
 				first.Pos = append(first.Pos, int32(p))
 				first.Base = append(first.Base, base)
+				if sp.saved != nil {
+					first.States = append(first.States, int32(w.s.id))
+				}
 			}
 			first.Logits = append(first.Logits, len(first.Tokens)-1)
 			steps = max(steps, w.k-kept[i])
@@ -181,6 +191,9 @@ func (e *Engine) draftCatchUp(wants []draftWant, ctxs [][]int32) error {
 				b.Tokens = append(b.Tokens, tok)
 				b.Pos = append(b.Pos, int32(have+j))
 				b.Base = append(b.Base, int32(w.s.id*sp.region))
+				if sp.saved != nil {
+					b.States = append(b.States, int32(w.s.id))
+				}
 			}
 			took[i] = take
 		}
@@ -199,6 +212,25 @@ func (e *Engine) draftCatchUp(wants []draftWant, ctxs [][]int32) error {
 		total -= len(b.Tokens)
 	}
 	return nil
+}
+
+// draftRestore returns a recurrent draft model's slot id, whose cached tokens part from its
+// context after n of them, to the state kept as its last drafting began (speculator.saved),
+// and returns how many tokens that state follows; 0, the state to be started anew, when it
+// was kept past n or cannot be restored.
+func (e *Engine) draftRestore(id, n int) int {
+	sp := e.spec
+	at := sp.saved[id]
+	if at == 0 || at > n {
+		return 0
+	}
+	if _, _, err := guard(func() ([][]int32, [][]float32, error) {
+		return nil, nil, sp.draft.CopyStates(sp.kv, []model.StateCopy{{Src: len(sp.cached) + id, Dst: id}})
+	}); err != nil {
+		e.log.Error("draft model: restoring its state failed", "slot", id, "err", err)
+		return 0
+	}
+	return at
 }
 
 // guard runs a draft model call, turning a GPU panic into an error as the engine's forward

@@ -172,7 +172,7 @@ func TestSlotSaveRestoreNewArchs(t *testing.T) {
 // cut back: each verification pass keeps the slot's state as it was before its rows, and a
 // partly rejected draft returns to it and evaluates the accepted tokens again. Greedy output
 // equals plain decoding, one request and two at once, with drafts both accepted and
-// rejected. A hybrid draft model is refused with the reason.
+// rejected. Hybrid draft models (TestRecurrentDraftModel) keep their states the same way.
 func TestRecurrentSpeculative(t *testing.T) {
 	path := shareddata.Path(t, "models", "hybrid", "qwen35-F32.gguf")
 	tok := enginetest.LoadConfig(t, engine.Config{ModelPath: path, CtxSize: 512, Slots: 1}).Tokenizer()
@@ -218,13 +218,52 @@ func TestRecurrentSpeculative(t *testing.T) {
 	if acc, n := st.Accepted-before.Accepted, st.DraftTokens-before.DraftTokens; acc == 0 || acc == n {
 		t.Errorf("%d of %d drafted tokens accepted: want some accepted and some rejected", acc, n)
 	}
+}
 
-	spec = engine.DefaultSpecConfig()
-	spec.DraftModel = path
-	_, err := engine.Load(context.Background(), engine.Config{ModelPath: shareddata.Path(t, "models", "stories260K.gguf"), CtxSize: 256,
-		Slots: 1, Device: -1, Speculative: spec})
-	if err == nil || !strings.Contains(err.Error(), "a model with recurrent layers (qwen35) cannot draft") {
-		t.Errorf("a hybrid draft model: %v", err)
+// TestRecurrentDraftModel drafts with the hybrid model's Q8_0 file (an M-RoPE model: its
+// drafting passes advance its text positions): for its F32 twin, both keeping their states
+// before the draft and returning to them on a rejection, and for stories260K, whose rows are
+// cut back as usual. Greedy output equals plain decoding, two requests at once, twice. The
+// twin takes most drafts, and not all: the draft's states are the right ones (a wrong state
+// drafts what the target rejects; the output would still be right).
+func TestRecurrentDraftModel(t *testing.T) {
+	draft := shareddata.Path(t, "models", "hybrid", "qwen35-Q8_0.gguf")
+	for _, target := range []string{shareddata.Path(t, "models", "hybrid", "qwen35-F32.gguf"), shareddata.Path(t, "models", "stories260K.gguf")} {
+		twin := strings.Contains(target, "qwen35")
+		t.Run(filepath.Base(target), func(t *testing.T) {
+			plain := enginetest.LoadConfig(t, engine.Config{ModelPath: target, CtxSize: 512, Slots: 1})
+			tok := plain.Tokenizer()
+			prompts := [][]int32{tok.Encode("Once upon a time", true, true), tok.Encode("The cat sat on the mat", true, true)}
+			want := make([][]int32, len(prompts))
+			for i, p := range prompts {
+				want[i], _ = tokensOf(t, plain, p, 40, true)
+			}
+			spec := engine.DefaultSpecConfig()
+			spec.DraftModel, spec.NMax = draft, 6
+			e := enginetest.LoadConfig(t, engine.Config{ModelPath: target, CtxSize: 1024, Slots: 2, Speculative: spec})
+			for round := range 2 { // the second round starts from the draft's earlier states
+				got := make([][]int32, len(prompts))
+				var wg sync.WaitGroup
+				for i, p := range prompts {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						got[i], _ = tokensOf(t, e, p, 40, true)
+					}()
+				}
+				wg.Wait()
+				for i := range prompts {
+					if !slices.Equal(got[i], want[i]) {
+						t.Errorf("round %d, prompt %d drafted: %v, plain %v", round, i, got[i], want[i])
+					}
+				}
+			}
+			st := e.SpecStats()
+			t.Logf("%d of %d drafted tokens accepted", st.Accepted, st.DraftTokens)
+			if twin && (2*st.Accepted < st.DraftTokens || st.Accepted == st.DraftTokens) || st.DraftTokens == 0 {
+				t.Errorf("%d of %d drafted tokens accepted: want most from the twin, and some rejected", st.Accepted, st.DraftTokens)
+			}
+		})
 	}
 }
 

@@ -168,7 +168,7 @@ func (e *Engine) reload() error {
 		if err != nil {
 			return err
 		}
-		e.spec.draft, e.spec.kv, e.spec.cached = sp.draft, sp.kv, sp.cached
+		e.spec.draft, e.spec.kv, e.spec.cached, e.spec.saved = sp.draft, sp.kv, sp.cached, sp.saved
 	}
 	return nil
 }

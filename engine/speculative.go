@@ -105,6 +105,10 @@ type speculator struct {
 	kv     *model.KVCache
 	region int
 	cached [][]int32
+	// saved, for a recurrent draft model, is how many of a slot's cached tokens the state
+	// kept in its second state slot follows: taken as a turn's drafting starts, returned to
+	// when the cached tokens part from the slot's context (draft_model.go's draftRestore).
+	saved []int
 
 	drafts, drafted, accepted atomic.Int64
 }

@@ -9,6 +9,9 @@ type ArgmaxFeed struct {
 	IDs, Pos, Plan *Buffer
 	// Step is added to each row's first drafted position, so chained passes advance.
 	Step int
+	// MPos, when set, receives an M-RoPE model's rotary positions of each row, a text
+	// token's (position three times, then 0).
+	MPos *Buffer
 }
 
 // Argmax writes, for each of rows rows of n logits, the index of the largest (the first on
@@ -26,6 +29,11 @@ func (r *Recorder) Argmax(logits, out *Buffer, n, rows, out0, pout int, feed *Ar
 		bind = append(bind, ReadWrite, ReadWrite, ReadOnly)
 		bufs = append(bufs, feed.IDs, feed.Pos, feed.Plan)
 		step = feed.Step
+		if feed.MPos != nil {
+			defs = append(defs, "FEED_MPOS")
+			bind = append(bind, ReadWrite)
+			bufs = append(bufs, feed.MPos)
+		}
 	}
 	groups := r.grid(rows)
 	// The row-per-invocation kernel reads its row twice; llvmpipe would cut it off past

@@ -63,7 +63,7 @@ func TestArgmax(t *testing.T) {
 }
 
 // TestArgmaxFeed checks that a FEED argmax writes each row's pick as the next pass's token
-// and the planned positions and bases.
+// and the planned positions and bases, and with MPos an M-RoPE model's text positions.
 func TestArgmaxFeed(t *testing.T) {
 	d := gputest.Device(t)
 	defer func(v bool) { d.BarrierFree = v }(d.BarrierFree)
@@ -72,14 +72,14 @@ func TestArgmaxFeed(t *testing.T) {
 		rng := rand.New(rand.NewPCG(9, 10))
 		const n, rows, step = 300, 3, 4
 		x := randVec(rng, n*rows)
-		ids, pos := empty(t, d, rows), empty(t, d, 2*rows)
+		ids, pos, mpos := empty(t, d, rows), empty(t, d, 2*rows), upload(t, d, randVec(rng, 4*rows))
 		plan := uploadU32(t, d, []int32{10, 20, 30, 0, 512, 1024})
 		out := empty(t, d, 2*rows)
 		r, err := d.Begin()
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.Argmax(upload(t, d, x), out, n, rows, 0, rows, &gpu.ArgmaxFeed{IDs: ids, Pos: pos, Plan: plan, Step: step})
+		r.Argmax(upload(t, d, x), out, n, rows, 0, rows, &gpu.ArgmaxFeed{IDs: ids, Pos: pos, Plan: plan, Step: step, MPos: mpos})
 		if err := r.Submit(); err != nil {
 			t.Fatal(err)
 		}
@@ -92,6 +92,9 @@ func TestArgmaxFeed(t *testing.T) {
 		}
 		if want := []int32{14, 24, 34, 0, 512, 1024}; fmt.Sprint(gotPos) != fmt.Sprint(want) {
 			t.Errorf("barrier-free=%v: positions %v, want %v", bf, gotPos, want)
+		}
+		if got, want := readU32(t, d, mpos, 4*rows), []int32{14, 14, 14, 0, 24, 24, 24, 0, 34, 34, 34, 0}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("barrier-free=%v: M-RoPE positions %v, want %v", bf, got, want)
 		}
 	}
 }

@@ -12,12 +12,15 @@ import (
 type draftScratch struct {
 	out  *gpu.Buffer // picked ids, then their probabilities (u32 bits)
 	plan *gpu.Buffer // each sequence's first drafted position, then its base
+	// recSeqs is a recurrent model's sequences in the passes after the first: one token each.
+	recSeqs *gpu.Buffer
 }
 
 func (d *draftScratch) release() {
 	d.out.Release()
 	d.plan.Release()
-	d.out, d.plan = nil, nil
+	d.recSeqs.Release()
+	d.out, d.plan, d.recSeqs = nil, nil, nil
 }
 
 // ensure grows buffer *b to at least n u32 values.
@@ -44,7 +47,10 @@ func (m *Model) ensure(b **gpu.Buffer, name string, n int) error {
 // It returns, per sequence in the order of first.Logits, the picked ids and their softmax
 // probabilities. Every drafted token but the last is written into the cache after the
 // sequence's last token; the caller decides how many of them stay valid.
-// The draft model's cache keeps one contiguous region per sequence (PageBits 0).
+// The draft model's cache keeps one contiguous region per sequence (PageBits 0). A model with
+// recurrent layers takes each sequence's state slot from first.States (the same for all its
+// rows), and first.StateCopies run before the first pass: a caller keeps the states as they
+// were before the draft, to return to them (CopyStates) when it is rejected.
 func (m *Model) DraftGreedy(kv *KVCache, first Batch, steps int) (ids [][]int32, probs [][]float32, err error) {
 	if m.next != nil {
 		return nil, nil, fmt.Errorf("model: a draft model runs on one device, not split")
@@ -52,8 +58,8 @@ func (m *Model) DraftGreedy(kv *KVCache, first Batch, steps int) (ids [][]int32,
 	if m.enc != nil {
 		return nil, nil, fmt.Errorf("model: %s is an embedding model: it does not generate text", m.Config.Arch)
 	}
-	if m.Config.MRoped() {
-		return nil, nil, fmt.Errorf("model: %s turns by M-RoPE positions, which the drafting loop does not advance", m.Config.Arch)
+	if first.MPos != nil {
+		return nil, nil, fmt.Errorf("model: a draft after an image's rows: the drafting loop advances a text token's M-RoPE positions only")
 	}
 	if err := m.checkBatch(kv, first); err != nil {
 		return nil, nil, err
@@ -88,6 +94,26 @@ func (m *Model) DraftGreedy(kv *KVCache, first Batch, steps int) (ids [][]int32,
 	if err := m.upload(first); err != nil {
 		return nil, nil, err
 	}
+	if err := m.uploadStates(kv, first); err != nil {
+		return nil, nil, err
+	}
+	firstRec, stepRec := m.rec, gpu.RecurrentBatch{}
+	if m.Recurrent() { // the passes after the first: token i is sequence i's, in its slot
+		for i, row := range first.Logits {
+			slot := 0
+			if first.States != nil {
+				slot = int(first.States[row])
+			}
+			stepRec.Seqs = append(stepRec.Seqs, gpu.RecurrentSeq{First: i, Tokens: 1, Slot: slot})
+		}
+		if err := m.ensure(&m.draft.recSeqs, "draft_rec_seqs", 3*seqs); err != nil {
+			return nil, nil, err
+		}
+		if err := m.dev.Write(m.draft.recSeqs, 0, gpu.PackRecurrentSeqs(stepRec.Seqs)); err != nil {
+			return nil, nil, err
+		}
+		stepRec.Buf = m.draft.recSeqs
+	}
 	if err := m.dev.Write(m.draft.plan, 0, gpu.Bytes(plan)); err != nil {
 		return nil, nil, err
 	}
@@ -104,9 +130,11 @@ func (m *Model) DraftGreedy(kv *KVCache, first Batch, steps int) (ids [][]int32,
 	if err != nil {
 		return nil, nil, err
 	}
+	recordStateCopies(r, kv, first.StateCopies)
 	perPass := 0
 	for step := 0; step < steps; step++ {
 		if step == 0 {
+			m.rec = firstRec
 			m.record(r, kv, len(first.Tokens), first.sequences(), firstKeys, first.PageBits, first.Logits)
 		} else {
 			if r.Dispatches()+perPass > gpu.MaxDispatches {
@@ -118,12 +146,16 @@ func (m *Model) DraftGreedy(kv *KVCache, first Batch, steps int) (ids [][]int32,
 				}
 			}
 			before := r.Dispatches()
+			m.rec = stepRec
 			m.record(r, kv, seqs, seqs, lastPos+step, 0, each)
 			perPass = r.Dispatches() - before + 1
 		}
 		var feed *gpu.ArgmaxFeed
 		if step < steps-1 {
 			feed = &gpu.ArgmaxFeed{IDs: s.ids, Pos: s.pos, Plan: m.draft.plan, Step: step}
+			if c.MRoped() {
+				feed.MPos = s.mpos
+			}
 		}
 		r.Argmax(s.logits, m.draft.out, c.NVocab, seqs, step*seqs, steps*seqs, feed)
 		if step == 0 {

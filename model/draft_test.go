@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/wgpu-llama/wgpu-llama/gguf"
@@ -14,7 +15,15 @@ import (
 // cache regions, and checks the ids and probabilities against plain greedy decoding of each
 // sequence alone, and that the whole draft is one queue submission.
 func TestDraftGreedyMatchesDecoding(t *testing.T) {
-	path := shareddata.Path(t, "models", "stories260K.gguf")
+	for _, name := range []string{"stories260K.gguf", "hybrid/qwen35-F32.gguf"} {
+		t.Run(name, func(t *testing.T) { testDraftGreedy(t, name) })
+	}
+}
+
+// testDraftGreedy checks DraftGreedy on the shared model name: on the hybrid qwen35, each
+// sequence in a state slot of its own and text positions turned by M-RoPE.
+func testDraftGreedy(t *testing.T, name string) {
+	path := shareddata.Path(t, append([]string{"models"}, strings.Split(name, "/")...)...)
 	dev := gputest.Device(t)
 	f, err := gguf.Open(path)
 	if err != nil {
@@ -40,7 +49,7 @@ func TestDraftGreedyMatchesDecoding(t *testing.T) {
 			alone[i] = append(alone[i], step{id, math.Exp(lp[id])})
 		})
 	}
-	kv, err := m.NewKVCache(len(seqs) * region)
+	kv, err := m.NewKVCacheFor(len(seqs)*region, len(seqs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +60,9 @@ func TestDraftGreedyMatchesDecoding(t *testing.T) {
 			first.Tokens = append(first.Tokens, tok)
 			first.Pos = append(first.Pos, int32(p))
 			first.Base = append(first.Base, int32(i*region))
+			if m.Recurrent() {
+				first.States = append(first.States, int32(i))
+			}
 		}
 		first.Logits = append(first.Logits, len(first.Tokens)-1)
 	}

@@ -7,6 +7,8 @@
 // also becomes row's token of the next single-token-per-sequence pass, ids[row], and its
 // position and first cache row are written from plan (first drafted position of each row,
 // then each row's base) as pos[row] = plan[row] + step, pos[rows + row] = plan[rows + row].
+// FEED_MPOS also writes an M-RoPE model's positions of a text token: mpos[4 row ..] = (pos,
+// pos, pos, 0).
 
 struct Params {
     n: u32,     // row length (vocabulary)
@@ -23,6 +25,9 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> ids: array<u32>; // (rows) next pass's tokens
 @group(0) @binding(4) var<storage, read_write> pos: array<u32>; // (2 rows) positions, bases
 @group(0) @binding(5) var<storage, read> plan: array<u32>;      // (2 rows)
+#ifdef FEED_MPOS
+@group(0) @binding(6) var<storage, read_write> mpos: array<u32>; // (rows, 4)
+#endif
 #endif
 
 fn emit(row: u32, id: u32, prob: f32) {
@@ -32,6 +37,12 @@ fn emit(row: u32, id: u32, prob: f32) {
     ids[row] = id;
     pos[row] = plan[row] + p.step;
     pos[p.rows + row] = plan[p.rows + row];
+#ifdef FEED_MPOS
+    mpos[4u * row] = plan[row] + p.step;
+    mpos[4u * row + 1u] = plan[row] + p.step;
+    mpos[4u * row + 2u] = plan[row] + p.step;
+    mpos[4u * row + 3u] = 0u;
+#endif
 #endif
 }
 
