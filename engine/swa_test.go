@@ -2,9 +2,7 @@ package engine_test
 
 import (
 	"context"
-	"encoding/json"
 	"math"
-	"os"
 	"slices"
 	"testing"
 
@@ -13,22 +11,10 @@ import (
 	"github.com/wgpu-llama/wgpu-llama/internal/shareddata"
 )
 
-// serverProbs is a reference's llama-server /completion answer: the greedy tokens and the top
-// 10 log-probabilities at each step.
-type serverProbs struct {
-	Tokens []int32 `json:"tokens"`
-	Steps  []struct {
-		Top []struct {
-			ID      int32   `json:"id"`
-			Logprob float64 `json:"logprob"`
-		} `json:"top_logprobs"`
-	} `json:"completion_probabilities"`
-}
-
 // probsGap runs "Once upon a time" greedily through e and returns the largest difference
 // between our probabilities and the reference's top 10, at step 0 and over the run; the
 // tokens must be the reference's.
-func probsGap(t *testing.T, e *engine.Engine, ref serverProbs) (step0, all float64) {
+func probsGap(t *testing.T, e *engine.Engine, ref shareddata.Probs) (step0, all float64) {
 	t.Helper()
 	p := greedy(len(ref.Tokens))
 	p.NProbs = 10
@@ -77,14 +63,7 @@ func TestSlidingWindowPromptsAsLlamaServer(t *testing.T) {
 	for _, f := range []struct{ folder, name string }{{"moe", "gptoss-F32.gguf"}, {"gemma4", "gemma4-F32.gguf"}} {
 		t.Run(f.name, func(t *testing.T) {
 			path := shareddata.Path(t, "models", f.folder, f.name)
-			raw, err := os.ReadFile(path + ".probs.json")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ref serverProbs
-			if err := json.Unmarshal(raw, &ref); err != nil {
-				t.Fatal(err)
-			}
+			ref := shareddata.ReadProbs(t, path)
 			for _, swaFull := range []bool{false, true} {
 				e := enginetest.LoadConfig(t, engine.Config{ModelPath: path, CtxSize: 256, Slots: 1, CPUExact: true, SWAFull: swaFull})
 				step0, all := probsGap(t, e, ref)

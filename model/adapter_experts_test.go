@@ -95,9 +95,9 @@ func TestExpertLoraMatchesLlamaCpp(t *testing.T) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			adapter := expertAdapter(t, path)
 			body := `{"prompt":"Once upon a time","n_predict":16,"temperature":0,"n_probs":10,"return_tokens":true}`
-			base := parseProbsRef(t, "llama-server's answer", shareddata.LlamaServerCompletion(t, path, body))
+			base := shareddata.ParseProbs(t, "llama-server's answer", shareddata.LlamaServerCompletion(t, path, body))
 			srv := shareddata.LlamaServer(t, path, "-c", "256", "-np", "1", "--lora", adapter)
-			ref := parseProbsRef(t, "llama-server's answer with the adapter", shareddata.LlamaServerPost(t, srv, "/completion", body))
+			ref := shareddata.ParseProbs(t, "llama-server's answer with the adapter", shareddata.LlamaServerPost(t, srv, "/completion", body))
 			if slices.Equal(ref.Tokens, base.Tokens) {
 				t.Fatalf("the adapter leaves llama.cpp's tokens as they were: %v", ref.Tokens)
 			}

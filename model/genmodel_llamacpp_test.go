@@ -17,10 +17,10 @@ import (
 // llamaServerProbs is llama.cpp's own llama-server's greedy /completion of n tokens from
 // "Once upon a time" on the model at path, with the top-10 probabilities of each step, as the
 // shared references were made (models/moe/refs.sh).
-func llamaServerProbs(t *testing.T, path string, n int) probsRef {
+func llamaServerProbs(t *testing.T, path string, n int) shareddata.Probs {
 	t.Helper()
 	body := fmt.Sprintf(`{"prompt":"Once upon a time","n_predict":%d,"temperature":0,"n_probs":10,"return_tokens":true}`, n)
-	return parseProbsRef(t, "llama-server's answer", shareddata.LlamaServerCompletion(t, path, body))
+	return shareddata.ParseProbs(t, "llama-server's answer", shareddata.LlamaServerCompletion(t, path, body))
 }
 
 // TestGenModelMoEMatchesLlamaCpp writes gen-model's qwen3moe, qwen2moe and gpt-oss files (moe-tiny's
