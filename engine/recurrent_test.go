@@ -60,6 +60,23 @@ func tokensOf(t *testing.T, e *engine.Engine, prompt []int32, n int, skipCache b
 	return ids, last
 }
 
+// atOnce runs the prompts greedily for n tokens each, submitted together (without the prompt
+// cache), and returns their tokens.
+func atOnce(t *testing.T, e *engine.Engine, prompts [][]int32, n int) [][]int32 {
+	t.Helper()
+	got := make([][]int32, len(prompts))
+	var wg sync.WaitGroup
+	for i, p := range prompts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], _ = tokensOf(t, e, p, n, true)
+		}()
+	}
+	wg.Wait()
+	return got
+}
+
 // TestRecurrentPrefixFromCheckpoint replays models/hybrid's prefix-reuse run: llama-server
 // (-c 512 -np 1) answered prompt a, then reused 40 of the 52 tokens of prompt b (a extended)
 // from a context checkpoint, giving a fresh server's tokens. The same prompt b again reuses
@@ -113,16 +130,7 @@ func TestRecurrentBatchedMatchesAlone(t *testing.T) {
 	for i, p := range prompts {
 		alone[i], _ = tokensOf(t, e, p, 16, true)
 	}
-	together := make([][]int32, len(prompts))
-	var wg sync.WaitGroup
-	for i, p := range prompts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			together[i], _ = tokensOf(t, e, p, 16, true)
-		}()
-	}
-	wg.Wait()
+	together := atOnce(t, e, prompts, 16)
 	for i := range prompts {
 		if !slices.Equal(together[i], alone[i]) || len(alone[i]) != 16 {
 			t.Errorf("prompt %d: batched %v, alone %v", i, together[i], alone[i])
@@ -199,16 +207,7 @@ func TestRecurrentSpeculative(t *testing.T) {
 		t.Logf("prompt %d: %d of %d drafted tokens accepted", i, tm.DraftNAccepted, tm.DraftN)
 	}
 	before := e.SpecStats()
-	got := make([][]int32, len(prompts))
-	var wg sync.WaitGroup
-	for i, p := range prompts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			got[i], _ = tokensOf(t, e, p, 40, true)
-		}()
-	}
-	wg.Wait()
+	got := atOnce(t, e, prompts, 40)
 	for i := range prompts {
 		if !slices.Equal(got[i], want[i]) {
 			t.Errorf("prompt %d drafted beside the other: %v, plain %v", i, got[i], want[i])
@@ -242,16 +241,7 @@ func TestRecurrentDraftModel(t *testing.T) {
 			spec.DraftModel, spec.NMax = draft, 6
 			e := enginetest.LoadConfig(t, engine.Config{ModelPath: target, CtxSize: 1024, Slots: 2, Speculative: spec})
 			for round := range 2 { // the second round starts from the draft's earlier states
-				got := make([][]int32, len(prompts))
-				var wg sync.WaitGroup
-				for i, p := range prompts {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						got[i], _ = tokensOf(t, e, p, 40, true)
-					}()
-				}
-				wg.Wait()
+				got := atOnce(t, e, prompts, 40)
 				for i := range prompts {
 					if !slices.Equal(got[i], want[i]) {
 						t.Errorf("round %d, prompt %d drafted: %v, plain %v", round, i, got[i], want[i])
