@@ -117,6 +117,7 @@ type Device struct {
 	layouts   map[string]*layout
 
 	submits       atomic.Uint64
+	created       [3]atomic.Uint64 // buffers, bind groups, pipelines made (Creations)
 	live          atomic.Int64          // storage buffer bytes allocated and not released
 	budget        atomic.Uint64         // SetBudget's limit on live; 0: none
 	lost          atomic.Pointer[error] // why the device was lost (faults.go); nil while usable
@@ -249,6 +250,16 @@ func (d *Device) Close() {
 // Submits counts queue submissions since the device opened; tests use it to check that a
 // forward pass is one submit.
 func (d *Device) Submits() uint64 { return d.submits.Load() }
+
+// Creations counts what the device has made since it opened: buffers (storage, uniform and
+// map-readable), bind groups and compute pipelines. Tests use it to check that a decode step
+// makes none once the first steps made and cached what it needs.
+type Creations struct{ Buffers, BindGroups, Pipelines uint64 }
+
+// Creations returns the device's counts of what it has made.
+func (d *Device) Creations() Creations {
+	return Creations{Buffers: d.created[0].Load(), BindGroups: d.created[1].Load(), Pipelines: d.created[2].Load()}
+}
 
 // SetCPUMath turns CPUMath on (on a CPU adapter only: GPUs keep their own arithmetic) or off.
 func (d *Device) SetCPUMath(on bool) {

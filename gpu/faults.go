@@ -137,6 +137,7 @@ func (d *Device) createBuffer(desc *wgpu.BufferDescriptor) (*wgpu.Buffer, error)
 	var buf *wgpu.Buffer
 	var err error
 	scoped := d.scoped([]uint32{scopeOutOfMemory}, func() { buf, err = d.dev.TryCreateBuffer(desc) })
+	d.created[0].Add(1)
 	err = d.fault(errors.Join(err, scoped))
 	if errors.Is(err, ErrOutOfMemory) {
 		if buf != nil {

@@ -125,6 +125,7 @@ func (d *Device) Pipeline(key PipelineKey, spec PipelineSpec) (*Pipeline, error)
 	if err != nil {
 		return nil, err
 	}
+	d.created[2].Add(1)
 	pipe, err := d.dev.TryCreateComputePipeline(&wgpu.ComputePipelineDescriptor{
 		Label:   key.String(),
 		Layout:  l.pipeline,

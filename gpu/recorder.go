@@ -301,6 +301,7 @@ func (d *Device) bindGroup(p *Pipeline, bufs []*Buffer) (*wgpu.BindGroup, error)
 		entries = append(entries, wgpu.BindGroupEntry{Binding: uint32(i + 1), Buffer: b.buf, Size: b.size})
 	}
 	bg, err := d.dev.TryCreateBindGroup(&wgpu.BindGroupDescriptor{Label: p.Key.String(), Layout: p.layout.group, Entries: entries})
+	d.created[1].Add(1)
 	if err != nil {
 		return nil, err
 	}
