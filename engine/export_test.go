@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"slices"
+
+	"github.com/wgpu-llama/wgpu-llama/gpu"
 )
 
 // SlotTokens returns the tokens slot id holds in the KV cache, read between turns.
@@ -52,4 +54,14 @@ func (e *Engine) StorageBytes(ctx context.Context) (n uint64, err error) {
 		return nil
 	})
 	return n, err
+}
+
+// Creations is what the device has made so far (gpu.Device.Creations), read between two
+// passes.
+func (e *Engine) Creations(ctx context.Context) (c gpu.Creations, err error) {
+	err = e.do(ctx, nil, func() error {
+		c = e.dev.Creations()
+		return nil
+	})
+	return c, err
 }
