@@ -117,7 +117,7 @@ type Device struct {
 	layouts   map[string]*layout
 
 	submits       atomic.Uint64
-	created       [3]atomic.Uint64 // buffers, bind groups, pipelines made (Creations)
+	created       [3]atomic.Uint64      // buffers, bind groups, pipelines made (Creations)
 	live          atomic.Int64          // storage buffer bytes allocated and not released
 	budget        atomic.Uint64         // SetBudget's limit on live; 0: none
 	lost          atomic.Pointer[error] // why the device was lost (faults.go); nil while usable
