@@ -105,7 +105,13 @@ func (r *Recorder) GetRowsScaled(w Weight, ids, out *Buffer, nTokens int, scale 
 
 // RMSNorm normalises each of rows rows of n values of x and multiplies by w, into out.
 func (r *Recorder) RMSNorm(x, w, out *Buffer, n, rows int, eps float32) {
-	r.rmsNorm(x, w, out, n, rows, eps, nil, nil)
+	r.rmsNorm(x, w, out, n, rows, eps, nil, nil, false)
+}
+
+// RMSNormAdd is RMSNorm adding its result to out: a post-norm's output added to the residual
+// stream in one dispatch, each normalised value rounded as RMSNorm rounds it, then added.
+func (r *Recorder) RMSNormAdd(x, w, out *Buffer, n, rows int, eps float32) {
+	r.rmsNorm(x, w, out, n, rows, eps, nil, nil, true)
 }
 
 // LoRAInput is a LoRA group's A (Rank rows, f32) and the buffer its products go to, for a
@@ -131,15 +137,18 @@ type LoRAResidual struct {
 // the projection that reads out, T[r, j] = A[j, :]·out[r, :] (MatMulLoRA's epilogue). Either
 // saves the adapter a dispatch of its own.
 func (r *Recorder) RMSNormLoRA(x, w, out *Buffer, n, rows int, eps float32, in *LoRAInput, res *LoRAResidual) {
-	r.rmsNorm(x, w, out, n, rows, eps, in, res)
+	r.rmsNorm(x, w, out, n, rows, eps, in, res, false)
 }
 
-func (r *Recorder) rmsNorm(x, w, out *Buffer, n, rows int, eps float32, lora *LoRAInput, res *LoRAResidual) {
+func (r *Recorder) rmsNorm(x, w, out *Buffer, n, rows int, eps float32, lora *LoRAInput, res *LoRAResidual, add bool) {
 	wg := uint32(256) // GPUs: a row's loads in fewer rounds of memory latency
 	if r.d.BarrierFree {
 		wg = 64 // a barrier switches every invocation on CPU adapters
 	}
 	defs, bind, bufs := []string{fmt.Sprintf("WG=%d", wg)}, slices.Clone(bindRRRW), []*Buffer{x, w, out}
+	if add {
+		defs = append(defs, "ADD_OUT")
+	}
 	rank := 0
 	var rp LoRAResidual
 	if lora != nil {

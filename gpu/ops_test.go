@@ -163,6 +163,16 @@ func TestRMSNorm(t *testing.T) {
 			what := fmt.Sprintf("rms_norm %dx%d barrier-free=%v", rows, n, bf)
 			check(t, what, got, cpuref.RMSNorm(x, w, n, 1e-5), tolF32)
 			checkGGMLRounding(t, d, what, got, cpuref.RMSNormGGML(x, w, n, 1e-5))
+			// RMSNormAdd: the same values added to a residual stream, bit for bit what a
+			// separate add of RMSNorm's output gives.
+			res := randVec(rng, n*rows)
+			stream := upload(t, d, res)
+			sum := run(t, d, stream, n*rows, func(r *gpu.Recorder) { r.RMSNormAdd(upload(t, d, x), upload(t, d, w), stream, n, rows, 1e-5) })
+			for i := range sum {
+				if want := res[i] + got[i]; sum[i] != want {
+					t.Fatalf("%s, added: element %d is %v, the separate add gives %v", what, i, sum[i], want)
+				}
+			}
 		}
 	}
 }

@@ -201,6 +201,5 @@ func (m *Model) gemma4FFN(p *pass, il int) {
 	m.addLora(r, m.layerLora[il].down, s.ffn, 0, n, c.NFF, s.tmp, d)
 	r.RMSNorm(s.tmp, e.denseNorm, s.xn, d, n, c.RMSEps)
 	r.Add(s.xn, s.experts, n*d)
-	r.RMSNorm(s.xn, ly.postFFN, s.tmp, d, n, c.RMSEps)
-	r.Add(s.x, s.tmp, n*d)
+	r.RMSNormAdd(s.xn, ly.postFFN, s.x, d, n, c.RMSEps)
 }

@@ -271,8 +271,7 @@ func (m *Model) moeBlock(p *pass, il int) {
 		m.sharedBlock(r, e.shared, &m.layerLora[il], n)
 	}
 	if ly.postFFN != nil {
-		r.RMSNorm(s.tmp, ly.postFFN, s.xn, c.NEmbd, n, c.RMSEps)
-		r.Add(s.x, s.xn, n*c.NEmbd)
+		r.RMSNormAdd(s.tmp, ly.postFFN, s.x, c.NEmbd, n, c.RMSEps)
 		return
 	}
 	r.Add(s.x, s.tmp, n*c.NEmbd)

@@ -532,12 +532,11 @@ func (m *Model) residual(r *gpu.Recorder, ps []proj, terms []loraTerm, x *gpu.Bu
 	if bias != nil {
 		r.BiasAct(s.tmp, bias, c.NEmbd, n, false)
 	}
-	out := s.tmp
 	if postNorm != nil {
-		r.RMSNorm(s.tmp, postNorm, s.xn, c.NEmbd, n, c.RMSEps)
-		out = s.xn
+		r.RMSNormAdd(s.tmp, postNorm, s.x, c.NEmbd, n, c.RMSEps)
+		return
 	}
-	r.Add(s.x, out, n*c.NEmbd)
+	r.Add(s.x, s.tmp, n*c.NEmbd)
 }
 
 // project runs projections of the nTokens rows of x (k wide) from xRow0 into columns of the

@@ -10,7 +10,8 @@
 // was left for it (attn_output's or ffn_down's, whose input pin the norm does not otherwise
 // read): x[r, res_col + c] += res_scale * sum_j RB[c, j] * (sum_i RA[j, i] * pin[r, i]), with
 // RES_F16 (RES_BF16) the rounding of that adapter's type. So a residual projection's adapter
-// costs no dispatch of its own.
+// costs no dispatch of its own. ADD_OUT adds the normalised row to out (a post-norm into the
+// residual stream), each value rounded before the add as a separate add would take it.
 
 struct Params {
     n: u32,     // row length
@@ -125,7 +126,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     }
     let scale = 1.0 / sqrt(ns_div(partial[0], f32(p.n)) + p.eps);
     for (var i = lid.x; i < p.n; i += WG) {
+#ifdef ADD_OUT
+        out[base + i] += ns_keep((x[base + i] * scale) * w[i]);
+#else
         out[base + i] = (x[base + i] * scale) * w[i];
+#endif
     }
 #ifdef LORA_A
     storageBarrier(); // the row written, for every invocation
