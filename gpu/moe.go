@@ -36,6 +36,9 @@ type MoERouting struct {
 	// Bias, when not nil, holds nExperts f32 added to the probabilities for choosing the
 	// experts only (DeepSeek V3's exp_probs_b); the weights come from the unbiased ones.
 	Bias *Buffer
+	// LogitBias, when not nil, holds nExperts f32 added to the logits first: the router's bias
+	// (gpt-oss's ffn_gate_inp.bias), in the routing's own dispatch.
+	LogitBias *Buffer
 	// Norm divides the chosen weights by their sum, clamped below at MoEWeightSumMin.
 	Norm bool
 	// Scale multiplies the weights (expert_weights_scale) unless it is 0 or 1.
@@ -87,6 +90,9 @@ func (r *Recorder) MoERoute(logits *Buffer, nTokens, nExperts, k int, opts MoERo
 	bind, bufs := []Access{ReadOnly, ReadWrite, ReadWrite}, []*Buffer{logits, ids, weights}
 	if opts.Bias != nil {
 		defs, bind, bufs = append(defs, "BIAS"), append(bind, ReadOnly), append(bufs, opts.Bias)
+	}
+	if opts.LogitBias != nil {
+		defs, bind, bufs = append(defs, "LOGIT_BIAS"), append(bind, ReadOnly), append(bufs, opts.LogitBias)
 	}
 	p := r.kernel("moe_route", bind, 64, defs...)
 	if p == nil {

@@ -1,6 +1,7 @@
 package gpu_test
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -526,9 +527,11 @@ type routeCase struct {
 	k       int
 	gating  int
 	bias    bool
-	norm    bool
-	scale   float32
-	logits  func(rng *rand.Rand, n int) []float32 // nil: random normal
+	// logitBias adds a router bias to the logits first (gpu.MoERouting.LogitBias)
+	logitBias bool
+	norm      bool
+	scale     float32
+	logits    func(rng *rand.Rand, n int) []float32 // nil: random normal
 }
 
 // TestMoERoute checks each gating function, the selection bias, normalisation (and its clamp)
@@ -544,7 +547,9 @@ func TestMoERoute(t *testing.T) {
 		cases = append(cases,
 			routeCase{name: "norm", experts: 33, k: 8, gating: g, norm: true, scale: 1},
 			routeCase{name: "bias", experts: 33, k: 4, gating: g, bias: true, scale: 1},
-			routeCase{name: "bias-norm-scale", experts: 60, k: 6, gating: g, bias: true, norm: true, scale: 2.5})
+			routeCase{name: "bias-norm-scale", experts: 60, k: 6, gating: g, bias: true, norm: true, scale: 2.5},
+			routeCase{name: "logit-bias", experts: 33, k: 4, gating: g, logitBias: true, scale: 1},
+			routeCase{name: "both-biases", experts: 60, k: 6, gating: g, bias: true, logitBias: true, norm: true, scale: 2.5})
 	}
 	// Ties go to the lower expert: whole rows of one value, and repeated values among the best.
 	ties := func(rng *rand.Rand, n int) []float32 {
@@ -592,15 +597,35 @@ func TestMoERoute(t *testing.T) {
 			biasBuf = upload(t, d, bias)
 		}
 		n := tokens * c.k
-		idsBuf, wBuf := empty(t, d, n), empty(t, d, n)
 		opts := gpu.MoERouting{Gating: gpu.MoEGating(c.gating), Bias: biasBuf, Norm: c.norm, Scale: c.scale}
-		gotW := run(t, d, wBuf, n, func(r *gpu.Recorder) { r.MoERoute(upload(t, d, logits), tokens, c.experts, c.k, opts, idsBuf, wBuf) })
-		raw, err := d.Read(idsBuf, 0, uint64(n*4))
-		if err != nil {
-			t.Fatal(err)
+		biased := logits // what the routing sees
+		if c.logitBias {
+			lbias := randVec(rng, c.experts)
+			opts.LogitBias = upload(t, d, lbias)
+			biased = slices.Clone(logits)
+			for i := range biased {
+				biased[i] += lbias[i%c.experts]
+			}
 		}
-		wantIDs, wantW := cpuref.MoERoute(logits, c.experts, c.k, c.gating, bias, c.norm, c.scale)
+		route := func(logits []float32, opts gpu.MoERouting) ([]float32, []byte) {
+			idsBuf, wBuf := empty(t, d, n), empty(t, d, n)
+			w := run(t, d, wBuf, n, func(r *gpu.Recorder) { r.MoERoute(upload(t, d, logits), tokens, c.experts, c.k, opts, idsBuf, wBuf) })
+			raw, err := d.Read(idsBuf, 0, uint64(n*4))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return w, raw
+		}
+		gotW, raw := route(logits, opts)
+		wantIDs, wantW := cpuref.MoERoute(biased, c.experts, c.k, c.gating, bias, c.norm, c.scale)
 		name := fmt.Sprintf("%s gating=%d E=%d k=%d", c.name, c.gating, c.experts, c.k)
+		if c.logitBias { // bit for bit the routing of the logits biased beforehand (BiasAct's sums)
+			plain := opts
+			plain.LogitBias = nil
+			if w, ids := route(biased, plain); !slices.Equal(w, gotW) || !bytes.Equal(ids, raw) {
+				t.Errorf("%s: the router's bias added in the routing gives other weights or experts than added before it", name)
+			}
+		}
 		for i := 0; i < n; i++ {
 			got := int32(uint32(raw[4*i]) | uint32(raw[4*i+1])<<8 | uint32(raw[4*i+2])<<16 | uint32(raw[4*i+3])<<24)
 			if got != wantIDs[i] {

@@ -277,6 +277,20 @@ func (r *Recorder) AvgPool(x, out *Buffer, n, g, s int) {
 	r.Dispatch(p, Params(n, g, s), r.elementwise((g/s)*(g/s)*n), x, out)
 }
 
+// AddBiased computes a += b + bias over n elements, bias repeating every width: a
+// projection's bias and the residual add in one dispatch, rounded as the two adds are.
+func (r *Recorder) AddBiased(a, b, bias *Buffer, n, width int) {
+	if width < 1 || n%width != 0 {
+		r.fail("gpu: add: a bias of %d over %d elements", width, n)
+		return
+	}
+	p := r.kernel("add", []Access{ReadWrite, ReadOnly, ReadOnly}, 64, "BIAS")
+	if p == nil {
+		return
+	}
+	r.Dispatch(p, Params(n, width), r.elementwise(n), a, b, bias)
+}
+
 // Add computes a += b over n elements.
 func (r *Recorder) Add(a, b *Buffer, n int) {
 	p := r.kernel("add", bindRWR, 64)

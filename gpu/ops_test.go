@@ -1031,3 +1031,29 @@ func TestProfile(t *testing.T) {
 		}
 	}
 }
+
+// TestAddBiased checks the residual add with a projection's bias against the two dispatches
+// it replaces (BiasAct, then Add) and the Go sum, bit for bit, at a width that is no multiple
+// of the workgroup, on both kinds of kernels.
+func TestAddBiased(t *testing.T) {
+	d := gputest.Device(t)
+	defer func(v bool) { d.BarrierFree = v }(d.BarrierFree)
+	rng := rand.New(rand.NewPCG(91, 92))
+	for _, bf := range []bool{false, true} {
+		d.BarrierFree = bf
+		const width, rows = 37, 7
+		a, b, bias := randVec(rng, width*rows), randVec(rng, width*rows), randVec(rng, width)
+		stream := upload(t, d, a)
+		got := run(t, d, stream, width*rows, func(r *gpu.Recorder) { r.AddBiased(stream, upload(t, d, b), upload(t, d, bias), width*rows, width) })
+		twoStream, twoB := upload(t, d, a), upload(t, d, b)
+		two := run(t, d, twoStream, width*rows, func(r *gpu.Recorder) {
+			r.BiasAct(twoB, upload(t, d, bias), width, rows, false)
+			r.Add(twoStream, twoB, width*rows)
+		})
+		for i := range got {
+			if want := a[i] + (b[i] + bias[i%width]); got[i] != want || two[i] != want {
+				t.Fatalf("barrier-free=%v element %d: %v, the two dispatches %v, want %v", bf, i, got[i], two[i], want)
+			}
+		}
+	}
+}

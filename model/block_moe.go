@@ -241,10 +241,8 @@ func (m *Model) moeBlock(p *pass, il int) {
 	k, ff := c.NExpertUsed, c.NFFExpert
 	na := n * k // assignments: token t's slot j is t*k + j
 	m.normProject(r, ly.ffnNorm, e.router, nil, n, s.moeLogits, c.NExpert)
-	if e.routerBias != nil {
-		r.BiasAct(s.moeLogits, e.routerBias, c.NExpert, n, false)
-	}
-	r.MoERoute(s.moeLogits, n, c.NExpert, k, gpu.MoERouting{Gating: c.ExpertGating, Norm: c.ExpertNorm, Scale: c.ExpertScale, Bias: e.selBias}, s.moeIDs, s.moeWeights)
+	r.MoERoute(s.moeLogits, n, c.NExpert, k, gpu.MoERouting{Gating: c.ExpertGating, Norm: c.ExpertNorm, Scale: c.ExpertScale, Bias: e.selBias, LogitBias: e.routerBias},
+		s.moeIDs, s.moeWeights)
 	b := gpu.MoEBatch{IDs: s.moeIDs, Plan: s.moePlan, Tokens: n, K: k, Experts: c.NExpert}
 	r.MoEGroup(b) // for a batch: the assignments grouped by expert, for the three products
 	m.projectExperts(r, e.gateUp, s.xn, b, false, s.moeGU, 2*ff)

@@ -529,6 +529,10 @@ func (m *Model) residual(r *gpu.Recorder, ps []proj, terms []loraTerm, x *gpu.Bu
 	}
 	m.project(r, ps, x, 0, n, k, s.tmp, c.NEmbd, false)
 	m.addLora(r, terms, x, 0, n, k, s.tmp, c.NEmbd)
+	if bias != nil && postNorm == nil {
+		r.AddBiased(s.x, s.tmp, bias, n*c.NEmbd, c.NEmbd)
+		return
+	}
 	if bias != nil {
 		r.BiasAct(s.tmp, bias, c.NEmbd, n, false)
 	}

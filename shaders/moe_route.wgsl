@@ -1,5 +1,5 @@
 // Mixture-of-Experts routing (gpu.MoERoute), as llama.cpp's build_moe_ffn computes it from a
-// token's router logits (n_exp f32):
+// token's router logits (n_exp f32; LOGIT_BIAS: plus the router's bias, as ggml_add adds it):
 //   probs   = softmax(logits) | sigmoid(logits) | logits (SOFTMAX_WEIGHT) | sqrt(softplus(logits))
 //   chosen  = the k largest of probs (+ bias, exp_probs_b, for choosing only: BIAS), largest
 //             first, ties to the lower expert (ggml_argsort_top_k's order: its CPU sort is an
@@ -31,6 +31,13 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> wts: array<f32>;   // (n_tok, k)
 #ifdef BIAS
 @group(0) @binding(4) var<storage, read> bias: array<f32>;        // (n_exp)
+#ifdef LOGIT_BIAS
+@group(0) @binding(5) var<storage, read> lbias: array<f32>;       // (n_exp)
+#endif
+#else
+#ifdef LOGIT_BIAS
+@group(0) @binding(4) var<storage, read> lbias: array<f32>;
+#endif
 #endif
 
 const NONE: u32 = 0xFFFFFFFFu;
@@ -63,10 +70,20 @@ fn soft_inv(at: u32, from_logits: bool, n: u32, m: f32) -> f32 {
     return q + r / sum.x;
 }
 
+// logit is element i of the logits (row-major, n_exp a row), with the router's bias when it
+// has one.
+fn logit(i: u32) -> f32 {
+#ifdef LOGIT_BIAS
+    return logits[i] + lbias[i % p.n_exp];
+#else
+    return logits[i];
+#endif
+}
+
 // soft_in is value i of a softmax's input: logits[at + i], or the chosen weight wts[at + i].
 fn soft_in(at: u32, from_logits: bool, i: u32) -> f32 {
     if (from_logits) {
-        return logits[at + i];
+        return logit(at + i);
     }
     return wts[at + i];
 }
@@ -77,7 +94,7 @@ var<private> inv: f32;
 
 // prob is expert e's gating probability from the row starting at row.
 fn prob(row: u32, e: u32) -> f32 {
-    let l = logits[row + e];
+    let l = logit(row + e);
     switch (p.gating) {
         case 2u: {
             return sigmoid_c(l);
@@ -112,9 +129,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }
     let row = t * p.n_exp;
     if (p.gating != 2u && p.gating != 3u && p.gating != 4u) {
-        mx = logits[row];
+        mx = logit(row);
         for (var e = 1u; e < p.n_exp; e++) {
-            mx = max(mx, logits[row + e]);
+            mx = max(mx, logit(row + e));
         }
         inv = soft_inv(row, true, p.n_exp, mx);
     }
