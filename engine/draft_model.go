@@ -30,11 +30,7 @@ func loadDraft(dev *gpu.Device, cfg SpecConfig, target *model.Model, opts model.
 		return nil, fmt.Errorf("draft model %s: %w", cfg.DraftModel, err)
 	}
 	region := slotCtx + cfg.NMax
-	states := 1
-	if m.Recurrent() { // a state slot per slot, and one for its state before its drafts
-		states = 2 * nSlots
-	}
-	kv, err := m.NewKVCacheFor(region*nSlots, states)
+	kv, err := m.NewKVCacheFor(region*nSlots, stateSlots(nSlots, true)) // used by a recurrent model only
 	if err != nil {
 		m.Close()
 		return nil, fmt.Errorf("draft model: %w", err)
@@ -120,7 +116,7 @@ func (e *Engine) draftWithModel(wants []draftWant, drafts [][]int32) {
 			w := wants[i]
 			base := int32(w.s.id * sp.region)
 			if sp.saved != nil && call == 0 { // the state the draft starts from, to return to
-				first.StateCopies = append(first.StateCopies, model.StateCopy{Src: w.s.id, Dst: len(sp.cached) + w.s.id})
+				first.StateCopies = append(first.StateCopies, model.StateCopy{Src: w.s.id, Dst: keptState(w.s.id, len(sp.cached))})
 				sp.saved[w.s.id] = len(sp.cached[w.s.id])
 			}
 			for p := len(sp.cached[w.s.id]); p < len(seqs[i]); p++ {
@@ -225,7 +221,7 @@ func (e *Engine) draftRestore(id, n int) int {
 		return 0
 	}
 	if _, _, err := guard(func() ([][]int32, [][]float32, error) {
-		return nil, nil, sp.draft.CopyStates(sp.kv, []model.StateCopy{{Src: len(sp.cached) + id, Dst: id}})
+		return nil, nil, sp.draft.CopyStates(sp.kv, []model.StateCopy{{Src: keptState(id, len(sp.cached)), Dst: id}})
 	}); err != nil {
 		e.log.Error("draft model: restoring its state failed", "slot", id, "err", err)
 		return 0

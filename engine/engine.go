@@ -262,9 +262,7 @@ func load(ctx context.Context, cfg Config, devs []*gpu.Device, indexes []int, lo
 	if err != nil {
 		return nil, err
 	}
-	if c.Recurrent != nil && spec.Type != SpecNone {
-		kp.states = 2 * nSlots // each slot's state before its drafts (speculative.go)
-	}
+	kp.states = stateSlots(nSlots, c.Recurrent != nil && spec.Type != SpecNone)
 	if kp.nCtx > c.NCtxTrain {
 		logger.Warn("context size exceeds the model's training context", "n_ctx", kp.nCtx, "n_ctx_train", c.NCtxTrain)
 	}

@@ -151,11 +151,7 @@ func (e *Engine) reload() error {
 	if c := m.Config; c.NVocab != e.info.NVocab || c.NEmbd != e.info.NEmbd || c.NCtxTrain != e.info.NCtxTrain || c.TensorSize != e.info.Size {
 		return fmt.Errorf("%s is not the model that was loaded before (it changed on disk)", e.cfg.ModelPath)
 	}
-	states := len(e.slots)
-	if e.recurrent && e.spec != nil {
-		states *= 2 // as Load made it: each slot's state before its drafts
-	}
-	if e.kv, err = m.NewKVCacheFor(len(e.pool.refs)<<pageBits, states); err != nil {
+	if e.kv, err = m.NewKVCacheFor(len(e.pool.refs)<<pageBits, stateSlots(len(e.slots), e.recurrent && e.spec != nil)); err != nil {
 		return err
 	}
 	if e.visionH != nil {

@@ -280,7 +280,7 @@ func (e *Engine) turn() {
 		b.MPos = e.appendMRoPE(b.MPos, s.cached, toks)
 		e.appendStates(&b, s, len(toks))
 		if e.recurrent && len(toks) > replay+1 { // drafted rows: keep the state they start from
-			b.StateCopies = append(b.StateCopies, model.StateCopy{Src: s.id, Dst: e.draftState(s)})
+			b.StateCopies = append(b.StateCopies, model.StateCopy{Src: s.id, Dst: keptState(s.id, len(e.slots))})
 		}
 		s.replay = nil
 		rows = append(rows, row{s: s, tokens: toks, logits: len(toks) - replay})

@@ -235,13 +235,23 @@ func (e *Engine) verify(s *slot, toks []int32, logits []logitsRow) (Result, bool
 	return Result{}, false
 }
 
-// draftState is the state slot that keeps a recurrent model's slot s as it was before the
-// rows of its draft being verified (Batch.StateCopies): the cache has two a slot.
-func (e *Engine) draftState(s *slot) int { return len(e.slots) + s.id }
+// keptState is the state slot that keeps slot id's recurrent state as it was before its
+// draft, in a cache of two state slots for each of nSlots slots: the target's before the
+// verification pass (Batch.StateCopies), a recurrent draft model's before its drafting.
+func keptState(id, nSlots int) int { return nSlots + id }
+
+// stateSlots is how many recurrent state slots a cache for nSlots slots holds: one a slot,
+// and with kept a second one a slot (keptState) for drafts that may be taken back.
+func stateSlots(nSlots int, kept bool) int {
+	if kept {
+		return 2 * nSlots
+	}
+	return nSlots
+}
 
 // rollBack returns a recurrent model's slot s to its state before a verification pass whose
 // draft was partly rejected, as llama-server restores its speculative checkpoint: the state
-// the pass kept (draftState) goes back into the slot's, and the cache keeps its first from
+// the pass kept (keptState) goes back into the slot's, and the cache keeps its first from
 // tokens. The rows verified and kept (the slot's next token and the accepted drafts, already
 // sampled and sent) are evaluated again with the next turn's token (slot.replay), as
 // llama-server replays the accepted tokens; a slot that is done keeps none of them. On
@@ -250,7 +260,7 @@ func (e *Engine) rollBack(s *slot, from int, done bool) error {
 	if !done {
 		s.replay = slices.Clone(s.cached[from:])
 	}
-	if err := e.model.CopyStates(e.kv, []model.StateCopy{{Src: e.draftState(s), Dst: s.id}}); err != nil {
+	if err := e.model.CopyStates(e.kv, []model.StateCopy{{Src: keptState(s.id, len(e.slots)), Dst: s.id}}); err != nil {
 		s.replay = nil
 		e.truncate(s, 0)
 		return err

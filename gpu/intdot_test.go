@@ -172,12 +172,7 @@ func TestIntDotMatMulID(t *testing.T) {
 			}
 			for _, down := range []bool{false, true} {
 				n := tokens * k
-				ids := randomRoutes(rng, tokens, k, experts)
-				xRows, xPer := tokens, k
-				if down {
-					xRows, xPer = n, 1
-				}
-				x := randVec(rng, xRows*cols)
+				ids, x, xRows, xPer := idInputs(rng, tokens, k, experts, cols, down)
 				xq, sums := actRef(typ, x), cpuref.ActQ8_1Sums(x)
 				var want []float32
 				if gpu.ActFor(typ) == gpu.ActQ8_1 {

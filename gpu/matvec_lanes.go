@@ -58,11 +58,14 @@ func laneVariant(w Weight, gemvOnly bool) []string {
 
 // superLanes are matvec_lanes.wgsl's defines for the superblock types it sums as llama.cpp's
 // x86 AVX2 vec_dots do (SUPER; SUP_COEF for those with terms on Q8_K's block sums: minimums,
-// Q6_K's offset, IQ1_S's deltas); nil for other types. (x86 repacks Q4_K of a row count that
-// is a multiple of 8: repacked8 comes first.)
+// Q6_K's offset, IQ1_S's deltas; SUP_SCALE_MIN for Q4_K's and Q5_K's shared header); nil for
+// other types. (x86 repacks Q4_K of a row count that is a multiple of 8: repacked8 comes
+// first.)
 func superLanes(t WeightType) []string {
 	switch t {
-	case Q2_K, Q4_K, Q5_K, Q6_K, IQ1_S:
+	case Q4_K, Q5_K:
+		return []string{"SUPER", "SUP_COEF", "SUP_SCALE_MIN"}
+	case Q2_K, Q6_K, IQ1_S:
 		return []string{"SUPER", "SUP_COEF"}
 	case Q3_K, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_XS:
 		return []string{"SUPER"}

@@ -94,6 +94,18 @@ func randomRoutes(rng *rand.Rand, tokens, k, n int) []int32 {
 	return ids
 }
 
+// idInputs draws a mul_mat_id test's routes (k distinct experts of experts for each of tokens
+// tokens) and activations, cols wide: xRows rows, one a token, or one an assignment for the
+// down product (down), so xPer assignments read each row.
+func idInputs(rng *rand.Rand, tokens, k, experts, cols int, down bool) (ids []int32, x []float32, xRows, xPer int) {
+	ids = randomRoutes(rng, tokens, k, experts)
+	xRows, xPer = tokens, k
+	if down {
+		xRows, xPer = tokens*k, 1
+	}
+	return ids, randVec(rng, xRows*cols), xRows, xPer
+}
+
 // actRef rounds activations as QuantizeActivations does for weights of type typ.
 func actRef(typ gpu.WeightType, x []float32) []float32 {
 	switch gpu.ActFor(typ) {
@@ -185,12 +197,7 @@ func checkMatMulID(t *testing.T, d *gpu.Device, rng *rand.Rand, v moeVariant, ty
 	rows, cols, experts, k, tokens int, down bool) {
 	t.Helper()
 	n := tokens * k
-	ids := randomRoutes(rng, tokens, k, experts)
-	xRows, xPer := tokens, k
-	if down {
-		xRows, xPer = n, 1
-	}
-	x := randVec(rng, xRows*cols)
+	ids, x, xRows, xPer := idInputs(rng, tokens, k, experts, cols, down)
 	// The down product accumulates into columns 3.. of rows of rows + 5 (a wider fused row).
 	stride, col := rows, 0
 	if down {

@@ -106,13 +106,13 @@ func (m *Model) LoadAdapter(ad *lora.Adapter, f *gguf.File) (int, error) {
 	rank := 0
 	for _, k := range slices.Sorted(maps.Keys(groups)) {
 		g := groups[k]
-		load := l.loraTerm
+		var t loraTerm
+		var err error
 		if g.members[0].pair.Experts > 0 { // an expert pair's group has it alone
-			load = func(_ string, ms []loraMember, ad *lora.Adapter) (loraTerm, error) {
-				return l.loraExpertTerm(ms[0], ad)
-			}
+			t, err = l.loraExpertTerm(g.members[0], ad)
+		} else {
+			t, err = l.loraTerm(k, g.members, ad)
 		}
-		t, err := load(k, g.members, ad)
 		if err != nil {
 			l.release()
 			return 0, err
@@ -125,15 +125,11 @@ func (m *Model) LoadAdapter(ad *lora.Adapter, f *gguf.File) (int, error) {
 		l.release()
 		return 0, err
 	}
-	for _, t := range terms {
-		if t.term.a.Experts == 0 {
-			continue
-		}
+	if slices.ContainsFunc(terms, func(p placed) bool { return p.term.a.Experts > 0 }) {
 		if err := ensureWords(m.dev, &m.scratch.loraExp, "lora_exp", m.maxBatch*m.Config.NExpertUsed*max(rank, m.loraRank)); err != nil {
 			l.release()
 			return 0, err
 		}
-		break
 	}
 	m.loraRank = max(m.loraRank, rank)
 	for _, t := range terms {

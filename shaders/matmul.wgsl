@@ -52,6 +52,9 @@ struct Params {
 #endif
 
 //#include dequant.inc
+#ifdef ID
+//#include moe_tile.inc
+#endif
 
 const TM: u32 = 64u; // rows per tile
 const TN: u32 = 64u; // tokens per tile
@@ -73,21 +76,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let k4 = p.k / 4u;
     let nb = p.k / BS;
 #ifdef ID
-    // The tile's expert (empty slots, or tiles of another chunk's experts, return at once:
-    // the plan is read-only, so every invocation takes the same branch), its first
-    // assignment in the plan's list and how many it has.
-    let slot = moe[p.plan_slots + wg.y];
-    if (slot == 0xFFFFFFFFu) {
+    let mt = moe_tile(wg.y); // the tile's expert rows and assignments (moe_tile.inc)
+    if (mt.cnt == 0u) {
         return;
     }
-    let tile = p.plan_tiles + 3u * slot;
-    let ex = moe[tile];
-    if (ex < p.e0 || ex >= p.e0 + p.n_exp) {
-        return;
-    }
-    let w0 = (ex - p.e0) * p.n * nb * BW;
-    let first = p.plan_list + moe[tile + 1u];
-    let cnt = moe[tile + 2u];
+    let w0 = mt.w0;
+    let first = mt.first;
+    let cnt = mt.cnt;
 #endif
     // The 4 x 4 block as four vectors (row i, tokens 0..3), not an array: a GPU compiler may
     // keep a dynamically indexed array in local memory.

@@ -17,6 +17,9 @@
 #ifdef SUPER_TYPE
 //#include super_lanes.inc
 #endif
+#ifdef ID
+//#include moe_tile.inc
+#endif
 //#include q8_block.inc
 
 const TM: u32 = 64u; // rows per tile
@@ -37,21 +40,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let flat = lid.y * 16u + lid.x;
     let nb = p.k / BS;
 #ifdef ID
-    // The tile's expert (empty slots, or tiles of another chunk's experts, return at once:
-    // the plan is read-only, so every invocation takes the same branch), its first
-    // assignment in the plan's list and how many it has.
-    let slot = moe[p.plan_slots + wg.y];
-    if (slot == 0xFFFFFFFFu) {
+    let mt = moe_tile(wg.y); // the tile's expert rows and assignments (moe_tile.inc)
+    if (mt.cnt == 0u) {
         return;
     }
-    let tile = p.plan_tiles + 3u * slot;
-    let ex = moe[tile];
-    if (ex < p.e0 || ex >= p.e0 + p.n_exp) {
-        return;
-    }
-    let w0 = (ex - p.e0) * p.n * nb * BW;
-    let first = p.plan_list + moe[tile + 1u];
-    nt = moe[tile + 2u];
+    let w0 = mt.w0;
+    let first = mt.first;
+    nt = mt.cnt;
 #else
     let w0 = 0u;
     tok0 = wg.y * TN;

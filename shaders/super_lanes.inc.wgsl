@@ -43,23 +43,8 @@ fn sup_scale(base: u32, j: u32) -> i32 {
 }
 #endif
 
-#ifdef T_Q4_K
-const SUP_TAIL: f32 = 1.0;
-fn sup_d(base: u32) -> f32 {
-    return f16lo(w[base]);
-}
-fn sup_dmin(base: u32) -> f32 {
-    return f16hi(w[base]);
-}
-fn sup_scale(base: u32, j: u32) -> i32 {
-    return i32(scale_min_of(hdr(base).yzw, j / 32u).x);
-}
-fn sup_coef(base: u32, k: u32) -> i32 {
-    return i32(scale_min_of(hdr(base).yzw, k / 2u).y);
-}
-#endif
-
-#ifdef T_Q5_K
+#ifdef SUP_SCALE_MIN
+// Q4_K's and Q5_K's header: d, dmin and the 6-bit scale and minimum of each 32 elements.
 const SUP_TAIL: f32 = 1.0;
 fn sup_d(base: u32) -> f32 {
     return f16lo(w[base]);
@@ -167,14 +152,12 @@ fn sup_delta(base: u32, j: u32) -> i32 {
 #else
 #ifndef T_Q2_K
 #ifndef T_Q3_K
-#ifndef T_Q4_K
-#ifndef T_Q5_K
+#ifndef SUP_SCALE_MIN
 #ifndef T_Q6_K
 // The IQ types' d: the block's first f16.
 fn sup_d(base: u32) -> f32 {
     return f16lo(w[base]);
 }
-#endif
 #endif
 #endif
 #endif
